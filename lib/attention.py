@@ -1,0 +1,349 @@
+"""Attention, from the numbers the model returns back to the maths that produced them.
+
+Everything here works on one sentence of an `lib.encoder.Encoding` (plain numpy arrays) plus, for the
+recomputation, the model's own projection weights. No Streamlit, no model run:
+
+- `recompute_attention` rebuilds one layer's attention from that layer's input hidden states and the
+  layer's W_Q, W_K, W_V (and biases): Q = H·W_Q + b_Q, K = H·W_K + b_K, V = H·W_V + b_V, then
+  softmax(QKᵀ/√d_k) per head, and reports how far that is from what the model returned.
+- `target_attention` summarises where the target word looks and who looks at it, per layer and head.
+- `special_token_share` measures how much attention goes to [CLS], [SEP] and punctuation per layer and head,
+  the pattern described by Clark et al. (2019), "What does BERT look at?".
+- `token_labels` / `downsample_labels` make unique, readable axis labels ("bank·6" and "bank·10" stay apart).
+
+Shapes use n = number of word pieces in the sentence (incl. [CLS]/[SEP]), L = number of layers,
+H = number of heads, d_k = hidden size / H.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "AttentionRecomputation",
+    "SpecialTokenShare",
+    "TargetAttention",
+    "UnsupportedArchitectureError",
+    "contrast_sentence_index",
+    "downsample_labels",
+    "mean_over_heads",
+    "recompute_attention",
+    "softmax",
+    "special_token_share",
+    "target_attention",
+    "token_labels",
+]
+
+CLS_TOKENS = frozenset({"[CLS]", "<s>"})
+SEP_TOKENS = frozenset({"[SEP]", "</s>"})
+
+
+class UnsupportedArchitectureError(ValueError):
+    """The model's attention layers are not laid out in a way `recompute_attention` knows."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Recomputing attention from the weights
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionRecomputation:
+    """One layer's self-attention rebuilt from its input and the model's weights.
+
+    With `head` given, the head axis is dropped; with `head=None` every head is kept:
+      q, k, v:        (H, n, d_k)  or (n, d_k)   queries, keys, values (H·W + b, split into heads)
+      scores:         (H, n, n)    or (n, n)     QKᵀ/√d_k, before the softmax
+      weights:        (H, n, n)    or (n, n)     softmax of `scores` over keys; every row sums to 1
+      model_weights:  (H, n, n)    or (n, n)     the attention the model itself returned
+      max_abs_diff:   float                      max |weights - model_weights|; ~1e-7 in float32
+    Rows are queries (the token that looks), columns are keys (the token looked at).
+    """
+
+    layer: int
+    head: int | None
+    d_k: int
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    model_weights: np.ndarray
+    max_abs_diff: float
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax along `axis` (subtracts the row maximum first)."""
+    x = np.asarray(x, dtype=np.float64)
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _unwrap_model(obj):
+    """The transformers model inside an `Encoder` (its `.model`), or `obj` itself if it already is one."""
+    model = getattr(obj, "model", obj)
+    return getattr(model, "base_model", model)
+
+
+def _projections(model, layer: int):
+    """(query, key, value) nn.Linear modules of `layer` and the number of heads, for known layouts.
+
+    BERT, RoBERTa, XLM-R, CamemBERT, ELECTRA, MiniLM: model.encoder.layer[l].attention.self.{query,key,value}
+    DistilBERT:                                        model.transformer.layer[l].attention.{q_lin,k_lin,v_lin}
+    """
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", "unknown")
+    position_type = getattr(config, "position_embedding_type", "absolute")
+    if position_type not in (None, "absolute"):
+        raise UnsupportedArchitectureError(
+            f"This {model_type} model uses '{position_type}' position embeddings inside attention, which "
+            "the recomputation does not model. Pick a BERT-family model with absolute positions."
+        )
+    encoder = getattr(model, "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    if layers is not None:
+        self_attn = getattr(getattr(layers[0], "attention", None), "self", None)
+        if self_attn is not None and all(hasattr(self_attn, a) for a in ("query", "key", "value")):
+            if not 0 <= layer < len(layers):
+                raise IndexError(f"layer must be 0..{len(layers) - 1}, got {layer}")
+            sa = layers[layer].attention.self
+            return sa.query, sa.key, sa.value, int(sa.num_attention_heads)
+    transformer = getattr(model, "transformer", None)
+    layers = getattr(transformer, "layer", None)
+    if layers is not None and hasattr(getattr(layers[0], "attention", None), "q_lin"):
+        if not 0 <= layer < len(layers):
+            raise IndexError(f"layer must be 0..{len(layers) - 1}, got {layer}")
+        att = layers[layer].attention
+        return att.q_lin, att.k_lin, att.v_lin, int(att.n_heads)
+    raise UnsupportedArchitectureError(
+        f"Recomputing attention from the weights is implemented for BERT-family encoders (BERT, RoBERTa, "
+        f"ELECTRA, MiniLM, DistilBERT), not for '{model_type}' ({type(model).__name__}). "
+        "The heatmaps still show the model's own attention; pick a BERT-family model for the maths check."
+    )
+
+
+def _linear(hidden: np.ndarray, linear) -> np.ndarray:
+    """hidden (n, d_in) @ Wᵀ + b for a torch nn.Linear (which stores W as (d_out, d_in)). -> (n, d_out)"""
+    w = linear.weight.detach().cpu().numpy().astype(np.float64)
+    out = hidden @ w.T
+    if linear.bias is not None:
+        out = out + linear.bias.detach().cpu().numpy().astype(np.float64)
+    return out
+
+
+def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head: int | None = None):
+    """Rebuild layer `layer`'s attention for one sentence from its input hidden states and the weights.
+
+    encoder:        an `lib.encoder.Encoder` (or a transformers model) whose weights produced `encoding`
+    encoding:       the `Encoding` of the sentence (hidden_states[i]: (L + 1, n, hidden),
+                    attentions[i]: (L, H, n, n))
+    sentence_index: which sentence of the encoding
+    layer:          0-based attention layer; its input is hidden_states[i][layer]
+    head:           0-based head, or None for all heads
+
+    The attention mask is all ones: per-sentence arrays hold only that sentence's real word pieces (padding
+    keys get exactly zero weight in the model, so dropping them changes nothing).
+    Computed in float64, so `max_abs_diff` measures the model's float32 rounding (~1e-7).
+    Returns an `AttentionRecomputation`. Raises `UnsupportedArchitectureError` for unknown layouts.
+    """
+    hidden_states = np.asarray(encoding.hidden_states[sentence_index])
+    model_attn = np.asarray(encoding.attentions[sentence_index])
+    num_layers = model_attn.shape[0]
+    if not 0 <= layer < num_layers:
+        raise IndexError(f"layer must be 0..{num_layers - 1}, got {layer}")
+    q_lin, k_lin, v_lin, num_heads = _projections(_unwrap_model(encoder), layer)
+    if head is not None and not 0 <= head < num_heads:
+        raise IndexError(f"head must be 0..{num_heads - 1}, got {head}")
+
+    h_in = hidden_states[layer].astype(np.float64)  # (n, hidden): the input of this layer
+    n = h_in.shape[0]
+
+    def split_heads(x: np.ndarray) -> np.ndarray:  # (n, H·d_k) -> (H, n, d_k)
+        return x.reshape(n, num_heads, -1).transpose(1, 0, 2)
+
+    q = split_heads(_linear(h_in, q_lin))
+    k = split_heads(_linear(h_in, k_lin))
+    v = split_heads(_linear(h_in, v_lin))
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)  # (H, n, n)
+    weights = softmax(scores, axis=-1)  # (H, n, n)
+    model_weights = model_attn[layer].astype(np.float64)  # (H, n, n)
+    if head is not None:
+        q, k, v, scores, weights, model_weights = (
+            a[head] for a in (q, k, v, scores, weights, model_weights)
+        )
+    max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
+    return AttentionRecomputation(
+        layer=layer,
+        head=head,
+        d_k=int(d_k),
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        weights=weights,
+        model_weights=model_weights,
+        max_abs_diff=max_abs_diff,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Summaries
+# --------------------------------------------------------------------------------------------------
+
+
+def mean_over_heads(attentions: np.ndarray) -> np.ndarray:
+    """(L, H, n, n) -> (L, n, n): the average head per layer. Rows still sum to 1 (mean of distributions)."""
+    return np.asarray(attentions).mean(axis=1)
+
+
+@dataclass(frozen=True)
+class TargetAttention:
+    """Where the target word looks, and who looks at it, in every layer and head.
+
+    For a target split into several word pieces, `attends_to` averages the pieces' rows (so it still sums
+    to 1: one distribution over keys), and `attended_by` sums the pieces' columns (the share of each query's
+    attention that lands anywhere on the target word, between 0 and 1).
+      token_indices:          positions of the target's word pieces
+      attends_to:             (L, H, n)  attention from the target to every token
+      attended_by:            (L, H, n)  attention from every token to the target
+      attends_to_mean:        (L, n)     `attends_to` averaged over heads; rows sum to 1
+      attended_by_mean:       (L, n)     `attended_by` averaged over heads
+    """
+
+    token_indices: tuple[int, ...]
+    attends_to: np.ndarray
+    attended_by: np.ndarray
+    attends_to_mean: np.ndarray
+    attended_by_mean: np.ndarray
+
+
+def target_attention(attentions: np.ndarray, token_indices: Sequence[int]) -> TargetAttention:
+    """Summarise one sentence's attention (L, H, n, n) around the target's word pieces `token_indices`."""
+    attentions = np.asarray(attentions, dtype=np.float64)
+    idx = tuple(int(i) for i in token_indices)
+    n = attentions.shape[-1]
+    if not idx:
+        raise ValueError("The target has no word pieces in this sentence; mark the word in [brackets].")
+    if any(not 0 <= i < n for i in idx):
+        raise IndexError(f"target positions {idx} are outside the sentence's {n} word pieces")
+    sel = list(idx)
+    attends_to = attentions[:, :, sel, :].mean(axis=2)  # (L, H, n)
+    attended_by = attentions[:, :, :, sel].sum(axis=3)  # (L, H, n)
+    return TargetAttention(
+        token_indices=idx,
+        attends_to=attends_to,
+        attended_by=attended_by,
+        attends_to_mean=attends_to.mean(axis=1),
+        attended_by_mean=attended_by.mean(axis=1),
+    )
+
+
+def is_punctuation(token: str) -> bool:
+    """True if a word piece is made only of punctuation ("." "," "##." "'"), ignoring WordPiece/BPE marks."""
+    core = token.removeprefix("##").lstrip("Ġ▁")
+    return bool(core) and all(unicodedata.category(ch).startswith("P") for ch in core)
+
+
+@dataclass(frozen=True)
+class SpecialTokenShare:
+    """How much attention goes to [CLS], [SEP], punctuation and everything else (Clark et al. 2019).
+
+    Each value is the attention a query gives to that kind of key, averaged over all queries, so the
+    four parts add up to 1 for every layer and head.
+      cls, sep, punctuation, other:   (L, H)
+      *_mean (properties):            (L,)   averaged over heads
+    """
+
+    cls: np.ndarray
+    sep: np.ndarray
+    punctuation: np.ndarray
+    other: np.ndarray
+
+    @property
+    def cls_mean(self) -> np.ndarray:
+        return self.cls.mean(axis=1)
+
+    @property
+    def sep_mean(self) -> np.ndarray:
+        return self.sep.mean(axis=1)
+
+    @property
+    def punctuation_mean(self) -> np.ndarray:
+        return self.punctuation.mean(axis=1)
+
+    @property
+    def other_mean(self) -> np.ndarray:
+        return self.other.mean(axis=1)
+
+
+def special_token_share(attentions: np.ndarray, tokens: Sequence[str]) -> SpecialTokenShare:
+    """Split one sentence's attention (L, H, n, n) by the kind of key token: [CLS], [SEP], punctuation, other."""
+    attentions = np.asarray(attentions, dtype=np.float64)
+    n = attentions.shape[-1]
+    if len(tokens) != n:
+        raise ValueError(f"got {len(tokens)} tokens for attention over {n} positions")
+    is_cls = np.array([t in CLS_TOKENS for t in tokens])
+    is_sep = np.array([t in SEP_TOKENS for t in tokens])
+    is_punct = np.array([is_punctuation(t) for t in tokens]) & ~is_cls & ~is_sep
+    is_other = ~(is_cls | is_sep | is_punct)
+
+    def share(mask: np.ndarray) -> np.ndarray:  # (L, H): attention to masked keys, mean over queries
+        return attentions[..., mask].sum(axis=-1).mean(axis=-1)
+
+    return SpecialTokenShare(
+        cls=share(is_cls), sep=share(is_sep), punctuation=share(is_punct), other=share(is_other)
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Labels
+# --------------------------------------------------------------------------------------------------
+
+
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """One unique label per position: "token·position" (e.g. "[CLS]·0", "bank·6", "bank·10").
+
+    Chart axes treat labels as categories, so two "bank"s must not share a label or their rows merge.
+    """
+    return [f"{tok}·{i}" for i, tok in enumerate(tokens)]
+
+
+def downsample_labels(labels: Sequence[str], max_labels: int = 40) -> tuple[list[int], list[str]]:
+    """Which axis labels to print when there are too many to read: every k-th, always the first and last.
+
+    Only the printed tick labels are thinned; every row and column of the data stays in the chart.
+    Returns (positions, labels) of the ticks to show.
+    """
+    n = len(labels)
+    if max_labels < 2:
+        raise ValueError("max_labels must be at least 2")
+    if n <= max_labels:
+        return list(range(n)), list(labels)
+    step = int(np.ceil((n - 1) / (max_labels - 1)))
+    positions = list(range(0, n, step))
+    if positions[-1] != n - 1:
+        if n - 1 - positions[-1] < step / 2:
+            positions[-1] = n - 1
+        else:
+            positions.append(n - 1)
+    return positions, [labels[p] for p in positions]
+
+
+def contrast_sentence_index(senses: Sequence[str | None], index: int) -> int | None:
+    """The sentence to show next to sentence `index`: the first one with a different known sense,
+    else the next other sentence; None if there is only one sentence."""
+    n = len(senses)
+    if n < 2:
+        return None
+    own = senses[index]
+    if own is not None:
+        for j in range(n):
+            if j != index and senses[j] is not None and senses[j] != own:
+                return j
+    return (index + 1) % n
