@@ -1,0 +1,239 @@
+"""lib/geometry.py: hand-computed tiny cases and the documented invariants as properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from lib.geometry import (
+    anisotropy,
+    cosine_matrix,
+    fit_covariance,
+    remove_top_components,
+    rogue_dimensions,
+    standardize,
+    whiten,
+)
+
+# ---------------------------------------------------------------- hand-computed cases
+
+
+def test_anisotropy_orthogonal_pair_is_zero():
+    assert anisotropy([[1.0, 0.0], [0.0, 1.0]]) == pytest.approx(0.0)
+
+
+def test_anisotropy_three_vectors_by_hand():
+    # pairs: (a, a') cos 1, (a, b) cos 0, (a', b) cos 0 -> mean 1/3; lengths do not matter
+    assert anisotropy([[1.0, 0.0], [5.0, 0.0], [0.0, 2.0]]) == pytest.approx(1 / 3)
+
+
+def test_anisotropy_opposite_pair_is_minus_one():
+    assert anisotropy([[1.0, 2.0], [-1.0, -2.0]]) == pytest.approx(-1.0)
+
+
+def test_anisotropy_zero_vector_counts_as_cosine_zero():
+    # pairs: (0, a) 0, (0, a) 0, (a, a) 1 -> 1/3, and no NaN
+    assert anisotropy([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]]) == pytest.approx(1 / 3)
+
+
+def test_anisotropy_matches_mean_of_cosine_matrix_off_diagonal():
+    X = np.array([[1.0, 2.0, 0.0], [0.5, -1.0, 3.0], [2.0, 2.0, 2.0], [-1.0, 0.0, 1.0]])
+    C = cosine_matrix(X)
+    off = C[~np.eye(4, dtype=bool)]
+    assert anisotropy(X) == pytest.approx(off.mean())
+
+
+def test_anisotropy_needs_two_vectors():
+    with pytest.raises(ValueError, match="at least two"):
+        anisotropy([[1.0, 2.0]])
+
+
+def test_cosine_matrix_by_hand():
+    C = cosine_matrix([[3.0, 4.0], [4.0, 3.0], [0.0, 0.0]])
+    assert C[0, 1] == pytest.approx(24 / 25)
+    assert C[0, 0] == pytest.approx(1.0)
+    assert C[2, 2] == 0.0 and C[0, 2] == 0.0
+
+
+def test_standardize_by_hand_with_constant_column():
+    Z = standardize([[1.0, 10.0], [3.0, 10.0]])
+    # column 0: mean 2, std 1 -> -1, 1; column 1 is constant (σ = 0) -> 0 instead of 0/0
+    np.testing.assert_allclose(Z, [[-1.0, 0.0], [1.0, 0.0]])
+
+
+def test_standardize_with_given_statistics():
+    Z = standardize([[4.0, 1.0]], mean=[2.0, 1.0], std=[4.0, 0.0])
+    np.testing.assert_allclose(Z, [[0.5, 0.0]])
+
+
+def test_standardize_rejects_wrong_statistics_shape():
+    with pytest.raises(ValueError, match="shape"):
+        standardize([[1.0, 2.0]], mean=[0.0], std=[1.0])
+
+
+def test_whiten_by_hand():
+    # mean 0, covariance diag(1/2, 2): whitening scales x by √2 and y by 1/√2
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
+    w = whiten(X)
+    # n = 4 > d = 2 and Σ invertible: no regularization
+    assert w.shrinkage == 0.0 and w.note == ""
+    s = math.sqrt(2)
+    np.testing.assert_allclose(w.vectors, [[s, 0], [-s, 0], [0, s], [0, -s]], atol=1e-12)
+
+
+def test_whiten_fewer_vectors_than_dimensions_is_regularized_and_says_so():
+    X = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 5.0]])
+    w = whiten(X)
+    assert 0 < w.shrinkage <= 1
+    assert "regularized" in w.note and "3 vectors for 4 dimensions" in w.note
+    assert np.all(np.isfinite(w.vectors))
+
+
+def test_whiten_constant_dimension_is_regularized_and_finite():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    X[:, 1] = 7.0
+    w = whiten(X)
+    assert w.shrinkage > 0 and "no variance" in w.note
+    assert np.all(np.isfinite(w.vectors))
+    np.testing.assert_allclose(w.vectors[:, 1], 0.0, atol=1e-9)
+
+
+def test_whiten_single_vector_is_finite():
+    w = whiten([[1.0, 2.0, 3.0]])
+    np.testing.assert_array_equal(w.vectors, np.zeros((1, 3)))
+
+
+def test_remove_top_components_by_hand():
+    # the x axis carries variance 2, the y axis 0.5: k = 1 removes the x coordinate
+    X = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    np.testing.assert_allclose(remove_top_components(X, 1), [[0, 0], [0, 0], [0, 1], [0, -1]], atol=1e-12)
+
+
+def test_remove_top_components_k0_only_centres():
+    X = np.array([[1.0, 3.0], [3.0, 5.0]])
+    np.testing.assert_allclose(remove_top_components(X, 0), [[-1.0, -1.0], [1.0, 1.0]])
+
+
+def test_remove_top_components_rejects_negative_k():
+    with pytest.raises(ValueError, match="0 or more"):
+        remove_top_components([[1.0, 2.0], [2.0, 1.0]], -1)
+
+
+def test_remove_top_components_with_reference_statistics():
+    ref = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    fit = fit_covariance(ref)
+    # a new vector loses its x coordinate (the reference's top direction); μ = 0
+    np.testing.assert_allclose(remove_top_components([[5.0, 3.0]], 1, fit=fit), [[0.0, 3.0]], atol=1e-12)
+
+
+def test_rogue_dimensions_by_hand():
+    X = np.array([[2.0, 0.0, 0.0], [-2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, -1.0, 0.0]])
+    r = rogue_dimensions(X, top=1)
+    np.testing.assert_allclose(r.variance, [2.0, 0.5, 0.0])
+    assert list(r.order[:2]) == [0, 1]
+    assert r.top_variance_share == pytest.approx(0.8)  # 2 / (2 + 0.5)
+    assert r.mean_norm == pytest.approx(1.5)
+
+
+def test_rogue_dimension_dominates_cosine():
+    # dimension 0 is a large shared offset: it makes the mean cosine high on its own
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 8))
+    X[:, 0] += 20.0
+    r = rogue_dimensions(X)
+    assert int(np.argmax(r.cosine_contribution)) == 0
+    assert r.cosine_contribution[0] > 0.9 * anisotropy(X)
+
+
+# ---------------------------------------------------------------- properties
+
+finite = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def matrices(draw, min_rows=1, max_rows=12, max_cols=6):
+    n = draw(st.integers(min_rows, max_rows))
+    d = draw(st.integers(1, max_cols))
+    return draw(hnp.arrays(np.float64, (n, d), elements=finite))
+
+
+@st.composite
+def gaussian_clouds(draw):
+    """n > d random vectors with very different scales per dimension (a few "rogue" ones)."""
+    seed = draw(st.integers(0, 2**32 - 1))
+    d = draw(st.integers(1, 6))
+    n = draw(st.integers(d + 5, 60))
+    rng = np.random.default_rng(seed)
+    scales = 10.0 ** rng.uniform(-2, 2, size=d)
+    offset = rng.normal(scale=10.0, size=d)
+    mixing = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    return (rng.normal(size=(n, d)) * scales) @ mixing + offset
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(), st.integers(0, 5))
+def test_standardize_is_finite_and_unit_where_not_constant(X, const_col):
+    X = X.copy()
+    X[:, const_col % X.shape[1]] = 3.25  # a constant column must not produce NaN
+    Z = standardize(X)
+    assert np.all(np.isfinite(Z))
+    sigma = X.std(axis=0)
+    for j in range(X.shape[1]):
+        if sigma[j] > 1e-6 * sigma.max() and sigma[j] > 0:
+            assert Z[:, j].mean() == pytest.approx(0.0, abs=1e-8)
+            assert Z[:, j].std() == pytest.approx(1.0, rel=1e-6)
+        else:
+            assert np.all(Z[:, j] == 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaussian_clouds())
+def test_whitened_covariance_is_identity(X):
+    fit = fit_covariance(X)
+    w = whiten(X, fit)
+    if fit.shrinkage == 0:
+        Z = w.vectors
+        np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-8)
+        np.testing.assert_allclose(np.cov(Z, rowvar=False, bias=True).reshape(X.shape[1], -1),
+                                   np.eye(X.shape[1]), atol=1e-6)
+    assert np.all(np.isfinite(w.vectors))
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(), st.integers(1, 2))
+def test_whiten_is_always_finite(X, _):
+    assert np.all(np.isfinite(whiten(X).vectors))
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(min_rows=2), st.integers(0, 8))
+def test_removed_components_are_orthogonal_to_output(X, k):
+    fit = fit_covariance(X, shrinkage=0.0)
+    Y = remove_top_components(X, k, fit)
+    U = fit.eigenvectors[:, : min(k, X.shape[1])]
+    scale = max(1.0, float(np.abs(X - X.mean(axis=0)).max()))
+    np.testing.assert_allclose(Y @ U, 0.0, atol=1e-9 * scale)
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(min_rows=2))
+def test_cosines_lie_in_minus_one_one(X):
+    C = cosine_matrix(X)
+    assert np.all(C >= -1.0) and np.all(C <= 1.0)
+    np.testing.assert_allclose(C, C.T)
+    a = anisotropy(X)
+    assert -1.0 <= a <= 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(matrices(min_rows=2))
+def test_cosine_contributions_sum_to_anisotropy(X):
+    r = rogue_dimensions(X)
+    assert r.cosine_contribution.sum() == pytest.approx(anisotropy(X), abs=1e-9)
+    assert 0.0 <= r.top_variance_share <= 1.0 + 1e-12
