@@ -1,0 +1,756 @@
+"""Similarity of one word's vectors across sentences, layer by layer.
+
+Everything here is plain numpy and works on arrays the encoder already produced:
+
+* ``vectors``: ``(n, K, H)`` -- one target word in ``n`` sentences, ``K`` layer representations
+  (usually ``K = num_layers + 1`` with index 0 the embedding output), ``H`` hidden dimensions.
+* ``hidden_states``: a sequence of ``(K, n_tokens_i, H)`` arrays, one per sentence (for baselines
+  over *other* tokens and for intra-sentence similarity).
+
+Cosine similarity is defined as 0 whenever one of the two vectors is (numerically) zero, so no
+function here returns NaN or inf; every cosine lies in [-1, 1].
+
+Statistics:
+  * cosine matrices per layer, mean same-sense / different-sense cosine and their gap;
+  * pair trajectories (one pair's cosine across layers);
+  * a random other-token baseline per layer (anisotropy) and baseline-adjusted similarity;
+  * self-similarity and intra-sentence similarity (Ethayarajh 2019);
+  * leave-one-out nearest-centroid sense readout per layer (Coenen et al. 2019), majority baseline;
+  * nearest neighbours and a small "evidence card" exportable as CSV and Markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+_EPS = 1e-12
+
+Pooling = Literal["layer", "last4", "all"]
+POOLING_NAMES: dict[str, str] = {
+    "layer": "a single layer",
+    "last4": "mean of the last four layers",
+    "all": "mean of all layers",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Published reference numbers
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerReference:
+    """Published per-layer numbers for one model, with where they come from.
+
+    anisotropy:      (num_layers + 1,) mean cosine between random words in random contexts.
+    intra_sentence:  (num_layers + 1,) mean cosine of each word to its sentence's mean vector.
+    Index 0 is the embedding layer.
+    """
+
+    model: str
+    anisotropy: tuple[float, ...]
+    intra_sentence: tuple[float, ...]
+    citation: str
+    note: str
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.anisotropy) - 1
+
+
+ETHAYARAJH_2019_BERT_BASE = LayerReference(
+    model="bert-base-cased",
+    anisotropy=(0.105, 0.168, 0.219, 0.245, 0.327, 0.377, 0.420, 0.398, 0.399, 0.484, 0.561, 0.675, 0.477),
+    intra_sentence=(
+        0.435, 0.522, 0.570, 0.590, 0.642, 0.695, 0.726, 0.711, 0.720, 0.771, 0.820, 0.870, 0.776,
+    ),
+    citation=(
+        "Kawin Ethayarajh. 2019. How Contextual are Contextualized Word Representations? Comparing the "
+        "Geometry of BERT, ELMo, and GPT-2 Embeddings. EMNLP-IJCNLP 2019, pages 55-65. "
+        "https://aclanthology.org/D19-1006"
+    ),
+    note=(
+        "From the author's released statistics for BERT-base (cased), layers 0-12: anisotropy is the mean "
+        "cosine between 1,000 random words in random contexts; intra-sentence similarity is measured on "
+        "STS sentences."
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Cosine
+# --------------------------------------------------------------------------------------------
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Scale vectors along the last axis to length 1; (numerically) zero vectors stay zero.
+
+    x: (..., H) -> (..., H) float64
+    """
+    x = np.asarray(x, dtype=np.float64)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    safe = np.where(norms > _EPS, norms, 1.0)
+    return np.where(norms > _EPS, x / safe, 0.0)
+
+
+def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """Pairwise cosine similarity between rows.
+
+    a: (n, H); b: (m, H) or None (then b = a). Returns (n, m) in [-1, 1].
+    A zero row has cosine 0 with everything, itself included.
+    """
+    ua = unit_rows(a)
+    ub = ua if b is None else unit_rows(b)
+    return np.clip(ua @ ub.T, -1.0, 1.0)
+
+
+def layer_cosine_matrices(vectors: np.ndarray) -> np.ndarray:
+    """Cosine matrix of the ``n`` vectors at every layer.
+
+    vectors: (n, K, H) -> (K, n, n), each slice symmetric with values in [-1, 1].
+    """
+    v = unit_rows(_check_vectors(vectors))
+    per_layer = np.transpose(v, (1, 0, 2))  # (K, n, H)
+    return np.clip(np.einsum("knh,kmh->knm", per_layer, per_layer), -1.0, 1.0)
+
+
+def upper_pairs(n: int) -> np.ndarray:
+    """All unordered index pairs ``i < j`` of ``n`` items, in row-major order: (n*(n-1)/2, 2) int."""
+    i, j = np.triu_indices(n, k=1)
+    return np.stack([i, j], axis=1)
+
+
+def mean_offdiagonal(matrix: np.ndarray) -> float:
+    """Mean of the entries above the diagonal of a square (n, n) matrix; 0.0 when n < 2."""
+    n = matrix.shape[0]
+    if n < 2:
+        return 0.0
+    i, j = np.triu_indices(n, k=1)
+    return float(matrix[i, j].mean())
+
+
+def _check_vectors(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors)
+    if v.ndim != 3:
+        raise ValueError(f"expected vectors of shape (n, layers, hidden), got shape {v.shape}")
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# Pooling
+# --------------------------------------------------------------------------------------------
+
+
+def pooled_layers(num_representations: int, pooling: Pooling, layer: int | None = None) -> tuple[int, ...]:
+    """Which layer indices a pooling choice averages, for arrays with ``num_representations = L + 1``.
+
+    * ``"layer"``: just ``layer`` (required).
+    * ``"last4"``: the last four transformer layers ``L-3 .. L`` (fewer if the model has fewer than
+      four layers; the embedding layer 0 is never included unless the model has no layers).
+    * ``"all"``: every representation ``0 .. L``, the embedding output included.
+    """
+    k = num_representations
+    if k < 1:
+        raise ValueError("need at least one layer")
+    if pooling == "layer":
+        if layer is None or not 0 <= layer < k:
+            raise ValueError(f"layer must be between 0 and {k - 1}, got {layer}")
+        return (layer,)
+    if pooling == "last4":
+        if k == 1:
+            return (0,)
+        return tuple(range(max(1, k - 4), k))
+    if pooling == "all":
+        return tuple(range(k))
+    raise ValueError(f"unknown pooling {pooling!r}; use 'layer', 'last4' or 'all'")
+
+
+def pool(vectors: np.ndarray, pooling: Pooling, layer: int | None = None) -> np.ndarray:
+    """One vector per sentence from the per-layer vectors.
+
+    vectors: (n, L+1, H) -> (n, H) float64: the chosen layer, or the mean over the pooled layers.
+    """
+    v = _check_vectors(vectors)
+    idx = list(pooled_layers(v.shape[1], pooling, layer))
+    return v[:, idx, :].astype(np.float64).mean(axis=1)
+
+
+def pooling_label(pooling: Pooling, layer: int | None = None) -> str:
+    """Short human name of a pooling choice, e.g. 'layer 4' or 'mean of the last four layers'."""
+    if pooling == "layer":
+        return "embedding layer (0)" if layer == 0 else f"layer {layer}"
+    return POOLING_NAMES[pooling]
+
+
+# --------------------------------------------------------------------------------------------
+# Same-sense vs different-sense
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SenseSimilarity:
+    """Mean cosine of same-sense and different-sense pairs at each layer.
+
+    same:      (K,) mean cosine over pairs with the same sense label, or None if there are none.
+    different: (K,) mean cosine over pairs with different sense labels, or None if there are none.
+    gap:       (K,) ``same - different``, or None unless both exist.
+    n_same_pairs, n_different_pairs: how many pairs went into each mean.
+    Sentences without a label (None or "") take part in no pair.
+    """
+
+    same: np.ndarray | None
+    different: np.ndarray | None
+    gap: np.ndarray | None
+    n_same_pairs: int
+    n_different_pairs: int
+
+
+def _pair_kinds(senses: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pairs (P, 2), same mask (P,), labelled mask (P,)) over all unordered pairs."""
+    n = len(senses)
+    pairs = upper_pairs(n)
+    lab = np.array([bool(s) for s in senses], dtype=bool)
+    names = np.array([s if s else "" for s in senses], dtype=object)
+    if len(pairs) == 0:
+        empty = np.zeros(0, dtype=bool)
+        return pairs, empty, empty
+    labelled = lab[pairs[:, 0]] & lab[pairs[:, 1]]
+    same = labelled & (names[pairs[:, 0]] == names[pairs[:, 1]])
+    return pairs, same, labelled
+
+
+def sense_similarity(cosines: np.ndarray, senses: Sequence[str | None]) -> SenseSimilarity:
+    """Same- vs different-sense mean cosine per layer.
+
+    cosines: (K, n, n) from :func:`layer_cosine_matrices`; senses: length n.
+    """
+    cos = np.asarray(cosines)
+    if cos.ndim == 2:
+        cos = cos[None]
+    if cos.shape[1] != len(senses):
+        raise ValueError(f"{len(senses)} sense labels for {cos.shape[1]} sentences")
+    pairs, same, labelled = _pair_kinds(senses)
+    diff = labelled & ~same
+    values = cos[:, pairs[:, 0], pairs[:, 1]] if len(pairs) else np.zeros((cos.shape[0], 0))
+    same_mean = values[:, same].mean(axis=1) if same.any() else None
+    diff_mean = values[:, diff].mean(axis=1) if diff.any() else None
+    gap = same_mean - diff_mean if same_mean is not None and diff_mean is not None else None
+    return SenseSimilarity(same_mean, diff_mean, gap, int(same.sum()), int(diff.sum()))
+
+
+# --------------------------------------------------------------------------------------------
+# Pair trajectories
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PairTrajectories:
+    """Cosine of individual sentence pairs across layers.
+
+    pairs:   (P, 2) int sentence indices (i < j).
+    cosines: (P, K) cosine of the pair at each layer.
+    same_sense: (P,) bool, or None when the pair kinds are unknown (no labels).
+    """
+
+    pairs: np.ndarray
+    cosines: np.ndarray
+    same_sense: np.ndarray | None
+
+
+def pair_trajectories(
+    cosines: np.ndarray,
+    senses: Sequence[str | None] | None = None,
+    pairs: np.ndarray | Sequence[tuple[int, int]] | None = None,
+) -> PairTrajectories:
+    """One line per pair: ``cosines[:, i, j]`` across layers.
+
+    cosines: (K, n, n); pairs: (P, 2) or None for all pairs i < j.
+    ``same_sense`` is filled only when every sentence has a label.
+    """
+    cos = np.asarray(cosines)
+    n = cos.shape[1]
+    p = upper_pairs(n) if pairs is None else np.asarray(pairs, dtype=int).reshape(-1, 2)
+    traj = cos[:, p[:, 0], p[:, 1]].T if len(p) else np.zeros((0, cos.shape[0]))
+    same = None
+    if senses is not None and len(senses) == n and all(senses):
+        s = np.array(senses, dtype=object)
+        same = s[p[:, 0]] == s[p[:, 1]] if len(p) else np.zeros(0, dtype=bool)
+    return PairTrajectories(p, traj, same)
+
+
+# --------------------------------------------------------------------------------------------
+# Random other-token baseline (anisotropy)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenBaseline:
+    """Cosine of random pairs of *other* tokens in the sentences, per layer.
+
+    mean: (K,) mean cosine of the sampled pairs at each layer (the anisotropy estimate).
+    low, high: (K,) 10th and 90th percentile of the sampled cosines (a band for charts).
+    n_pairs: how many token pairs were sampled (the same pairs at every layer).
+    n_tokens: how many candidate tokens they were drawn from.
+    """
+
+    mean: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_pairs: int
+    n_tokens: int
+
+
+SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
+
+
+def other_token_masks(
+    tokens: Sequence[Sequence[str]], target_indices: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    """Per sentence, a bool mask over its tokens: True for ordinary tokens that are not the target.
+
+    tokens: per sentence the token strings (special tokens included);
+    target_indices: per sentence the token positions of the target's word pieces.
+    """
+    masks = []
+    for toks, tgt in zip(tokens, target_indices, strict=True):
+        m = np.array([t not in SPECIAL_TOKENS for t in toks], dtype=bool)
+        m[list(tgt)] = False
+        masks.append(m)
+    return masks
+
+
+def _gather_tokens(hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None) -> np.ndarray:
+    """Stack the selected tokens of every sentence: (T, K, H)."""
+    chunks = []
+    for i, hs in enumerate(hidden_states):
+        hs = np.asarray(hs)
+        if hs.ndim != 3:
+            raise ValueError(f"hidden states of sentence {i} must be (layers, tokens, hidden), got {hs.shape}")
+        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
+        chunks.append(np.transpose(sel, (1, 0, 2)))
+    if not chunks:
+        return np.zeros((0, 0, 0))
+    return np.concatenate(chunks, axis=0)
+
+
+def random_token_baseline(
+    hidden_states: Sequence[np.ndarray],
+    masks: Sequence[np.ndarray] | None = None,
+    n_pairs: int = 2000,
+    seed: int = 0,
+) -> TokenBaseline | None:
+    """Mean cosine of random pairs of distinct tokens, pooled over all sentences, at each layer.
+
+    hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
+    tokens that may be drawn (see :func:`other_token_masks`), or None for all tokens.
+    The pairs are drawn once (seeded, reproducible) and reused at every layer, so the curve moves
+    only because the vectors change. Returns None if fewer than two tokens are available.
+    """
+    toks = _gather_tokens(hidden_states, masks)
+    t = toks.shape[0]
+    if t < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, t, size=n_pairs)
+    b = rng.integers(0, t - 1, size=n_pairs)
+    b = np.where(b >= a, b + 1, b)  # distinct partner, uniform over the others
+    u = unit_rows(toks)  # (T, K, H)
+    cos = np.clip(np.einsum("pkh,pkh->pk", u[a], u[b]), -1.0, 1.0)  # (P, K)
+    return TokenBaseline(
+        mean=cos.mean(axis=0),
+        low=np.percentile(cos, 10, axis=0),
+        high=np.percentile(cos, 90, axis=0),
+        n_pairs=int(n_pairs),
+        n_tokens=int(t),
+    )
+
+
+def adjusted(values: np.ndarray, baseline: np.ndarray) -> np.ndarray:
+    """Similarity minus the per-layer baseline (Ethayarajh's anisotropy adjustment).
+
+    values: (..., K); baseline: (K,) -> (..., K).
+    """
+    return np.asarray(values, dtype=np.float64) - np.asarray(baseline, dtype=np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# Ethayarajh (2019): self-similarity and intra-sentence similarity
+# --------------------------------------------------------------------------------------------
+
+
+def self_similarity(vectors: np.ndarray) -> np.ndarray:
+    """Self-similarity per layer (Ethayarajh 2019, eq. 1).
+
+    The mean cosine between the same word's vectors in different contexts, over all pairs j != k:
+    ``SelfSim_l(w) = 1/(n^2 - n) * sum_j sum_{k != j} cos(f_l(s_j, i_j), f_l(s_k, i_k))``.
+    vectors: (n, K, H) with n >= 2 -> (K,).
+    """
+    v = _check_vectors(vectors)
+    n = v.shape[0]
+    if n < 2:
+        raise ValueError("self-similarity needs the word in at least two sentences")
+    u = unit_rows(v)  # (n, K, H)
+    total = u.sum(axis=0)  # (K, H)
+    # sum over ordered pairs j != k of u_j.u_k = |sum u|^2 - sum |u_j|^2
+    pair_sum = np.einsum("kh,kh->k", total, total) - np.einsum("nkh,nkh->k", u, u)
+    return np.clip(pair_sum / (n * n - n), -1.0, 1.0)
+
+
+def intra_sentence_similarity(
+    hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None = None
+) -> np.ndarray:
+    """Intra-sentence similarity per layer (Ethayarajh 2019, eq. 2), averaged over sentences.
+
+    For a sentence with word vectors ``f_l(s, 1..n)`` and mean ``s_l = 1/n sum_i f_l(s, i)``:
+    ``IntraSim_l(s) = 1/n sum_i cos(s_l, f_l(s, i))``. The result is the mean over sentences.
+    hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
+    tokens to use (e.g. no [CLS]/[SEP]), or None for all. Sentences with no selected token are skipped.
+    Returns (K,) (zeros if no sentence has a token).
+    """
+    per_sentence = []
+    k = None
+    for i, hs in enumerate(hidden_states):
+        hs = np.asarray(hs, dtype=np.float64)
+        k = hs.shape[0]
+        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
+        if sel.shape[1] == 0:
+            continue
+        centre = unit_rows(sel.mean(axis=1))  # (K, H)
+        cos = np.einsum("kth,kh->kt", unit_rows(sel), centre)  # (K, T)
+        per_sentence.append(cos.mean(axis=1))
+    if not per_sentence:
+        return np.zeros(k or 0)
+    return np.clip(np.mean(per_sentence, axis=0), -1.0, 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Sense readout: nearest centroid
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SenseReadout:
+    """How well a nearest-sense-centroid rule recovers the sense labels, per layer.
+
+    accuracy:    (K,) fraction of evaluated sentences whose nearest centroid (cosine) has their sense.
+    predictions: (K, m) predicted sense of each evaluated sentence at each layer.
+    evaluated:   (m,) indices (into the input, or the test set) of the sentences that were scored.
+    senses:      the sense labels that have a centroid, sorted.
+    majority_sense, majority_baseline: the most frequent sense among the evaluated sentences and the
+                 accuracy of always answering it.
+    best_layer, best_accuracy: the layer with the highest accuracy (the first one on ties).
+    method:      "leave-one-out" or "train/test".
+    """
+
+    accuracy: np.ndarray
+    predictions: np.ndarray
+    evaluated: np.ndarray
+    senses: tuple[str, ...]
+    majority_sense: str
+    majority_baseline: float
+    best_layer: int
+    best_accuracy: float
+    method: str
+
+
+def _labelled(senses: Sequence[str | None]) -> np.ndarray:
+    return np.array([i for i, s in enumerate(senses) if s], dtype=int)
+
+
+def _readout(accuracy, predictions, evaluated, names, eval_labels, method) -> SenseReadout:
+    counts = Counter(eval_labels)
+    majority_sense, majority_count = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    best = int(np.argmax(accuracy))
+    return SenseReadout(
+        accuracy=accuracy,
+        predictions=predictions,
+        evaluated=evaluated,
+        senses=tuple(names),
+        majority_sense=majority_sense,
+        majority_baseline=majority_count / len(eval_labels),
+        best_layer=best,
+        best_accuracy=float(accuracy[best]),
+        method=method,
+    )
+
+
+def leave_one_out_readout(vectors: np.ndarray, senses: Sequence[str | None]) -> SenseReadout | None:
+    """Leave-one-out nearest-centroid sense classification at every layer (Coenen et al. 2019).
+
+    For each labelled sentence, the centroid of its own sense is recomputed without it; it is then
+    assigned the sense whose centroid has the highest cosine with its vector.
+    Only senses with at least two sentences take part (a lone sentence has no centroid once it is
+    left out). Returns None unless at least two senses have two or more sentences.
+    vectors: (n, K, H); senses: length n (None/"" = unlabelled, ignored).
+    """
+    v = _check_vectors(vectors).astype(np.float64)
+    if v.shape[0] != len(senses):
+        raise ValueError(f"{len(senses)} sense labels for {v.shape[0]} sentences")
+    idx = _labelled(senses)
+    counts = Counter(senses[i] for i in idx)
+    names = sorted(s for s, c in counts.items() if c >= 2)
+    if len(names) < 2:
+        return None
+    idx = np.array([i for i in idx if senses[i] in names], dtype=int)
+    labels = np.array([names.index(senses[i]) for i in idx])
+    x = v[idx]  # (m, K, H)
+    sums = np.stack([x[labels == s].sum(axis=0) for s in range(len(names))])  # (S, K, H)
+    sizes = np.array([(labels == s).sum() for s in range(len(names))], dtype=np.float64)
+    cents = sums / sizes[:, None, None]
+    # similarity of every sentence to every full centroid: (m, S, K)
+    sim = np.einsum("mkh,skh->msk", unit_rows(x), unit_rows(cents))
+    # own sense: centroid without the sentence itself
+    own = (sums[labels] - x) / (sizes[labels] - 1)[:, None, None]  # (m, K, H)
+    own_sim = np.einsum("mkh,mkh->mk", unit_rows(x), unit_rows(own))
+    sim[np.arange(len(idx)), labels, :] = own_sim
+    pred = np.argmax(sim, axis=1).T  # (K, m)
+    accuracy = (pred == labels[None, :]).mean(axis=1)
+    predictions = np.array(names, dtype=object)[pred]
+    return _readout(accuracy, predictions, idx, names, [names[s] for s in labels], "leave-one-out")
+
+
+def centroid_readout(
+    train: np.ndarray,
+    train_senses: Sequence[str],
+    test: np.ndarray,
+    test_senses: Sequence[str],
+) -> SenseReadout:
+    """Nearest-centroid sense classification with centroids from a training set, per layer.
+
+    train: (n_train, K, H); test: (n_test, K, H). Test sentences whose sense has no training
+    sentence are still scored (and are necessarily wrong).
+    """
+    tr = _check_vectors(train).astype(np.float64)
+    te = _check_vectors(test).astype(np.float64)
+    names = sorted(set(train_senses))
+    if len(names) < 1 or len(test_senses) == 0:
+        raise ValueError("need labelled training and test sentences")
+    labels = np.array([names.index(s) for s in train_senses])
+    cents = np.stack([tr[labels == s].mean(axis=0) for s in range(len(names))])  # (S, K, H)
+    sim = np.einsum("mkh,skh->msk", unit_rows(te), unit_rows(cents))
+    pred = np.argmax(sim, axis=1).T  # (K, m)
+    predictions = np.array(names, dtype=object)[pred]
+    accuracy = (predictions == np.array(test_senses, dtype=object)[None, :]).mean(axis=1).astype(float)
+    return _readout(
+        accuracy, predictions, np.arange(len(test_senses)), names, list(test_senses), "train/test"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Nearest neighbours
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """The sentences most similar to one sentence.
+
+    query: index of the sentence asked about.
+    indices: (k,) the other sentences, most similar first (ties: lower index first).
+    cosines: (k,) their cosine with the query.
+    """
+
+    query: int
+    indices: np.ndarray
+    cosines: np.ndarray
+
+
+def nearest_neighbours(vectors: np.ndarray, query: int, k: int = 5) -> Neighbours:
+    """The ``k`` nearest other sentences to ``query`` by cosine. vectors: (n, H)."""
+    v = np.asarray(vectors)
+    n = v.shape[0]
+    if not 0 <= query < n:
+        raise ValueError(f"query must be between 0 and {n - 1}")
+    sims = cosine_matrix(v[query : query + 1], v)[0]
+    others = np.array([i for i in range(n) if i != query], dtype=int)
+    order = others[np.lexsort((others, -sims[others]))][:k]
+    return Neighbours(query, order, sims[order])
+
+
+# --------------------------------------------------------------------------------------------
+# Evidence card
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One sentence pair on the evidence card."""
+
+    i: int
+    j: int
+    sentence_a: str
+    sentence_b: str
+    sense_a: str
+    sense_b: str
+    same_sense: bool | None
+    cosine_first: float
+    cosine_chosen: float
+
+    @property
+    def change(self) -> float:
+        return self.cosine_chosen - self.cosine_first
+
+
+@dataclass(frozen=True)
+class EvidenceCard:
+    """A small comparison table of sentence pairs (course lesson: "evidence to keep").
+
+    rows: the pairs shown; surprising: index into ``rows`` of the most surprising pair;
+    reason: one sentence saying why it is surprising; first_name / chosen_name: the two
+    representations compared (e.g. "embedding layer (0)" and "layer 4").
+    """
+
+    target: str
+    first_name: str
+    chosen_name: str
+    rows: tuple[EvidenceRow, ...]
+    surprising: int | None
+    reason: str
+
+    _HEADER = ("sentence A", "sentence B", "sense A", "sense B", "same sense")
+
+    def _records(self) -> list[list[str]]:
+        out = []
+        for k, r in enumerate(self.rows):
+            same = "" if r.same_sense is None else ("yes" if r.same_sense else "no")
+            out.append(
+                [
+                    r.sentence_a,
+                    r.sentence_b,
+                    r.sense_a,
+                    r.sense_b,
+                    same,
+                    f"{r.cosine_first:.3f}",
+                    f"{r.cosine_chosen:.3f}",
+                    "yes" if k == self.surprising else "",
+                ]
+            )
+        return out
+
+    def header(self) -> list[str]:
+        return [*self._HEADER, f"cosine {self.first_name}", f"cosine {self.chosen_name}", "most surprising"]
+
+    def to_csv(self) -> str:
+        """The card as CSV text (header row first)."""
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(self.header())
+        w.writerows(self._records())
+        return buf.getvalue()
+
+    def to_markdown(self) -> str:
+        """The card as a Markdown table with a title and the reason for the surprising pair."""
+
+        def cell(s: str) -> str:
+            return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+        lines = [f"### Evidence card: '{cell(self.target)}'", ""]
+        lines.append("| " + " | ".join(cell(h) for h in self.header()) + " |")
+        lines.append("|" + "---|" * len(self.header()))
+        for rec in self._records():
+            lines.append("| " + " | ".join(cell(c) for c in rec) + " |")
+        if self.reason:
+            lines += ["", f"Most surprising: {cell(self.reason)}"]
+        return "\n".join(lines) + "\n"
+
+
+def evidence_card(
+    first: np.ndarray,
+    chosen: np.ndarray,
+    sentences: Sequence[str],
+    senses: Sequence[str | None],
+    target: str = "",
+    first_name: str = "embedding layer (0)",
+    chosen_name: str = "chosen layer",
+    max_rows: int = 8,
+) -> EvidenceCard:
+    """Pick a few telling sentence pairs and compare their cosine in two representations.
+
+    first, chosen: (n, H) the target's vectors in the two representations (e.g. layer 0 and the
+    chosen layer or pooling). With at most ``max_rows`` pairs in total, all pairs are shown.
+    Otherwise, when labels exist: the most similar different-sense pair, the least similar
+    same-sense pair, the most similar same-sense pair and the least similar different-sense pair,
+    then the pairs whose cosine changed most, up to ``max_rows``.
+
+    The most surprising pair: with both kinds of pairs, the different-sense pair with the highest
+    cosine in ``chosen``; otherwise the pair whose cosine changed most between the two.
+    """
+    n = len(sentences)
+    if np.asarray(first).shape[0] != n or np.asarray(chosen).shape[0] != n or len(senses) != n:
+        raise ValueError("first, chosen, sentences and senses must have the same length")
+    c0 = cosine_matrix(first)
+    c1 = cosine_matrix(chosen)
+    pairs, same, labelled = _pair_kinds(senses)
+    if len(pairs) == 0:
+        return EvidenceCard(target, first_name, chosen_name, (), None, "")
+    v0 = c0[pairs[:, 0], pairs[:, 1]]
+    v1 = c1[pairs[:, 0], pairs[:, 1]]
+    diff = labelled & ~same
+    change = np.abs(v1 - v0)
+
+    def argbest(mask: np.ndarray, values: np.ndarray, highest: bool) -> int | None:
+        if not mask.any():
+            return None
+        cand = np.flatnonzero(mask)
+        key = -values[cand] if highest else values[cand]
+        return int(cand[np.lexsort((cand, key))[0]])
+
+    surprise = argbest(diff, v1, True) if (diff.any() and same.any()) else argbest(
+        np.ones(len(pairs), bool), change, True
+    )
+    if len(pairs) <= max_rows:
+        chosen_pairs = list(range(len(pairs)))
+    else:
+        picks = [
+            surprise,
+            argbest(same, v1, False),
+            argbest(same, v1, True),
+            argbest(diff, v1, False),
+        ]
+        by_change = [int(p) for p in np.lexsort((np.arange(len(pairs)), -change))]
+        chosen_pairs = []
+        for p in [*picks, *by_change]:
+            if p is not None and p not in chosen_pairs:
+                chosen_pairs.append(p)
+            if len(chosen_pairs) >= max_rows:
+                break
+
+    rows = []
+    for p in chosen_pairs:
+        i, j = (int(x) for x in pairs[p])
+        rows.append(
+            EvidenceRow(
+                i=i,
+                j=j,
+                sentence_a=sentences[i],
+                sentence_b=sentences[j],
+                sense_a=senses[i] or "",
+                sense_b=senses[j] or "",
+                same_sense=bool(same[p]) if labelled[p] else None,
+                cosine_first=float(v0[p]),
+                cosine_chosen=float(v1[p]),
+            )
+        )
+    surprising = chosen_pairs.index(surprise)
+    r = rows[surprising]
+    if diff.any() and same.any():
+        below = int((v1[same] < r.cosine_chosen).sum())
+        reason = (
+            f"sentences {r.i + 1} and {r.j + 1} use different senses ({r.sense_a} / {r.sense_b}) yet have "
+            f"cosine {r.cosine_chosen:.2f} at {chosen_name}, higher than {below} of {int(same.sum())} "
+            f"same-sense pairs."
+        )
+    else:
+        verb = "rose" if r.change >= 0 else "fell"
+        reason = (
+            f"the cosine of sentences {r.i + 1} and {r.j + 1} {verb} the most, from {r.cosine_first:.2f} at "
+            f"{first_name} to {r.cosine_chosen:.2f} at {chosen_name}."
+        )
+    return EvidenceCard(target, first_name, chosen_name, tuple(rows), surprising, reason)

@@ -1,0 +1,281 @@
+"""Hand-computed tiny cases for lib/similarity.py (no model needed)."""
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+
+from lib import similarity as sim
+
+R2 = 1 / math.sqrt(2)
+
+
+def one_layer(*rows):
+    """(n, 1, H) from n row vectors."""
+    return np.array(rows, dtype=float)[:, None, :]
+
+
+# ---------------------------------------------------------------- cosine
+
+
+def test_cosine_matrix_by_hand_and_zero_vector_is_safe():
+    a = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    c = sim.cosine_matrix(a)
+    expected = np.array([[1, R2, 0], [R2, 1, 0], [0, 0, 0]])
+    np.testing.assert_allclose(c, expected, atol=1e-12)
+    assert np.isfinite(c).all()
+
+
+def test_cosine_matrix_two_sets_and_range():
+    a = np.array([[3.0, 4.0]])
+    b = np.array([[4.0, 3.0], [-3.0, -4.0], [1e-20, 0.0]])
+    c = sim.cosine_matrix(a, b)
+    np.testing.assert_allclose(c, [[24 / 25, -1.0, 0.0]], atol=1e-12)
+    assert c.max() <= 1 and c.min() >= -1
+
+
+def test_layer_cosine_matrices_shape_and_values():
+    v = np.array([[[1, 0], [1, 0]], [[0, 1], [1, 1]]], dtype=float)  # (n=2, K=2, H=2)
+    m = sim.layer_cosine_matrices(v)
+    assert m.shape == (2, 2, 2)
+    assert m[0, 0, 1] == pytest.approx(0.0)
+    assert m[1, 0, 1] == pytest.approx(R2)
+    np.testing.assert_allclose(m, np.transpose(m, (0, 2, 1)))
+
+
+def test_mean_offdiagonal():
+    m = np.array([[1, 0.2, 0.4], [0.2, 1, 0.6], [0.4, 0.6, 1]])
+    assert sim.mean_offdiagonal(m) == pytest.approx(0.4)
+    assert sim.mean_offdiagonal(np.ones((1, 1))) == 0.0
+
+
+# ---------------------------------------------------------------- pooling
+
+
+def test_pooling_single_last_four_and_all():
+    # one sentence, 7 representations (L = 6), value at layer l is [l, 1]
+    v = np.array([[[layer, 1.0] for layer in range(7)]])
+    np.testing.assert_allclose(sim.pool(v, "layer", 2), [[2, 1]])
+    np.testing.assert_allclose(sim.pool(v, "last4"), [[(3 + 4 + 5 + 6) / 4, 1]])
+    np.testing.assert_allclose(sim.pool(v, "all"), [[3, 1]])
+    assert sim.pooled_layers(7, "last4") == (3, 4, 5, 6)
+
+
+def test_pooling_with_few_layers_never_uses_embedding_for_last_four():
+    assert sim.pooled_layers(3, "last4") == (1, 2)
+    assert sim.pooled_layers(1, "last4") == (0,)
+    with pytest.raises(ValueError):
+        sim.pooled_layers(7, "layer", 7)
+    with pytest.raises(ValueError):
+        sim.pooled_layers(7, "max")
+
+
+def test_pooling_label():
+    assert sim.pooling_label("layer", 0) == "embedding layer (0)"
+    assert sim.pooling_label("layer", 3) == "layer 3"
+    assert "last four" in sim.pooling_label("last4")
+
+
+# ---------------------------------------------------------------- same vs different sense
+
+
+def test_sense_similarity_by_hand():
+    # a=[1,0], b=[.6,.8], c=[0,1]; senses A, A, B
+    v = one_layer([1, 0], [0.6, 0.8], [0, 1])
+    res = sim.sense_similarity(sim.layer_cosine_matrices(v), ["A", "A", "B"])
+    assert res.same[0] == pytest.approx(0.6)  # (a, b)
+    assert res.different[0] == pytest.approx((0.0 + 0.8) / 2)  # (a, c), (b, c)
+    assert res.gap[0] == pytest.approx(0.2)
+    assert (res.n_same_pairs, res.n_different_pairs) == (1, 2)
+
+
+def test_sense_similarity_unlabelled_and_single_sense():
+    v = one_layer([1, 0], [0.6, 0.8], [0, 1])
+    cos = sim.layer_cosine_matrices(v)
+    none = sim.sense_similarity(cos, [None, None, None])
+    assert none.same is None and none.different is None and none.gap is None
+    one = sim.sense_similarity(cos, ["A", "A", None])
+    assert one.same[0] == pytest.approx(0.6) and one.different is None and one.gap is None
+
+
+def test_pair_trajectories():
+    v = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]], [[1, 1], [0, 1]]], dtype=float)  # (3, 2, 2)
+    t = sim.pair_trajectories(sim.layer_cosine_matrices(v), ["x", "y", "y"])
+    np.testing.assert_array_equal(t.pairs, [[0, 1], [0, 2], [1, 2]])
+    np.testing.assert_allclose(t.cosines, [[1, 0], [R2, 0], [R2, 1]], atol=1e-12)
+    np.testing.assert_array_equal(t.same_sense, [False, False, True])
+    only = sim.pair_trajectories(sim.layer_cosine_matrices(v), None, pairs=[(1, 2)])
+    assert only.same_sense is None and only.cosines.shape == (1, 2)
+
+
+# ---------------------------------------------------------------- baseline
+
+
+def test_random_token_baseline_two_tokens_is_exact():
+    # one sentence, two usable tokens: parallel at layer 0, orthogonal at layer 1; the third is masked
+    hs = np.array(
+        [[[1, 0], [2, 0], [5, 5]], [[1, 0], [0, 3], [5, 5]]], dtype=float
+    )  # (K=2, T=3, H=2)
+    b = sim.random_token_baseline([hs], [np.array([True, True, False])], n_pairs=50, seed=1)
+    np.testing.assert_allclose(b.mean, [1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(b.low, [1.0, 0.0], atol=1e-12)
+    assert b.n_tokens == 2 and b.n_pairs == 50
+
+
+def test_random_token_baseline_is_seeded_and_needs_two_tokens():
+    rng = np.random.default_rng(0)
+    hs = [rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4, 4))]
+    a = sim.random_token_baseline(hs, seed=7)
+    b = sim.random_token_baseline(hs, seed=7)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    assert (a.low <= a.mean).all() and (a.mean <= a.high).all()
+    assert sim.random_token_baseline([np.ones((2, 1, 3))]) is None
+
+
+def test_other_token_masks_drop_special_and_target():
+    masks = sim.other_token_masks([["[CLS]", "the", "bank", "##s", "[SEP]"]], [[2, 3]])
+    np.testing.assert_array_equal(masks[0], [False, True, False, False, False])
+
+
+def test_adjusted_subtracts_per_layer():
+    np.testing.assert_allclose(sim.adjusted([[0.5, 0.9]], [0.1, 0.4]), [[0.4, 0.5]])
+
+
+# ---------------------------------------------------------------- Ethayarajh 2019
+
+
+def test_self_similarity_by_hand():
+    # cos: (a,b)=0, (a,c)=(b,c)=1/sqrt2 -> mean over pairs = (0 + 2/sqrt2)/3
+    v = one_layer([1, 0], [0, 1], [1, 1])
+    assert sim.self_similarity(v)[0] == pytest.approx(math.sqrt(2) / 3)
+    identical = one_layer([2, 1], [4, 2])
+    assert sim.self_similarity(identical)[0] == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        sim.self_similarity(one_layer([1, 0]))
+
+
+def test_self_similarity_with_a_zero_vector_is_finite():
+    v = one_layer([1, 0], [0, 0], [1, 0])
+    # pairs: (a,zero)=0, (a,c)=1, (zero,c)=0
+    assert sim.self_similarity(v)[0] == pytest.approx(1 / 3)
+
+
+def test_intra_sentence_similarity_by_hand():
+    s1 = np.array([[[1, 0], [0, 1]]], dtype=float)  # mean (.5,.5): both tokens at cos 1/sqrt2
+    s2 = np.array([[[2, 0], [3, 0], [0, 9]]], dtype=float)  # third token masked: cos 1, 1
+    out = sim.intra_sentence_similarity([s1, s2], [np.array([True, True]), np.array([True, True, False])])
+    assert out[0] == pytest.approx((R2 + 1) / 2)
+
+
+# ---------------------------------------------------------------- sense readout
+
+
+def test_leave_one_out_readout_by_hand():
+    # layer 0: A=[1,0],[1,0]; B=[0,1],[1,.1]. Leaving out [1,.1] its own centroid is [0,1]
+    # (cos .0995) while A's is [1,0] (cos .995): wrong. The others are right -> 3/4.
+    # layer 1: cleanly separated -> 4/4.
+    v = np.array(
+        [
+            [[1, 0], [1, 0]],
+            [[1, 0], [1, 0.1]],
+            [[0, 1], [0, 1]],
+            [[1, 0.1], [0.1, 1]],
+        ]
+    )
+    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B"])
+    np.testing.assert_allclose(r.accuracy, [0.75, 1.0])
+    assert r.best_layer == 1 and r.best_accuracy == 1.0
+    assert r.majority_baseline == 0.5 and r.majority_sense == "A"
+    assert list(r.predictions[0]) == ["A", "A", "B", "A"]
+    assert r.senses == ("A", "B") and r.method == "leave-one-out"
+
+
+def test_leave_one_out_skips_lone_senses_and_needs_two_senses():
+    v = one_layer([1, 0], [1, 0.1], [0, 1], [0.1, 1], [5, 5])
+    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B", "C"])
+    np.testing.assert_array_equal(r.evaluated, [0, 1, 2, 3])
+    assert r.accuracy[0] == 1.0
+    assert sim.leave_one_out_readout(v, ["A", "A", "A", None, "B"]) is None
+
+
+def test_centroid_readout_train_test_by_hand():
+    train = one_layer([1, 0], [1, 0], [0, 1])
+    test = one_layer([0.9, 0.1], [0.2, 0.8], [0.6, 0.5])
+    r = sim.centroid_readout(train, ["A", "A", "B"], test, ["A", "B", "B"])
+    assert r.accuracy[0] == pytest.approx(2 / 3)
+    assert r.majority_sense == "B" and r.majority_baseline == pytest.approx(2 / 3)
+
+
+# ---------------------------------------------------------------- neighbours and evidence card
+
+
+def test_nearest_neighbours():
+    v = np.array([[1, 0], [1, 0.1], [0, 1], [-1, 0]], dtype=float)
+    nb = sim.nearest_neighbours(v, 0, k=2)
+    np.testing.assert_array_equal(nb.indices, [1, 2])
+    np.testing.assert_allclose(nb.cosines, [1 / math.sqrt(1.01), 0.0], atol=1e-12)
+    assert len(sim.nearest_neighbours(v, 3, k=10).indices) == 3
+
+
+def test_evidence_card_by_hand_and_exports():
+    sentences = ['He said "hi, there"', "a | b", "third"]
+    first = np.ones((3, 2))  # all identical: cosine 1
+    chosen = np.array([[1, 0], [0.6, 0.8], [0, 1]])
+    card = sim.evidence_card(first, chosen, sentences, ["A", "A", "B"], "bank", chosen_name="layer 4")
+    assert len(card.rows) == 3
+    surprise = card.rows[card.surprising]
+    assert (surprise.i, surprise.j) == (1, 2)  # the different-sense pair with cosine 0.8
+    assert surprise.cosine_chosen == pytest.approx(0.8) and surprise.cosine_first == pytest.approx(1.0)
+    assert "higher than 1 of 1 same-sense pairs" in card.reason
+
+    rows = list(csv.reader(io.StringIO(card.to_csv())))
+    assert rows[0][-3:] == ["cosine embedding layer (0)", "cosine layer 4", "most surprising"]
+    assert rows[1][0] == sentences[0]  # quotes and commas survive the round trip
+    assert sum(r[-1] == "yes" for r in rows[1:]) == 1
+
+    md = card.to_markdown()
+    assert "a \\| b" in md
+    table = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(table) == 2 + 3
+
+
+def test_evidence_card_without_labels_picks_largest_change():
+    first = np.array([[1, 0], [1, 0], [1, 0]], dtype=float)
+    chosen = np.array([[1, 0], [0, 1], [1, 0.1]])
+    card = sim.evidence_card(first, chosen, ["s1", "s2", "s3"], [None, None, None])
+    r = card.rows[card.surprising]
+    assert (r.i, r.j) == (0, 1) and r.same_sense is None
+    assert "fell the most" in card.reason
+
+
+def test_evidence_card_limits_rows_and_keeps_surprise():
+    rng = np.random.default_rng(3)
+    first, chosen = rng.normal(size=(8, 4)), rng.normal(size=(8, 4))
+    senses = ["A"] * 4 + ["B"] * 4
+    card = sim.evidence_card(first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6)
+    assert len(card.rows) == 6
+    r = card.rows[card.surprising]
+    assert r.same_sense is False
+    c = sim.cosine_matrix(chosen)
+    assert r.cosine_chosen == pytest.approx(c[:4, 4:].max())
+
+
+def test_no_nan_anywhere_with_zero_vectors():
+    v = np.zeros((4, 3, 5))
+    cos = sim.layer_cosine_matrices(v)
+    assert np.isfinite(cos).all()
+    assert np.isfinite(sim.self_similarity(v)).all()
+    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B"])
+    assert np.isfinite(r.accuracy).all()
+    s = sim.sense_similarity(cos, ["A", "A", "B", "B"])
+    assert np.isfinite(s.gap).all()
+
+
+def test_published_reference_has_thirteen_layers():
+    ref = sim.ETHAYARAJH_2019_BERT_BASE
+    assert len(ref.anisotropy) == len(ref.intra_sentence) == 13
+    assert ref.num_layers == 12
+    assert ref.anisotropy[0] == 0.105 and ref.intra_sentence[-1] == 0.776
+    assert "Ethayarajh" in ref.citation
