@@ -174,9 +174,7 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
     weights = softmax(scores, axis=-1)  # (H, n, n)
     model_weights = model_attn[layer].astype(np.float64)  # (H, n, n)
     if head is not None:
-        q, k, v, scores, weights, model_weights = (
-            a[head] for a in (q, k, v, scores, weights, model_weights)
-        )
+        q, k, v, scores, weights, model_weights = (a[head] for a in (q, k, v, scores, weights, model_weights))
     max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
     return AttentionRecomputation(
         layer=layer,

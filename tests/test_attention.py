@@ -1,0 +1,226 @@
+"""lib/attention.py: hand-computed tiny cases, then the real bundled model (fixture `encoder`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lib.attention import (
+    UnsupportedArchitectureError,
+    contrast_sentence_index,
+    downsample_labels,
+    is_punctuation,
+    mean_over_heads,
+    recompute_attention,
+    softmax,
+    special_token_share,
+    target_attention,
+    token_labels,
+)
+
+# ----------------------------------------------------------------------------- hand-computed cases
+
+
+def test_softmax_by_hand():
+    # exp(0) : exp(ln 3) = 1 : 3
+    np.testing.assert_allclose(softmax(np.array([0.0, math.log(3.0)])), [0.25, 0.75])
+    # a huge shift must not overflow
+    np.testing.assert_allclose(softmax(np.array([1000.0, 1000.0])), [0.5, 0.5])
+
+
+def test_target_attention_by_hand():
+    # one layer, one head, tokens 0..2; the target is split over pieces 1 and 2
+    a = np.array(
+        [
+            [
+                [
+                    [1.0, 0.0, 0.0],
+                    [0.2, 0.3, 0.5],
+                    [0.6, 0.4, 0.0],
+                ]
+            ]
+        ]
+    )  # (L=1, H=1, 3, 3)
+    ta = target_attention(a, [1, 2])
+    # target's row = mean of rows 1 and 2
+    np.testing.assert_allclose(ta.attends_to[0, 0], [0.4, 0.35, 0.25])
+    np.testing.assert_allclose(ta.attends_to_mean[0].sum(), 1.0)
+    # attention each token gives to the target = sum of columns 1 and 2
+    np.testing.assert_allclose(ta.attended_by[0, 0], [0.0, 0.8, 0.4])
+    assert ta.token_indices == (1, 2)
+
+
+def test_target_attention_rejects_bad_positions():
+    a = np.full((1, 1, 3, 3), 1 / 3)
+    with pytest.raises(ValueError, match="brackets"):
+        target_attention(a, [])
+    with pytest.raises(IndexError):
+        target_attention(a, [3])
+
+
+def test_special_token_share_by_hand():
+    tokens = ["[CLS]", "hi", ",", "there", "[SEP]"]
+    n = len(tokens)
+    uniform = np.full((2, 3, n, n), 1.0 / n)  # every query spreads evenly over 5 keys
+    s = special_token_share(uniform, tokens)
+    np.testing.assert_allclose(s.cls, 0.2)
+    np.testing.assert_allclose(s.sep, 0.2)
+    np.testing.assert_allclose(s.punctuation, 0.2)
+    np.testing.assert_allclose(s.other, 0.4)  # "hi" and "there"
+    np.testing.assert_allclose(s.cls_mean + s.sep_mean + s.punctuation_mean + s.other_mean, 1.0)
+    assert s.cls.shape == (2, 3) and s.cls_mean.shape == (2,)
+
+    # all attention on [SEP]
+    to_sep = np.zeros((1, 1, n, n))
+    to_sep[..., n - 1] = 1.0
+    s = special_token_share(to_sep, tokens)
+    np.testing.assert_allclose(s.sep, 1.0)
+    np.testing.assert_allclose(s.cls + s.punctuation + s.other, 0.0)
+
+
+def test_is_punctuation():
+    assert is_punctuation(".") and is_punctuation(",") and is_punctuation("##.") and is_punctuation("'")
+    assert is_punctuation("?!")
+    assert not is_punctuation("bank") and not is_punctuation("[CLS]") and not is_punctuation("##s")
+    assert not is_punctuation("3") and not is_punctuation("")
+
+
+def test_token_labels_keep_repeated_tokens_apart():
+    tokens = ["[CLS]", "the", "bank", "by", "the", "bank", "[SEP]"]
+    labels = token_labels(tokens)
+    assert len(set(labels)) == len(tokens)
+    assert labels[2] != labels[5]
+    assert labels[2].startswith("bank") and labels[5].startswith("bank")
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 40, 41, 100, 130, 512])
+def test_downsample_labels(n):
+    labels = [f"t{i}" for i in range(n)]
+    pos, text = downsample_labels(labels, max_labels=40)
+    assert len(pos) <= 40
+    assert text == [labels[p] for p in pos]
+    assert pos == sorted(set(pos))
+    if n:
+        assert pos[0] == 0 and pos[-1] == n - 1
+    if n <= 40:
+        assert pos == list(range(n))
+
+
+def test_contrast_sentence_index():
+    senses = ("money", "money", "river", None)
+    assert contrast_sentence_index(senses, 0) == 2
+    assert contrast_sentence_index(senses, 2) == 0
+    assert contrast_sentence_index(senses, 3) == 0  # unknown sense: the next sentence
+    assert contrast_sentence_index((None, None, None), 1) == 2
+    assert contrast_sentence_index(("a",), 0) is None
+
+
+def test_unknown_architecture_gives_a_clear_error():
+    from transformers import GPT2Config, GPT2Model
+
+    tiny = GPT2Model(GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=10, n_positions=8))
+
+    class FakeEncoding:  # just arrays: (L+1, n, hidden) and (L, H, n, n)
+        hidden_states = (np.zeros((2, 3, 8), dtype=np.float32),)
+        attentions = (np.full((1, 2, 3, 3), 1 / 3, dtype=np.float32),)
+
+    with pytest.raises(UnsupportedArchitectureError, match="BERT-family"):
+        recompute_attention(tiny, FakeEncoding(), 0, 0)
+
+
+# ----------------------------------------------------------------------------- the real model
+
+SENTENCES = [
+    "We sat on the river bank and watched the bank of clouds.",
+    "The bank raised its interest rates again, and customers complained.",
+    "Bank",
+]
+
+
+@pytest.fixture(scope="module")
+def encoding(encoder):
+    return encoder.encode(SENTENCES)
+
+
+@pytest.mark.parametrize("layer", [0, 2, 5])
+@pytest.mark.parametrize("head", [0, 5, 11])
+def test_recomputation_matches_model(encoder, encoding, layer, head):
+    layer = min(layer, encoder.num_layers - 1)
+    head = min(head, encoder.num_heads - 1)
+    for i in range(len(SENTENCES)):
+        r = recompute_attention(encoder, encoding, i, layer, head)
+        n = len(encoding.tokens[i])
+        assert r.weights.shape == (n, n) and r.model_weights.shape == (n, n)
+        assert r.q.shape == r.k.shape == r.v.shape == (n, encoder.hidden_size // encoder.num_heads)
+        assert r.max_abs_diff < 1e-4
+        np.testing.assert_allclose(r.weights, encoding.attentions[i][layer, head], atol=1e-4)
+        np.testing.assert_allclose(r.weights.sum(axis=-1), 1.0, atol=1e-6)
+        assert np.isfinite(r.scores).all()
+
+
+def test_recomputation_all_heads(encoder, encoding):
+    for layer in range(encoder.num_layers):
+        r = recompute_attention(encoder, encoding, 0, layer)
+        n = len(encoding.tokens[0])
+        assert r.weights.shape == (encoder.num_heads, n, n)
+        assert r.max_abs_diff < 1e-4
+        # the scores are Q·Kᵀ/√d_k: check one entry by hand from q and k
+        expected = float(r.q[3, 1] @ r.k[3, 2]) / math.sqrt(r.d_k)
+        assert r.scores[3, 1, 2] == pytest.approx(expected)
+
+
+def test_recomputation_rejects_bad_layer_and_head(encoder, encoding):
+    with pytest.raises(IndexError):
+        recompute_attention(encoder, encoding, 0, encoder.num_layers)
+    with pytest.raises(IndexError):
+        recompute_attention(encoder, encoding, 0, 0, head=encoder.num_heads)
+
+
+def test_displayed_matrices_rows_sum_to_one(encoder, encoding):
+    for i in range(len(SENTENCES)):
+        att = encoding.attentions[i]  # (L, H, n, n): every heatmap and overview cell
+        np.testing.assert_allclose(att.sum(axis=-1), 1.0, atol=1e-5)
+        np.testing.assert_allclose(mean_over_heads(att).sum(axis=-1), 1.0, atol=1e-5)
+        ta = target_attention(att, [1])
+        np.testing.assert_allclose(ta.attends_to.sum(axis=-1), 1.0, atol=1e-5)
+        np.testing.assert_allclose(ta.attends_to_mean.sum(axis=-1), 1.0, atol=1e-5)
+        s = special_token_share(att, encoding.tokens[i])
+        total = s.cls + s.sep + s.punctuation + s.other
+        np.testing.assert_allclose(total, 1.0, atol=1e-5)
+
+
+def test_real_labels_unique_with_repeated_words(encoding):
+    tokens = encoding.tokens[0]
+    assert tokens.count("bank") == 2 and tokens.count("the") >= 2
+    labels = token_labels(tokens)
+    assert len(set(labels)) == len(labels)
+
+
+def test_long_sentence_over_100_word_pieces(encoder):
+    words = " ".join(f"the bank number {i} lent money to the farmer by the river," for i in range(12))
+    enc = encoder.encode([words + " and that was all."])
+    tokens = enc.tokens[0]
+    n = len(tokens)
+    assert n > 100
+    labels = token_labels(tokens)
+    assert len(set(labels)) == n
+    pos, text = downsample_labels(labels, max_labels=40)
+    assert len(pos) <= 40 and pos[-1] == n - 1
+    last = encoder.num_layers - 1
+    r = recompute_attention(encoder, enc, 0, last, head=0)
+    assert r.weights.shape == (n, n)  # the data is not downsampled
+    assert r.max_abs_diff < 1e-4
+    ta = target_attention(enc.attentions[0], [tokens.index("bank")])
+    assert ta.attends_to.shape == (encoder.num_layers, encoder.num_heads, n)
+
+
+def test_sentence_at_the_length_limit(encoder):
+    enc = encoder.encode(["bank " * (encoder.max_tokens + 20)])
+    assert enc.truncated[0]
+    n = len(enc.tokens[0])
+    assert n == encoder.max_tokens
+    r = recompute_attention(encoder, enc, 0, 1, head=3)
+    assert r.max_abs_diff < 1e-4
+    assert len(set(token_labels(enc.tokens[0]))) == n
