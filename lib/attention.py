@@ -25,12 +25,14 @@ import numpy as np
 
 __all__ = [
     "AttentionRecomputation",
+    "PooledAttention",
     "SpecialTokenShare",
     "TargetAttention",
     "UnsupportedArchitectureError",
     "contrast_sentence_index",
     "downsample_labels",
     "mean_over_heads",
+    "pool_attention",
     "recompute_attention",
     "softmax",
     "special_token_share",
@@ -331,6 +333,48 @@ def downsample_labels(labels: Sequence[str], max_labels: int = 40) -> tuple[list
         else:
             positions.append(n - 1)
     return positions, [labels[p] for p in positions]
+
+
+@dataclass(frozen=True)
+class PooledAttention:
+    """Attention matrices shrunk to at most `max_size` × `max_size` blocks, for thumbnails only.
+
+    weights: (..., m, m)  row block = mean over its queries, column block = sum over its keys, so every row
+                          still sums to 1 (it is the attention of an average query in the block).
+    edges:   (m + 1,)     token positions where the blocks start; block b covers edges[b]..edges[b+1]-1
+    """
+
+    weights: np.ndarray
+    edges: np.ndarray
+
+    @property
+    def pooled(self) -> bool:
+        return len(self.edges) - 1 < int(self.edges[-1])
+
+    def block_labels(self, labels: Sequence[str]) -> list[str]:
+        """A label per block: the token's own label, or "first…last" for a block of several tokens."""
+        out = []
+        for a, b in zip(self.edges[:-1], self.edges[1:], strict=True):
+            out.append(labels[a] if b - a == 1 else f"{labels[a]}…{labels[b - 1]}")
+        return out
+
+
+def pool_attention(weights: np.ndarray, max_size: int = 48) -> PooledAttention:
+    """Shrink (..., n, n) attention to (..., m, m) with m <= max_size, keeping rows summing to 1.
+
+    Used only where a small picture of a long sentence is needed (the all-heads overview); the large
+    heatmaps always show every token.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    n = weights.shape[-1]
+    m = min(n, max_size)
+    edges = np.linspace(0, n, m + 1).round().astype(int)
+    if m == n:
+        return PooledAttention(weights=weights, edges=edges)
+    cols = np.add.reduceat(weights, edges[:-1], axis=-1)  # (..., n, m): sum over each key block
+    sizes = np.diff(edges)
+    rows = np.add.reduceat(cols, edges[:-1], axis=-2) / sizes[:, None]  # (..., m, m): mean over queries
+    return PooledAttention(weights=rows, edges=edges)
 
 
 def contrast_sentence_index(senses: Sequence[str | None], index: int) -> int | None:

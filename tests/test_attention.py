@@ -13,6 +13,7 @@ from lib.attention import (
     downsample_labels,
     is_punctuation,
     mean_over_heads,
+    pool_attention,
     recompute_attention,
     softmax,
     special_token_share,
@@ -106,6 +107,35 @@ def test_downsample_labels(n):
         assert pos[0] == 0 and pos[-1] == n - 1
     if n <= 40:
         assert pos == list(range(n))
+
+
+def test_pool_attention_by_hand():
+    a = np.array(
+        [
+            [0.5, 0.5, 0.0, 0.0],
+            [0.0, 1.0, 0.0, 0.0],
+            [0.1, 0.1, 0.4, 0.4],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+    p = pool_attention(a, max_size=2)
+    # block (rows 0-1, cols 0-1): rows sum within the block to 1 and 1, mean = 1.0; etc.
+    np.testing.assert_allclose(p.weights, [[1.0, 0.0], [0.1, 0.9]])
+    np.testing.assert_array_equal(p.edges, [0, 2, 4])
+    assert p.pooled
+    assert p.block_labels(["a", "b", "c", "d"]) == ["a…b", "c…d"]
+    same = pool_attention(a, max_size=4)
+    assert not same.pooled
+    np.testing.assert_allclose(same.weights, a)
+
+
+def test_pool_attention_keeps_rows_summing_to_one():
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 3, 130, 130))
+    a /= a.sum(axis=-1, keepdims=True)
+    p = pool_attention(a, max_size=48)
+    assert p.weights.shape == (2, 3, 48, 48)
+    np.testing.assert_allclose(p.weights.sum(axis=-1), 1.0)
 
 
 def test_contrast_sentence_index():
