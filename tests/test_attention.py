@@ -254,3 +254,68 @@ def test_sentence_at_the_length_limit(encoder):
     r = recompute_attention(encoder, enc, 0, 1, head=3)
     assert r.max_abs_diff < 1e-4
     assert len(set(token_labels(enc.tokens[0]))) == n
+
+
+# ----------------------------------------------------------------------------- the figures
+
+
+def _heatmaps(fig):
+    return [t for t in fig.data if t.type == "heatmap"]
+
+
+def test_figures_show_row_stochastic_matrices_on_a_fixed_scale(encoder, encoding):
+    from lib.charts.attention import (
+        attention_heatmap,
+        attention_overview,
+        side_by_side_heatmaps,
+        special_token_share_chart,
+        target_attention_bars,
+        target_attention_by_layer,
+    )
+
+    att0, att1 = encoding.attentions[0], encoding.attentions[1]
+    lab0, lab1 = token_labels(encoding.tokens[0]), token_labels(encoding.tokens[1])
+    single = attention_heatmap(att0[1, 2], lab0, title="layer 2, head 3")
+    overview = attention_overview(att0, lab0, selected=(1, 2))
+    pair = side_by_side_heatmaps(att0[1, 2], lab0, att1[1, 2], lab1, title_a="a", title_b="b")
+    (trace,) = _heatmaps(single)
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0)
+    assert len(set(trace.x)) == len(lab0) == len(trace.x)
+    assert "%{z:.4f}" in trace.hovertemplate
+    assert len(_heatmaps(overview)) == encoder.num_layers * (encoder.num_heads + 1)
+    for fig in (overview, pair):
+        assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
+    for fig in (single, overview, pair):
+        for t in _heatmaps(fig):
+            np.testing.assert_allclose(np.asarray(t.z).sum(axis=-1), 1.0, atol=1e-5)
+
+    ta = target_attention(att0, [encoding.tokens[0].index("bank")])
+    bars = target_attention_bars(ta.attends_to_mean[1], ta.attended_by_mean[1], lab0, ta.token_indices)
+    np.testing.assert_allclose(np.sum(bars.data[0].y), 1.0, atol=1e-5)
+    by_layer = target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, lab0)
+    np.testing.assert_allclose(np.asarray(by_layer.data[0].z).sum(axis=-1), 1.0, atol=1e-5)
+    share = special_token_share_chart(special_token_share(att0, encoding.tokens[0]))
+    np.testing.assert_allclose(np.sum([t.y for t in share.data], axis=0), 1.0, atol=1e-5)
+
+
+def test_long_sentence_figures_thin_labels_not_data(encoder):
+    from lib.charts.attention import MAX_TICK_LABELS, attention_heatmap, attention_overview
+
+    enc = encoder.encode([" ".join(f"the bank {i} by the river, " for i in range(25))])
+    n = len(enc.tokens[0])
+    assert n > 100
+    labels = token_labels(enc.tokens[0])
+    fig = attention_heatmap(enc.attentions[0][0, 0], labels)
+    (trace,) = _heatmaps(fig)
+    assert np.asarray(trace.z).shape == (n, n)  # all data
+    assert len(fig.layout.xaxis.tickvals) <= MAX_TICK_LABELS < n  # fewer labels
+    overview = attention_overview(enc.attentions[0], labels, max_tokens=40)
+    for t in _heatmaps(overview):
+        np.testing.assert_allclose(np.asarray(t.z).sum(axis=-1), 1.0, atol=1e-5)
+
+
+def test_labels_with_markup_are_escaped():
+    from lib.charts.attention import attention_heatmap
+
+    fig = attention_heatmap(np.eye(2), ["<b>x</b>·0", "&·1"])
+    assert "<b>" not in fig.data[0].x[0] and "&lt;b&gt;" in fig.data[0].x[0]
