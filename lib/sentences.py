@@ -1,0 +1,184 @@
+"""The sentence set every page works on: a target word and sentences, each optionally labelled with a sense.
+
+Text format (one sentence per line)::
+
+    money | The bank raised its rates.
+    river | We sat on the river [bank].
+    You can bank on it.              <- no sense label
+    # a line starting with '#' is a comment; empty lines are ignored
+
+A line is ``sense | sentence`` or just ``sentence``. The target is the ``target`` word (first whole-word,
+case-insensitive match) or whatever the line marks in ``[brackets]``. Lines that cannot be used are
+reported with their line numbers and left out; the good ones are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lib.targets import TargetError, find_target, short
+
+MAX_SENTENCES = 500  # the most sentences one set may hold (typed, linked or uploaded)
+MAX_TEXT_CHARS = 300_000  # the whole text; a single very long line is allowed but truncated by the model
+MAX_LABEL_CHARS = 40
+SEPARATOR = "|"
+
+
+@dataclass(frozen=True)
+class LineProblem:
+    """A line that was left out: its 1-based line number and what to do about it."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"Line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class SentenceSet:
+    """A target word and the usable sentences, in input order.
+
+    sentences: raw sentences (brackets kept, so the target markup travels with them)
+    senses:    one label per sentence, or None where a line has no label
+    lines:     the 1-based line number each sentence came from
+    problems:  lines that were left out, with messages
+    """
+
+    target: str
+    sentences: tuple[str, ...]
+    senses: tuple[str | None, ...]
+    lines: tuple[int, ...] = ()
+    problems: tuple[LineProblem, ...] = ()
+    preset_id: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def has_senses(self) -> bool:
+        """True when every sentence has a sense label and there are at least two distinct senses."""
+        return all(s for s in self.senses) and len(set(self.senses)) >= 2
+
+    @property
+    def sense_names(self) -> list[str]:
+        """Distinct sense labels in order of first appearance."""
+        seen: dict[str, None] = {}
+        for s in self.senses:
+            if s:
+                seen.setdefault(s, None)
+        return list(seen)
+
+    @property
+    def labels(self) -> list[str]:
+        """Short unique labels for charts: 'S3 · We sat on the river bank…'."""
+        return [f"S{i + 1} · {short(s.replace('[', '').replace(']', ''), 34)}" for i, s in enumerate(self.sentences)]
+
+    @property
+    def clean_sentences(self) -> list[str]:
+        """The sentences as encoded (brackets removed)."""
+        return [find_target(s, self.target).sentence for s in self.sentences]
+
+    def to_text(self) -> str:
+        """The set written back in the text format (round-trips through :func:`parse_sentence_set`)."""
+        rows = []
+        for sense, sentence in zip(self.senses, self.sentences, strict=True):
+            rows.append(f"{sense} {SEPARATOR} {sentence}" if sense else sentence)
+        return "\n".join(rows)
+
+
+def split_label(line: str) -> tuple[str | None, str]:
+    """Split ``'sense | sentence'`` into its parts; a line without '|' has no label."""
+    if SEPARATOR not in line:
+        return None, line.strip()
+    label, _, sentence = line.partition(SEPARATOR)
+    return (label.strip() or None), sentence.strip()
+
+
+def parse_sentence_set(text: str, target: str, *, preset_id: str | None = None) -> SentenceSet:
+    """Parse the text format above into a :class:`SentenceSet`, keeping good lines and listing bad ones.
+
+    Never raises for bad user text: every problem becomes a :class:`LineProblem` (or a note).
+    """
+    target = " ".join((target or "").split())
+    problems: list[LineProblem] = []
+    notes: list[str] = []
+    text = text or ""
+    if len(text) > MAX_TEXT_CHARS:
+        notes.append(
+            f"The text is {len(text):,} characters long; only the first {MAX_TEXT_CHARS:,} are used."
+        )
+        text = text[:MAX_TEXT_CHARS]
+    sentences: list[str] = []
+    senses: list[str | None] = []
+    lines: list[int] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        label, sentence = split_label(line)
+        if not sentence:
+            problems.append(LineProblem(number, f"“{short(line, 40)}” has a label but no sentence after “|”."))
+            continue
+        if label and len(label) > MAX_LABEL_CHARS:
+            problems.append(
+                LineProblem(number, f"The sense label is longer than {MAX_LABEL_CHARS} characters; shorten it.")
+            )
+            continue
+        try:
+            find_target(sentence, target)
+        except TargetError as err:
+            problems.append(LineProblem(number, str(err)))
+            continue
+        if len(sentences) >= MAX_SENTENCES:
+            notes.append(f"Only the first {MAX_SENTENCES} sentences are used; the rest were left out.")
+            break
+        sentences.append(sentence)
+        senses.append(label)
+        lines.append(number)
+    if any(senses) and not all(senses):
+        missing = sum(1 for s in senses if not s)
+        notes.append(
+            f"{missing} sentence(s) have no sense label, so sense comparisons are off. Label every line as "
+            "“sense | sentence” to turn them on."
+        )
+    return SentenceSet(
+        target=target,
+        sentences=tuple(sentences),
+        senses=tuple(senses),
+        lines=tuple(lines),
+        problems=tuple(problems),
+        preset_id=preset_id,
+        notes=tuple(notes),
+    )
+
+
+def rows_to_text(rows: Sequence[tuple[str | None, str]]) -> str:
+    """(sense, sentence) rows in the text format."""
+    return "\n".join(f"{s} {SEPARATOR} {t}" if s else t for s, t in rows)
+
+
+# --------------------------------------------------------------------- links
+def pack_text(text: str) -> str:
+    """Compress text into a short URL-safe string (for sharing a custom set in a link)."""
+    raw = zlib.compress(text.encode("utf-8"), 9)
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def unpack_text(packed: str, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """Inverse of :func:`pack_text`. Raises ValueError with a plain message for a garbled value."""
+    try:
+        padded = packed + "=" * (-len(packed) % 4)
+        raw = base64.urlsafe_b64decode(padded.encode("ascii"))
+        d = zlib.decompressobj()
+        data = d.decompress(raw, max_chars * 4 + 1)
+        if d.unconsumed_tail:
+            raise ValueError("too long")
+        return data.decode("utf-8")[:max_chars]
+    except (binascii.Error, zlib.error, UnicodeError, ValueError) as err:
+        raise ValueError("The sentences in the link are garbled or cut off.") from err

@@ -1,0 +1,82 @@
+"""Start here: what the app teaches, and the current word's similarity before and after context."""
+
+import numpy as np
+import streamlit as st
+
+from lib.charts.home import before_after_heatmaps
+from lib.similarity import cosine_matrix, sense_similarity
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+st.title("Context Lens")
+st.markdown(
+    "A static word vector gives **bank** one fixed vector, whether you sit on a river bank or open an "
+    "account at a bank. A transformer encoder gives every *occurrence* its own vector, computed from the "
+    "whole sentence: the word keeps its identity and the context pushes it toward one meaning. This app "
+    "lets you watch that happen inside a real model, layer by layer."
+)
+
+a = state.analysis(min_sentences=2)
+ss, tv = a.set, a.vectors
+enc = cache.encoder(a.model)
+last = enc.num_layers
+first_cos = cosine_matrix(tv.vectors[:, 0, :])
+last_cos = cosine_matrix(tv.vectors[:, last, :])
+word = escape_md(ss.target or "the target")
+
+st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
+fig = before_after_heatmaps(
+    first_cos,
+    last_cos,
+    ss.labels,
+    ss.senses,
+    ("Layer 0: embeddings (word piece + position)", f"Layer {last}: after {last} layers of attention"),
+)
+chart(fig, key="home_heatmaps")
+
+iu = np.triu_indices(len(ss), k=1)
+lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())
+if ss.has_senses:
+    sims = sense_similarity(np.stack([first_cos, last_cos]), ss.senses)
+    if sims.same is not None and sims.different is not None:
+        st.markdown(
+            f"**Reading it.** At layer 0 every pair scores between {lo0:.2f} and {hi0:.2f}: the vector is almost "
+            f"only the word itself (plus its position), so the senses cannot be told apart "
+            f"(same-sense pairs {sims.same[0]:.2f} vs different-sense {sims.different[0]:.2f} on average). "
+            f"After layer {last}, same-sense pairs average **{sims.same[1]:.2f}** and different-sense pairs "
+            f"**{sims.different[1]:.2f}**: the context has pulled the occurrences apart by meaning."
+        )
+    else:
+        st.markdown(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
+else:
+    lo1, hi1 = float(last_cos[iu].min()), float(last_cos[iu].max())
+    st.markdown(
+        f"**Reading it.** At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; at layer {last} they spread to "
+        f"{lo1:.2f}–{hi1:.2f}. Label your sentences with senses (“river | …”) to compare meanings."
+    )
+splits = tv.split_targets
+if splits:
+    sp = splits[0]
+    st.caption(
+        f"The tokenizer splits “{escape_md(sp.word)}” into {len(sp.pieces)} word pieces "
+        f"({escape_md(' + '.join(sp.pieces))}); its vector is the mean of the pieces."
+    )
+
+st.divider()
+st.subheader("What each page shows")
+st.markdown(
+    "- **Layer by layer**: the word's similarity across sentences at every layer, same vs different sense, "
+    "static vs contextual, and which layer reads the sense best.\n"
+    "- **Attention**: which words each word looks at, per layer and head, and a check that the heatmap is "
+    "exactly softmax(QKᵀ/√dₖ) from the model's own weights.\n"
+    "- **Anisotropy**: why raw cosine misleads (all vectors point into a narrow cone) and how z-scoring, "
+    "whitening or removing top components fix it.\n"
+    "- **Projections**: the word's vectors in 2-D or 3-D (PCA, UMAP, t-SNE), coloured by sense.\n"
+    "- **Attention by hand**: the course's worked example (“The cat sat”), step by step, with your own numbers.\n"
+    "- **Guided lesson**: the course in order, with questions checked against what the model computed."
+)
+st.caption(
+    f"Model: {escape_md(a.model)} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
+    "dimensions). Edit the sentences, the target word or the model in the sidebar; the address bar "
+    "always holds a link to the current view."
+)

@@ -1,0 +1,55 @@
+"""Shared fixtures: the real bundled model, loaded once per test session."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def encoder():
+    """The real bundled all-MiniLM-L6-v2 encoder (eager attention), shared by all tests."""
+    from lib.encoder import load_encoder
+
+    return load_encoder()
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+def page_test(page: str, *, text: str | None = None, target: str | None = None, preset: str | None = None):
+    """An AppTest of one page file, optionally on a custom sentence set (not yet run).
+
+    Pages are tested as files on their own: AppTest loses sidebar widgets after a rerun under
+    st.navigation (seen with streamlit 1.67), and the pages read the shared set from session state, which
+    ui.state fills with the default preset when app.py has not run.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
+    if preset is not None:
+        from lib.presets import preset_by_id
+
+        p = preset_by_id(preset)
+        at.session_state["cl_preset"] = preset
+        at.session_state["cl_text"] = p.text
+        at.session_state["cl_target"] = p.target
+        at.session_state["_cl_initialised"] = True
+    if text is not None:
+        at.session_state["cl_preset"] = "custom"
+        at.session_state["cl_text"] = text
+        at.session_state["cl_target"] = target or ""
+        at.session_state["_cl_initialised"] = True
+    return at

@@ -1,0 +1,72 @@
+"""The only place with Streamlit caching: the model once per process, encodings per distinct input.
+
+``st.cache_resource`` is used for results as well as the model: encodings are large numpy arrays that
+``st.cache_data`` would pickle and copy on every rerun. Our results are frozen dataclasses whose arrays are
+read-only, so sharing one object between sessions is safe, and a warm rerun costs a dictionary lookup.
+Each cache has a bound on entries so memory stays flat on a hosted copy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+import streamlit as st
+
+from lib.encoder import DEFAULT_MODEL, Encoder, Encoding, ModelLoadError, TargetVectors, load_encoder
+from lib.targets import TargetError, find_target
+
+# How often each model actually ran (by model name): tests and the benchmark read this to prove that a
+# rerun with unchanged input did not run the model again.
+ENCODE_CALLS: Counter[str] = Counter()
+_failed_models: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
+def encoder(model_name: str = DEFAULT_MODEL) -> Encoder:
+    """The loaded encoder for ``model_name``, shared by every session. Raises ModelLoadError."""
+    return load_encoder(model_name)
+
+
+def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
+    """(encoder, None) when the model loads, else (None, message). A failed name is not retried."""
+    if model_name in _failed_models:
+        return None, _failed_models[model_name]
+    try:
+        return encoder(model_name), None
+    except ModelLoadError as err:
+        with _lock:
+            _failed_models[model_name] = str(err)
+        return None, str(err)
+
+
+@st.cache_resource(show_spinner="Running the model on your sentences…", max_entries=48, ttl=6 * 3600)
+def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
+    """Every layer's vectors and attentions for ``sentences`` (cleaned text), computed once."""
+    with _lock:
+        ENCODE_CALLS[model_name] += 1
+    return encoder(model_name).encode(list(sentences))
+
+
+def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str, ...]:
+    """The sentences as the model sees them (brackets removed). Lines without a target are dropped."""
+    out = []
+    for s in sentences:
+        try:
+            out.append(find_target(s, target).sentence)
+        except TargetError:
+            continue
+    return tuple(out)
+
+
+@st.cache_resource(show_spinner=False, max_entries=48, ttl=6 * 3600)
+def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
+    """The target's vectors in each sentence (see Encoder.target_vectors), reusing the cached encoding.
+
+    Sentences whose target cannot be used are skipped; their messages are in ``.problems`` and ``.kept``
+    says which input sentences remain. Changing only the target word does not run the model again.
+    """
+    clean = clean_sentences(sentences, target)
+    enc_out = encoding(model_name, clean) if clean else None
+    return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=enc_out)

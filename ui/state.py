@@ -1,0 +1,394 @@
+"""The shared sentence set, model choice and presenter mode: in session state, in the sidebar and in the URL.
+
+Every page works on the same current set. The set, the target, the model and each page's main controls are
+written into the URL's query parameters after every run, so a teacher can copy the address bar and a class
+opens the same view. A link is read once, when a session starts; a garbled or oversized value gives a clear
+message and the default instead.
+
+Page controls:  value = url_int("layers_layer", default, lo, hi)  # before the widget, then
+                st.slider(..., key="layers_layer")                 # widget keyed the same, no value=
+                sync_url({"layers_layer": value})                  # after the widget
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import streamlit as st
+
+from lib.encoder import DEFAULT_MODEL, TargetError, TargetVectors
+from lib.presets import default_preset, load_presets, preset_by_id
+from lib.sentences import SentenceSet, pack_text, parse_sentence_set, unpack_text
+from ui import cache
+from ui.widgets import escape_md
+
+K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
+K_ACTIVE_MODEL = "cl_model_active"
+CUSTOM = "custom"
+MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a message
+MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
+SHARED_KEYS = ("preset", "target", "text", "model", "presenter")
+
+
+# --------------------------------------------------------------------------- the URL, read once
+def _url0() -> dict[str, str]:
+    """The query parameters the session was opened with (a snapshot taken on the first run)."""
+    if "_cl_url0" not in st.session_state:
+        snap: dict[str, str] = {}
+        try:
+            for k in st.query_params:
+                v = st.query_params.get(k)
+                if isinstance(k, str) and isinstance(v, str):
+                    snap[k[:100]] = v
+        except Exception:  # a malformed query string must never break the app
+            snap = {}
+        st.session_state["_cl_url0"] = snap
+        st.session_state["_cl_url_notes"] = []
+    return st.session_state["_cl_url0"]
+
+
+def _url_note(message: str) -> None:
+    notes = st.session_state.setdefault("_cl_url_notes", [])
+    if message not in notes:
+        notes.append(message)
+
+
+def _url_value(key: str) -> str | None:
+    raw = _url0().get(key)
+    if raw is None:
+        return None
+    if len(raw) > MAX_URL_VALUE:
+        _url_note(f"The link's “{key}” value is too long ({len(raw):,} characters) and was ignored.")
+        return None
+    return raw
+
+
+def url_int(key: str, default: int, lo: int, hi: int) -> int:
+    """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
+    if key not in st.session_state:
+        value = default
+        raw = _url_value(key)
+        if raw is not None:
+            try:
+                value = int(raw)
+            except ValueError:
+                _url_note(f"The link's “{key}” value is not a whole number; the default is used.")
+        st.session_state[key] = value
+    value = st.session_state[key]
+    if not isinstance(value, int) or isinstance(value, bool):
+        value = default
+    clamped = min(max(value, lo), hi)
+    st.session_state[key] = clamped
+    return clamped
+
+
+def url_float(key: str, default: float, lo: float, hi: float) -> float:
+    """Like :func:`url_int` for a float control."""
+    if key not in st.session_state:
+        value = default
+        raw = _url_value(key)
+        if raw is not None:
+            try:
+                value = float(raw)
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise ValueError
+            except ValueError:
+                value = default
+                _url_note(f"The link's “{key}” value is not a number; the default is used.")
+        st.session_state[key] = value
+    value = float(st.session_state[key])
+    clamped = min(max(value, lo), hi)
+    st.session_state[key] = clamped
+    return clamped
+
+
+def url_choice(key: str, default: str, choices: Sequence[str]) -> str:
+    """Initial value of a choice control (selectbox/radio with string options)."""
+    if key not in st.session_state:
+        value = default
+        raw = _url_value(key)
+        if raw is not None:
+            if raw in choices:
+                value = raw
+            else:
+                _url_note(f"The link's “{key}” value is not one of the choices; the default is used.")
+        st.session_state[key] = value
+    if st.session_state[key] not in choices:
+        st.session_state[key] = default if default in choices else choices[0]
+    return st.session_state[key]
+
+
+def url_bool(key: str, default: bool) -> bool:
+    """Initial value of a checkbox/toggle ('1'/'0' in the link)."""
+    if key not in st.session_state:
+        value = default
+        raw = _url_value(key)
+        if raw is not None:
+            if raw in ("1", "true", "0", "false"):
+                value = raw in ("1", "true")
+            else:
+                _url_note(f"The link's “{key}” value should be 1 or 0; the default is used.")
+        st.session_state[key] = value
+    return bool(st.session_state[key])
+
+
+def sync_url(params: dict[str, object]) -> None:
+    """Put this page's main controls into the URL (written at the end of the run by :func:`finish_run`)."""
+    page = st.session_state.setdefault("_cl_page_url", {})
+    for k, v in params.items():
+        page[k] = ("1" if v else "0") if isinstance(v, bool) else str(v)
+
+
+def begin_run() -> None:
+    """Called by app.py at the start of every run."""
+    st.session_state["_cl_page_url"] = {}
+
+
+def finish_run() -> None:
+    """Called by app.py at the end of every run (also after st.stop): write the URL once."""
+    desired = dict(_shared_params())
+    desired.update(st.session_state.get("_cl_page_url", {}))
+    try:
+        current = st.query_params.to_dict()
+    except Exception:
+        current = {}
+    if current != desired:
+        st.query_params.from_dict(desired)
+
+
+def _shared_params() -> dict[str, str]:
+    out: dict[str, str] = {}
+    preset = st.session_state.get(K_PRESET, default_preset().id)
+    if preset != CUSTOM:
+        out["preset"] = preset
+    else:
+        out["target"] = st.session_state.get(K_TARGET, "")
+        packed = pack_text(st.session_state.get(K_TEXT, ""))
+        if len(packed) <= MAX_PACKED_IN_URL:
+            out["text"] = packed
+        else:
+            st.session_state["_cl_too_long_for_url"] = True
+    model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
+    if model != DEFAULT_MODEL:
+        out["model"] = model
+    if st.session_state.get(K_PRESENTER):
+        out["presenter"] = "1"
+    return out
+
+
+# --------------------------------------------------------------------------- session start
+def init_session() -> None:
+    """Fill the shared widgets' state from the link on a session's first run."""
+    if st.session_state.get("_cl_initialised"):
+        return
+    url = _url0()
+    preset = default_preset()
+    target, text, preset_id = preset.target, preset.text, preset.id
+    if "text" in url or "target" in url:
+        try:
+            raw = _url_value("text")
+            text = unpack_text(raw) if raw is not None else ""
+            target = (_url_value("target") or "")[:100]
+            preset_id = CUSTOM
+        except ValueError as err:
+            _url_note(f"{err} The “{preset.target}” preset is shown instead.")
+            target, text, preset_id = preset.target, preset.text, preset.id
+    elif "preset" in url:
+        found = preset_by_id(url["preset"][:50])
+        if found is None:
+            _url_note("The link names a preset that does not exist; the “bank” preset is shown instead.")
+        else:
+            target, text, preset_id = found.target, found.text, found.id
+    st.session_state[K_PRESET] = preset_id
+    st.session_state[K_TARGET] = target
+    st.session_state[K_TEXT] = text
+    model = (_url_value("model") or DEFAULT_MODEL).strip()[:200]
+    st.session_state[K_MODEL] = model
+    st.session_state[K_ACTIVE_MODEL] = DEFAULT_MODEL
+    st.session_state[K_PRESENTER] = url_bool("presenter", False)
+    st.session_state["_cl_initialised"] = True
+
+
+# --------------------------------------------------------------------------- sidebar
+def _on_preset() -> None:
+    p = preset_by_id(st.session_state[K_PRESET])
+    if p is not None:
+        st.session_state[K_TEXT] = p.text
+        st.session_state[K_TARGET] = p.target
+
+
+def _on_edit() -> None:
+    p = preset_by_id(st.session_state.get(K_PRESET))
+    if p is None or st.session_state[K_TEXT] != p.text or st.session_state[K_TARGET] != p.target:
+        st.session_state[K_PRESET] = CUSTOM
+
+
+def render_sidebar() -> None:
+    """The one place to choose a preset, edit the target and sentences, pick a model, go presenter."""
+    presets = load_presets()
+    titles = {p.id: p.title for p in presets}
+    titles[CUSTOM] = "Your own sentences"
+    sb = st.sidebar
+    sb.selectbox(
+        "Preset", options=[*titles], key=K_PRESET, format_func=lambda k: titles.get(k, k), on_change=_on_preset
+    )
+    sb.text_input(
+        "Target word",
+        key=K_TARGET,
+        max_chars=100,
+        on_change=_on_edit,
+        help="The word to follow. A line can mark another form in [brackets], e.g. “They [banked] left.”",
+    )
+    sb.text_area(
+        "Sentences, one per line",
+        key=K_TEXT,
+        height=260,
+        on_change=_on_edit,
+        help="Optional sense label before a bar: “river | We sat on the bank.” Lines starting with # are "
+        "ignored. Up to 500 sentences.",
+    )
+    ss = sentence_set()
+    _show_set_messages(sb, ss)
+    with sb.expander("Model", expanded=st.session_state.get(K_ACTIVE_MODEL) != DEFAULT_MODEL):
+        st.text_input(
+            "Hugging Face id or local folder",
+            key=K_MODEL,
+            max_chars=200,
+            help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works.",
+        )
+        _resolve_model(st)
+    sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
+    for note in st.session_state.get("_cl_url_notes", []):
+        sb.warning(escape_md(note))
+    if st.session_state.get("_cl_too_long_for_url"):
+        sb.caption("This set is too long to put in a link; the link keeps the other settings.")
+
+
+def _show_set_messages(container, ss: SentenceSet) -> None:
+    if ss.problems:
+        shown = ss.problems[:8]
+        more = len(ss.problems) - len(shown)
+        lines = "\n".join(f"- {escape_md(str(p))}" for p in shown)
+        if more:
+            lines += f"\n- … and {more} more line(s)."
+        container.warning(f"Left out {len(ss.problems)} line(s):\n{lines}")
+    for note in ss.notes:
+        container.info(escape_md(note))
+    n = len(ss)
+    if n:
+        container.caption(
+            f"{n} sentence(s) with “{escape_md(ss.target or 'bracketed targets')}”"
+            + (f", senses: {escape_md(', '.join(ss.sense_names))}" if ss.sense_names else ", no sense labels")
+        )
+
+
+def _resolve_model(container) -> None:
+    wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
+    if wanted == st.session_state.get(K_ACTIVE_MODEL):
+        return
+    enc, err = cache.try_encoder(wanted)
+    if enc is None:
+        container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
+    else:
+        st.session_state[K_ACTIVE_MODEL] = enc.name
+
+
+# --------------------------------------------------------------------------- what pages read
+def sentence_set() -> SentenceSet:
+    """The current sentence set (only usable lines; problems listed in ``.problems``)."""
+    init_session()  # a page run on its own (AppTest, notebook-style) still gets the default set
+    text = st.session_state.get(K_TEXT, "")
+    target = st.session_state.get(K_TARGET, "")
+    preset = st.session_state.get(K_PRESET)
+    key = (text, target, preset)
+    memo = st.session_state.get("_cl_set_memo")
+    if memo is None or memo[0] != key:
+        memo = (key, parse_sentence_set(text, target, preset_id=None if preset == CUSTOM else preset))
+        st.session_state["_cl_set_memo"] = memo
+    return memo[1]
+
+
+def set_sentences(text: str, target: str) -> None:
+    """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'."""
+    st.session_state[K_TEXT] = text
+    st.session_state[K_TARGET] = target
+    st.session_state[K_PRESET] = CUSTOM
+
+
+def model_name() -> str:
+    """The model in use (the default until another one has loaded successfully)."""
+    init_session()
+    return st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
+
+
+def presenter() -> bool:
+    return bool(st.session_state.get(K_PRESENTER, False))
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What most pages need: the usable set (aligned with ``vectors``) and the target's vectors."""
+
+    set: SentenceSet
+    vectors: TargetVectors
+    model: str
+
+
+def analysis(min_sentences: int = 1) -> Analysis:
+    """The current set's target vectors from the cache; shows a clear message and stops the page otherwise."""
+    ss = sentence_set()
+    if len(ss) < min_sentences:
+        if len(ss) == 0:
+            st.info(
+                "There are no usable sentences yet. Pick a preset in the sidebar, or type sentences that "
+                "contain the target word (one per line)."
+            )
+        else:
+            st.info(
+                f"This view compares sentences, so it needs at least {min_sentences}; the set has {len(ss)}. "
+                "Add sentences in the sidebar or pick a preset."
+            )
+        st.stop()
+    model = model_name()
+    try:
+        tv = cache.target_vectors(model, ss.sentences, ss.target)
+    except TargetError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    if len(tv.kept) < len(ss):
+        for msg in tv.problems:
+            st.warning(escape_md(msg))
+        ss = replace(
+            ss,
+            sentences=tuple(ss.sentences[i] for i in tv.kept),
+            senses=tuple(ss.senses[i] for i in tv.kept),
+            lines=tuple(ss.lines[i] for i in tv.kept) if ss.lines else (),
+        )
+        if len(ss) < min_sentences:
+            st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
+            st.stop()
+    if tv.encoding.any_truncated:
+        n = sum(tv.encoding.truncated)
+        enc = cache.encoder(model)
+        st.warning(
+            f"{n} sentence(s) are longer than the model's limit of {enc.max_tokens} word pieces and were "
+            "truncated: the model never saw the end of them."
+        )
+    return Analysis(set=ss, vectors=tv, model=model)
+
+
+_PRESENTER_CSS = """
+<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.5; }
+h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+</style>
+"""
+
+
+def apply_presenter_style() -> None:
+    """Large type for a projector (static CSS of ours, no user text)."""
+    if presenter():
+        st.markdown(_PRESENTER_CSS, unsafe_allow_html=True)

@@ -1,0 +1,28 @@
+"""Small shared widgets and helpers for pages (Streamlit side)."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from lib.charts.common import presenter_layout
+
+_MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
+
+
+def escape_md(text: str) -> str:
+    """Escape text for st.markdown / st.warning so user input shows literally (no markdown, no HTML)."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(text)).replace("\n", "  \n")
+
+
+def chart(fig: go.Figure, *, key: str | None = None, **kwargs) -> None:
+    """Show a plotly figure full width, scaled up in presenter mode."""
+    if st.session_state.get("cl_presenter"):
+        fig = presenter_layout(fig)
+    st.plotly_chart(fig, key=key, **kwargs)
+
+
+def download_figure(fig: go.Figure, name: str, *, key: str, label: str = "Download chart (HTML)") -> None:
+    """A download button with the figure as a standalone interactive HTML file (plotly.js from a CDN)."""
+    html = fig.to_html(include_plotlyjs="cdn", full_html=True)
+    st.download_button(label, data=html, file_name=f"{name}.html", mime="text/html", key=key)
