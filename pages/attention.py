@@ -1,0 +1,324 @@
+"""Attention: which word pieces each word piece looks at, per layer and head, and proof it is softmax(QKᵀ/√dₖ).
+
+Reads the cached Encoding of the current set (the model runs once per set); moving the layer or head
+sliders only slices arrays and redoes one small matrix product.
+"""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from lib.attention import (
+    UnsupportedArchitectureError,
+    contrast_sentence_index,
+    pool_attention,
+    recompute_attention,
+    special_token_share,
+    target_attention,
+    token_labels,
+)
+from lib.charts.attention import (
+    MAX_TICK_LABELS,
+    attention_heatmap,
+    attention_overview,
+    side_by_side_heatmaps,
+    special_token_share_chart,
+    target_attention_bars,
+    target_attention_by_layer,
+)
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+OVERVIEW_MAX_TOKENS = 40
+
+st.title("Attention")
+st.markdown(
+    "In every layer, each word piece asks a question of all the others and takes a weighted mix of their "
+    "answers. Its **query** (Q) says what it is looking for at this layer, each **key** (K) says what a word "
+    "piece has to offer, and each **value** (V) is what gets passed on when that word piece is picked. "
+    "The match between a query and a key, turned into weights that add up to 1, is the attention you see "
+    "below. A layer runs several of these **heads** side by side, each with its own Q, K and V."
+)
+
+state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
+a = state.analysis(min_sentences=1)
+ss, tv = a.set, a.vectors
+enc = cache.encoder(a.model)
+encoding = tv.encoding
+n_sent = len(ss)
+L, H = enc.num_layers, enc.num_heads
+word = escape_md(ss.target or "the target")
+
+
+def sentence_label(k: int) -> str:
+    """Label of sentence k (1-based) for the pickers, with its sense."""
+    sense = ss.senses[k - 1]
+    return ss.labels[k - 1] + (f"  · {sense}" if sense else "")
+
+
+def md_token(label: str) -> str:
+    return f"“{escape_md(label)}”"
+
+
+# ------------------------------------------------------------------------------------------- controls
+state.url_int("attn_sentence", 1, 1, n_sent)
+state.url_int("attn_layer", 1, 1, L)
+state.url_int("attn_head", 1, 1, H)
+c_sent, c_layer, c_head = st.columns([3, 1, 1])
+c_sent.selectbox(
+    "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="attn_sentence"
+)
+c_layer.slider("Layer", 1, L, key="attn_layer", help=f"1 = closest to the input, {L} = the last layer.")
+c_head.slider("Head", 1, H, key="attn_head", help=f"Each layer has {H} heads that attend independently.")
+s_num, layer_num, head_num = (
+    st.session_state.attn_sentence,
+    st.session_state.attn_layer,
+    st.session_state.attn_head,
+)
+i, layer, head = s_num - 1, layer_num - 1, head_num - 1
+
+tokens = encoding.tokens[i]
+labels = token_labels(tokens)
+att = encoding.attentions[i]  # (L, H, n, n)
+n = len(tokens)
+span = tv.spans[i]
+tpos = list(span.token_indices)
+target_labels = ", ".join(md_token(labels[p]) for p in tpos)
+
+SHOW_PIECES = 60
+pieces_md = " ".join(
+    f"**{escape_md(t)}**" if k in tpos else escape_md(t) for k, t in enumerate(tokens[:SHOW_PIECES])
+)
+st.caption(
+    f"Sentence {s_num} as the model reads it, {n} word pieces (the target in bold): {pieces_md}"
+    + (" …" if n > SHOW_PIECES else "")
+)
+if encoding.truncated[i]:
+    st.warning(
+        f"This sentence is longer than the model's limit of {enc.max_tokens} word pieces; only the first "
+        f"{enc.max_tokens} are shown. Shorten it to see the rest."
+    )
+
+# ------------------------------------------------------------------------------------------- 1. heatmap
+st.header(f"Layer {layer_num}, head {head_num}: who looks at whom")
+weights = att[layer, head]  # (n, n)
+chart(
+    attention_heatmap(weights, labels, title=f"Sentence {s_num}, layer {layer_num}, head {head_num}"),
+    key="attn_heatmap",
+)
+row = weights[tpos[0]]
+top = [int(k) for k in np.argsort(-row)[:3]]
+st.markdown(
+    "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
+    "all word pieces (the keys), and every row adds up to 1. "
+    f"Row {md_token(labels[tpos[0]])}, the target, gives "
+    + ", ".join(f"{row[k]:.2f} to {md_token(labels[k])}" for k in top)
+    + ". Hover over a cell for the exact value."
+)
+if n > MAX_TICK_LABELS:
+    st.caption(
+        f"This sentence has {n} word pieces. Every row and column is drawn, but only some labels are printed "
+        "so they stay readable; hover over a cell or drag a box to zoom in for the rest."
+    )
+
+# ------------------------------------------------------------------------------------------- 2. overview
+st.header("All layers and heads at once")
+chart(
+    attention_overview(att, labels, selected=(layer, head), max_tokens=OVERVIEW_MAX_TOKENS),
+    key="attn_overview",
+)
+st.markdown(
+    f"Each small square is one head's heatmap, like the one above; rows are layers 1–{L}, columns heads "
+    f"1–{H}, and the last column is the **mean over the {H} heads** of that layer (its rows still add up to 1). "
+    f"The outlined square is layer {layer_num}, head {head_num}: pick another with the sliders to enlarge it. "
+    "Look for heads with a bright diagonal next to the main one (each word looks at its neighbour) and heads "
+    "with a bright first or last column (everyone looks at [CLS] or [SEP])."
+)
+if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
+    st.caption(
+        f"With {n} word pieces the small squares group neighbouring word pieces into {OVERVIEW_MAX_TOKENS} "
+        "blocks (the attention of an average query in a block, so rows still add up to 1). The big heatmaps "
+        "show every word piece."
+    )
+
+# ------------------------------------------------------------------------------------------- 3. target
+st.header(f"What “{word}” looks at, and what looks at it")
+state.url_bool("attn_target_mean", True)
+use_mean = st.toggle(
+    "Average over all heads",
+    key="attn_target_mean",
+    help=f"Off: only head {head_num}, the head chosen above.",
+)
+ta = target_attention(att, tpos)
+to_now = ta.attends_to_mean[layer] if use_mean else ta.attends_to[layer, head]
+by_now = ta.attended_by_mean[layer] if use_mean else ta.attended_by[layer, head]
+which = f"layer {layer_num}, mean over heads" if use_mean else f"layer {layer_num}, head {head_num}"
+chart(
+    target_attention_bars(to_now, by_now, labels, tpos, title=f"The target {target_labels} in {which}"),
+    key="attn_target_bars",
+)
+others = [k for k in range(n) if k not in tpos]
+if others:
+    k_to = max(others, key=lambda k: to_now[k])
+    k_by = max(others, key=lambda k: by_now[k])
+    st.markdown(
+        f"In {which}, apart from itself, {target_labels} gives most attention to "
+        f"{md_token(labels[k_to])} ({to_now[k_to]:.2f}), and the word piece that looks at it most is "
+        f"{md_token(labels[k_by])} ({by_now[k_by]:.2f}). The target's bars are orange."
+        + (
+            " It is split into several word pieces: the top chart averages their rows, the bottom one adds up "
+            "the attention landing on any of them."
+            if len(tpos) > 1
+            else ""
+        )
+    )
+else:
+    st.markdown("This sentence has only the target itself (plus [CLS] and [SEP]) to look at.")
+chart(target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, labels), key="attn_target_layers")
+st.caption("The same two views for every layer (mean over heads): read a row to follow one layer.")
+
+st.subheader("Attention that goes to [CLS], [SEP] and punctuation")
+share = special_token_share(att, tokens)
+chart(special_token_share_chart(share), key="attn_special")
+spec = share.cls_mean + share.sep_mean
+peak = int(np.argmax(spec))
+st.markdown(
+    f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on [CLS] and [SEP], "
+    "word pieces that carry no word at all. Clark et al. (2019, “What does BERT look at?”) found the same in "
+    "BERT: a head that finds nothing relevant for a word parks its attention on a special token or a "
+    "punctuation mark, a way of doing (almost) nothing. So a bright [CLS] or [SEP] column is usually not a "
+    "sign of meaning."
+)
+
+# ------------------------------------------------------------------------------------------- 4. side by side
+st.header("Two sentences, same layer and head")
+if n_sent < 2:
+    st.info("Add a second sentence with the target word in the sidebar to compare two contexts here.")
+else:
+    auto = contrast_sentence_index(ss.senses, i)
+    choices = [k for k in range(1, n_sent + 1) if k != s_num]
+    if "_attn_compare_chosen" not in st.session_state:
+        st.session_state["_attn_compare_chosen"] = "attn_compare" in st.query_params
+    state.url_int("attn_compare", auto + 1, 1, n_sent)
+    if not st.session_state["_attn_compare_chosen"] or st.session_state.attn_compare not in choices:
+        st.session_state.attn_compare = auto + 1
+
+    def _chosen() -> None:
+        st.session_state["_attn_compare_chosen"] = True
+
+    st.selectbox(
+        "Compare with",
+        options=choices,
+        format_func=sentence_label,
+        key="attn_compare",
+        on_change=_chosen,
+        help="By default a sentence where the target has a different sense.",
+    )
+    j = st.session_state.attn_compare - 1
+    tokens_b = encoding.tokens[j]
+    labels_b = token_labels(tokens_b)
+    weights_b = encoding.attentions[j][layer, head]
+    tpos_b = list(tv.spans[j].token_indices)
+
+    def title_for(k: int) -> str:
+        sense = ss.senses[k]
+        return f"Sentence {k + 1}" + (f" ({sense})" if sense else "")
+
+    chart(
+        side_by_side_heatmaps(
+            weights, labels, weights_b, labels_b, title_a=title_for(i), title_b=title_for(j)
+        ),
+        key="attn_side_by_side",
+    )
+
+    def top_other(w: np.ndarray, pos: list[int], labs: list[str]) -> str:
+        r = w[pos].mean(axis=0)
+        cand = [k for k in range(len(r)) if k not in pos] or list(range(len(r)))
+        k = max(cand, key=lambda c: r[c])
+        return f"{md_token(labs[k])} ({r[k]:.2f})"
+
+    st.markdown(
+        f"At layer {layer_num}, head {head_num}, “{word}” in sentence {i + 1} looks most at "
+        f"{top_other(weights, tpos, labels)}, in sentence {j + 1} at {top_other(weights_b, tpos_b, labels_b)}. "
+        "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ."
+    )
+
+st.subheader("Why the target's vector changes with the context")
+st.markdown(
+    "The queries, keys and values are made from each word piece's *current* vector, and from layer 2 on "
+    "that vector already holds a mix of its neighbours. So the same word in two sentences asks different "
+    "questions, gets different answers, and adds a different mix of values to itself, layer after layer. "
+    "The projection matrices are shared by every word piece of a layer; only the vectors they multiply "
+    "differ. That is why “bank” by the river and “bank” at the money desk end up with different vectors."
+)
+
+# ------------------------------------------------------------------------------------------- 5. maths
+st.header("From numbers to maths")
+st.markdown(
+    f"The heatmap above is not a picture the model draws: it is arithmetic you can redo. Take the input of "
+    f"layer {layer_num}, the matrix H of the {n} word pieces' vectors ({n} × {enc.hidden_size}) that "
+    + ("the embedding step produced (word piece + position)" if layer == 0 else f"layer {layer} produced")
+    + ", and the layer's own weights read from the model file."
+)
+st.latex(
+    r"Q = H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V,\qquad "
+    r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
+)
+try:
+    rec = recompute_attention(enc, encoding, i, layer, head)
+except UnsupportedArchitectureError as err:
+    st.info(escape_md(str(err)))
+else:
+    st.markdown(
+        f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
+        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {np.sqrt(rec.d_k):.2f}. "
+        "The softmax turns each row of scores into weights that add up to 1."
+    )
+    m1, m2, m3 = st.columns(3)
+    m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")
+    m2.metric("Rows × columns compared", f"{n} × {n}")
+    m3.metric("Rows adding up to 1", f"{int(np.sum(np.abs(rec.weights.sum(axis=1) - 1) < 1e-6))} of {n}")
+    st.markdown(
+        f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
+        "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."
+    )
+    q_row = tpos[0]
+    dots = rec.q[q_row] @ rec.k.T  # (n,)
+    table = pd.DataFrame(
+        {
+            "key": labels,
+            "q·k": dots,
+            "q·k / √d_k": rec.scores[q_row],
+            "softmax (recomputed)": rec.weights[q_row],
+            "the model's weight": rec.model_weights[q_row],
+        }
+    )
+    shown = table if n <= 20 else table.nlargest(15, "softmax (recomputed)")
+    st.markdown(f"The target's row, {md_token(labels[q_row])}, step by step:")
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if c != "key"},
+    )
+    if n > 20:
+        st.caption(f"The 15 largest of {n} weights in this row.")
+    st.caption(
+        "Each new vector is then the weighted mix Σⱼ αᵢⱼ Vⱼ of the values, one head per slice, followed by "
+        "the output projection, the residual connection and LayerNorm (course §3.2)."
+    )
+try:
+    st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon="🧮")
+except StreamlitAPIException:
+    st.caption("Open “Attention by hand” in the sidebar to compute a small example step by step.")
+
+state.sync_url(
+    {
+        "attn_sentence": s_num,
+        "attn_layer": layer_num,
+        "attn_head": head_num,
+        "attn_target_mean": use_mean,
+        **({"attn_compare": st.session_state.attn_compare} if n_sent >= 2 else {}),
+    }
+)

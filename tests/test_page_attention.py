@@ -1,0 +1,94 @@
+"""AppTest runs of pages/attention.py on the real bundled model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib.presets import default_preset
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention.py")
+
+
+def _run(text: str | None = None, target: str | None = None) -> AppTest:
+    """Run the page with the default preset, or with our own sentences and target."""
+    at = AppTest.from_file(PAGE, default_timeout=180)
+    if text is not None:
+        at.session_state["_cl_initialised"] = True
+        at.session_state["cl_preset"] = "custom"
+        at.session_state["cl_text"] = text
+        at.session_state["cl_target"] = target
+    return at.run()
+
+
+def _assert_ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 5  # heatmap, overview, target bars, target by layer, special tokens
+
+
+def test_preset_sentence():
+    at = _run()
+    _assert_ok(at)
+    preset = default_preset()
+    assert len(at.get("plotly_chart")) >= 6  # + side by side (the preset has several sentences)
+    assert at.session_state["attn_sentence"] == 1
+    # the side-by-side sentence defaults to another sense than sentence 1
+    senses = [sense for sense, _ in preset.rows]
+    assert senses[at.session_state["attn_compare"] - 1] != senses[0]
+    # the maths section reports a tiny difference, never NaN
+    metric = at.metric[0]
+    assert float(metric.value) < 1e-4
+
+
+def test_changing_layer_and_head_does_not_run_the_model_again():
+    from ui import cache
+
+    at = _run()
+    _assert_ok(at)
+    calls = sum(cache.ENCODE_CALLS.values())
+    at.slider(key="attn_layer").set_value(4).run()
+    at.slider(key="attn_head").set_value(7).run()
+    at.toggle(key="attn_target_mean").set_value(False).run()
+    _assert_ok(at)
+    assert sum(cache.ENCODE_CALLS.values()) == calls
+    assert "Layer 4, head 7" in " ".join(h.value for h in at.header)
+
+
+def test_second_sentence_follows_the_first_until_chosen():
+    at = _run(
+        "money | The bank raised rates.\nriver | We sat on the river bank.\nmoney | A bank loan.", "bank"
+    )
+    _assert_ok(at)
+    assert at.session_state["attn_compare"] == 2
+    at.selectbox(key="attn_sentence").set_value(2).run()
+    assert at.session_state["attn_compare"] == 1  # another sense than "river"
+    at.selectbox(key="attn_compare").set_value(3).run()
+    at.selectbox(key="attn_sentence").set_value(1).run()
+    _assert_ok(at)
+    assert at.session_state["attn_compare"] == 3  # the learner's choice is kept
+
+
+def test_one_word_sentence():
+    at = _run("Bank", "bank")
+    _assert_ok(at)
+    assert any("second sentence" in i.value for i in at.info)
+
+
+@pytest.mark.slow
+def test_sentence_at_the_length_limit():
+    words = " ".join(f"the bank {k} lent money to farmers by the river." for k in range(80))
+    at = _run(f"{words}\nThe bank raised rates.", "bank")
+    _assert_ok(at)
+    assert any("limit" in w.value for w in at.warning)
+    assert any("labels are printed" in c.value for c in at.caption)
+
+
+def test_user_text_is_shown_escaped():
+    at = _run("money | The *bank* <b>raised</b> rates.\nriver | We sat on the `bank`.", "bank")
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "<b>" not in shown
