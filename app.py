@@ -13,19 +13,19 @@ from ui import state
 ROOT = Path(__file__).resolve().parent
 
 PAGES = [
-    ("pages/home.py", "Start here", "🏠", True),
-    ("pages/layers.py", "Layer by layer", "📈", False),
-    ("pages/attention.py", "Attention", "🔦", False),
-    ("pages/anisotropy.py", "Anisotropy", "🧭", False),
-    ("pages/projections.py", "Projections", "🗺️", False),
-    ("pages/calculator.py", "Attention by hand", "🧮", False),
-    ("pages/lesson.py", "Guided lesson", "🎓", False),
+    ("pages/home.py", "Start here", ":material/home:", True),
+    ("pages/layers.py", "Layer by layer", ":material/stacked_line_chart:", False),
+    ("pages/attention.py", "Attention", ":material/visibility:", False),
+    ("pages/anisotropy.py", "Anisotropy", ":material/explore:", False),
+    ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
+    ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),
+    ("pages/lesson.py", "Guided lesson", ":material/school:", False),
 ]
 
 presenter_url = st.query_params.get("presenter") in ("1", "true")
 st.set_page_config(
     page_title="Context Lens",
-    page_icon="🔎",
+    page_icon=":material/lens_blur:",
     layout="wide",
     initial_sidebar_state="collapsed" if presenter_url else "expanded",
 )

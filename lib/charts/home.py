@@ -35,7 +35,8 @@ def before_after_heatmaps(
     else:
         ticks = safe
     both = np.concatenate([np.asarray(first).ravel(), np.asarray(last).ravel()])
-    lo = float(np.floor(min(both.min(), 0.0) * 10) / 10) if both.size else 0.0
+    lo = float(np.floor(both.min() * 10) / 10) if both.size else 0.0
+    lo = min(lo, 0.9)
     fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.04, shared_yaxes=True)
     for col, m in ((1, first), (2, last)):
         m = np.asarray(m, dtype=float)
