@@ -65,12 +65,15 @@ class LayerReference:
         return len(self.anisotropy) - 1
 
 
+# fmt: off
+_ETHAYARAJH_ANISOTROPY = (0.105, 0.168, 0.219, 0.245, 0.327, 0.377, 0.420, 0.398, 0.399, 0.484, 0.561, 0.675, 0.477)
+_ETHAYARAJH_INTRA = (0.435, 0.522, 0.570, 0.590, 0.642, 0.695, 0.726, 0.711, 0.720, 0.771, 0.820, 0.870, 0.776)
+# fmt: on
+
 ETHAYARAJH_2019_BERT_BASE = LayerReference(
     model="bert-base-cased",
-    anisotropy=(0.105, 0.168, 0.219, 0.245, 0.327, 0.377, 0.420, 0.398, 0.399, 0.484, 0.561, 0.675, 0.477),
-    intra_sentence=(
-        0.435, 0.522, 0.570, 0.590, 0.642, 0.695, 0.726, 0.711, 0.720, 0.771, 0.820, 0.870, 0.776,
-    ),
+    anisotropy=_ETHAYARAJH_ANISOTROPY,
+    intra_sentence=_ETHAYARAJH_INTRA,
     citation=(
         "Kawin Ethayarajh. 2019. How Contextual are Contextualized Word Representations? Comparing the "
         "Geometry of BERT, ELMo, and GPT-2 Embeddings. EMNLP-IJCNLP 2019, pages 55-65. "
@@ -332,7 +335,9 @@ def _gather_tokens(hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarr
     for i, hs in enumerate(hidden_states):
         hs = np.asarray(hs)
         if hs.ndim != 3:
-            raise ValueError(f"hidden states of sentence {i} must be (layers, tokens, hidden), got {hs.shape}")
+            raise ValueError(
+                f"hidden states of sentence {i} must be (layers, tokens, hidden), got {hs.shape}"
+            )
         sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
         chunks.append(np.transpose(sel, (1, 0, 2)))
     if not chunks:
@@ -702,8 +707,10 @@ def evidence_card(
         key = -values[cand] if highest else values[cand]
         return int(cand[np.lexsort((cand, key))[0]])
 
-    surprise = argbest(diff, v1, True) if (diff.any() and same.any()) else argbest(
-        np.ones(len(pairs), bool), change, True
+    surprise = (
+        argbest(diff, v1, True)
+        if (diff.any() and same.any())
+        else argbest(np.ones(len(pairs), bool), change, True)
     )
     if len(pairs) <= max_rows:
         chosen_pairs = list(range(len(pairs)))

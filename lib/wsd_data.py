@@ -81,7 +81,9 @@ def available_words(root: Path | str | None = None) -> list[str]:
     return sorted(p.name for p in base.iterdir() if (p / "classes_map.txt").is_file())
 
 
-def load_split(word: str, split: str = "train", limit: int | None = None, root: Path | str | None = None) -> WSDSplit:
+def load_split(
+    word: str, split: str = "train", limit: int | None = None, root: Path | str | None = None
+) -> WSDSplit:
     """The first ``limit`` sentences (all if None) of one word's train or test file.
 
     Raises FileNotFoundError (naming the path) when the data is not there, and ValueError when the data
@@ -102,7 +104,9 @@ def load_split(word: str, split: str = "train", limit: int | None = None, root: 
     data_lines = [ln for ln in data_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     gold_lines = [ln.strip() for ln in gold_path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     if len(data_lines) != len(gold_lines):
-        raise ValueError(f"{data_path} has {len(data_lines)} sentences but {gold_path} has {len(gold_lines)} labels")
+        raise ValueError(
+            f"{data_path} has {len(data_lines)} sentences but {gold_path} has {len(gold_lines)} labels"
+        )
     if limit is not None:
         data_lines, gold_lines = data_lines[:limit], gold_lines[:limit]
     sentences, senses, positions = [], [], []

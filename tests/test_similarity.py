@@ -115,9 +115,7 @@ def test_pair_trajectories():
 
 def test_random_token_baseline_two_tokens_is_exact():
     # one sentence, two usable tokens: parallel at layer 0, orthogonal at layer 1; the third is masked
-    hs = np.array(
-        [[[1, 0], [2, 0], [5, 5]], [[1, 0], [0, 3], [5, 5]]], dtype=float
-    )  # (K=2, T=3, H=2)
+    hs = np.array([[[1, 0], [2, 0], [5, 5]], [[1, 0], [0, 3], [5, 5]]], dtype=float)  # (K=2, T=3, H=2)
     b = sim.random_token_baseline([hs], [np.array([True, True, False])], n_pairs=50, seed=1)
     np.testing.assert_allclose(b.mean, [1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(b.low, [1.0, 0.0], atol=1e-12)

@@ -91,8 +91,10 @@ def readouts(wsd_encoder):
         assert len(ytr) >= 0.95 * len(train) and len(yte) >= 0.95 * len(test)
         out[w] = (sim.centroid_readout(xtr, ytr, xte, yte), sim.leave_one_out_readout(xtr, ytr))
     for w, (r, loo) in out.items():  # shown with -s, and in the report
-        print(f"\n{w}: train/test {np.round(r.accuracy, 3)} majority {r.majority_baseline:.3f};"
-              f" leave-one-out {np.round(loo.accuracy, 3)}")
+        print(
+            f"\n{w}: train/test {np.round(r.accuracy, 3)} majority {r.majority_baseline:.3f};"
+            f" leave-one-out {np.round(loo.accuracy, 3)}"
+        )
     return out
 
 
