@@ -192,6 +192,32 @@ def pooling_label(pooling: Pooling, layer: int | None = None) -> str:
     return POOLING_NAMES[pooling]
 
 
+POOLED = ("last4", "all")
+
+
+def with_pooled(x: np.ndarray, axis: int = 1) -> np.ndarray:
+    """Append the two pooled representations after the layers along ``axis``.
+
+    x: (..., K, ...) with K = L + 1 along ``axis`` -> (..., K + 2, ...): index K is the mean of the last
+    four layers, index K + 1 the mean of all layers (see :func:`pooled_layers`). Every per-layer
+    statistic in this module can then be computed for the pooled choices too.
+    """
+    x = np.asarray(x)
+    k = x.shape[axis]
+    extra = [
+        np.take(x, list(pooled_layers(k, name)), axis=axis).mean(axis=axis, keepdims=True) for name in POOLED
+    ]
+    return np.concatenate([x.astype(np.float64), *extra], axis=axis)
+
+
+def representation_index(num_representations: int, pooling: Pooling, layer: int | None = None) -> int:
+    """Index into a :func:`with_pooled` axis: the layer itself, K for last-four, K + 1 for all."""
+    if pooling == "layer":
+        pooled_layers(num_representations, pooling, layer)  # validates the layer
+        return int(layer)
+    return num_representations + POOLED.index(pooling)
+
+
 # --------------------------------------------------------------------------------------------
 # Same-sense vs different-sense
 # --------------------------------------------------------------------------------------------
@@ -329,20 +355,17 @@ def other_token_masks(
     return masks
 
 
-def _gather_tokens(hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None) -> np.ndarray:
-    """Stack the selected tokens of every sentence: (T, K, H)."""
-    chunks = []
+def _candidates(hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None) -> np.ndarray:
+    """(T, 2) int array of (sentence, token) positions that may be drawn."""
+    out = []
     for i, hs in enumerate(hidden_states):
-        hs = np.asarray(hs)
-        if hs.ndim != 3:
-            raise ValueError(
-                f"hidden states of sentence {i} must be (layers, tokens, hidden), got {hs.shape}"
-            )
-        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
-        chunks.append(np.transpose(sel, (1, 0, 2)))
-    if not chunks:
-        return np.zeros((0, 0, 0))
-    return np.concatenate(chunks, axis=0)
+        shape = np.shape(hs)
+        if len(shape) != 3:
+            raise ValueError(f"hidden states of sentence {i} must be (layers, tokens, hidden), got {shape}")
+        ok = np.ones(shape[1], bool) if masks is None else np.asarray(masks[i], dtype=bool)
+        pos = np.flatnonzero(ok)
+        out.append(np.stack([np.full(len(pos), i), pos], axis=1))
+    return np.concatenate(out) if out else np.zeros((0, 2), dtype=int)
 
 
 def random_token_baseline(
@@ -350,24 +373,32 @@ def random_token_baseline(
     masks: Sequence[np.ndarray] | None = None,
     n_pairs: int = 2000,
     seed: int = 0,
+    pooled: bool = False,
 ) -> TokenBaseline | None:
     """Mean cosine of random pairs of distinct tokens, pooled over all sentences, at each layer.
 
     hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
     tokens that may be drawn (see :func:`other_token_masks`), or None for all tokens.
     The pairs are drawn once (seeded, reproducible) and reused at every layer, so the curve moves
-    only because the vectors change. Returns None if fewer than two tokens are available.
+    only because the vectors change. Only the drawn tokens are read (memory stays small).
+    With ``pooled=True`` the result has K + 2 entries: the layers, then the mean of the last four
+    layers and the mean of all layers (see :func:`with_pooled`).
+    Returns None if fewer than two tokens are available.
     """
-    toks = _gather_tokens(hidden_states, masks)
-    t = toks.shape[0]
+    cand = _candidates(hidden_states, masks)
+    t = len(cand)
     if t < 2:
         return None
     rng = np.random.default_rng(seed)
     a = rng.integers(0, t, size=n_pairs)
     b = rng.integers(0, t - 1, size=n_pairs)
     b = np.where(b >= a, b + 1, b)  # distinct partner, uniform over the others
-    u = unit_rows(toks)  # (T, K, H)
-    cos = np.clip(np.einsum("pkh,pkh->pk", u[a], u[b]), -1.0, 1.0)  # (P, K)
+
+    def gather(idx: np.ndarray) -> np.ndarray:  # (P, K, H)
+        out = np.stack([np.asarray(hidden_states[s])[:, k, :] for s, k in cand[idx]]).astype(np.float64)
+        return with_pooled(out) if pooled else out
+
+    cos = np.clip(np.einsum("pkh,pkh->pk", unit_rows(gather(a)), unit_rows(gather(b))), -1.0, 1.0)
     return TokenBaseline(
         mean=cos.mean(axis=0),
         low=np.percentile(cos, 10, axis=0),
@@ -409,7 +440,7 @@ def self_similarity(vectors: np.ndarray) -> np.ndarray:
 
 
 def intra_sentence_similarity(
-    hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None = None
+    hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None = None, pooled: bool = False
 ) -> np.ndarray:
     """Intra-sentence similarity per layer (Ethayarajh 2019, eq. 2), averaged over sentences.
 
@@ -417,14 +448,17 @@ def intra_sentence_similarity(
     ``IntraSim_l(s) = 1/n sum_i cos(s_l, f_l(s, i))``. The result is the mean over sentences.
     hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
     tokens to use (e.g. no [CLS]/[SEP]), or None for all. Sentences with no selected token are skipped.
-    Returns (K,) (zeros if no sentence has a token).
+    Returns (K,), or (K + 2,) with ``pooled=True`` (see :func:`with_pooled`); zeros if no sentence has a
+    token.
     """
     per_sentence = []
     k = None
     for i, hs in enumerate(hidden_states):
         hs = np.asarray(hs, dtype=np.float64)
-        k = hs.shape[0]
         sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
+        if pooled:
+            sel = with_pooled(sel, axis=0)
+        k = sel.shape[0]
         if sel.shape[1] == 0:
             continue
         centre = unit_rows(sel.mean(axis=1))  # (K, H)
@@ -577,6 +611,83 @@ def nearest_neighbours(vectors: np.ndarray, query: int, k: int = 5) -> Neighbour
     others = np.array([i for i in range(n) if i != query], dtype=int)
     order = others[np.lexsort((others, -sims[others]))][:k]
     return Neighbours(query, order, sims[order])
+
+
+# --------------------------------------------------------------------------------------------
+# Everything at once
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayerProfile:
+    """Every per-layer statistic of one word across ``n`` sentences, computed once per sentence set.
+
+    The representation axis has R = L + 3 entries: layers 0..L (0 = embedding output), then the mean
+    of the last four layers (index L + 1) and the mean of all layers (index L + 2); use
+    :func:`representation_index` to find a pooling choice.
+
+    vectors:         (n, R, H) the target's vector in each sentence
+    cosines:         (R, n, n) cosine matrices
+    static_cosines:  (n, n) cosines of the model's input word-piece embeddings (no position, no context)
+    senses:          same- vs different-sense means over R
+    baseline:        random other-token pairs over R, or None when the sentences have too few tokens
+    self_similarity: (R,) Ethayarajh's self-similarity, or None when n < 2
+    intra_sentence:  (R,) Ethayarajh's intra-sentence similarity
+    readout:         leave-one-out nearest-centroid accuracy over R, or None without two labelled senses
+    num_layers:      L
+    """
+
+    vectors: np.ndarray
+    cosines: np.ndarray
+    static_cosines: np.ndarray
+    senses: SenseSimilarity
+    baseline: TokenBaseline | None
+    self_similarity: np.ndarray | None
+    intra_sentence: np.ndarray
+    readout: SenseReadout | None
+    num_layers: int
+
+    @property
+    def num_representations(self) -> int:
+        """K = L + 1, the number of hidden-state layers (without the pooled extras)."""
+        return self.num_layers + 1
+
+    def index(self, pooling: Pooling, layer: int | None = None) -> int:
+        return representation_index(self.num_representations, pooling, layer)
+
+
+def layer_profile(
+    vectors: np.ndarray,
+    static: np.ndarray,
+    senses: Sequence[str | None],
+    hidden_states: Sequence[np.ndarray],
+    other_masks: Sequence[np.ndarray] | None = None,
+    word_masks: Sequence[np.ndarray] | None = None,
+    n_pairs: int = 2000,
+    seed: int = 0,
+) -> LayerProfile:
+    """Compute a :class:`LayerProfile`.
+
+    vectors: (n, L+1, H) target vectors; static: (n, H) input word-piece embeddings of the target;
+    senses: n labels or None; hidden_states: per sentence (L+1, n_tokens_i, H);
+    other_masks: per sentence, tokens for the random baseline (not special, not the target);
+    word_masks: per sentence, tokens for intra-sentence similarity (not special).
+    """
+    v = _check_vectors(vectors)
+    n, k = v.shape[0], v.shape[1]
+    aug = with_pooled(v)
+    cos = layer_cosine_matrices(aug)
+    return LayerProfile(
+        vectors=aug,
+        cosines=cos,
+        static_cosines=cosine_matrix(static),
+        senses=sense_similarity(cos, senses),
+        baseline=random_token_baseline(hidden_states, other_masks, n_pairs=n_pairs, seed=seed, pooled=True),
+        self_similarity=self_similarity(aug) if n >= 2 else None,
+        intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
+        readout=leave_one_out_readout(aug, senses),
+        num_layers=k - 1,
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -277,3 +277,49 @@ def test_published_reference_has_thirteen_layers():
     assert ref.num_layers == 12
     assert ref.anisotropy[0] == 0.105 and ref.intra_sentence[-1] == 0.776
     assert "Ethayarajh" in ref.citation
+
+
+# ---------------------------------------------------------------- pooled extras and the profile
+
+
+def test_with_pooled_appends_last_four_and_all():
+    v = np.array([[[layer, 1.0] for layer in range(7)]])  # (1, 7, 2)
+    aug = sim.with_pooled(v)
+    assert aug.shape == (1, 9, 2)
+    np.testing.assert_allclose(aug[0, 7], [4.5, 1])  # layers 3..6
+    np.testing.assert_allclose(aug[0, 8], [3, 1])  # layers 0..6
+    assert sim.representation_index(7, "layer", 2) == 2
+    assert sim.representation_index(7, "last4") == 7
+    assert sim.representation_index(7, "all") == 8
+
+
+def test_pooled_baseline_and_intra_sentence():
+    # tokens: layer 0 parallel, layer 1 orthogonal -> pooled (last4 = layer 1; all = mean of both)
+    hs = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]]], dtype=float)  # (K=2, T=2, H=2)
+    b = sim.random_token_baseline([hs], n_pairs=10, pooled=True)
+    # all-mean vectors: [1, 0] and [.5, .5] -> cosine 1/sqrt2
+    np.testing.assert_allclose(b.mean, [1.0, 0.0, 0.0, R2], atol=1e-12)
+    intra = sim.intra_sentence_similarity([hs], pooled=True)
+    # layer 1: tokens [1,0],[0,1], mean [.5,.5] -> 1/sqrt2 each; all-mean tokens [1,0],[.5,.5]
+    mean_all = np.array([0.75, 0.25])
+    expected_all = np.mean(
+        [mean_all[0] / np.linalg.norm(mean_all), (0.5 * 0.75 + 0.5 * 0.25) / (R2 * np.linalg.norm(mean_all))]
+    )
+    np.testing.assert_allclose(intra, [1.0, R2, R2, expected_all], atol=1e-12)
+
+
+def test_layer_profile_is_consistent_with_the_single_functions():
+    rng = np.random.default_rng(5)
+    n, k, h = 6, 4, 3
+    v = rng.normal(size=(n, k, h))
+    senses = ["a", "a", "a", "b", "b", "b"]
+    hidden = [rng.normal(size=(k, 5, h)) for _ in range(n)]
+    p = sim.layer_profile(v, rng.normal(size=(n, h)), senses, hidden, seed=3)
+    assert p.cosines.shape == (k + 2, n, n) and p.num_layers == k - 1
+    np.testing.assert_allclose(p.cosines[p.index("last4")], sim.cosine_matrix(sim.pool(v, "last4")))
+    np.testing.assert_allclose(p.cosines[p.index("layer", 2)], sim.cosine_matrix(v[:, 2]))
+    np.testing.assert_allclose(p.self_similarity[:k], sim.self_similarity(v))
+    loo = sim.leave_one_out_readout(sim.pool(v, "all")[:, None, :], senses)
+    assert p.readout.accuracy[p.index("all")] == loo.accuracy[0]
+    assert p.baseline.mean.shape == (k + 2,)
+    assert np.isfinite(p.cosines).all() and np.isfinite(p.intra_sentence).all()
