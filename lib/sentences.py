@@ -179,6 +179,8 @@ def unpack_text(packed: str, max_chars: int = MAX_TEXT_CHARS) -> str:
         data = d.decompress(raw, max_chars * 4 + 1)
         if d.unconsumed_tail:
             raise ValueError("too long")
+        if not d.eof:  # a link cut short decodes to part of the text without any zlib error
+            raise ValueError("cut off")
         return data.decode("utf-8")[:max_chars]
     except (binascii.Error, zlib.error, UnicodeError, ValueError) as err:
         raise ValueError("The sentences in the link are garbled or cut off.") from err
