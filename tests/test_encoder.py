@@ -1,0 +1,239 @@
+"""lib/encoder.py on the real bundled model (session fixture ``encoder``): shapes, alignment, errors.
+
+Expected values come from the model's own arrays read another way (numpy over ``hidden_states``, the
+embedding matrix, the tokenizer), never from numbers copied out of a previous run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lib.encoder import DEFAULT_MODEL, Encoder, Encoding, ModelLoadError, TargetVectors, load_encoder
+from lib.presets import preset_by_id
+from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError
+
+BANK = [
+    "The bank raised its rates.",
+    "We sat on the river bank and watched the ducks for a long, quiet afternoon.",
+    "You can bank on it.",
+]
+
+
+# ----------------------------------------------------------------------------------- the model itself
+def test_default_model_attributes(encoder):
+    assert isinstance(encoder, Encoder)
+    assert encoder.name == DEFAULT_MODEL
+    assert (encoder.num_layers, encoder.num_heads, encoder.hidden_size) == (6, 12, 384)
+    assert encoder.max_tokens == 512
+    cfg = encoder.model.config
+    assert cfg.num_hidden_layers == encoder.num_layers
+    assert cfg.hidden_size == encoder.hidden_size
+    assert encoder.tokenizer.is_fast
+    assert "MiniLM" in repr(encoder)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "name", ["no-such-org/no-such-model-xyz", "not a model name!", "../../../etc/passwd" * 20]
+)
+def test_unknown_model_raises_model_load_error(name):
+    # downloads are off by default, so a missing id fails at once instead of retrying for a minute
+    with pytest.raises(ModelLoadError) as info:
+        load_encoder(name)
+    assert str(info.value)  # a message a learner can read
+    assert "Traceback" not in str(info.value)
+
+
+# ----------------------------------------------------------------------------------- encode: shapes
+def test_encode_shapes_dtypes_and_specials(encoder):
+    out = encoder.encode(BANK)
+    assert isinstance(out, Encoding)
+    assert len(out) == len(BANK)
+    L, H, heads = encoder.num_layers, encoder.hidden_size, encoder.num_heads
+    for i, s in enumerate(BANK):
+        n = len(out.tokens[i])
+        assert out.sentences[i] == s
+        assert out.tokens[i][0] == "[CLS]" and out.tokens[i][-1] == "[SEP]"
+        assert out.token_ids[i].shape == (n,) and out.token_ids[i].dtype == np.int64
+        assert out.offsets[i].shape == (n, 2)
+        assert out.hidden_states[i].shape == (L + 1, n, H)
+        assert out.hidden_states[i].dtype == np.float32
+        assert out.attentions[i].shape == (L, heads, n, n)
+        assert out.attentions[i].dtype == np.float32
+        assert out.truncated[i] is False
+        # the tokens are exactly the tokenizer's, with no padding left in
+        assert out.tokens[i] == encoder.tokenizer.convert_ids_to_tokens(encoder.tokenizer(s)["input_ids"])
+        assert np.isfinite(out.hidden_states[i]).all()
+        assert not out.hidden_states[i].flags.writeable  # shared through the cache: read-only
+    assert not out.any_truncated
+
+
+def test_attention_rows_sum_to_one(encoder):
+    out = encoder.encode(BANK)
+    for att in out.attentions:
+        np.testing.assert_allclose(att.sum(axis=-1), 1.0, atol=1e-5)
+        assert (att >= 0).all()
+
+
+def test_batch_equals_single(encoder):
+    # sentences of different lengths are padded together in a batch; padding must not leak into results
+    batch = encoder.encode(BANK)
+    for i, s in enumerate(BANK):
+        alone = encoder.encode([s])
+        assert alone.tokens[0] == batch.tokens[i]
+        np.testing.assert_allclose(alone.hidden_states[0], batch.hidden_states[i], atol=1e-4)
+        np.testing.assert_allclose(alone.attentions[0], batch.attentions[i], atol=1e-4)
+
+
+def test_more_sentences_than_one_batch_keep_input_order(encoder):
+    sents = [f"Sentence {'very ' * (k % 7)}number {k} is about the bank." for k in range(20)]
+    out = encoder.encode(sents)
+    assert list(out.sentences) == sents
+    for i in (0, 7, 19):
+        alone = encoder.encode([sents[i]])
+        np.testing.assert_allclose(alone.hidden_states[0], out.hidden_states[i], atol=1e-4)
+
+
+def test_encode_a_single_string_and_empty_list(encoder):
+    out = encoder.encode("The bank raised its rates.")
+    assert len(out) == 1
+    with pytest.raises(ValueError):
+        encoder.encode([])
+
+
+def test_encode_strips_brackets(encoder):
+    out = encoder.encode(["We sat on the river [bank]."])
+    assert out.sentences[0] == "We sat on the river bank."
+    assert "[" not in "".join(t for t in out.tokens[0] if t not in ("[CLS]", "[SEP]"))
+
+
+# ----------------------------------------------------------------------------------- targets
+def test_word_vectors_are_the_targets_hidden_states(encoder):
+    V = encoder.word_vectors(BANK, target="bank")
+    assert V.shape == (3, encoder.num_layers + 1, encoder.hidden_size)
+    assert V.dtype == np.float32
+    out = encoder.encode(BANK)
+    for i in range(3):
+        k = out.tokens[i].index("bank")  # 'bank' is one word piece in this vocabulary
+        np.testing.assert_allclose(V[i], out.hidden_states[i][:, k, :], atol=1e-5)
+
+
+def test_target_vectors_spans(encoder):
+    tv = encoder.target_vectors(BANK, "bank")
+    assert isinstance(tv, TargetVectors)
+    assert tv.kept == (0, 1, 2) and tv.problems == ()
+    for i, sp in enumerate(tv.spans):
+        assert sp.word.lower() == "bank"
+        assert sp.pieces == ("bank",)
+        assert tv.encoding.tokens[i][sp.token_indices[0]] == "bank"
+        assert not sp.marked and not sp.is_split
+    assert tv.split_targets == []
+
+
+def test_bracket_spans_mark_other_forms(encoder):
+    sents = ["The river [banks] were flooded.", "She works in [banking] now.", "The bank opened."]
+    tv = encoder.target_vectors(sents, "bank")
+    assert [sp.word for sp in tv.spans] == ["banks", "banking", "bank"]
+    assert [sp.marked for sp in tv.spans] == [True, True, False]
+    assert tv.spans[0].sentence == "The river banks were flooded."
+    assert tv.encoding.sentences[1] == "She works in banking now."
+    for i, sp in enumerate(tv.spans):
+        # the chosen pieces spell the marked word (WordPiece, uncased)
+        spelled = "".join(p.removeprefix("##") for p in sp.pieces)
+        assert spelled == sp.word.lower()
+        expected = tv.encoding.hidden_states[i][:, list(sp.token_indices), :].mean(axis=1)
+        np.testing.assert_allclose(tv.vectors[i], expected, atol=1e-6)
+
+
+def test_bracket_multiword_span(encoder):
+    tv = encoder.target_vectors(["He sat on the [river bank] all day."], None)
+    sp = tv.spans[0]
+    assert sp.word == "river bank"
+    assert sp.pieces == ("river", "bank")
+
+
+def test_kiwi_is_split_and_its_vector_is_the_mean_of_the_pieces(encoder):
+    p = preset_by_id("kiwi")
+    sentences = [s for _, s in p.rows]
+    tv = encoder.target_vectors(sentences, p.target)
+    hs = tv.encoding.hidden_states
+    for i, sp in enumerate(tv.spans):
+        assert sp.pieces == ("ki", "##wi")
+        assert sp.is_split
+        toks = tv.encoding.tokens[i]
+        k = toks.index("ki")
+        assert toks[k + 1] == "##wi"
+        assert sp.token_indices == (k, k + 1)
+        expected = (hs[i][:, k, :].astype(np.float64) + hs[i][:, k + 1, :]) / 2
+        np.testing.assert_allclose(tv.vectors[i], expected, atol=1e-5)
+        # static: the mean of the two pieces' rows of the input embedding matrix
+        W = encoder.model.get_input_embeddings().weight.detach().numpy()
+        ids = encoder.tokenizer.convert_tokens_to_ids(["ki", "##wi"])
+        np.testing.assert_allclose(tv.static[i], W[ids].mean(axis=0), atol=1e-6)
+    assert len(tv.split_targets) == len(sentences)
+
+
+def test_static_embedding_is_the_same_in_every_sentence(encoder):
+    tv = encoder.target_vectors(BANK, "bank")
+    s = tv.static.astype(np.float64)
+    for i in range(1, len(BANK)):
+        assert np.array_equal(tv.static[0], tv.static[i])
+        cos = s[0] @ s[i] / (np.linalg.norm(s[0]) * np.linalg.norm(s[i]))
+        assert cos == pytest.approx(1.0, abs=1e-12)
+    # ...while the contextual vectors in the last layer differ
+    last = tv.vectors[:, -1, :]
+    assert not np.allclose(last[0], last[1])
+    # and static is the embedding matrix row of 'bank', not the layer-0 output (which adds position + LN)
+    W = encoder.model.get_input_embeddings().weight.detach().numpy()
+    np.testing.assert_array_equal(tv.static[0], W[encoder.tokenizer.convert_tokens_to_ids("bank")])
+    assert not np.allclose(tv.static[0], tv.vectors[0, 0])
+
+
+def test_missing_target_names_the_sentence(encoder):
+    sents = ["The bank raised its rates.", "Nothing to see in this one."]
+    with pytest.raises(TargetError) as info:
+        encoder.word_vectors(sents, target="bank")
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value, TargetNotFoundError)
+    assert "Nothing to see in this one." in str(info.value)
+    assert info.value.sentence == sents[1]
+
+
+def test_skip_missing_keeps_the_good_sentences(encoder):
+    sents = ["The bank raised its rates.", "Nothing to see here.", "We sat on the bank."]
+    tv = encoder.target_vectors(sents, "bank", skip_missing=True)
+    assert tv.kept == (0, 2)
+    assert len(tv.problems) == 1 and "Nothing to see here." in tv.problems[0]
+    assert tv.vectors.shape[0] == 2 and len(tv.encoding) == 2
+
+
+def test_bad_markup_raises_markup_error(encoder):
+    with pytest.raises(MarkupError):
+        encoder.word_vectors(["The [bank raised rates."], "bank")
+    with pytest.raises(MarkupError):
+        encoder.word_vectors(["The [bank] and the [bank]."], "bank")
+
+
+def test_long_input_is_truncated(encoder):
+    long_sentence = "The bank " + "really " * 700 + "ended."
+    out = encoder.encode([long_sentence, "Short bank."])
+    assert out.truncated == (True, False)
+    assert out.any_truncated
+    assert len(out.tokens[0]) == encoder.max_tokens
+    assert out.tokens[0][-1] == "[SEP]"
+    assert out.hidden_states[0].shape[1] == encoder.max_tokens
+    # the target near the start is still usable
+    V = encoder.word_vectors([long_sentence], "bank")
+    assert np.isfinite(V).all()
+
+
+def test_target_beyond_the_limit_raises_truncated_error(encoder):
+    late = "It " + "really " * 700 + "was the bank."
+    with pytest.raises(TargetTruncatedError) as info:
+        encoder.word_vectors([late, "The bank opened."], "bank")
+    assert "512" in str(info.value)
+    # with skip_missing the sentence is dropped with that message, the other one stays
+    tv = encoder.target_vectors([late, "The bank opened."], "bank", skip_missing=True)
+    assert tv.kept == (1,)
+    assert any("512" in p for p in tv.problems)
