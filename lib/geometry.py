@@ -27,6 +27,8 @@ import numpy as np
 # A dimension whose standard deviation is at most this fraction of the largest one (or exactly 0)
 # counts as constant: z-scoring it would only amplify rounding noise, so its z-score is set to 0.
 CONSTANT_RTOL = 1e-6
+# A dimension whose σ is at most this fraction of |μ| is a constant plus rounding error.
+ROUNDING_RTOL = 1e-9
 # An eigenvalue at most this fraction of the largest counts as zero (covariance not invertible).
 SINGULAR_RTOL = 1e-9
 
@@ -86,10 +88,12 @@ def anisotropy(X) -> float:
     return float(np.clip(off_diagonal / (n * (n - 1)), -1.0, 1.0))
 
 
-def _constant_mask(std: np.ndarray) -> np.ndarray:
-    """True where a dimension counts as constant (σ = 0 or negligible against the largest σ)."""
+def _constant_mask(std: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """True where a dimension counts as constant: σ = 0, σ negligible against the largest σ
+    (CONSTANT_RTOL), or σ at the level of rounding error of its own mean (a constant column of
+    floats gives σ ≈ 1e-14 · |μ|, not 0)."""
     top = float(np.max(std)) if std.size else 0.0
-    return (std <= 0) | (std <= CONSTANT_RTOL * top)
+    return (std <= 0) | (std <= CONSTANT_RTOL * top) | (std <= ROUNDING_RTOL * np.abs(mean))
 
 
 def standardize(X, mean=None, std=None) -> np.ndarray:
@@ -108,7 +112,7 @@ def standardize(X, mean=None, std=None) -> np.ndarray:
     sigma = A.std(axis=0) if std is None else np.asarray(std, dtype=np.float64)
     if mu.shape != (d,) or sigma.shape != (d,):
         raise ValueError(f"mean and std must have shape ({d},); got {mu.shape} and {sigma.shape}.")
-    constant = _constant_mask(sigma)
+    constant = _constant_mask(sigma, mu)
     safe = np.where(constant, 1.0, sigma)
     Z = (A - mu) / safe
     Z[:, constant] = 0.0
@@ -180,11 +184,9 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
         if not singular:
             alpha = 0.0
         else:
-            alpha = _ledoit_wolf_shrinkage(C) if n > 1 and top > 0 else 1.0
+            alpha = _ledoit_wolf_shrinkage(C, cov) if n > 1 and top > 0 else 1.0
             alpha = float(min(1.0, max(alpha, 1e-3)))
-            reason = (
-                f"only {n} vectors for {d} dimensions" if n <= d else "some directions have no variance"
-            )
+            reason = f"only {n} vectors for {d} dimensions" if n <= d else "some directions have no variance"
             note = (
                 f"The covariance cannot be inverted ({reason}), so it was regularized: "
                 f"{alpha:.3f} of it was replaced by a multiple of the identity (Ledoit-Wolf shrinkage)."
@@ -200,11 +202,25 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
     )
 
 
-def _ledoit_wolf_shrinkage(C: np.ndarray) -> float:
-    """Ledoit-Wolf shrinkage for centred data C (n, d); sklearn's estimator, imported lazily."""
-    from sklearn.covariance import ledoit_wolf_shrinkage
+def _ledoit_wolf_shrinkage(C: np.ndarray, S: np.ndarray | None = None) -> float:
+    """Ledoit-Wolf (2004) shrinkage α toward (tr S / d) I for centred data C (n, d), S = CᵀC / n.
 
-    return float(ledoit_wolf_shrinkage(C, assume_centered=True))
+    The same estimate as scikit-learn's `ledoit_wolf_shrinkage(C, assume_centered=True)` (a test
+    checks it), in closed form: with m = tr S / d,
+        δ = ‖S - m I‖²_F / d,   β = min(δ, (Σ_i ‖c_i‖⁴ / n - ‖S‖²_F) / (n d)),   α = β / δ.
+    It needs only S and the row norms, so it is fast for thousands of vectors.
+    """
+    n, d = C.shape
+    if S is None:
+        S = (C.T @ C) / n
+    m = float(np.trace(S)) / d
+    s_fro2 = float(np.sum(S * S))
+    delta = (s_fro2 - 2.0 * m * float(np.trace(S)) + d * m * m) / d
+    if delta <= 0:
+        return 0.0
+    row4 = float(np.sum(np.sum(C * C, axis=1) ** 2))
+    beta = min(delta, (row4 / n - s_fro2) / (n * d))
+    return float(max(beta, 0.0) / delta)
 
 
 @dataclass(frozen=True)
@@ -241,7 +257,9 @@ def whiten(X, fit: CovarianceFit | None = None) -> Whitened:
         lam = (1.0 - f.shrinkage) * lam + f.shrinkage * float(lam.mean())
     top = float(lam.max()) if lam.size else 0.0
     if top <= 0:  # every vector identical: nothing to whiten
-        return Whitened(vectors=np.zeros_like(A), shrinkage=f.shrinkage, note=f.note or "All vectors are identical.")
+        return Whitened(
+            vectors=np.zeros_like(A), shrinkage=f.shrinkage, note=f.note or "All vectors are identical."
+        )
     # directions with (numerically) zero variance carry no signal: map them to 0, never divide by 0
     inv_sqrt = np.where(lam > SINGULAR_RTOL * top, 1.0 / np.sqrt(np.maximum(lam, 1e-300)), 0.0)
     V = f.eigenvectors

@@ -1,0 +1,323 @@
+"""Projecting vectors to 2-D or 3-D for a picture: PCA, UMAP and t-SNE (course §8.3).
+
+- PCA is exact, linear and instant: distances along its axes are real distances, and the share of
+  variance each axis keeps is reported (`explained_variance_ratio`).
+- UMAP and t-SNE are non-linear: they keep neighbourhoods (who is close to whom), not distances or
+  cluster sizes. Both use cosine distance, the measure the rest of the app shows, and fixed seeds so
+  that a shared link draws the same picture.
+
+Guards: fewer than `MIN_POINTS` points raise `ProjectionError` with a message that says what to add;
+UMAP's `n_neighbors` and t-SNE's perplexity are clamped to what the number of points allows (the
+clamped value is reported in `notes`).
+
+umap-learn is imported lazily (its import and numba compilation take seconds). Before importing it,
+`NUMBA_CACHE_DIR` is pointed at a writable folder if unset. `warm_up_umap()` runs a tiny fit so that
+numba has compiled everything before a learner asks for UMAP; the app calls it in a background thread
+at server start.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+METHODS = ("pca", "umap", "tsne")
+METHOD_LABELS = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
+MIN_POINTS = 3
+DEFAULT_SEED = 0
+
+
+class ProjectionError(ValueError):
+    """The input cannot be projected; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Low-dimensional coordinates of n points.
+
+    coords:                   (n, dims) float64
+    method:                   "pca", "umap" or "tsne"
+    dims:                     2 or 3
+    explained_variance_ratio: (dims,) share of the total variance on each PCA axis; None otherwise
+    n_neighbors:              UMAP's neighbourhood size actually used (after clamping); None otherwise
+    perplexity:               t-SNE's perplexity actually used (after clamping); None otherwise
+    seed:                     random seed (UMAP, t-SNE)
+    notes:                    sentences for the learner, e.g. a clamped parameter
+    """
+
+    coords: np.ndarray
+    method: str
+    dims: int
+    explained_variance_ratio: np.ndarray | None = None
+    n_neighbors: int | None = None
+    perplexity: float | None = None
+    seed: int = DEFAULT_SEED
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def label(self) -> str:
+        return METHOD_LABELS[self.method]
+
+
+def _check_input(X, dims: int) -> np.ndarray:
+    A = np.asarray(X, dtype=np.float64)
+    if A.ndim != 2:
+        raise ProjectionError(f"Expected vectors of shape (n_points, hidden); got shape {A.shape}.")
+    if dims not in (2, 3):
+        raise ProjectionError(f"A projection has 2 or 3 dimensions; got {dims}.")
+    n = A.shape[0]
+    if n < MIN_POINTS:
+        raise ProjectionError(
+            f"A projection needs at least {MIN_POINTS} points; there {'is' if n == 1 else 'are'} {n}. "
+            f"Add sentences that contain the target word (at least {MIN_POINTS})."
+        )
+    if not np.all(np.isfinite(A)):
+        raise ProjectionError("Some vectors contain NaN or infinite values; they cannot be projected.")
+    return A
+
+
+def _all_identical(A: np.ndarray) -> bool:
+    return bool(np.all(np.ptp(A, axis=0) == 0))
+
+
+def pca_projection(X, dims: int = 2) -> Projection:
+    """Principal component analysis by SVD of the centred vectors. X: (n, d) -> coords (n, dims).
+
+    Invariants: the coordinates are centred; explained_variance_ratio is descending, each in [0, 1]
+    and sums to at most 1. Each axis has a deterministic sign (its largest loading is positive). If
+    the points span fewer than `dims` directions, the missing axes are zero.
+    """
+    A = _check_input(X, dims)
+    C = A - A.mean(axis=0)
+    n, d = C.shape
+    U, S, Vt = np.linalg.svd(C, full_matrices=False)
+    flip = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
+    flip = np.where(flip == 0, 1.0, flip)
+    U, Vt = U * flip, Vt * flip[:, None]
+    m = min(dims, S.shape[0])
+    coords = np.zeros((n, dims))
+    coords[:, :m] = U[:, :m] * S[:m]
+    var = S**2
+    total = float(var.sum())
+    ratio = np.zeros(dims)
+    notes: list[str] = []
+    if total > 0:
+        ratio[:m] = var[:m] / total
+    else:
+        notes.append("All points are identical, so every coordinate is 0.")
+    return Projection(
+        coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio, notes=tuple(notes)
+    )
+
+
+def ensure_numba_cache_dir() -> str:
+    """Point NUMBA_CACHE_DIR at a writable folder unless it is already set; return the folder.
+
+    Tries ~/.cache/context-lens/numba, then a folder in the system temp dir. numba reads the
+    variable when it is first imported, so this runs before umap is imported.
+    """
+    current = os.environ.get("NUMBA_CACHE_DIR")
+    if current:
+        return current
+    candidates = [
+        os.path.join(os.path.expanduser("~"), ".cache", "context-lens", "numba"),
+        os.path.join(tempfile.gettempdir(), "context-lens-numba"),
+    ]
+    for path in candidates:
+        try:
+            os.makedirs(path, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=path):
+                pass
+        except OSError:
+            continue
+        os.environ["NUMBA_CACHE_DIR"] = path
+        return path
+    return ""
+
+
+def _import_umap():
+    ensure_numba_cache_dir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import umap
+
+    return umap
+
+
+def clamp_n_neighbors(n_neighbors: int, n_points: int) -> int:
+    """UMAP needs 2 <= n_neighbors <= n_points - 1."""
+    return int(max(2, min(int(n_neighbors), n_points - 1)))
+
+
+def clamp_perplexity(perplexity: float, n_points: int) -> float:
+    """t-SNE needs perplexity < n_points; the usual advice is at most (n_points - 1) / 3."""
+    return float(max(1.0, min(float(perplexity), (n_points - 1) / 3)))
+
+
+def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFAULT_SEED) -> Projection:
+    """UMAP with cosine distance and a fixed seed. X: (n, d) -> coords (n, dims).
+
+    n_neighbors is clamped to [2, n - 1]. With a seed UMAP runs single-threaded and is
+    reproducible. Spectral initialisation needs a few more points than dimensions; below that the
+    start is random (still seeded).
+    """
+    A = _check_input(X, dims)
+    n = A.shape[0]
+    k = clamp_n_neighbors(n_neighbors, n)
+    notes: list[str] = []
+    if k != int(n_neighbors):
+        notes.append(
+            f"UMAP's n_neighbors was set to {k} (asked {int(n_neighbors)}) because there are {n} points."
+        )
+    if _all_identical(A):
+        notes.append("All points are identical, so every coordinate is 0.")
+        return Projection(np.zeros((n, dims)), "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
+    umap = _import_umap()
+    init = "spectral" if n > dims + 3 else "random"
+    reducer = umap.UMAP(
+        n_components=dims,
+        n_neighbors=k,
+        metric="cosine",
+        init=init,
+        random_state=seed,
+        n_jobs=1,
+        min_dist=0.1,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        coords = np.asarray(reducer.fit_transform(A), dtype=np.float64)
+    if not np.all(np.isfinite(coords)):
+        raise ProjectionError("UMAP did not converge on these points. Try PCA, or add more sentences.")
+    return Projection(coords, "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
+
+
+def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = DEFAULT_SEED) -> Projection:
+    """t-SNE (scikit-learn) with cosine distance, PCA initialisation and a fixed seed.
+
+    perplexity is clamped to [1, (n - 1) / 3] (scikit-learn requires perplexity < n).
+    """
+    A = _check_input(X, dims)
+    n = A.shape[0]
+    p = clamp_perplexity(perplexity, n)
+    notes: list[str] = []
+    if p != float(perplexity):
+        notes.append(
+            f"t-SNE's perplexity was set to {p:.1f} (asked {float(perplexity):g}) because there are {n} points."
+        )
+    if _all_identical(A):
+        notes.append("All points are identical, so every coordinate is 0.")
+        return Projection(np.zeros((n, dims)), "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
+    from sklearn.manifold import TSNE
+    from threadpoolctl import threadpool_limits
+
+    tsne = TSNE(
+        n_components=dims,
+        perplexity=p,
+        metric="cosine",
+        init="pca",
+        learning_rate="auto",
+        random_state=seed,
+        method="barnes_hut",
+    )
+    # one OpenMP thread: on a shared 2-core server, scikit-learn's threaded Barnes-Hut gradient
+    # slowed a 120-point fit from 0.6 s to 29 s when other processes were busy
+    with warnings.catch_warnings(), threadpool_limits(limits=1):
+        warnings.simplefilter("ignore")
+        coords = np.asarray(tsne.fit_transform(A), dtype=np.float64)
+    if not np.all(np.isfinite(coords)):
+        raise ProjectionError("t-SNE did not converge on these points. Try PCA, or add more sentences.")
+    return Projection(coords, "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
+
+
+def project(
+    X,
+    method: str = "pca",
+    dims: int = 2,
+    *,
+    seed: int = DEFAULT_SEED,
+    n_neighbors: int = 15,
+    perplexity: float = 30.0,
+) -> Projection:
+    """Project X (n, d) to `dims` dimensions with "pca", "umap" or "tsne"."""
+    if method == "pca":
+        return pca_projection(X, dims)
+    if method == "umap":
+        return umap_projection(X, dims, n_neighbors=n_neighbors, seed=seed)
+    if method == "tsne":
+        return tsne_projection(X, dims, perplexity=perplexity, seed=seed)
+    raise ProjectionError(f"Unknown projection method {method!r}; choose one of {', '.join(METHODS)}.")
+
+
+def align_to(coords, reference) -> np.ndarray:
+    """Rotate/reflect `coords` (n, k) about its centre to best match `reference` (n, k)
+    (orthogonal Procrustes). Distances between points are unchanged; only the orientation, which
+    PCA/UMAP/t-SNE pick arbitrarily, is made consistent from one layer to the next.
+    """
+    P = np.asarray(coords, dtype=np.float64)
+    R = np.asarray(reference, dtype=np.float64)
+    if P.shape != R.shape:
+        raise ValueError(f"coords {P.shape} and reference {R.shape} must have the same shape.")
+    mu = P.mean(axis=0)
+    Pc, Rc = P - mu, R - R.mean(axis=0)
+    U, _, Vt = np.linalg.svd(Pc.T @ Rc)
+    return Pc @ (U @ Vt) + mu
+
+
+def project_layers(
+    H,
+    method: str = "pca",
+    dims: int = 2,
+    *,
+    seed: int = DEFAULT_SEED,
+    n_neighbors: int = 15,
+    perplexity: float = 30.0,
+    align: bool = True,
+) -> list[Projection]:
+    """Project each layer separately. H: (n_layers, n, d) -> one Projection per layer.
+
+    With align=True each layer's picture is rotated/reflected to match the previous one, so points
+    do not jump around between small multiples or animation frames for no reason.
+    """
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim != 3:
+        raise ProjectionError(f"Expected (n_layers, n_points, hidden); got shape {H.shape}.")
+    out: list[Projection] = []
+    for layer in range(H.shape[0]):
+        p = project(H[layer], method, dims, seed=seed, n_neighbors=n_neighbors, perplexity=perplexity)
+        if align and out:
+            p = Projection(
+                coords=align_to(p.coords, out[-1].coords),
+                method=p.method,
+                dims=p.dims,
+                explained_variance_ratio=p.explained_variance_ratio,
+                n_neighbors=p.n_neighbors,
+                perplexity=p.perplexity,
+                seed=p.seed,
+                notes=p.notes,
+            )
+        out.append(p)
+    return out
+
+
+def warm_up_umap() -> float:
+    """Import umap and run tiny 2-D fits so numba compiles everything now; return seconds spent.
+
+    Call it once in a background thread at server start: the first real UMAP a learner asks for
+    then takes well under a second instead of many seconds. Safe to call more than once; never
+    raises (a failed warm-up only means the first UMAP is slow).
+    """
+    start = time.perf_counter()
+    try:
+        rng = np.random.default_rng(DEFAULT_SEED)
+        X = rng.normal(size=(24, 16))
+        # the same code paths as the page: spectral init (many points) and random init (few points)
+        umap_projection(X, 2, n_neighbors=15)
+        umap_projection(X[:5], 2, n_neighbors=15)
+    except Exception:  # a warm-up must never take the server down
+        pass
+    return time.perf_counter() - start

@@ -1,0 +1,152 @@
+"""lib/projection.py: PCA by hand, guards, clamps, seeds, alignment."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from lib.projection import (
+    MIN_POINTS,
+    ProjectionError,
+    align_to,
+    clamp_n_neighbors,
+    clamp_perplexity,
+    ensure_numba_cache_dir,
+    pca_projection,
+    project,
+    project_layers,
+)
+
+
+def test_pca_by_hand():
+    # points on a line along x plus a small spread along y: variances 8/3·... computed below
+    X = np.array([[2.0, 0.0, 5.0], [-2.0, 0.0, 5.0], [0.0, 1.0, 5.0], [0.0, -1.0, 5.0]])
+    p = pca_projection(X, 2)
+    # centred: x has sum of squares 8, y has 2 -> ratios 0.8 and 0.2; the constant z carries nothing
+    np.testing.assert_allclose(p.explained_variance_ratio, [0.8, 0.2])
+    np.testing.assert_allclose(np.abs(p.coords), [[2, 0], [2, 0], [0, 1], [0, 1]], atol=1e-12)
+    # deterministic sign: the largest loading of each axis is positive -> +x maps to +PC1
+    assert p.coords[0, 0] > 0
+
+
+def test_pca_3d_of_three_points_pads_missing_axis():
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    p = pca_projection(X, 3)
+    assert p.coords.shape == (3, 3)
+    np.testing.assert_allclose(p.coords[:, 2], 0.0)
+    assert p.explained_variance_ratio[2] == 0.0
+    assert p.explained_variance_ratio.sum() == pytest.approx(1.0)
+
+
+def test_pca_preserves_distances_when_rank_fits():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3, 10))  # three points span a plane: 2-D PCA keeps every distance
+    p = pca_projection(X, 2)
+    d_full = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    d_proj = np.linalg.norm(p.coords[:, None] - p.coords[None], axis=-1)
+    np.testing.assert_allclose(d_proj, d_full, atol=1e-10)
+
+
+def test_pca_identical_points_are_zero_with_a_note():
+    p = pca_projection(np.ones((4, 5)), 2)
+    np.testing.assert_array_equal(p.coords, 0.0)
+    assert p.notes and "identical" in p.notes[0]
+
+
+@pytest.mark.parametrize("method", ["pca", "umap", "tsne"])
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_fewer_than_three_points_says_what_to_do(method, n):
+    with pytest.raises(ProjectionError, match=f"at least {MIN_POINTS} points") as err:
+        project(np.ones((n, 4)), method, 2)
+    assert "Add sentences" in str(err.value)
+
+
+def test_bad_dims_and_method():
+    with pytest.raises(ProjectionError, match="2 or 3"):
+        project(np.eye(4), "pca", 4)
+    with pytest.raises(ProjectionError, match="Unknown projection method"):
+        project(np.eye(4), "lda", 2)
+
+
+def test_clamps():
+    assert clamp_n_neighbors(15, 3) == 2
+    assert clamp_n_neighbors(15, 100) == 15
+    assert clamp_n_neighbors(1, 100) == 2
+    assert clamp_perplexity(30, 4) == 1.0
+    assert clamp_perplexity(30, 31) == 10.0
+    assert clamp_perplexity(5, 100) == 5.0
+    for n in range(3, 40):
+        assert clamp_perplexity(30, n) < n  # scikit-learn's requirement
+        assert 2 <= clamp_n_neighbors(15, n) <= n - 1
+
+
+def _clusters(n_per=6, d=20, seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n_per, d)) * 0.1 + np.r_[5.0, np.zeros(d - 1)]
+    b = rng.normal(size=(n_per, d)) * 0.1 + np.r_[0.0, 5.0, np.zeros(d - 2)]
+    return np.vstack([a, b])
+
+
+@pytest.mark.parametrize("method", ["umap", "tsne"])
+@pytest.mark.parametrize("dims", [2, 3])
+def test_nonlinear_methods_are_seeded_and_clamped(method, dims):
+    X = _clusters()
+    p1 = project(X, method, dims, seed=3)
+    p2 = project(X, method, dims, seed=3)
+    assert p1.coords.shape == (12, dims)
+    assert np.all(np.isfinite(p1.coords))
+    np.testing.assert_array_equal(p1.coords, p2.coords)  # a shared link shows the same picture
+    if method == "umap":
+        assert p1.n_neighbors == 11 and "n_neighbors" in p1.notes[0]
+    else:
+        assert p1.perplexity == pytest.approx(11 / 3) and "perplexity" in p1.notes[0]
+
+
+@pytest.mark.parametrize("method", ["pca", "umap", "tsne"])
+def test_two_clusters_stay_apart(method):
+    X = _clusters()
+    c = project(X, method, 2).coords
+    within = max(np.ptp(c[:6], axis=0).max(), np.ptp(c[6:], axis=0).max())
+    between = np.linalg.norm(c[:6].mean(axis=0) - c[6:].mean(axis=0))
+    assert between > within
+
+
+@pytest.mark.parametrize("method", ["umap", "tsne"])
+def test_three_points_work(method):
+    p = project(np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), method, 2)
+    assert p.coords.shape == (3, 2) and np.all(np.isfinite(p.coords))
+
+
+def test_align_to_undoes_rotation_and_reflection():
+    rng = np.random.default_rng(0)
+    ref = rng.normal(size=(8, 2))
+    theta = 1.1
+    R = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]]) @ np.diag([1, -1])
+    moved = ref @ R + 3.0
+    aligned = align_to(moved, ref)
+    # same shape as ref up to the translation of `moved`'s centre
+    np.testing.assert_allclose(aligned - aligned.mean(0), ref - ref.mean(0), atol=1e-10)
+
+
+def test_project_layers_one_per_layer_and_distances_kept():
+    rng = np.random.default_rng(0)
+    H = rng.normal(size=(3, 7, 12))
+    out = project_layers(H, "pca", 2)
+    assert len(out) == 3
+    for layer, p in enumerate(out):
+        raw = pca_projection(H[layer], 2).coords
+        d_raw = np.linalg.norm(raw[:, None] - raw[None], axis=-1)
+        d_al = np.linalg.norm(p.coords[:, None] - p.coords[None], axis=-1)
+        np.testing.assert_allclose(d_al, d_raw, atol=1e-9)  # alignment only rotates
+
+
+def test_numba_cache_dir_is_writable(monkeypatch, tmp_path):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = ensure_numba_cache_dir()
+    assert path and os.access(path, os.W_OK)
+    assert os.environ["NUMBA_CACHE_DIR"] == path
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/else")
+    assert ensure_numba_cache_dir() == "/somewhere/else"  # an explicit setting wins
