@@ -331,3 +331,36 @@ def test_contextualize_is_the_lessons_warm_up():
     np.testing.assert_allclose(contextualize([0.5, 0.5], [-0.2, 0.3]), [0.3, 0.8])
     with pytest.raises(ToyAttentionError, match="same"):
         contextualize([0.5, 0.5], [0.1])
+
+
+# --- figures -----------------------------------------------------------------------------------------
+
+
+def test_vector_arrows_figure():
+    from lib.charts.toy import vector_arrows
+
+    s = course_steps()
+    fig = vector_arrows(s.X, s.output, ["The", "<b>cat</b>", "sat"])
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1  # true lengths and angles
+    assert len(fig.layout.annotations) == 6  # an input and an output arrow per token
+    texts = [t for trace in fig.data if trace.text is not None for t in trace.text]
+    assert "&lt;b&gt;cat&lt;/b&gt;" in texts and "<b>cat</b>" not in texts  # user text is escaped
+    x_range, y_range = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert x_range[0] < 0 < 1.1 < x_range[1] and y_range[0] < 0 < 1.1 < y_range[1]
+    assert x_range[1] - x_range[0] == pytest.approx(y_range[1] - y_range[0])
+    for trace in fig.data[:3]:  # the two labels of a token never take the same place
+        assert trace.textposition[0] != trace.textposition[1]
+
+
+def test_warmup_arrows_draws_only_complete_rows():
+    from lib.charts.toy import warmup_arrows
+
+    fig = warmup_arrows(
+        ["bank", "bank", "apple"], ["finance", "nature", "fruit"],
+        np.array([[0.5, 0.5], [0.5, 0.5], [0.3, 0.3]]),
+        np.array([[0.8, 0.3], [0.3, 0.8], [np.nan, np.nan]]),
+        references={"money": (0.9, 0.1)},
+    )
+    # base arrows: bank once, apple once; contextual arrows: the two complete bank rows
+    assert len(fig.layout.annotations) == 4
+    assert fig.layout.yaxis.scaleanchor == "x"

@@ -1,0 +1,251 @@
+"""Figures for the toy attention calculator: 2-D vectors as arrows from the origin.
+
+`vector_arrows` draws every token's input row (thin arrow, open circle) and its row after attention (thick
+arrow, filled circle, label with a prime: cat′), joined by a dotted line, so the learner sees how far context
+pulled each vector and towards whom. `warmup_arrows` draws the course lesson's "base vector + context shift".
+Both use equal axis scales, so lengths and angles on screen are the true ones.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, apply_layout
+
+__all__ = ["token_colors", "vector_arrows", "warmup_arrows"]
+
+_BASE_COLOR = "#555555"
+
+
+def token_colors(n: int) -> list[str]:
+    """One colour per token, in order (the shared colour-blind-safe palette, repeating after 8)."""
+    return [SENSE_COLORS[i % len(SENSE_COLORS)] for i in range(n)]
+
+
+def _safe(text: str) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def _fmt(v: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{x:.3g}" for x in v) + "]"
+
+
+_POSITIONS = {  # angle of the label seen from its point (degrees) -> plotly textposition
+    0: "middle right", 45: "top right", 90: "top center", 135: "top left",
+    180: "middle left", 225: "bottom left", 270: "bottom center", 315: "bottom right",
+}
+
+
+def _free_side(point: np.ndarray, avoid: Sequence[np.ndarray]) -> int:
+    """The label angle (a key of _POSITIONS) around `point` farthest from the directions in `avoid`.
+
+    A tip's label should not sit on its own arrow shaft (direction -point) nor on the dotted line to its
+    partner, so both are passed as directions to avoid.
+    """
+    dirs = [float(np.degrees(np.arctan2(v[1], v[0]))) for v in avoid if float(np.hypot(v[0], v[1])) > 1e-9]
+    if not dirs:
+        return 45
+
+    def gap(angle: float) -> float:
+        return min(abs((angle - d + 180) % 360 - 180) for d in dirs)
+
+    return max(_POSITIONS, key=lambda a: (gap(a), -a))
+
+
+def _neighbours(point: np.ndarray, tips: np.ndarray, span: float) -> list[np.ndarray]:
+    """Directions from `point` to other tips closer than a quarter of the plot, for labels to avoid."""
+    deltas = tips - point
+    dist = np.hypot(deltas[:, 0], deltas[:, 1])
+    return [d for d, r in zip(deltas, dist, strict=True) if 1e-9 < r < 0.25 * span]
+
+
+def _arrow(tip: Sequence[float], color: str, width: float, start: Sequence[float] = (0.0, 0.0)) -> dict:
+    return {
+        "x": float(tip[0]),
+        "y": float(tip[1]),
+        "ax": float(start[0]),
+        "ay": float(start[1]),
+        "xref": "x",
+        "yref": "y",
+        "axref": "x",
+        "ayref": "y",
+        "text": "",
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowsize": 1.1,
+        "arrowwidth": width,
+        "arrowcolor": color,
+    }
+
+
+def _equal_axes(fig: go.Figure, points: np.ndarray, x_title: str, y_title: str, pad: float = 0.18) -> None:
+    """Square ranges that include the origin and every point, with room for labels; 1 unit = 1 unit."""
+    pts = np.vstack([points.reshape(-1, 2), [[0.0, 0.0]]])
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    span = float(max((hi - lo).max(), 1e-9))
+    pad = pad * span
+    center = (lo + hi) / 2
+    half = span / 2 + pad
+    fig.update_xaxes(
+        range=[center[0] - half, center[0] + half], title_text=x_title, zeroline=True, zerolinecolor="#999",
+        zerolinewidth=1.5, constrain="domain",
+    )
+    fig.update_yaxes(
+        range=[center[1] - half, center[1] + half], title_text=y_title, zeroline=True, zerolinecolor="#999",
+        zerolinewidth=1.5, scaleanchor="x", scaleratio=1, constrain="domain",
+    )
+
+
+def vector_arrows(
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    labels: Sequence[str],
+    *,
+    input_name: str = "input X",
+    output_name: str = "after attention",
+    dims: tuple[int, int] = (0, 1),
+    title: str = "",
+    height: int = 560,
+) -> go.Figure:
+    """Each token's input and output vector as arrows from the origin, in the plane of two dimensions.
+
+    inputs, outputs: (n, d) with d >= 2; only columns `dims` are drawn. labels: n token labels.
+    """
+    inputs = np.asarray(inputs, dtype=float)
+    outputs = np.asarray(outputs, dtype=float)
+    n = inputs.shape[0]
+    if inputs.ndim != 2 or outputs.shape[0] != n or len(labels) != n or min(inputs.shape[1], outputs.shape[1]) < 2:
+        raise ValueError(f"need two (n, d >= 2) arrays and n labels; got {inputs.shape}, {outputs.shape}, {len(labels)}")
+    a, b = dims
+    xin, xout = inputs[:, [a, b]], outputs[:, [a, b]]
+    colors = token_colors(n)
+    fig = go.Figure()
+    annotations = []
+    span = float(np.ptp(np.vstack([xin, xout, [[0.0, 0.0]]]), axis=0).max()) or 1.0
+    tips = np.vstack([xin, xout])
+    for i, label in enumerate(labels):
+        lab, col = _safe(label), colors[i]
+        if np.linalg.norm(xin[i]) > 1e-12:
+            annotations.append(_arrow(xin[i], col, 1.5) | {"opacity": 0.55})
+        if np.linalg.norm(xout[i]) > 1e-12:
+            annotations.append(_arrow(xout[i], col, 3.5))
+        # each label away from its own arrow shaft and from the dotted line to its partner
+        move = xout[i] - xin[i]
+        in_angle = _free_side(xin[i], [-xin[i], move, *_neighbours(xin[i], tips, span)])
+        avoid_out = [-xout[i], -move, *_neighbours(xout[i], tips, span)]
+        if np.linalg.norm(move) < 0.08 * span:  # the two tips (nearly) coincide: keep the labels apart
+            rad = np.radians(in_angle)
+            avoid_out.append(np.array([np.cos(rad), np.sin(rad)]))
+        out_angle = _free_side(xout[i], avoid_out)
+        fig.add_trace(
+            go.Scatter(
+                x=[xin[i, 0], xout[i, 0]],
+                y=[xin[i, 1], xout[i, 1]],
+                mode="lines+markers+text",
+                line={"color": col, "width": 1.5, "dash": "dot"},
+                marker={"symbol": ["circle-open", "circle"], "size": [11, 12], "color": col, "line": {"width": 2}},
+                text=[lab, lab + "′"],
+                textposition=[_POSITIONS[in_angle], _POSITIONS[out_angle]],
+                textfont={"color": col, "size": 15},
+                hovertext=[f"{lab} · {input_name} {_fmt(xin[i])}", f"{lab}′ · {output_name} {_fmt(xout[i])}"],
+                hoverinfo="text",
+                name=lab,
+                showlegend=False,
+            )
+        )
+    # Legend entries for the two kinds of arrow (the token is told by colour and label).
+    for name, symbol in ((f"{input_name} (thin arrow, open circle)", "circle-open"),
+                         (f"{output_name} (thick arrow, filled circle, label′)", "circle")):
+        fig.add_trace(
+            go.Scatter(
+                x=[None], y=[None], mode="markers", name=name,
+                marker={"symbol": symbol, "size": 11, "color": _BASE_COLOR, "line": {"width": 2}},
+            )
+        )
+    apply_layout(fig, title=_safe(title) if title else None, height=height)
+    fig.update_layout(
+        annotations=annotations,
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0},
+        plot_bgcolor="white",
+    )
+    fig.update_xaxes(gridcolor="#e5e5e5")
+    fig.update_yaxes(gridcolor="#e5e5e5")
+    _equal_axes(fig, np.vstack([xin, xout]), f"dimension {a + 1}", f"dimension {b + 1}")
+    return fig
+
+
+def warmup_arrows(
+    words: Sequence[str],
+    contexts: Sequence[str],
+    bases: np.ndarray,
+    results: np.ndarray | None,
+    *,
+    references: dict[str, Sequence[float]] | None = None,
+    height: int = 520,
+) -> go.Figure:
+    """The lesson's "base vector + context shift": grey base arrows, coloured contextual arrows.
+
+    words, contexts: m row labels; bases: (m, 2) base vectors; results: (m, 2) base + shift, with NaN rows
+    where the shift is not filled in yet (only the base arrow is drawn). references: fixed words drawn as
+    grey diamonds (e.g. money, river) so the learner sees which way a context pushes.
+    """
+    bases = np.asarray(bases, dtype=float).reshape(-1, 2)
+    m = bases.shape[0]
+    results = np.full((m, 2), np.nan) if results is None else np.asarray(results, dtype=float).reshape(-1, 2)
+    colors = token_colors(m)
+    fig = go.Figure()
+    annotations = []
+    seen_bases: set[tuple[str, float, float]] = set()
+    for i in range(m):
+        word, ctx = _safe(words[i]), _safe(contexts[i])
+        key = (word, float(bases[i, 0]), float(bases[i, 1]))
+        if key not in seen_bases:
+            seen_bases.add(key)
+            annotations.append(_arrow(bases[i], _BASE_COLOR, 1.5) | {"opacity": 0.6})
+            fig.add_trace(
+                go.Scatter(
+                    x=[bases[i, 0]], y=[bases[i, 1]], mode="markers+text", text=[word], textposition="top right",
+                    marker={"symbol": "circle-open", "size": 11, "color": _BASE_COLOR, "line": {"width": 2}},
+                    textfont={"color": _BASE_COLOR, "size": 14}, hovertext=[f"{word} (base) {_fmt(bases[i])}"],
+                    hoverinfo="text", showlegend=False,
+                )
+            )
+        if np.isfinite(results[i]).all():
+            col = colors[i]
+            annotations.append(_arrow(results[i], col, 3))
+            fig.add_trace(
+                go.Scatter(
+                    x=[bases[i, 0], results[i, 0]], y=[bases[i, 1], results[i, 1]], mode="lines+markers+text",
+                    line={"color": col, "dash": "dot", "width": 1.5},
+                    marker={"size": [1, 12], "color": col},
+                    text=["", f"{word} | {ctx}"],
+                    textposition=["top center", "middle left" if results[i, 0] < bases[i, 0] else "middle right"],
+                    textfont={"color": col, "size": 14},
+                    hovertext=["", f"{word} in a {ctx} context {_fmt(results[i])}"], hoverinfo="text",
+                    name=f"{word} | {ctx}", showlegend=False,
+                )
+            )
+    ref_pts = []
+    for name, vec in (references or {}).items():
+        v = np.asarray(vec, dtype=float)
+        ref_pts.append(v)
+        fig.add_trace(
+            go.Scatter(
+                x=[v[0]], y=[v[1]], mode="markers+text", text=[_safe(name)], textposition="top center",
+                marker={"symbol": "diamond", "size": 12, "color": CONTEXT_COLOR, "line": {"width": 1, "color": "#777"}},
+                textfont={"color": "#555", "size": 13}, hovertext=[f"{_safe(name)} {_fmt(v)}"], hoverinfo="text",
+                showlegend=False,
+            )
+        )
+    apply_layout(fig, height=height)
+    fig.update_layout(annotations=annotations, plot_bgcolor="white", showlegend=False)
+    fig.update_xaxes(gridcolor="#e5e5e5")
+    fig.update_yaxes(gridcolor="#e5e5e5")
+    finite = results[np.isfinite(results).all(axis=1)]
+    _equal_axes(fig, np.vstack([bases, finite, *ref_pts]) if ref_pts else np.vstack([bases, finite]),
+                "dimension 1", "dimension 2", pad=0.35)
+    return fig
