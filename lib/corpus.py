@@ -1,0 +1,219 @@
+"""The reference corpus: neutral text whose token vectors give the statistics for the fixes in §5.
+
+Anisotropy is a property of the whole space, so it is measured on many ordinary tokens, not on the
+learner's handful of target words: the mean, per-dimension σ and covariance per layer come from every
+(non-special) word piece of the corpus, and anisotropy from a sample of *distinct* word pieces (one
+occurrence per word piece, so a frequent word like "the" cannot dominate the average).
+
+    sentences = load_reference_corpus()              # assets/reference_corpus.txt
+    stats = corpus_statistics(encoder.encode(list(sentences)))
+    stats.mean[layer], stats.std[layer]              # (hidden,)
+    stats.fits[layer]                                # CovarianceFit: μ, Σ in eigen form, whitening shrinkage
+    stats.sample[layer]                              # (n_sample, hidden) distinct-token vectors
+
+No streamlit here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from lib.geometry import CovarianceFit, fit_covariance
+
+DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
+MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
+DEFAULT_SAMPLE_SIZE = 500  # distinct word pieces used for the mean cosine: 124,750 pairs
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(A-Z0-9])")
+
+
+class CorpusError(ValueError):
+    """The corpus cannot be used; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class CorpusText:
+    """Sentences ready to encode.
+
+    sentences: one sentence per entry (comments and blank lines removed)
+    corpus_id: short hash of the sentences; with the model name it identifies cached statistics
+    notes:     messages for the learner, e.g. that a long upload was cut
+    """
+
+    sentences: tuple[str, ...]
+    corpus_id: str
+    notes: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+def corpus_id(sentences: Sequence[str]) -> str:
+    """A short stable hash of the sentences (12 hex digits)."""
+    h = hashlib.sha256("\n".join(sentences).encode("utf-8")).hexdigest()
+    return h[:12]
+
+
+def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusText:
+    """Plain text -> sentences. Lines starting with '#' are comments; blank lines are skipped; a line
+    holding several sentences (a pasted paragraph) is split after '.', '!' or '?'. Square brackets
+    (target markup on the sentence-set page) are removed.
+
+    Raises CorpusError when nothing usable remains.
+    """
+    sentences: list[str] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.replace("[", "").replace("]", "")
+        for part in _SENTENCE_END.split(line):
+            part = " ".join(part.split())
+            if part:
+                sentences.append(part)
+    if not sentences:
+        raise CorpusError(
+            "The corpus has no sentences. Give plain text with one sentence per line "
+            "(lines starting with # are ignored)."
+        )
+    notes: list[str] = []
+    if len(sentences) > max_sentences:
+        notes.append(f"The corpus has {len(sentences):,} sentences; the first {max_sentences:,} are used.")
+        sentences = sentences[:max_sentences]
+    return CorpusText(sentences=tuple(sentences), corpus_id=corpus_id(sentences), notes=tuple(notes))
+
+
+def load_reference_corpus(path: str | Path | None = None) -> CorpusText:
+    """The built-in reference corpus (assets/reference_corpus.txt), or another text file."""
+    p = Path(path) if path is not None else DEFAULT_CORPUS_PATH
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise CorpusError(f"The reference corpus file {p.name} is missing; reinstall the app.") from err
+    return parse_corpus_text(text)
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """Per-layer statistics of a corpus's token vectors (special tokens such as [CLS]/[SEP] excluded).
+
+    model_name:    the encoder the vectors came from
+    n_sentences:   sentences encoded
+    n_tokens:      token vectors behind mean/std/fits (all non-special word pieces)
+    mean:          (num_layers + 1, hidden) float64, μ per layer
+    std:           (num_layers + 1, hidden) float64, σ per layer (population, as in course §5.1)
+    fits:          num_layers + 1 CovarianceFit (μ, Σ in eigen form, whitening shrinkage and note)
+    sample:        (num_layers + 1, n_sample, hidden) float32: one occurrence of each of n_sample distinct
+                   word pieces; the same occurrences in every layer
+    sample_tokens: (n_sample,) the word pieces of `sample`
+    mean_norm:     (num_layers + 1,) mean Euclidean length of the token vectors per layer
+    """
+
+    model_name: str
+    n_sentences: int
+    n_tokens: int
+    mean: np.ndarray
+    std: np.ndarray
+    fits: tuple[CovarianceFit, ...]
+    sample: np.ndarray
+    sample_tokens: tuple[str, ...]
+    mean_norm: np.ndarray
+
+    @property
+    def n_layers(self) -> int:
+        """num_layers + 1 (the embedding output is layer 0)."""
+        return int(self.mean.shape[0])
+
+    @property
+    def hidden(self) -> int:
+        return int(self.mean.shape[1])
+
+    def covariance(self, layer: int) -> np.ndarray:
+        """Σ at `layer`, (hidden, hidden)."""
+        return self.fits[layer].covariance
+
+
+def _is_special(offsets: np.ndarray) -> np.ndarray:
+    """Special tokens ([CLS], [SEP], ...) have an empty character span (the Encoding's convention)."""
+    offsets = np.asarray(offsets)
+    return offsets[:, 1] <= offsets[:, 0]
+
+
+def corpus_statistics(
+    encoding,
+    *,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+) -> CorpusStats:
+    """μ, σ, covariance per layer and a distinct-token sample, from an `lib.encoder.Encoding`.
+
+    Special tokens are excluded. The sample takes, for each distinct word piece (by id), one
+    occurrence chosen at random (fixed seed); if there are more than `sample_size` distinct pieces, a
+    random `sample_size` of them. Raises CorpusError when fewer than two distinct word pieces remain
+    (anisotropy compares pairs).
+    """
+    per_sentence = []
+    ids_all = []
+    tokens_all: list[str] = []
+    for hs, ids, offs, toks in zip(
+        encoding.hidden_states, encoding.token_ids, encoding.offsets, encoding.tokens, strict=True
+    ):
+        keep = ~_is_special(offs)
+        if not keep.any():
+            continue
+        per_sentence.append(np.asarray(hs)[:, keep, :])
+        ids_all.append(np.asarray(ids)[keep])
+        tokens_all.extend(t for t, k in zip(toks, keep, strict=True) if k)
+    if not per_sentence:
+        raise CorpusError("The corpus has no words the model could read. Give it some plain sentences.")
+    H = np.concatenate(per_sentence, axis=1).astype(np.float64)  # (L+1, n_tokens, hidden)
+    ids = np.concatenate(ids_all)
+    n_layers, n_tokens, _ = H.shape
+
+    # one random occurrence of each distinct word piece, then at most sample_size of them
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n_tokens)
+    _, first = np.unique(ids[order], return_index=True)
+    picks = order[first]
+    if picks.size < 2:
+        raise CorpusError(
+            f"The corpus has only {picks.size} distinct word piece; anisotropy compares pairs of different "
+            "tokens. Use a longer text."
+        )
+    if picks.size > sample_size:
+        picks = rng.choice(picks, size=sample_size, replace=False)
+    picks = np.sort(picks)
+
+    fits = tuple(fit_covariance(H[layer]) for layer in range(n_layers))
+    return CorpusStats(
+        model_name=encoding.model_name,
+        n_sentences=len(encoding.sentences),
+        n_tokens=int(n_tokens),
+        mean=H.mean(axis=1),
+        std=H.std(axis=1),
+        fits=fits,
+        sample=H[:, picks, :].astype(np.float32),
+        sample_tokens=tuple(tokens_all[i] for i in picks),
+        mean_norm=np.linalg.norm(H, axis=2).mean(axis=1),
+    )
+
+
+def compute_corpus_statistics(
+    encoder,
+    corpus: CorpusText | Sequence[str],
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    sample_size: int = DEFAULT_SAMPLE_SIZE,
+    seed: int = 0,
+) -> CorpusStats:
+    """Encode the corpus with `encoder` and return its statistics (the Encoding is not kept)."""
+    sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
+    if not sentences:
+        raise CorpusError("The corpus has no sentences.")
+    encoding = encoder.encode(list(sentences), progress=progress)
+    return corpus_statistics(encoding, sample_size=sample_size, seed=seed)

@@ -1,0 +1,168 @@
+"""lib/corpus.py: parsing, the built-in corpus, and per-layer statistics (hand case + real model)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lib.corpus import (
+    DEFAULT_CORPUS_PATH,
+    CorpusError,
+    CorpusText,
+    compute_corpus_statistics,
+    corpus_statistics,
+    load_reference_corpus,
+    parse_corpus_text,
+)
+from lib.encoder import Encoding
+from lib.geometry import anisotropy
+
+# ---------------------------------------------------------------- parsing
+
+
+def test_parse_skips_comments_and_blank_lines_and_splits_paragraphs():
+    text = "# a comment\n\nThe cat sat. The dog ran!\n  Is it [raining]?  \n#another\n"
+    c = parse_corpus_text(text)
+    assert c.sentences == ("The cat sat.", "The dog ran!", "Is it raining?")
+    assert c.notes == ()
+    assert len(c.corpus_id) == 12
+
+
+def test_parse_does_not_split_inside_numbers_or_abbreviations_without_space():
+    assert parse_corpus_text("It costs 3.50 euros.").sentences == ("It costs 3.50 euros.",)
+
+
+def test_corpus_id_depends_on_text_only():
+    a = parse_corpus_text("One.\nTwo.")
+    b = parse_corpus_text("# header\nOne.\n\nTwo.\n")
+    c = parse_corpus_text("One.\nThree.")
+    assert a.corpus_id == b.corpus_id != c.corpus_id
+
+
+def test_parse_empty_says_what_to_do():
+    with pytest.raises(CorpusError, match="one sentence per line"):
+        parse_corpus_text("# only a comment\n\n")
+
+
+def test_parse_caps_long_uploads_with_a_note():
+    c = parse_corpus_text("\n".join(f"Sentence number {i}." for i in range(30)), max_sentences=10)
+    assert len(c) == 10 and "first 10" in c.notes[0]
+
+
+def test_builtin_corpus_is_large_and_varied():
+    if not DEFAULT_CORPUS_PATH.exists():
+        pytest.skip("assets/reference_corpus.txt is not written yet")
+    c = load_reference_corpus()
+    assert len(c) >= 300
+    assert len(set(c.sentences)) == len(c)  # no duplicates
+    assert not any(s.startswith("#") for s in c.sentences)
+
+
+def test_missing_corpus_file_says_so(tmp_path):
+    with pytest.raises(CorpusError, match="missing"):
+        load_reference_corpus(tmp_path / "nope.txt")
+
+
+# ---------------------------------------------------------------- statistics, hand-computed
+
+
+def _hand_encoding() -> Encoding:
+    """Two 'sentences' with hand-written 2-D vectors in 2 layers; [CLS]/[SEP] have empty offsets."""
+    cls = [0, 0]
+    s1 = np.array(
+        [
+            [[100, 100], [1, 0], [3, 0], [100, 100]],  # layer 0: [CLS] a b [SEP]
+            [[100, 100], [0, 1], [0, 3], [100, 100]],  # layer 1
+        ],
+        dtype=np.float32,
+    )
+    s2 = np.array([[[100, 100], [5, 4], [100, 100]], [[100, 100], [4, 5], [100, 100]]], dtype=np.float32)
+    return Encoding(
+        model_name="hand",
+        sentences=("a b", "a"),
+        tokens=(["[CLS]", "a", "b", "[SEP]"], ["[CLS]", "a", "[SEP]"]),
+        token_ids=(np.array([101, 7, 8, 102]), np.array([101, 7, 102])),
+        offsets=(np.array([cls, [0, 1], [2, 3], cls]), np.array([cls, [0, 1], cls])),
+        hidden_states=(s1, s2),
+        attentions=(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3))),
+        truncated=(False, False),
+    )
+
+
+def test_statistics_by_hand():
+    st = corpus_statistics(_hand_encoding())
+    # special tokens excluded: layer 0 tokens are (1,0), (3,0), (5,4)
+    assert st.n_tokens == 3 and st.n_sentences == 2 and st.n_layers == 2 and st.hidden == 2
+    np.testing.assert_allclose(st.mean[0], [3.0, 4 / 3])
+    np.testing.assert_allclose(st.std[0], [np.sqrt(8 / 3), np.sqrt(32 / 9)])
+    np.testing.assert_allclose(st.mean[1], [4 / 3, 3.0])
+    np.testing.assert_allclose(st.mean_norm[0], (1 + 3 + np.sqrt(41)) / 3)
+    np.testing.assert_allclose(st.covariance(0), np.cov(np.array([[1, 0], [3, 0], [5, 4]]).T, bias=True))
+    # distinct word pieces: "a" (two occurrences, one kept) and "b"
+    assert sorted(st.sample_tokens) == ["a", "b"]
+    assert st.sample.shape == (2, 2, 2)
+    # 3 vectors in 2 dimensions: the covariance is invertible, no regularization needed
+    assert st.fits[0].shrinkage == 0.0
+
+
+def test_sample_uses_the_same_occurrences_in_every_layer():
+    st = corpus_statistics(_hand_encoding())
+    b = st.sample_tokens.index("b")
+    np.testing.assert_array_equal(st.sample[:, b], [[3, 0], [0, 3]])
+    a = st.sample_tokens.index("a")
+    assert [tuple(st.sample[0, a]), tuple(st.sample[1, a])] in ([(1, 0), (0, 1)], [(5, 4), (4, 5)])
+
+
+def test_one_distinct_token_is_rejected():
+    enc = _hand_encoding()
+    only_a = Encoding(
+        model_name="hand",
+        sentences=enc.sentences[1:],
+        tokens=enc.tokens[1:],
+        token_ids=enc.token_ids[1:],
+        offsets=enc.offsets[1:],
+        hidden_states=enc.hidden_states[1:],
+        attentions=enc.attentions[1:],
+        truncated=enc.truncated[1:],
+    )
+    with pytest.raises(CorpusError, match="distinct word piece"):
+        corpus_statistics(only_a)
+
+
+# ---------------------------------------------------------------- the real model
+
+
+def test_real_model_one_sentence_corpus_is_regularized_and_finite(encoder):
+    st = compute_corpus_statistics(encoder, CorpusText(("The river bank was muddy after the rain.",), "x"))
+    assert st.n_sentences == 1
+    assert st.n_layers == encoder.num_layers + 1 and st.hidden == encoder.hidden_size
+    assert st.n_tokens < encoder.hidden_size
+    for fit in st.fits:
+        assert fit.shrinkage > 0 and "vectors for" in fit.note  # fewer vectors than dimensions
+    for arr in (st.mean, st.std, st.sample, st.mean_norm):
+        assert np.all(np.isfinite(arr))
+    assert "[CLS]" not in st.sample_tokens and "[SEP]" not in st.sample_tokens
+
+
+def test_real_model_statistics_match_the_encoding(encoder):
+    sentences = ["The bank raised its rates.", "We sat on the river bank.", "Birds sing at dawn."]
+    enc = encoder.encode(sentences)
+    st = corpus_statistics(enc, sample_size=5, seed=1)
+    layer = encoder.num_layers
+    rows = np.concatenate([hs[layer, 1:-1] for hs in enc.hidden_states])  # drop [CLS] and [SEP]
+    np.testing.assert_allclose(st.mean[layer], rows.mean(axis=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(st.std[layer], rows.std(axis=0), rtol=1e-4, atol=1e-6)
+    assert st.sample.shape == (encoder.num_layers + 1, 5, encoder.hidden_size)
+    assert len(set(st.sample_tokens)) == 5  # distinct word pieces
+    # each sampled vector is a real token vector of the corpus at that layer
+    for v in st.sample[layer]:
+        assert np.min(np.abs(rows - v).max(axis=1)) < 1e-6
+    assert -1.0 <= anisotropy(st.sample[layer]) <= 1.0
+
+
+def test_statistics_are_reproducible(encoder):
+    enc = encoder.encode(["A cat sat on a warm mat by the door.", "Rain fell on the quiet town."])
+    a = corpus_statistics(enc, sample_size=6, seed=0)
+    b = corpus_statistics(enc, sample_size=6, seed=0)
+    assert a.sample_tokens == b.sample_tokens
+    np.testing.assert_array_equal(a.sample, b.sample)
