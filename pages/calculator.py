@@ -1,0 +1,620 @@
+"""Toy attention calculator: the course's worked example (manual section 9), one step at a time, then editable.
+
+Reads the widgets, calls `lib.toy_attention`, draws `lib.charts` figures and explains each step with the
+numbers on screen. Needs no model. The last valid inputs live in `st.session_state["calc_valid"]`, so a bad
+cell shows a message and the steps keep showing the last numbers that worked.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from lib import toy_attention as ta
+from lib.charts.attention import attention_heatmap
+from lib.charts.toy import vector_arrows, warmup_arrows
+from ui import state
+from ui.widgets import chart
+from ui.widgets import escape_md as md
+
+DEFAULTS = {
+    "calc_tokens": "The cat sat",
+    "calc_d": 2,
+    "calc_use_pos": True,
+    "calc_scale": False,
+    "calc_causal": False,
+    "calc_temperature": 1.0,
+    "calc_block": False,
+    "calc_row": 1,  # follow the cell S[cat, sat] through every step
+    "calc_col": 2,
+}
+WARMUP_ROWS = [  # course lesson 002: bank [0.5, 0.5] pushed by a finance or a nature context
+    {"word": "bank", "context": "finance", "base x": 0.5, "base y": 0.5, "shift x": 0.3, "shift y": -0.2},
+    {"word": "bank", "context": "nature", "base x": 0.5, "base y": 0.5, "shift x": -0.2, "shift y": 0.3},
+]
+WARMUP_REFERENCES = {"money": (0.9, 0.1), "river": (0.1, 0.9)}
+APPLE_ROWS = [
+    {"word": "apple", "context": "fruit", "base x": 0.3, "base y": 0.3, "shift x": None, "shift y": None},
+    {"word": "apple", "context": "company", "base x": 0.3, "base y": 0.3, "shift x": None, "shift y": None},
+]
+APPLE_ANSWER = {"fruit": (-0.1, 0.4), "company": (0.4, -0.1)}
+MATRIX_NAMES = ("W_Q", "W_K", "W_V")
+FFN_NAMES = ("W1", "W2")
+
+ss = st.session_state
+# The main switches come from the link on a session's first run (ui.state), then live in session state.
+state.url_int("calc_d", DEFAULTS["calc_d"], 2, 4)
+for _k in ("calc_use_pos", "calc_scale", "calc_causal", "calc_block"):
+    state.url_bool(_k, DEFAULTS[_k])
+state.url_float("calc_temperature", DEFAULTS["calc_temperature"], 0.01, 100.0)
+for _k, _v in DEFAULTS.items():
+    ss.setdefault(_k, _v)
+ss.setdefault("calc_version", 0)
+ss.setdefault("calc_warm_version", 0)
+ss.setdefault("calc_warm_base", pd.DataFrame(WARMUP_ROWS))
+ss.setdefault("calc_memory", {"emb": {}, "pos": {}, "W": {}})
+
+
+def num(x: float) -> str:
+    return ta.format_number(x)
+
+
+def vec(v) -> str:
+    return ta.format_vector(v)
+
+
+def table(M: np.ndarray, rows, cols) -> pd.DataFrame:
+    """A matrix as strings for st.table (masked cells read 'masked', never inf)."""
+    M = np.atleast_2d(np.asarray(M, dtype=float))
+    return pd.DataFrame([[num(x) for x in r] for r in M], index=list(rows), columns=list(cols))
+
+
+def cells(M, rows, cols) -> pd.DataFrame:
+    """A matrix as editable text cells (10 significant digits, so remembered values keep their precision)."""
+    return pd.DataFrame([[f"{float(x) + 0.0:.10g}" for x in r] for r in M], index=list(rows), columns=list(cols))
+
+
+def fit(values, default: list[float], d: int) -> list[float]:
+    """Remembered values cut or padded (from `default`) to width d."""
+    values = list(values or [])[:d]
+    return [*values, *default[len(values):]]
+
+
+def square(M: np.ndarray | None, d: int) -> np.ndarray:
+    """A remembered (k, k) matrix in the top-left corner of the d × d identity."""
+    out = np.eye(d)
+    if M is not None:
+        k = min(d, M.shape[0])
+        out[:k, :k] = M[:k, :k]
+    return out
+
+
+# --- callbacks ----------------------------------------------------------------------------------------
+
+
+def reset_all() -> None:
+    for k, v in DEFAULTS.items():
+        ss[k] = v
+    ss["calc_memory"] = {"emb": {}, "pos": {}, "W": {}}
+    ss.pop("calc_valid", None)
+    ss.pop("calc_struct", None)
+    ss["calc_version"] += 1
+
+
+def add_apple() -> None:
+    base = ss["calc_warm_edited"] if "calc_warm_edited" in ss else ss["calc_warm_base"]
+    keep = base[base["word"] != "apple"]
+    ss["calc_warm_base"] = pd.concat([keep, pd.DataFrame(APPLE_ROWS)], ignore_index=True)
+    ss["calc_warm_version"] += 1
+
+
+def show_apple_answer() -> None:
+    add_apple()
+    df = ss["calc_warm_base"].copy()
+    for ctx, (sx, sy) in APPLE_ANSWER.items():
+        rows = (df["word"] == "apple") & (df["context"] == ctx)
+        df.loc[rows, "shift x"] = sx
+        df.loc[rows, "shift y"] = sy
+    ss["calc_warm_base"] = df
+
+
+def reset_warmup() -> None:
+    ss["calc_warm_base"] = pd.DataFrame(WARMUP_ROWS)
+    ss["calc_warm_version"] += 1
+
+
+# --- page -----------------------------------------------------------------------------------------------
+
+st.title("Toy attention calculator")
+st.markdown(
+    "Self-attention by hand, on numbers small enough to check with a pencil. The page starts on the course's "
+    "worked example (“The cat sat”, d = 2, Q = K = V = X, no scaling), walks through every step with one "
+    "cell's arithmetic written out, and then lets you change anything: the words, every number, the "
+    "projection matrices, scaling, a causal mask, a temperature."
+)
+
+# ---- 1. warm-up ----------------------------------------------------------------------------------------
+st.header("1. Warm-up: a base vector plus a context shift")
+st.markdown(
+    "Before any attention: the course's beginner lesson models a contextual vector as *the word's base "
+    "vector + a shift that the context adds*. “bank” starts at [0.5, 0.5]; a finance context pushes it by "
+    "[0.3, −0.2] towards *money*, a nature context by [−0.2, 0.3] towards *river*. Attention (below) is the "
+    "real mechanism that computes such a shift from the other words in the sentence."
+)
+warm_edit = st.data_editor(
+    ss["calc_warm_base"],
+    key=f"calc_warm_v{ss['calc_warm_version']}",
+    num_rows="dynamic",
+    hide_index=True,
+    column_config={
+        "word": st.column_config.TextColumn("word", max_chars=20),
+        "context": st.column_config.TextColumn("context", max_chars=20),
+        **{c: st.column_config.NumberColumn(c, step=0.05, format="%.2f") for c in
+           ("base x", "base y", "shift x", "shift y")},
+    },
+    width="stretch",
+)
+ss["calc_warm_edited"] = warm_edit
+b1, b2, b3 = st.columns(3)
+b1.button("Exercise: add “apple”", on_click=add_apple, key="calc_warm_apple", width="stretch")
+b2.button("Show one answer", on_click=show_apple_answer, key="calc_warm_answer", width="stretch")
+b3.button("Reset the warm-up", on_click=reset_warmup, key="calc_warm_reset", width="stretch")
+
+warm_rows, warm_msgs = [], []
+for pos, row in enumerate(warm_edit.to_dict("records")):
+    word = "" if pd.isna(row.get("word")) else str(row.get("word")).strip()
+    ctx = "" if pd.isna(row.get("context")) else str(row.get("context")).strip()
+    if not word:
+        continue
+    base = [row.get("base x"), row.get("base y")]
+    shift = [row.get("shift x"), row.get("shift y")]
+    if any(v is None or pd.isna(v) for v in base):
+        warm_msgs.append(f"Row {pos + 1} ({md(word)}): type both numbers of the base vector.")
+        continue
+    if any(v is None or pd.isna(v) for v in shift):
+        warm_msgs.append(
+            f"Row {pos + 1}: type the shift that a *{md(ctx or '?')}* context gives *{md(word)}* "
+            "(two numbers, e.g. 0.3 and −0.2)."
+        )
+        shift_v = None
+    else:
+        shift_v = [float(v) for v in shift]
+    base_v = [float(v) for v in base]
+    result = ta.contextualize(base_v, shift_v) if shift_v is not None else None
+    warm_rows.append((word, ctx or "?", base_v, shift_v, result))
+
+warm_chart, warm_text = st.columns([3, 2])
+with warm_chart:
+    if warm_rows:
+        fig_warm = warmup_arrows(
+            [r[0] for r in warm_rows],
+            [r[1] for r in warm_rows],
+            np.array([r[2] for r in warm_rows]),
+            np.array([r[4] if r[4] is not None else [np.nan, np.nan] for r in warm_rows]),
+            references=WARMUP_REFERENCES,
+            height=420,
+        )
+        chart(fig_warm, key="calc_warm_chart", width="stretch")
+    else:
+        st.info("Type a word, a context and numbers in the table to draw them.")
+with warm_text:
+    for m in warm_msgs:
+        st.info(m)
+    lines = [
+        f"- {md(w)} in a {md(c)} context: {vec(b)} + {vec(s)} = **{vec(r)}**"
+        for w, c, b, s, r in warm_rows
+        if r is not None
+    ]
+    if lines:
+        st.markdown("\n".join(lines))
+    st.caption(
+    "Exercise (lesson 002): add “apple” and choose shifts for a *fruit* and a *company* context — fruit "
+    "should pull it towards food words, company towards technology. Grey: base vectors; diamonds: fixed "
+    "reference words. The same word starts from one base vector; only the context differs."
+    )
+
+# ---- 2. inputs -----------------------------------------------------------------------------------------
+st.header("2. Your sentence and its numbers")
+c1, c2, c3 = st.columns([3, 1, 2], vertical_alignment="bottom")
+tokens_text = c1.text_input(
+    "Tokens (2 to 6, separated by spaces)", key="calc_tokens", max_chars=130,
+    help="Each token gets a row. A repeated word shares its embedding but not its position.",
+)
+d = c2.selectbox("Width d", [2, 3, 4], key="calc_d", help="Numbers per vector. The picture needs d = 2.")
+c3.button("Reset to the course example", on_click=reset_all, key="calc_reset", width="stretch")
+
+t1, t2, t3 = st.columns(3)
+use_pos = t1.toggle("Positions (X = E + P)", key="calc_use_pos")
+scale = t2.toggle("÷ √d_k scaling", key="calc_scale")
+causal = t3.toggle("Causal mask", key="calc_causal", help="Decoder-style: a token sees only itself and earlier tokens.")
+t4, t5 = st.columns([1, 2], vertical_alignment="bottom")
+temperature = t4.number_input(
+    "Temperature", key="calc_temperature", min_value=0.01, max_value=100.0, step=0.1, format="%.2f",
+    help="Divides the scores before softmax: below 1 sharpens, above 1 flattens. 1 = ordinary attention.",
+)
+use_block = t5.toggle("Residual + LayerNorm + FFN", key="calc_block", help="The rest of an encoder layer (course 3.2).")
+state.sync_url(
+    {"calc_d": d, "calc_use_pos": use_pos, "calc_scale": scale, "calc_causal": causal,
+     "calc_temperature": temperature, "calc_block": use_block}
+)
+
+errors: list[str] = []
+try:
+    tokens = ta.parse_tokens(tokens_text)
+except ta.ToyAttentionError as err:
+    errors.append(str(err))
+    tokens = ss["calc_struct"][0] if "calc_struct" in ss else ta.COURSE_TOKENS
+
+struct = (tokens, int(d))
+memory = ss["calc_memory"]
+if ss.get("calc_struct") != struct:
+    # New words or width: new editors, filled from the last valid numbers (or the defaults).
+    if "calc_struct" in ss:
+        ss["calc_version"] += 1
+    ss["calc_struct"] = struct
+    words = list(dict.fromkeys(tokens))
+    dims = [f"dim {c + 1}" for c in range(d)]
+    in_out = ([f"in {r + 1}" for r in range(d)], [f"out {c + 1}" for c in range(d)])
+    bases = {
+        "E": cells([fit(memory["emb"].get(w), ta.default_embedding(w, d), d) for w in words], words, dims),
+        "P": cells(
+            [fit(memory["pos"].get(k), ta.default_position(k + 1, d), d) for k in range(len(tokens))],
+            [f"p{k + 1} ({t})" for k, t in enumerate(tokens)],
+            dims,
+        ),
+    }
+    for name in MATRIX_NAMES + FFN_NAMES:
+        bases[name] = cells(square(memory["W"].get(name), d), *in_out)
+    ss["calc_bases"] = bases
+
+bases = ss["calc_bases"]
+ver = ss["calc_version"]
+words = list(bases["E"].index)
+dims = list(bases["E"].columns)
+text_cols = {c: st.column_config.TextColumn(c) for c in dims}
+w_cols = {c: st.column_config.TextColumn(c) for c in bases["W_Q"].columns}
+
+
+def editor(name: str, label: str, cols: dict):
+    st.markdown(label)
+    return st.data_editor(bases[name], key=f"calc_{name}_v{ver}", column_config=cols, width="stretch")
+
+
+e_col, p_col = st.columns(2)
+with e_col:
+    e_edit = editor("E", "**Word embeddings E** — one row per distinct word", text_cols)
+with p_col:
+    p_edit = editor("P", "**Position vectors P** — one row per position" + ("" if use_pos else " (switched off)"),
+                    text_cols)
+with st.expander("Projection matrices W_Q, W_K, W_V (default: identity, the course's Q = K = V = X)"):
+    st.caption("Q = X·W_Q: row r of W says how input dimension r feeds each output column.")
+    w_edits = {}
+    for col, name in zip(st.columns(3), MATRIX_NAMES, strict=True):
+        with col:
+            w_edits[name] = editor(name, f"**{name}**", w_cols)
+ffn_edits = {}
+if use_block:
+    with st.expander("Feed-forward weights W1, W2 (default: identity, so FFN(h) = ReLU(h))"):
+        for col, name in zip(st.columns(2), FFN_NAMES, strict=True):
+            with col:
+                ffn_edits[name] = editor(name, f"**{name}**", w_cols)
+st.caption(
+    "Type numbers such as 0.5, −1e6 or 1/3. New words start from made-up values in {−1, −0.5, 0, 0.5, 1}; "
+    "positions continue the course's pattern (0.1 × the binary digits of the position)."
+)
+
+
+def parse_editor(name: str, df: pd.DataFrame) -> np.ndarray | None:
+    try:
+        return ta.parse_matrix(df.to_numpy(dtype=object).tolist(), name, list(df.index), list(df.columns))
+    except ta.ToyAttentionError as err:
+        errors.append(str(err))
+        return None
+
+
+E_words = parse_editor("E", e_edit)
+P = parse_editor("P", p_edit)
+Ws = {name: parse_editor(name, df) for name, df in w_edits.items()}
+ffn = {name: parse_editor(name, df) for name, df in ffn_edits.items()}
+
+fresh = None
+if not errors and E_words is not None and P is not None and all(v is not None for v in Ws.values()):
+    E_rows = np.array([E_words[words.index(t)] for t in tokens])
+    candidate = {
+        "tokens": tokens, "E": E_rows, "P": P,
+        "W": {k: v for k, v in Ws.items()},
+        "FFN": {k: v for k, v in ffn.items() if v is not None},
+    }
+    X_try = E_rows + P if use_pos else E_rows
+    try:
+        ta.attention_steps(X_try, Ws["W_Q"], Ws["W_K"], Ws["W_V"], scale=scale, causal=causal,
+                           temperature=temperature)
+        fresh = candidate
+    except ta.ToyAttentionError as err:
+        errors.append(str(err))
+    if fresh is not None:
+        ss["calc_valid"] = fresh
+        memory["emb"].update({w: list(E_words[i]) for i, w in enumerate(words)})
+        memory["pos"].update({k: list(P[k]) for k in range(len(tokens))})
+        memory["W"].update({k: v for k, v in {**Ws, **fresh["FFN"]}.items()})
+
+for msg in errors:
+    st.error(msg, icon="✋")
+
+if "calc_valid" not in ss:  # a bad cell before anything was valid: fall back to the course example
+    E0 = np.array([ta.COURSE_EMBEDDINGS[t] for t in ta.COURSE_TOKENS])
+    ss["calc_valid"] = {"tokens": ta.COURSE_TOKENS, "E": E0, "P": np.array(ta.COURSE_POSITIONS),
+                        "W": {k: np.eye(2) for k in MATRIX_NAMES}, "FFN": {}}
+state = ss["calc_valid"]
+if errors:
+    st.warning("The steps below still show the last valid numbers. Fix the cell above and they update.")
+
+# ---- 3. the steps --------------------------------------------------------------------------------------
+tokens = state["tokens"]
+labels = ta.unique_labels(tokens)
+n = len(tokens)
+E_rows, P_rows = state["E"], state["P"]
+X = E_rows + P_rows if use_pos else E_rows
+try:
+    steps = ta.attention_steps(X, state["W"]["W_Q"], state["W"]["W_K"], state["W"]["W_V"], scale=scale,
+                               causal=causal, temperature=temperature)
+except ta.ToyAttentionError as err:  # e.g. a toggle pushes the last valid numbers out of range
+    st.error(f"{err} Change the setting back, or press “Reset to the course example”.")
+    st.stop()
+d_now = X.shape[1]
+dcols = [f"dim {c + 1}" for c in range(d_now)]
+
+st.header("3. Step by step")
+for key in ("calc_row", "calc_col"):
+    if not 0 <= ss[key] < n:
+        ss[key] = min(DEFAULTS[key], n - 1)
+s1, s2, _ = st.columns([1, 1, 2])
+i = s1.selectbox("Follow the query (row)", range(n), format_func=lambda k: labels[k], key="calc_row")
+j = s2.selectbox("… and the key (column)", range(n), format_func=lambda k: labels[k], key="calc_col")
+a, b = md(labels[i]), md(labels[j])
+work = ta.worked_cell(steps, labels, i, j, embeddings=E_rows, positions=P_rows if use_pos else None)
+st.caption(f"Each step shows its whole matrix and, below it, the arithmetic for row {a} / column {b}, "
+           "rounded to 4 decimals.")
+
+
+def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: str | None) -> None:
+    st.subheader(title)
+    st.latex(latex)
+    left, right = st.columns([2, 3])
+    with left:
+        if frame is not None:
+            st.table(frame)
+    with right:
+        st.markdown(text)
+        if worked:
+            st.code(worked, language="text", wrap_lines=True)
+
+
+# Step 1: X
+if use_pos:
+    x_text = (
+        "Each row is one token's starting vector: the embedding of its word plus the vector of its position. "
+        f"{a} starts at {vec(X[i])}. The same word at another position would start elsewhere — the "
+        "position vectors are all the model knows about word order."
+    )
+else:
+    x_text = (
+        "Positions are switched off, so X = E: a word has the same row wherever it stands, and attention "
+        "alone cannot tell “The cat sat” from “sat cat The”."
+    )
+step("Step 1 · Input X = E + P" if use_pos else "Step 1 · Input X = E", r"X = E + P" if use_pos else r"X = E",
+     x_text, table(X, labels, dcols), work["X"])
+
+# Step 2: Q, K, V
+identity = all(np.array_equal(W, np.eye(d_now)) for W in (steps.W_q, steps.W_k, steps.W_v))
+if identity:
+    qkv_text = (
+        "All three projections are the identity (the course's simplification), so Q = K = V = X. In a trained "
+        "model W_Q, W_K, W_V are learned and shared by every token: the rows differ only because the tokens' "
+        "X rows differ."
+    )
+else:
+    sym = np.allclose(steps.W_q, steps.W_k)
+    qkv_text = (
+        "Your projections change the vectors before they are compared. "
+        + ("W_Q = W_K, so scores stay symmetric. " if sym else
+           "W_Q ≠ W_K: what a token asks for (query) now differs from what it offers (key), so a token can "
+           "match another strongly without the reverse being true. ")
+        + "The values V are what gets mixed in the end."
+    )
+st.subheader("Step 2 · Queries, keys, values")
+st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
+qc = st.columns(3)
+for col, (name, M) in zip(qc, (("Q", steps.Q), ("K", steps.K), ("V", steps.V)), strict=True):
+    with col:
+        st.markdown(f"**{name}**")
+        st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]))
+st.markdown(qkv_text)
+st.code(work["QKV"], language="text", wrap_lines=True)
+
+# Step 3: scores
+raw = steps.raw_scores
+big = np.unravel_index(np.argmax(raw), raw.shape)
+row_best = int(np.argmax(raw[i]))
+s_text = (
+    f"S[i, j] = Q[i] · K[j] is large when token i's query points the same way as token j's key and both "
+    f"are long. In row {a} the largest score is {num(raw[i, row_best])}, with {md(labels[row_best])}. The "
+    f"largest in the whole table is S[{md(labels[big[0]])}, {md(labels[big[1]])}] = {num(raw[big])}."
+    + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if np.allclose(raw, raw.T) else "")
+)
+step("Step 3 · Scores S = QKᵀ", r"S = Q K^\top,\qquad S_{ij} = \sum_c Q_{ic} K_{jc}", s_text,
+     table(raw, labels, labels), work["scores"])
+
+# Step 4: scale and mask
+if scale or causal:
+    parts = []
+    if scale:
+        d_k = steps.Q.shape[1]
+        parts.append(
+            f"Dividing by √d_k = √{d_k} = {num(np.sqrt(d_k))} keeps scores from growing with the width of the "
+            "vectors (BERT-base: d_k = 64, so ÷ 8). Smaller scores make the weights more even."
+        )
+    if causal:
+        parts.append(
+            "The causal mask hides every key after the query (shown as “masked”, i.e. −∞, so its weight "
+            "becomes 0): token i sees only tokens 1 … i, as in a GPT-style decoder. An encoder like BERT has "
+            "no mask: every token sees the whole sentence, left and right."
+        )
+    latex = (r"S \leftarrow \frac{QK^\top}{\sqrt{d_k}}" if scale else r"S \leftarrow QK^\top") + (
+        r",\quad S_{ij} = -\infty \text{ for } j > i" if causal else "")
+    step("Step 4 · Scale and mask", latex, " ".join(parts), table(steps.scores, labels, labels), work["scores"])
+else:
+    st.subheader("Step 4 · Scale and mask (both off)")
+    st.markdown(
+        "Scaling is off, as in the course's example, and there is no mask, so S goes to the softmax as it is. "
+        "BERT divides by √d_k = 8; a decoder masks the future. Switch on “÷ √d_k scaling” or “Causal mask” "
+        "above to see this step change the numbers."
+    )
+
+# Step 5: exp
+row_exp = steps.exp_scores[i]
+unmasked = row_exp[~steps.masked[i]]
+ratio = unmasked.max() / unmasked.min() if unmasked.min() > 0 else np.inf
+exp_text = (
+    "exp makes every score positive and stretches the differences: a score larger by 1 becomes e ≈ 2.72 "
+    f"times larger. In row {a} the biggest exp is "
+    + (f"{num(ratio)} times the smallest." if np.isfinite(ratio) and ratio < 1e6 else "vastly larger than the smallest.")
+)
+if temperature != 1.0:
+    exp_text += (
+        f" The temperature {num(temperature)} divides each score first: "
+        + ("below 1 it sharpens the contrast." if temperature < 1 else "above 1 it flattens the contrast.")
+    )
+if (steps.exp_shift != 0).any():
+    exp_text += (
+        " Some rows hold huge scores whose exp would overflow, so their largest value is subtracted first "
+        "(the softmax does not change, because the common factor cancels)."
+    )
+exp_latex = r"\exp(S_{ij})" if temperature == 1.0 else r"\exp(S_{ij} / T)"
+step("Step 5 · Exponentiate", exp_latex, exp_text, table(steps.exp_scores, labels, labels), work["exp"])
+
+# Step 6: row sums
+step(
+    "Step 6 · Row sums",
+    r"Z_i = \sum_j \exp(S_{ij})" if temperature == 1.0 else r"Z_i = \sum_j \exp(S_{ij}/T)",
+    f"Each row's sum is the softmax's denominator for that token: row {a} sums to {num(steps.row_sums[i])}.",
+    table(steps.row_sums[:, None], labels, ["row sum"]),
+    work["row_sum"],
+)
+
+# Step 7: weights
+st.subheader("Step 7 · Softmax weights")
+st.latex(
+    (r"\alpha_{ij} = \frac{\exp(S_{ij})}{Z_i}" if temperature == 1.0 else r"\alpha_{ij} = \frac{\exp(S_{ij}/T)}{Z_i}")
+    + r",\qquad \sum_j \alpha_{ij} = 1"
+)
+wl, wr = st.columns([2, 3])
+with wl:
+    fig_w = attention_heatmap(steps.weights, labels, title="Attention weights (rows sum to 1)", height=380)
+    chart(fig_w, key="calc_weights_chart", width="stretch")
+with wr:
+    row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
+    st.markdown(
+        "Dividing each exp by its row sum turns the scores into mixing weights: all between 0 and 1, each row "
+        f"summing to 1 (largest deviation here: {num(np.abs(steps.weights.sum(axis=1) - 1).max())}). "
+        f"Row {a}: {row_txt}."
+    )
+    st.code(work["weights"], language="text", wrap_lines=True)
+
+# Step 8: output
+v_names = [f"v{c + 1}" for c in range(steps.V.shape[1])]
+step(
+    "Step 8 · Output = weights · V",
+    r"\text{out}_i = \sum_j \alpha_{ij} V_j",
+    "Each output row is a weighted average of the value rows. Because the weights are positive and sum to 1, "
+    "the output lies between the value vectors (inside their convex hull): attention mixes, it cannot "
+    f"extrapolate. {a} goes from {vec(X[i])} to {vec(steps.output[i])}.",
+    table(steps.output, labels, v_names),
+    work["output"],
+)
+
+# ---- 4. in words and in the plane ----------------------------------------------------------------------
+st.header("4. What happened, in words and in the plane")
+summaries = ta.token_summaries(steps, labels)
+lines = []
+for s in summaries:
+    tops = " and ".join("itself" if t == s.label else f"**{md(t)}**" for t in s.top_labels)
+    each = " each" if len(s.top_labels) > 1 else ""
+    own = "" if s.label in s.top_labels else f", {num(s.self_weight)} to itself"
+    moved = f" (moved {num(s.moved)})" if np.isfinite(s.moved) else ""
+    lines.append(
+        f"- **{md(s.label)}** attends most to {tops} ({num(s.top_weight)}{each}){own}; "
+        f"its vector goes {vec(s.before)} → {vec(s.after)}{moved}."
+    )
+st.markdown("\n".join(lines))
+
+block = None
+if use_block:
+    W1 = state["FFN"].get("W1")
+    W2 = state["FFN"].get("W2")
+    try:
+        block = ta.encoder_block(X, steps.output, W1=W1, W2=W2)
+    except ta.ToyAttentionError as err:
+        st.error(str(err))
+
+pic_l, pic_r = st.columns([3, 2])
+with pic_l:
+    outputs, out_name = steps.output, "after attention"
+    if block is not None:
+        choice = st.radio("Draw", ["after attention", "after the whole block"], key="calc_picture", horizontal=True)
+        if choice == "after the whole block":
+            outputs, out_name = block.output, "after the block"
+    if outputs.shape[1] >= 2 and d_now >= 2:
+        fig = vector_arrows(X, outputs, labels, input_name="input X", output_name=out_name, height=560)
+        chart(fig, key="calc_arrows_chart", width="stretch")
+    else:
+        st.info("The picture needs at least two numbers per vector; give W_V two or more columns.")
+with pic_r:
+    movers = [s for s in summaries if np.isfinite(s.moved)]
+    most = max(movers, key=lambda s: s.moved) if movers else None
+    least = min(movers, key=lambda s: s.moved) if movers else None
+    st.markdown(
+        "Thin arrows are the inputs X, thick arrows the outputs (label with ′). The dotted line shows how far "
+        "attention pulled each token and in which direction: every output is a blend of the value vectors, so "
+        "the tokens are pulled towards the ones they attend to — that is context mixing."
+        + (
+            f" Here **{md(most.label)}** moved most ({num(most.moved)}) and **{md(least.label)}** least "
+            f"({num(least.moved)})."
+            if most is not None and least is not None and most.label != least.label
+            else ""
+        )
+    )
+    if d_now > 2:
+        st.caption(f"d = {d_now}: the picture shows dimensions 1 and 2 only; the tables have all of them.")
+    if not identity:
+        st.caption("With W_V ≠ I the outputs blend V's rows, not X's, so they can leave the region of the inputs.")
+
+# ---- 5. the rest of the layer --------------------------------------------------------------------------
+if block is not None:
+    st.header("5. Residual, LayerNorm and a tiny feed-forward network")
+    st.latex(
+        r"H_1 = \mathrm{LN}(X + \text{out}),\quad \mathrm{FFN}(h) = \mathrm{ReLU}(h W_1) W_2,"
+        r"\quad H = \mathrm{LN}(H_1 + \mathrm{FFN}(H_1))"
+    )
+    msg = (
+        "Course section 3.2: the layer adds the attention output back to its input (the residual), normalises "
+        "each row to mean 0 and variance 1 (LayerNorm, here without the learned gain and bias), passes it "
+        "through a small network applied to each token separately, and normalises again. BERT uses GELU "
+        "instead of ReLU and a 4× wider hidden layer."
+    )
+    if d_now == 2:
+        msg += (
+            " In d = 2 LayerNorm keeps only the sign of x₁ − x₂: every row becomes about [1, −1], [−1, 1] or "
+            "[0, 0] — a reminder that LayerNorm needs many dimensions to leave room for meaning."
+        )
+    st.markdown(msg)
+    bcols = st.columns(4)
+    for col, (name, M) in zip(
+        bcols,
+        (("X + out", block.residual), ("H₁ = LN(·)", block.norm1), ("FFN(H₁)", block.ffn), ("H", block.output)),
+        strict=True,
+    ):
+        with col:
+            st.markdown(f"**{name}**")
+            st.table(table(M, labels, dcols))
