@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import state
+from ui import cache, state
 
 ROOT = Path(__file__).resolve().parent
 
@@ -44,3 +44,4 @@ try:
     nav.run()
 finally:
     state.finish_run()
+    cache.warm_up_in_background()

@@ -70,3 +70,29 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     clean = clean_sentences(sentences, target)
     enc_out = encoding(model_name, clean) if clean else None
     return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=enc_out)
+
+
+_warm_started = False
+
+
+def warm_up_in_background() -> None:
+    """Once per server process, compile UMAP's numba code in a daemon thread.
+
+    Called by app.py after the first page has rendered, so the warm-up does not compete with the model
+    load for the first chart; by the time a learner opens Projections, UMAP is compiled.
+    """
+    global _warm_started
+    with _lock:
+        if _warm_started:
+            return
+        _warm_started = True
+
+    def _run() -> None:
+        from lib.projection import warm_up_umap
+
+        WARM_UP["umap_seconds"] = warm_up_umap()
+
+    threading.Thread(target=_run, name="context-lens-umap-warmup", daemon=True).start()
+
+
+WARM_UP: dict[str, float] = {}
