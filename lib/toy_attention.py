@@ -324,9 +324,11 @@ def unique_labels(tokens: Sequence[str]) -> list[str]:
 
 
 def default_embedding(word: str, d: int) -> list[float]:
-    """The course's e(word) padded with zeros to d; other words get fixed made-up values in {-1, -0.5, ..., 1}."""
-    if word in COURSE_EMBEDDINGS:
-        base = list(COURSE_EMBEDDINGS[word])
+    """The course's e(word) (any capitalisation: "the" = "The") padded with zeros to d; other words get fixed
+    made-up values in {-1, -0.5, 0, 0.5, 1}, the same on every call."""
+    course = {w.casefold(): v for w, v in COURSE_EMBEDDINGS.items()}
+    if word.casefold() in course:
+        base = list(course[word.casefold()])
         return (base + [0.0] * d)[:d]
     rng = np.random.default_rng(zlib.crc32(word.encode("utf-8")))
     return [float(v) / 2 for v in rng.integers(-2, 3, size=d)]
