@@ -281,7 +281,7 @@ def editor(name: str, label: str, cols: dict):
     return st.data_editor(bases[name], key=f"calc_{name}_v{ver}", column_config=cols, width="stretch")
 
 
-e_col, p_col = st.columns(2)
+e_col, p_col = st.columns(2) if d < 3 else (st.container(), st.container())
 with e_col:
     e_edit = editor("E", "**Word embeddings E** — one row per distinct word", text_cols)
 with p_col:
@@ -340,7 +340,7 @@ if not errors and E_words is not None and P is not None and all(v is not None fo
         memory["W"].update({k: v for k, v in {**Ws, **fresh["FFN"]}.items()})
 
 for msg in errors:
-    st.error(msg, icon="✋")
+    st.error(msg)
 
 if "calc_valid" not in ss:  # a bad cell before anything was valid: fall back to the course example
     E0 = np.array([ta.COURSE_EMBEDDINGS[t] for t in ta.COURSE_TOKENS])
@@ -381,7 +381,8 @@ st.caption(f"Each step shows its whole matrix and, below it, the arithmetic for 
 def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: str | None) -> None:
     st.subheader(title)
     st.latex(latex)
-    left, right = st.columns([2, 3])
+    # side by side while the tables are small; stacked (full width) for 5 or more tokens
+    left, right = st.columns([2, 3]) if n < 5 else (st.container(), st.container())
     with left:
         if frame is not None:
             st.table(frame)
@@ -509,7 +510,7 @@ st.latex(
     (r"\alpha_{ij} = \frac{\exp(S_{ij})}{Z_i}" if temperature == 1.0 else r"\alpha_{ij} = \frac{\exp(S_{ij}/T)}{Z_i}")
     + r",\qquad \sum_j \alpha_{ij} = 1"
 )
-wl, wr = st.columns([2, 3])
+wl, wr = st.columns([2, 3]) if n < 5 else (st.container(), st.container())
 with wl:
     fig_w = attention_heatmap(steps.weights, labels, title="Attention weights (rows sum to 1)", height=380)
     chart(fig_w, key="calc_weights_chart", width="stretch")
