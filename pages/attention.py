@@ -95,9 +95,9 @@ st.caption(
     + (" …" if n > SHOW_PIECES else "")
 )
 if encoding.truncated[i]:
-    st.warning(
-        f"This sentence is longer than the model's limit of {enc.max_tokens} word pieces; only the first "
-        f"{enc.max_tokens} are shown. Shorten it to see the rest."
+    st.caption(
+        f"This sentence was cut at the model's limit of {enc.max_tokens} word pieces: everything below is about "
+        "the part the model saw. Shorten it to see the rest."
     )
 
 # ------------------------------------------------------------------------------------------- 1. heatmap
@@ -309,7 +309,7 @@ else:
         "the output projection, the residual connection and LayerNorm (course §3.2)."
     )
 try:
-    st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon="🧮")
+    st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")
 except StreamlitAPIException:
     st.caption("Open “Attention by hand” in the sidebar to compute a small example step by step.")
 

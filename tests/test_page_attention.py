@@ -2,28 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from streamlit.testing.v1 import AppTest
+from conftest import page_test
 
 from lib.presets import default_preset
 
-PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "attention.py")
+PAGE = "pages/attention.py"
 
 
-def _run(text: str | None = None, target: str | None = None) -> AppTest:
+def _run(text: str | None = None, target: str | None = None):
     """Run the page with the default preset, or with our own sentences and target."""
-    at = AppTest.from_file(PAGE, default_timeout=180)
-    if text is not None:
-        at.session_state["_cl_initialised"] = True
-        at.session_state["cl_preset"] = "custom"
-        at.session_state["cl_text"] = text
-        at.session_state["cl_target"] = target
-    return at.run()
+    if text is None:
+        return page_test(PAGE, preset=default_preset().id).run()
+    return page_test(PAGE, text=text, target=target).run()
 
 
-def _assert_ok(at: AppTest) -> None:
+def _assert_ok(at) -> None:
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     charts = at.get("plotly_chart")
@@ -83,7 +77,8 @@ def test_sentence_at_the_length_limit():
     words = " ".join(f"the bank {k} lent money to farmers by the river." for k in range(80))
     at = _run(f"{words}\nThe bank raised rates.", "bank")
     _assert_ok(at)
-    assert any("limit" in w.value for w in at.warning)
+    assert any("limit" in w.value for w in at.warning)  # the set is truncated
+    assert any("was cut at the model's limit" in c.value for c in at.caption)  # and this sentence
     assert any("labels are printed" in c.value for c in at.caption)
 
 
@@ -92,3 +87,14 @@ def test_user_text_is_shown_escaped():
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
     assert "<b>" not in shown
+
+
+def test_layer_and_head_come_from_the_link_and_are_clamped():
+    at = page_test(PAGE, preset=default_preset().id)
+    at.query_params["attn_layer"] = "3"
+    at.query_params["attn_head"] = "99"
+    at.run()
+    _assert_ok(at)
+    assert at.session_state["attn_layer"] == 3
+    assert at.session_state["attn_head"] == 12  # clamped to the model's 12 heads
+    assert "Layer 3, head 12" in " ".join(h.value for h in at.header)

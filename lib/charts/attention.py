@@ -123,7 +123,7 @@ def side_by_side_heatmaps(
     *,
     title_a: str,
     title_b: str,
-    max_labels: int = 30,
+    max_labels: int = 14,
 ) -> go.Figure:
     """Two sentences' attention at the same layer and head, next to each other, one shared 0–1 colour bar.
 
@@ -283,7 +283,12 @@ def target_attention_bars(
     fig.update_yaxes(range=[0, 1], title_text="weight")
     fig.update_xaxes(type="category", tickangle=-60 if n > 8 else 0, **_ticks(lab, max_labels))
     apply_layout(fig)
-    fig.update_layout(title={"text": html.escape(title, quote=False)}, height=520, bargap=0.15)
+    fig.update_layout(
+        title={"text": html.escape(title, quote=False)},
+        height=560,
+        bargap=0.15,
+        margin={"t": 100 if title else 50},
+    )
     return fig
 
 
