@@ -129,12 +129,15 @@ def _projections(model, layer: int):
     )
 
 
-def _linear(hidden: np.ndarray, linear) -> np.ndarray:
-    """hidden (n, d_in) @ Wᵀ + b for a torch nn.Linear (which stores W as (d_out, d_in)). -> (n, d_out)"""
-    w = linear.weight.detach().cpu().numpy().astype(np.float64)
+def _linear(hidden: np.ndarray, linear, rows: slice) -> np.ndarray:
+    """hidden (n, d_in) @ W[rows]ᵀ + b[rows] for a torch nn.Linear (which stores W as (d_out, d_in)).
+
+    Only the output columns in `rows` are computed (one head's slice). -> (n, len(rows))
+    """
+    w = linear.weight.detach()[rows].cpu().numpy().astype(np.float64)
     out = hidden @ w.T
     if linear.bias is not None:
-        out = out + linear.bias.detach().cpu().numpy().astype(np.float64)
+        out = out + linear.bias.detach()[rows].cpu().numpy().astype(np.float64)
     return out
 
 
@@ -164,19 +167,20 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
 
     h_in = hidden_states[layer].astype(np.float64)  # (n, hidden): the input of this layer
     n = h_in.shape[0]
+    d_k = int(q_lin.weight.shape[0]) // num_heads
+    heads = range(num_heads) if head is None else [head]
+    # Head h owns output columns h·d_k .. (h+1)·d_k - 1 of each projection; compute only the heads asked for.
+    cols = slice(heads[0] * d_k, (heads[-1] + 1) * d_k)
 
-    def split_heads(x: np.ndarray) -> np.ndarray:  # (n, H·d_k) -> (H, n, d_k)
-        return x.reshape(n, num_heads, -1).transpose(1, 0, 2)
+    def project(linear) -> np.ndarray:  # -> (heads, n, d_k)
+        return _linear(h_in, linear, cols).reshape(n, len(heads), d_k).transpose(1, 0, 2)
 
-    q = split_heads(_linear(h_in, q_lin))
-    k = split_heads(_linear(h_in, k_lin))
-    v = split_heads(_linear(h_in, v_lin))
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)  # (H, n, n)
-    weights = softmax(scores, axis=-1)  # (H, n, n)
-    model_weights = model_attn[layer].astype(np.float64)  # (H, n, n)
+    q, k, v = project(q_lin), project(k_lin), project(v_lin)
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)  # (heads, n, n)
+    weights = softmax(scores, axis=-1)  # (heads, n, n)
+    model_weights = model_attn[layer][cols.start // d_k : cols.stop // d_k].astype(np.float64)
     if head is not None:
-        q, k, v, scores, weights, model_weights = (a[head] for a in (q, k, v, scores, weights, model_weights))
+        q, k, v, scores, weights, model_weights = (a[0] for a in (q, k, v, scores, weights, model_weights))
     max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
     return AttentionRecomputation(
         layer=layer,
