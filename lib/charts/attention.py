@@ -48,7 +48,7 @@ def _ticks(axis_labels: list[str], max_labels: int) -> dict:
 
 def _heatmap_trace(weights: np.ndarray, x: list[str], y: list[str], *, show_text: bool, **kw) -> go.Heatmap:
     trace = go.Heatmap(
-        z=np.asarray(weights, dtype=float),
+        z=np.asarray(weights, dtype=np.float32),  # float32: half the bytes sent to the browser
         x=x,
         y=y,
         zmin=0.0,
@@ -191,7 +191,7 @@ def attention_overview(
             name = f"layer {layer + 1}, " + (f"head {h + 1}" if h < num_heads else "mean over heads")
             fig.add_trace(
                 go.Heatmap(
-                    z=pooled.weights[layer, h],
+                    z=pooled.weights[layer, h].astype(np.float32),
                     x=lab,
                     y=lab,
                     coloraxis="coloraxis",
@@ -319,7 +319,7 @@ def target_attention_by_layer(
     ):
         fig.add_trace(
             go.Heatmap(
-                z=np.asarray(z, dtype=float),
+                z=np.asarray(z, dtype=np.float32),
                 x=lab,
                 y=layers,
                 coloraxis="coloraxis",
