@@ -24,11 +24,25 @@ from pathlib import Path
 
 import numpy as np
 
-from lib.geometry import CovarianceFit, fit_covariance
+from lib.geometry import (
+    CovarianceFit,
+    anisotropy,
+    fit_covariance,
+    remove_top_components,
+    standardize,
+    whiten,
+)
 
 DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
 DEFAULT_SAMPLE_SIZE = 500  # distinct word pieces used for the mean cosine: 124,750 pairs
+# The four ways of measuring similarity that the Anisotropy page compares (course §5).
+TREATMENTS = {
+    "raw": "raw",
+    "zscore": "z-scored (§5.1)",
+    "whiten": "whitened (§5.2)",
+    "topk": "top components removed",
+}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(A-Z0-9])")
 
 
@@ -137,6 +151,22 @@ class CorpusStats:
         """Σ at `layer`, (hidden, hidden)."""
         return self.fits[layer].covariance
 
+    def treat(self, X, layer: int, treatment: str, k: int = 0) -> np.ndarray:
+        """Apply one of TREATMENTS to vectors X (n, hidden) of `layer`, with this corpus's statistics.
+
+        "raw": X unchanged; "zscore": (x - μ) / σ; "whiten": Σ^(-1/2) (x - μ) (regularized as the fit
+        says); "topk": centre and remove the top-k principal directions. Returns float64 (n, hidden).
+        """
+        if treatment == "raw":
+            return np.asarray(X, dtype=np.float64)
+        if treatment == "zscore":
+            return standardize(X, self.mean[layer], self.std[layer])
+        if treatment == "whiten":
+            return whiten(X, self.fits[layer]).vectors
+        if treatment == "topk":
+            return remove_top_components(X, k, self.fits[layer])
+        raise ValueError(f"Unknown treatment {treatment!r}; choose one of {', '.join(TREATMENTS)}.")
+
 
 def _is_special(offsets: np.ndarray) -> np.ndarray:
     """Special tokens ([CLS], [SEP], ...) have an empty character span (the Encoding's convention)."""
@@ -217,3 +247,18 @@ def compute_corpus_statistics(
         raise CorpusError("The corpus has no sentences.")
     encoding = encoder.encode(list(sentences), progress=progress)
     return corpus_statistics(encoding, sample_size=sample_size, seed=seed)
+
+
+def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:
+    """Mean cosine of the distinct-token sample at every layer under each of TREATMENTS.
+
+    Returns treatment key -> (num_layers + 1,) values in [-1, 1]. The statistics come from the same
+    corpus as the sample, so whitening drives the value to about 0 by construction; the interesting
+    numbers are the raw curve and how far z-scoring (which only rescales each axis) gets.
+    """
+    return {
+        t: np.array(
+            [anisotropy(stats.treat(stats.sample[layer], layer, t, k)) for layer in range(stats.n_layers)]
+        )
+        for t in TREATMENTS
+    }

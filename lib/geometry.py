@@ -128,9 +128,10 @@ class CovarianceFit:
     eigenvectors: (d, d) column i is the principal direction of eigenvalues[i]
     n_vectors:    how many vectors the statistics came from
     shrinkage:    α used when whitening: Σ_α = (1 - α) Σ + α (trace Σ / d) I. 0 means Σ itself is
-                  well conditioned and is inverted exactly; > 0 means it is not (fewer vectors than
-                  dimensions, or a constant dimension) and α is the Ledoit-Wolf estimate.
-    note:         "" or one sentence explaining why the covariance was regularized.
+                  used (its zero-variance directions, if any, map to 0); > 0 means there were too few
+                  vectors (n <= d) and α is the Ledoit-Wolf estimate.
+    note:         "" or one sentence for the learner on how a singular covariance was handled.
+    n_null:       directions with (numerically) zero variance
     """
 
     mean: np.ndarray
@@ -139,6 +140,7 @@ class CovarianceFit:
     n_vectors: int
     shrinkage: float
     note: str
+    n_null: int = 0
 
     @property
     def dim(self) -> int:
@@ -158,11 +160,16 @@ class CovarianceFit:
 
 
 def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
-    """Estimate μ and Σ from X (n, d) and decide whether whitening needs regularization.
+    """Estimate μ and Σ from X (n, d) and decide how whitening treats a singular Σ.
 
-    shrinkage=None chooses automatically: 0 when Σ is invertible (n > d and the smallest eigenvalue
-    is above SINGULAR_RTOL × the largest), otherwise the Ledoit-Wolf shrinkage of X (at least 1e-3).
-    Pass a number in [0, 1] to force it.
+    shrinkage=None chooses automatically:
+    - n <= d (fewer vectors than dimensions): Σ is singular because there is too little data, so it
+      is shrunk toward a multiple of the identity by the Ledoit-Wolf estimate α (at least 1e-3);
+    - n > d: α = 0. Directions with no variance at all (eigenvalue <= SINGULAR_RTOL × the largest)
+      are real, not a lack of data: a constant dimension, or LayerNorm, which keeps every hidden
+      state in a flat slice of the space (Σ_j (y_j - β_j) / γ_j = 0). Whitening leaves them at 0
+      (pseudo-inverse) and `note` says how many there are (`n_null`).
+    Pass a number in [0, 1] to force α.
     """
     A = _as_matrix(X)
     n, d = A.shape
@@ -178,18 +185,23 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
     vecs = vecs * np.where(flip == 0, 1.0, flip)
 
     top = float(vals[0]) if d else 0.0
-    singular = n <= d or top <= 0 or float(vals[-1]) <= SINGULAR_RTOL * top
+    n_null = int(np.sum(vals <= SINGULAR_RTOL * top)) if top > 0 else d
     note = ""
     if shrinkage is None:
-        if not singular:
+        if n > d and top > 0:
             alpha = 0.0
+            if n_null:
+                note = (
+                    f"{n_null} of the {d} directions have no variance at all, so whitening leaves them at 0 "
+                    "(a pseudo-inverse of the covariance) and rescales the others."
+                )
         else:
             alpha = _ledoit_wolf_shrinkage(C, cov) if n > 1 and top > 0 else 1.0
             alpha = float(min(1.0, max(alpha, 1e-3)))
-            reason = f"only {n} vectors for {d} dimensions" if n <= d else "some directions have no variance"
             note = (
-                f"The covariance cannot be inverted ({reason}), so it was regularized: "
-                f"{alpha:.3f} of it was replaced by a multiple of the identity (Ledoit-Wolf shrinkage)."
+                f"The covariance cannot be inverted (only {n} vectors for {d} dimensions), so it was "
+                f"regularized: {alpha:.3f} of it was replaced by a multiple of the identity (Ledoit-Wolf "
+                "shrinkage). The whitened vectors are only roughly decorrelated."
             )
     else:
         alpha = float(shrinkage)
@@ -198,7 +210,7 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
         if alpha > 0:
             note = f"The covariance was regularized with shrinkage {alpha:.3f} toward the identity."
     return CovarianceFit(
-        mean=mu, eigenvalues=vals, eigenvectors=vecs, n_vectors=n, shrinkage=alpha, note=note
+        mean=mu, eigenvalues=vals, eigenvectors=vecs, n_vectors=n, shrinkage=alpha, note=note, n_null=n_null
     )
 
 
@@ -243,10 +255,11 @@ def whiten(X, fit: CovarianceFit | None = None) -> Whitened:
 
     `fit`: statistics from a reference corpus (`fit_covariance`); if omitted they come from X.
 
-    Invariant: with the statistics estimated from X and an invertible Σ (fit.shrinkage == 0), the
-    output has mean 0 and covariance equal to the identity. When Σ cannot be inverted (fewer vectors
-    than dimensions, a constant dimension) it is shrunk toward a multiple of the identity,
-    Σ_α = (1 - α) Σ + α (tr Σ / d) I, so the output stays finite; the result says so in `note`.
+    Invariant: with the statistics estimated from X and n > d (fit.shrinkage == 0), the output has
+    mean 0 and covariance equal to the identity on the directions that vary; directions with no
+    variance at all (a constant dimension; LayerNorm's flat slice) stay 0 (pseudo-inverse). With
+    n <= d, Σ is shrunk toward a multiple of the identity, Σ_α = (1 - α) Σ + α (tr Σ / d) I, so the
+    output stays finite; the result says so in `note`.
     """
     A = _as_matrix(X)
     f = fit_covariance(A) if fit is None else fit

@@ -166,3 +166,40 @@ def test_statistics_are_reproducible(encoder):
     b = corpus_statistics(enc, sample_size=6, seed=0)
     assert a.sample_tokens == b.sample_tokens
     np.testing.assert_array_equal(a.sample, b.sample)
+
+
+# ---------------------------------------------------------------- treatments
+
+
+def test_treat_uses_the_corpus_statistics():
+    st = corpus_statistics(_hand_encoding())
+    X = np.array([[3.0, 4 / 3], [5.0, 4.0]])
+    np.testing.assert_allclose(st.treat(X, 0, "raw"), X)
+    np.testing.assert_allclose(st.treat(X, 0, "zscore")[0], [0.0, 0.0])  # the corpus mean maps to 0
+    np.testing.assert_allclose(st.treat(X, 0, "zscore")[1], (X[1] - st.mean[0]) / st.std[0])
+    top = st.fits[0].eigenvectors[:, :1]
+    np.testing.assert_allclose(st.treat(X, 0, "topk", k=1) @ top, 0.0, atol=1e-12)
+    with pytest.raises(ValueError, match="Unknown treatment"):
+        st.treat(X, 0, "sphereize")
+
+
+def test_anisotropy_curves_real_model(encoder):
+    from lib.corpus import TREATMENTS, anisotropy_curves
+
+    enc = encoder.encode(
+        [
+            "Water boils at a lower temperature on a mountain.",
+            "She scored the winning goal in extra time.",
+            "The committee approved the new budget on Monday.",
+            "Bread rises because yeast releases gas.",
+        ]
+    )
+    st = corpus_statistics(enc)
+    curves = anisotropy_curves(st, k=2)
+    assert set(curves) == set(TREATMENTS)
+    for values in curves.values():
+        assert values.shape == (encoder.num_layers + 1,)
+        assert np.all(np.isfinite(values)) and np.all(np.abs(values) <= 1.0)
+    # centring alone (part of every fix) removes the shared direction: the fixes sit below raw
+    for t in ("zscore", "whiten", "topk"):
+        assert np.all(curves[t][1:] < curves["raw"][1:])

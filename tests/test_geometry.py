@@ -94,14 +94,30 @@ def test_whiten_fewer_vectors_than_dimensions_is_regularized_and_says_so():
     assert np.all(np.isfinite(w.vectors))
 
 
-def test_whiten_constant_dimension_is_regularized_and_finite():
+def test_whiten_constant_dimension_stays_zero_and_the_rest_is_white():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 3))
-    X[:, 1] = 7.0
+    X[:, 1] = 7.0  # σ = 0, as real models have
     w = whiten(X)
-    assert w.shrinkage > 0 and "no variance" in w.note
+    assert w.shrinkage == 0 and "1 of the 3 directions have no variance" in w.note
     assert np.all(np.isfinite(w.vectors))
     np.testing.assert_allclose(w.vectors[:, 1], 0.0, atol=1e-9)
+    cov = np.cov(w.vectors, rowvar=False, bias=True)
+    np.testing.assert_allclose(cov, np.diag([1.0, 0.0, 1.0]), atol=1e-9)
+
+
+def test_whiten_flat_slice_like_layernorm():
+    # every vector satisfies x0 + x1 + x2 = 0 (what LayerNorm does before its scale and shift):
+    # one direction has no variance; whitening is exact on the other two
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(40, 3)) @ np.diag([3.0, 1.0, 0.2])
+    X = A - A.mean(axis=1, keepdims=True)
+    fit = fit_covariance(X)
+    assert fit.n_null == 1 and fit.shrinkage == 0
+    Z = whiten(X, fit).vectors
+    np.testing.assert_allclose(Z.sum(axis=1), 0.0, atol=1e-9)  # still in the slice
+    eig = np.sort(np.linalg.eigvalsh(np.cov(Z, rowvar=False, bias=True)))
+    np.testing.assert_allclose(eig, [0.0, 1.0, 1.0], atol=1e-9)
 
 
 @pytest.mark.parametrize(("n", "d"), [(3, 4), (5, 10), (60, 10), (400, 30)])
@@ -212,14 +228,13 @@ def test_standardize_is_finite_and_unit_where_not_constant(X, const_col):
 @given(gaussian_clouds())
 def test_whitened_covariance_is_identity(X):
     fit = fit_covariance(X)
-    w = whiten(X, fit)
-    if fit.shrinkage == 0:
-        Z = w.vectors
-        np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-8)
-        np.testing.assert_allclose(
-            np.cov(Z, rowvar=False, bias=True).reshape(X.shape[1], -1), np.eye(X.shape[1]), atol=1e-6
-        )
-    assert np.all(np.isfinite(w.vectors))
+    assert fit.shrinkage == 0  # n > d
+    Z = whiten(X, fit).vectors
+    d = X.shape[1]
+    np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-8)
+    # identity on the directions that vary (all of them here unless a scale underflowed)
+    V = fit.eigenvectors[:, : d - fit.n_null]
+    np.testing.assert_allclose(np.cov(Z, rowvar=False, bias=True).reshape(d, d), V @ V.T, atol=1e-6)
 
 
 @settings(max_examples=60, deadline=None)

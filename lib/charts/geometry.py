@@ -1,0 +1,277 @@
+"""Figures for the Anisotropy page: mean cosine per layer under each treatment, a similarity matrix
+before and after a treatment, per-dimension statistics (rogue dimensions) and vector lengths.
+
+Builders take plain arrays and labels and return plotly Figures; user text is escaped here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from lib.charts.common import DIVERGING, apply_layout, sense_color_map
+
+# One colour and dash per treatment, the same on every chart (Okabe-Ito colours).
+TREATMENT_STYLE = {
+    "raw": ("#000000", "solid"),
+    "zscore": ("#0072B2", "solid"),
+    "whiten": ("#009E73", "dash"),
+    "topk": ("#D55E00", "dot"),
+}
+REFERENCE_COLOR = "#999999"
+
+
+def _finite(a) -> np.ndarray:
+    """Values as float with NaN/inf replaced by 0: a chart never shows NaN."""
+    return np.nan_to_num(np.asarray(a, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def anisotropy_by_layer(
+    curves: Mapping[str, Sequence[float]],
+    names: Mapping[str, str],
+    *,
+    layer: int | None = None,
+    reference: Sequence[float] | None = None,
+    reference_name: str = "BERT-base (Ethayarajh 2019)",
+    title: str | None = None,
+) -> go.Figure:
+    """Mean cosine between random distinct tokens at each layer, one line per treatment.
+
+    curves: treatment key -> (num_layers + 1,) values, layer 0 = embeddings.
+    names:  treatment key -> legend text.
+    layer:  a layer to mark with a vertical line.
+    reference: published values for a model of possibly different depth, e.g. 13 values for BERT-base;
+        drawn stretched to the same depth (its layer j at x = j · num_layers / (len - 1)), with the
+        reference model's own layer number in the hover.
+    """
+    fig = go.Figure()
+    n_layers = None
+    for key, values in curves.items():
+        y = _finite(values)
+        n_layers = len(y) - 1
+        color, dash = TREATMENT_STYLE.get(key, ("#56B4E9", "solid"))
+        fig.add_trace(
+            go.Scatter(
+                x=list(range(len(y))),
+                y=y,
+                mode="lines+markers",
+                name=escape(names.get(key, key)),
+                line={"color": color, "dash": dash, "width": 3},
+                marker={"size": 8},
+                hovertemplate=f"{escape(names.get(key, key))}<br>layer %{{x}}: mean cosine %{{y:.3f}}<extra></extra>",
+            )
+        )
+    if reference is not None and n_layers:
+        ref = _finite(reference)
+        depth = len(ref) - 1
+        x = [j * n_layers / depth for j in range(len(ref))]
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=ref,
+                mode="lines+markers",
+                name=escape(reference_name),
+                line={"color": REFERENCE_COLOR, "dash": "dashdot", "width": 2},
+                marker={"size": 6, "symbol": "diamond"},
+                customdata=list(range(len(ref))),
+                hovertemplate=(
+                    f"{escape(reference_name)}<br>its layer %{{customdata}} of {depth}: "
+                    "mean cosine %{y:.3f}<extra></extra>"
+                ),
+            )
+        )
+    if layer is not None:
+        fig.add_vline(x=layer, line={"color": "#555555", "width": 1, "dash": "dot"})
+    ys = [_finite(v) for v in curves.values()]
+    if reference is not None:
+        ys.append(_finite(reference))
+    lo = min(0.0, min((float(y.min()) for y in ys if y.size), default=0.0))
+    hi = max(0.2, max((float(y.max()) for y in ys if y.size), default=0.2))
+    fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1, range=[-0.3, (n_layers or 1) + 0.3])
+    fig.update_yaxes(
+        title_text="mean cosine of random token pairs", range=[lo - 0.03, hi + 0.05], zeroline=True
+    )
+    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
+    return apply_layout(fig, title=escape(title) if title else None, height=430)
+
+
+def similarity_before_after(
+    before: np.ndarray,
+    after: np.ndarray,
+    labels: Sequence[str],
+    senses: Sequence[str | None],
+    titles: tuple[str, str],
+) -> go.Figure:
+    """Two (n, n) cosine matrices side by side on ONE colour scale.
+
+    The scale is diverging around 0 and symmetric (±max |off-diagonal|, at least ±0.2), because a
+    treatment such as z-scoring moves cosines toward 0 and can make them negative. The diagonal (always
+    1) is left out of the scale so it does not wash out the pairs. Tick labels carry a sense colour bar.
+    """
+    A, B = _finite(before), _finite(after)
+    n = len(labels)
+    safe = [escape(str(x)) for x in labels]
+    colors = sense_color_map(senses)
+    if any(senses):
+        ticks = [
+            f"<span style='color:{colors[s]}'>▍</span>{lab}" for s, lab in zip(senses, safe, strict=True)
+        ]
+    else:
+        ticks = safe
+    off = ~np.eye(n, dtype=bool)
+    both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
+    m = max(0.2, float(np.ceil(np.abs(both).max() * 10) / 10))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=tuple(escape(t) for t in titles),
+        horizontal_spacing=0.04,
+        shared_yaxes=True,
+    )
+    sense_txt = [escape(s) if s else "no label" for s in senses]
+    for col, M in ((1, A), (2, B)):
+        fig.add_trace(
+            go.Heatmap(
+                z=M,
+                x=list(range(n)),
+                y=list(range(n)),
+                text=[[f"{v:.2f}" for v in row] for row in M],
+                texttemplate="%{text}" if n <= 12 else None,
+                customdata=[
+                    [[safe[i], safe[j], sense_txt[i], sense_txt[j]] for j in range(n)] for i in range(n)
+                ],
+                hovertemplate=(
+                    "%{customdata[0]} (%{customdata[2]})<br>%{customdata[1]} (%{customdata[3]})"
+                    "<br>cosine %{z:.3f}<extra></extra>"
+                ),
+                coloraxis="coloraxis",
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_xaxes(tickvals=list(range(n)), ticktext=[str(i + 1) for i in range(n)], title_text="sentence")
+    fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, autorange="reversed", row=1, col=1)
+    fig.update_yaxes(autorange="reversed", row=1, col=2)
+    fig.update_layout(
+        coloraxis={"colorscale": DIVERGING, "cmin": -m, "cmax": m, "colorbar": {"title": "cosine"}}
+    )
+    return apply_layout(fig, height=max(400, 30 * n + 140))
+
+
+def dimension_profile(
+    variance: np.ndarray,
+    mean: np.ndarray,
+    cosine_contribution: np.ndarray,
+    *,
+    highlight: Sequence[int] = (),
+    title: str | None = None,
+) -> go.Figure:
+    """Per-dimension variance, mean and share of the mean cosine, as three stacked bar charts.
+
+    variance, mean, cosine_contribution: (hidden,). `highlight`: dimensions to colour and label
+    (e.g. the top three by variance). A "rogue" dimension is a spike far above the rest.
+    """
+    var, mu, contrib = _finite(variance), _finite(mean), _finite(cosine_contribution)
+    d = var.shape[0]
+    x = np.arange(d)
+    hi = set(int(h) for h in highlight)
+    colors = ["#D55E00" if j in hi else "#0072B2" for j in range(d)]
+    fig = make_subplots(
+        rows=3,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.07,
+        subplot_titles=(
+            "variance of each dimension",
+            "mean of each dimension",
+            "each dimension's part of the mean cosine",
+        ),
+    )
+    for row, (vals, what) in enumerate(
+        ((var, "variance"), (mu, "mean"), (contrib, "part of mean cosine")), 1
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=vals,
+                marker={"color": colors, "line": {"width": 0}},
+                hovertemplate=f"dimension %{{x}}<br>{what} %{{y:.4f}}<extra></extra>",
+                showlegend=False,
+            ),
+            row=row,
+            col=1,
+        )
+        for j in sorted(hi):
+            if 0 <= j < d:
+                fig.add_annotation(
+                    x=j,
+                    y=vals[j],
+                    text=f"dim {j}",
+                    showarrow=True,
+                    arrowhead=0,
+                    ay=-22,
+                    font={"color": "#D55E00", "size": 12},
+                    row=row,
+                    col=1,
+                )
+    fig.update_layout(bargap=0)
+    fig.update_xaxes(title_text="dimension", row=3, col=1)
+    return apply_layout(fig, title=escape(title) if title else None, height=640)
+
+
+def norms_by_layer(
+    mean_norm: Sequence[float], *, layer: int | None = None, title: str | None = None
+) -> go.Figure:
+    """Mean vector length per layer (bars), the chosen layer highlighted."""
+    y = _finite(mean_norm)
+    colors = ["#D55E00" if layer is not None and i == layer else "#0072B2" for i in range(len(y))]
+    fig = go.Figure(
+        go.Bar(
+            x=list(range(len(y))),
+            y=y,
+            marker={"color": colors},
+            text=[f"{v:.1f}" for v in y],
+            textposition="outside",
+            hovertemplate="layer %{x}: mean length %{y:.2f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1)
+    fig.update_yaxes(
+        title_text="mean vector length", range=[0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1]
+    )
+    return apply_layout(fig, title=escape(title) if title else None, height=320)
+
+
+def gap_bars(
+    values: Mapping[str, tuple[float | None, float | None]],
+    *,
+    title: str | None = None,
+) -> go.Figure:
+    """Same-sense and different-sense mean cosine for each version (e.g. raw vs z-scored).
+
+    values: version name -> (same-sense mean, different-sense mean); None bars are left out.
+    """
+    names = list(values)
+    same = [values[k][0] for k in names]
+    diff = [values[k][1] for k in names]
+    fig = go.Figure()
+    for ys, label, color in ((same, "same sense", "#0072B2"), (diff, "different sense", "#E69F00")):
+        y = [float(_finite(v)) if v is not None else None for v in ys]
+        fig.add_trace(
+            go.Bar(
+                x=[escape(n) for n in names],
+                y=y,
+                name=label,
+                marker={"color": color},
+                text=[f"{v:.2f}" if v is not None else "" for v in y],
+                textposition="outside",
+                hovertemplate=f"%{{x}}<br>{label}: mean cosine %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.15, "x": 0})
+    fig.update_yaxes(title_text="mean cosine")
+    return apply_layout(fig, title=escape(title) if title else None, height=360)

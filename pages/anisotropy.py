@@ -1,0 +1,334 @@
+"""Anisotropy: random words already look alike to raw cosine; z-scoring, whitening or removing the top
+principal components fix that (course §4.2, §5.1, §5.2).
+
+The reference corpus runs through the model once per (model, corpus) and only its statistics are kept
+(a local cache below); moving the layer, treatment or k slider only redoes small matrix products.
+"""
+
+import math
+
+import numpy as np
+import streamlit as st
+
+from lib.charts.geometry import (
+    anisotropy_by_layer,
+    dimension_profile,
+    norms_by_layer,
+    similarity_before_after,
+)
+from lib.corpus import (
+    TREATMENTS,
+    CorpusError,
+    CorpusStats,
+    anisotropy_curves,
+    compute_corpus_statistics,
+    corpus_id,
+    corpus_statistics,
+    load_reference_corpus,
+    parse_corpus_text,
+)
+from lib.encoder import DEFAULT_MODEL
+from lib.geometry import rogue_dimensions
+from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+MAX_UPLOAD_BYTES = 2_000_000
+CORPUS_CHOICES = {
+    "builtin": "Built-in reference corpus",
+    "set": "Your sentence set",
+    "upload": "Upload a text file",
+}
+
+
+# ------------------------------------------------------------------------------------------- caches
+# Local to this page (ui/cache.py is shared); keyed on (model, corpus id), the sentences are not hashed.
+@st.cache_resource(
+    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
+    max_entries=4,
+    ttl=6 * 3600,
+)
+def reference_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
+    return compute_corpus_statistics(cache.encoder(model_name), _sentences)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=6 * 3600)
+def set_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
+    """Statistics of the learner's own sentences, from the encoding the other pages already cached."""
+    return corpus_statistics(cache.encoding(model_name, _sentences))
+
+
+@st.cache_resource(show_spinner=False, max_entries=32, ttl=6 * 3600)
+def curves_for(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
+    return anisotropy_curves(_stats, k)
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    """A number for the page text: never 'nan' or 'inf'."""
+    return f"{x:.{digits}f}" if math.isfinite(x) else "–"
+
+
+# ------------------------------------------------------------------------------------------- intro
+st.title("Anisotropy: why raw cosine misleads")
+st.markdown(
+    "Contextual vectors do not spread evenly in all directions: they sit in a narrow cone, and a few "
+    "“rogue” dimensions with very large values dominate every cosine (course §4.2). Then two unrelated "
+    "words already score well above 0, and a similarity of 0.6 says less than it seems. This page measures "
+    "that on ordinary text and shows the three fixes of §5: **z-scoring** each dimension, **whitening**, and "
+    "**removing the top principal components**."
+)
+
+state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
+model = state.model_name()
+enc = cache.encoder(model)
+L, d = enc.num_layers, enc.hidden_size
+default_k = max(1, min(10, round(d / 100)))
+
+# ------------------------------------------------------------------------------------------- controls
+state.url_choice("aniso_corpus", "builtin", list(CORPUS_CHOICES))
+state.url_int("aniso_layer", L // 2, 0, L)
+state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != "raw"])
+state.url_int("aniso_k", default_k, 0, 10)
+state.url_bool("aniso_bert", True)
+
+c_corpus, c_layer = st.columns([2, 3])
+c_corpus.radio(
+    "Reference corpus",
+    options=list(CORPUS_CHOICES),
+    format_func=CORPUS_CHOICES.get,
+    key="aniso_corpus",
+    horizontal=True,
+    help="Whose word pieces give the statistics (mean, σ, covariance) and the random token pairs.",
+)
+c_layer.slider("Layer", 0, L, key="aniso_layer", help=f"0 = the embedding layer, {L} = the last layer.")
+c_treat, c_k, c_bert = st.columns([2, 2, 1])
+c_treat.selectbox(
+    "Fix to apply to your word (section 3)",
+    options=[t for t in TREATMENTS if t != "raw"],
+    format_func=TREATMENTS.get,
+    key="aniso_treatment",
+)
+c_k.slider(
+    "k: principal components to remove",
+    0,
+    10,
+    key="aniso_k",
+    help=f"Mu & Viswanath (2018) suggest about d/100; here d = {d}, so {default_k}. 0 only centres the vectors.",
+)
+c_bert.toggle("Show BERT-base", key="aniso_bert", help="Ethayarajh (2019)'s numbers for raw BERT-base.")
+corpus_choice = st.session_state.aniso_corpus
+layer = st.session_state.aniso_layer
+treatment = st.session_state.aniso_treatment
+k = st.session_state.aniso_k
+show_bert = st.session_state.aniso_bert
+state.sync_url(
+    {
+        "aniso_corpus": corpus_choice,
+        "aniso_layer": layer,
+        "aniso_treatment": treatment,
+        "aniso_k": k,
+        "aniso_bert": show_bert,
+    }
+)
+
+# ------------------------------------------------------------------------------------------- corpus
+stats: CorpusStats | None = None
+stats_key = ""
+corpus_label = CORPUS_CHOICES["builtin"]
+if corpus_choice == "set":
+    ss0 = state.sentence_set()
+    clean = cache.clean_sentences(ss0.sentences, ss0.target)
+    if not clean:
+        st.warning("Your sentence set has no usable sentences yet, so the built-in corpus is used instead.")
+    else:
+        try:
+            stats_key = "set-" + corpus_id(clean)
+            stats = set_stats(model, stats_key, clean)
+            corpus_label = f"your {len(clean)} sentence(s)"
+        except CorpusError as err:
+            st.warning(escape_md(str(err)) + " The built-in corpus is used instead.")
+elif corpus_choice == "upload":
+    upload = st.file_uploader(
+        "A plain-text file (.txt), one sentence per line or ordinary paragraphs",
+        type=["txt"],
+        key="aniso_upload",
+        help="Lines starting with # are ignored. Up to 1,000 sentences are used.",
+    )
+    if upload is None:
+        st.info("Choose a .txt file to use as the reference corpus. Until then the built-in corpus is used.")
+    elif upload.size > MAX_UPLOAD_BYTES:
+        st.error(
+            f"The file is {upload.size / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB. "
+            "Upload a shorter text. The built-in corpus is used meanwhile."
+        )
+    else:
+        try:
+            text = upload.getvalue().decode("utf-8", errors="replace")
+            parsed = parse_corpus_text(text)
+            for note in parsed.notes:
+                st.info(escape_md(note))
+            stats_key = "upload-" + parsed.corpus_id
+            stats = reference_stats(model, stats_key, parsed.sentences)
+            corpus_label = f"the uploaded file ({len(parsed)} sentences)"
+        except CorpusError as err:
+            st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
+if stats is None:
+    try:
+        builtin = load_reference_corpus()
+    except CorpusError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    stats_key = "builtin-" + builtin.corpus_id
+    stats = reference_stats(model, stats_key, builtin.sentences)
+    corpus_label = f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
+
+curves = curves_for(model, stats_key, k, stats)
+names = {t: (f"top {k} components removed" if t == "topk" else TREATMENTS[t]) for t in TREATMENTS}
+m = len(stats.sample_tokens)
+is_default = model == DEFAULT_MODEL
+
+# ------------------------------------------------------------------------------------------- 1. curves
+st.header("1. How alike are two random words?")
+ref = ETHAYARAJH_2019_BERT_BASE.anisotropy if show_bert else None
+chart(
+    anisotropy_by_layer(
+        curves, names, layer=layer, reference=ref, title="Mean cosine of random word-piece pairs"
+    ),
+    key="aniso_curves",
+)
+raw, z, w, t = (float(curves[x][layer]) for x in ("raw", "zscore", "whiten", "topk"))
+peak = int(np.argmax(curves["raw"]))
+st.markdown(
+    f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
+    f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
+    f"top {k} components removed. Vectors pointing in random directions of a {d}-dimensional space would "
+    f"give about 0, so everything above 0 is the shared “cone”. Whitening uses the covariance of this same "
+    f"corpus, so it brings the value to about 0 by construction; z-scoring gets most of the way with only "
+    "a rescaling of each dimension."
+)
+if show_bert:
+    bert = ETHAYARAJH_2019_BERT_BASE.anisotropy
+    b_peak = int(np.argmax(bert))
+    text = (
+        f"The grey line is raw **BERT-base** (Ethayarajh 2019), stretched to the same depth: it climbs to "
+        f"{bert[b_peak]:.2f} at its layer {b_peak} of 12, while this model's raw curve peaks at "
+        f"{fmt(float(curves['raw'][peak]))} (layer {peak}) and ends at {fmt(float(curves['raw'][L]))}. "
+    )
+    if is_default:
+        text += (
+            "Why so much lower? all-MiniLM-L6-v2 was fine-tuned with a **contrastive sentence-similarity "
+            "objective**: the mean of its last-layer token vectors must be close for paraphrases and far "
+            "for unrelated sentences, which pushes vectors of unrelated text apart, most of all in the last "
+            "layer that the objective acts on. Raw BERT was trained only to predict masked words, and nothing "
+            "stops all its vectors from drifting into one narrow cone."
+        )
+    else:
+        text += (
+            "Models fine-tuned for sentence similarity (like the default all-MiniLM-L6-v2) are usually far "
+            "less anisotropic than raw masked-language models such as BERT."
+        )
+    st.markdown(text)
+st.caption(
+    f"Measured on {m} distinct word pieces ({m * (m - 1) // 2:,} pairs), one occurrence each, from "
+    f"{stats.n_sentences} sentences; the mean, σ and covariance come from all {stats.n_tokens:,} word pieces "
+    "([CLS] and [SEP] left out)."
+)
+fit = stats.fits[layer]
+if fit.note:
+    why = (
+        " One such direction in every layer is LayerNorm's doing: it makes each vector's centred and rescaled "
+        "components add up to 0, so all vectors lie in a flat slice of the space."
+        if fit.shrinkage == 0
+        else ""
+    )
+    st.caption(f"Whitening at layer {layer}: {escape_md(fit.note)}{why}")
+
+# ------------------------------------------------------------------------------------------- 2. rogue dims
+st.header("2. Rogue dimensions and vector length")
+var = stats.std[layer] ** 2
+rd = rogue_dimensions(stats.sample[layer], top=3)
+order = np.argsort(-var, kind="stable")
+top3 = [int(j) for j in order[:3]]
+total = float(var.sum())
+share = float(var[top3].sum() / total) if total > 0 else 0.0
+chart(
+    dimension_profile(var, stats.mean[layer], rd.cosine_contribution, highlight=top3, title=f"Layer {layer}"),
+    key="aniso_dims",
+)
+contrib = rd.cosine_contribution
+j_max = int(np.argmax(contrib))
+raw_here = float(contrib.sum())
+n_const = int(np.sum(stats.std[layer] <= 1e-6 * max(float(stats.std[layer].max()), 1e-30)))
+text = (
+    f"At layer {layer}, the three dimensions with the largest variance ({', '.join(map(str, top3))}) hold "
+    f"**{share:.1%}** of the total variance; an even share would be {3 / d:.1%}. The bottom chart splits the "
+    f"mean cosine of {fmt(raw_here, 3)} into one part per dimension (the parts add up to it): dimension "
+    f"{j_max} alone contributes **{fmt(float(contrib[j_max]), 3)}**"
+)
+if raw_here > 0:
+    text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
+text += (
+    ". A dimension whose values are large and of the same sign in every vector adds to every cosine; "
+    "z-scoring divides it by its own spread, so it counts as much as any other dimension."
+)
+if n_const:
+    text += (
+        f" {n_const} dimension(s) here have σ = 0 (the same value in every vector): z-scoring sets them to 0 "
+        "instead of dividing by zero."
+    )
+st.markdown(text)
+chart(norms_by_layer(stats.mean_norm, layer=layer, title="Mean vector length per layer"), key="aniso_norms")
+nm = stats.mean_norm
+st.markdown(
+    f"Vector length goes from {fmt(float(nm[0]), 1)} at the embeddings to {fmt(float(nm[L]), 1)} at layer {L} "
+    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length, but a few "
+    "large components that every vector shares set its direction, which is exactly what the cone is."
+)
+
+# ------------------------------------------------------------------------------------------- 3. your word
+st.header("3. What the fix does to your word")
+a = state.analysis(min_sentences=2)
+ss, tv = a.set, a.vectors
+word = escape_md(ss.target or "the target")
+X = tv.vectors[:, layer, :]
+before = cosine_matrix(X)
+after = cosine_matrix(stats.treat(X, layer, treatment, k))
+t_name = names[treatment]
+chart(
+    similarity_before_after(
+        before, after, ss.labels, ss.senses, (f"Layer {layer}, raw cosine", f"Layer {layer}, {t_name}")
+    ),
+    key="aniso_matrices",
+)
+iu = np.triu_indices(len(ss), k=1)
+mb, ma = float(before[iu].mean()), float(after[iu].mean())
+sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None
+if sims is not None and sims.gap is not None:
+    cols = st.columns(3)
+    cols[0].metric("same-sense pairs", fmt(float(sims.same[1])), f"{float(sims.same[1] - sims.same[0]):+.2f}")
+    cols[1].metric(
+        "different-sense pairs",
+        fmt(float(sims.different[1])),
+        f"{float(sims.different[1] - sims.different[0]):+.2f}",
+    )
+    cols[2].metric(
+        "gap (same − different)", fmt(float(sims.gap[1])), f"{float(sims.gap[1] - sims.gap[0]):+.2f}"
+    )
+    st.markdown(
+        f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
+        f"{t_name} with the statistics of {escape_md(corpus_label)}, **{fmt(ma)}**. Same-sense pairs go from "
+        f"{fmt(float(sims.same[0]))} to {fmt(float(sims.same[1]))} and different-sense pairs from "
+        f"{fmt(float(sims.different[0]))} to {fmt(float(sims.different[1]))}, so the gap goes from "
+        f"**{fmt(float(sims.gap[0]))}** to **{fmt(float(sims.gap[1]))}**. The fix removes what every vector "
+        "shares; what is left is what tells the occurrences apart. Both maps use one colour scale, centred on 0."
+    )
+else:
+    st.markdown(
+        f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
+        f"{t_name}, **{fmt(ma)}**: the shared part of every vector is gone. Label sentences with a sense "
+        "(“river | …”) in the sidebar to see whether the gap between meanings grows."
+    )
+if treatment == "whiten" and stats.fits[layer].shrinkage > 0:
+    st.caption(
+        f"The covariance was regularized (shrinkage {stats.fits[layer].shrinkage:.3f}) before whitening."
+    )

@@ -1,0 +1,121 @@
+"""AppTest runs of pages/anisotropy.py on the real bundled model and the built-in reference corpus."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+from conftest import page_test
+
+from lib.encoder import Encoder
+from lib.presets import default_preset
+
+PAGE = "pages/anisotropy.py"
+BAD_NUMBER = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
+
+
+@pytest.fixture
+def encode_calls(monkeypatch):
+    """Counts real forward passes (the model itself runs unchanged)."""
+    calls = {"n": 0}
+    original = Encoder.encode
+
+    def counting(self, *args, **kwargs):
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Encoder, "encode", counting)
+    return calls
+
+
+def _text(at) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [str(m.value) for m in at.metric] + [h.value for h in at.header]
+    return "\n".join(parts)
+
+
+def _assert_ok(at, min_charts: int = 4) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= min_charts
+    assert not BAD_NUMBER.search(_text(at)), "NaN or inf on screen"
+
+
+def _figure(at, index: int) -> dict:
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+def _values(v) -> list[float]:
+    """Trace data as a list: plotly 7 sends numpy arrays as base64 typed arrays."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
+def test_default_preset_with_builtin_corpus(encode_calls):
+    at = page_test(PAGE, preset=default_preset().id).run()
+    _assert_ok(at)
+    # curves (4 treatments + BERT-base overlay), dimensions, norms, before/after matrices
+    curves = _figure(at, 0)
+    assert len(curves["data"]) == 5
+    assert [len(_values(t["y"])) for t in curves["data"][:4]] == [7] * 4
+    bert = _values(curves["data"][4]["y"])
+    assert len(bert) == 13 and bert[11] == pytest.approx(0.675)
+    assert "contrastive sentence-similarity" in _text(at)
+    assert len(at.metric) == 3  # the preset has sense labels: same, different, gap
+
+    # moving the controls does not run the model again
+    calls = encode_calls["n"]
+    at.slider(key="aniso_layer").set_value(6).run()
+    at.selectbox(key="aniso_treatment").set_value("whiten").run()
+    at.slider(key="aniso_k").set_value(0).run()
+    at.selectbox(key="aniso_treatment").set_value("topk").run()
+    at.toggle(key="aniso_bert").set_value(False).run()
+    _assert_ok(at)
+    assert encode_calls["n"] == calls
+    assert len(_figure(at, 0)["data"]) == 4  # overlay off
+    assert "top 0 components removed" in _text(at)
+
+
+def test_raw_curve_is_above_corrected_curves():
+    at = page_test(PAGE, preset=default_preset().id).run()
+    _assert_ok(at)
+    traces = {t["name"]: _values(t["y"]) for t in _figure(at, 0)["data"]}
+    raw = traces["raw"]
+    z = traces["z-scored (§5.1)"]
+    # the middle layers of the bundled model are clearly anisotropic, and z-scoring lowers that
+    assert max(raw) > 0.1
+    assert all(zi < ri for zi, ri in zip(z[1:], raw[1:], strict=True))
+
+
+def test_one_sentence_set_as_corpus_is_guarded():
+    at = page_test(PAGE, text="The river bank was muddy after the storm.", target="bank")
+    at.session_state["aniso_corpus"] = "set"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    text = _text(at)
+    assert not BAD_NUMBER.search(text)
+    assert "your 1 sentence" in text
+    assert "regularized" in text  # fewer word pieces than dimensions: whitening is regularized and says so
+    # the word's section needs two sentences and says so
+    assert any("at least 2" in i.value for i in at.info)
+    assert len(at.get("plotly_chart")) >= 3
+
+
+def test_upload_choice_without_file_falls_back():
+    at = page_test(PAGE, preset=default_preset().id)
+    at.session_state["aniso_corpus"] = "upload"
+    at.run()
+    _assert_ok(at)
+    assert any(".txt file" in i.value for i in at.info)
+
+
+def test_user_text_is_escaped():
+    at = page_test(PAGE, text="a | The *bank* <b>x</b> opened.\nb | We sat by the bank.", target="bank").run()
+    _assert_ok(at)
+    for m in at.markdown:
+        assert "<b>" not in m.value
