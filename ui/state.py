@@ -178,8 +178,24 @@ def _shared_params() -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- session start
+def shell_guard() -> None:
+    """Make sure a page runs inside app.py's shell (sidebar, navigation, page config).
+
+    Streamlit treats an app with a ``pages/`` folder as an old-style multipage app until some script calls
+    ``st.navigation``. So on a fresh server, a shared link straight to ``/attention`` would run
+    ``pages/attention.py`` on its own, without app.py. When that happens, switch the old mode off and rerun:
+    the rerun goes through app.py, whose navigation resolves the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def init_session() -> None:
     """Fill the shared widgets' state from the link on a session's first run."""
+    shell_guard()
     if st.session_state.get("_cl_initialised"):
         return
     url = _url0()
@@ -384,6 +400,17 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.5; }
 h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+/* captions: larger and dark instead of the theme's light grey, which fades on a projector */
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.05rem !important; color: #222 !important; }
+/* widgets: labels, chosen values, dropdown options, radio options, buttons, expanders */
+[data-testid="stWidgetLabel"] p { font-size: 1.2rem !important; }
+[data-testid="stSelectbox"] [data-baseweb="select"] div, [data-testid="stNumberInputField"],
+[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea { font-size: 1.2rem !important; }
+[data-testid="stSelectboxVirtualDropdown"] li, ul[role="listbox"] li { font-size: 1.2rem !important; }
+[data-testid="stRadio"] label p { font-size: 1.25rem !important; }
+button p { font-size: 1.15rem !important; }
+[data-testid="stExpander"] summary p { font-size: 1.2rem !important; }
+[data-testid="stProgress"] p { font-size: 1.1rem !important; }
 </style>
 """
 
