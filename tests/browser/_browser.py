@@ -1,0 +1,183 @@
+"""Helpers for the real-browser tests and the benchmark: start a server, drive Chromium, read charts."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("CONTEXT_LENS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# generous: the first page loads the model, and these machines have 2 cores shared by several processes
+LOAD_MS = 300_000
+CHANGE_MS = 180_000
+SHOTS: list[str] = []
+
+# JavaScript run in the page
+JS_IDLE = """() => { const a = document.querySelector('[data-test-script-state]');
+    return a !== null && a.getAttribute('data-test-script-state') === 'notRunning'; }"""
+JS_CHARTS_DRAWN = """() => { const boxes = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+    if (boxes.length === 0) return false;
+    return Array.from(boxes).every(b => { const g = b.querySelector('.js-plotly-plot');
+        return g !== null && Array.isArray(g.data) && g.data.length > 0; }); }"""
+JS_CHART_DATA = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+    .map(g => JSON.stringify(g.data || []))"""
+JS_CHANGED = """(before) => { const now = Array.from(
+        document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+        .map(g => JSON.stringify(g.data || []));
+    return now.length > 0 && JSON.stringify(now) !== JSON.stringify(before); }"""
+
+
+def on_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def _missing_browser_reason() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return (
+            "Playwright is not installed: pip install playwright (the browser tests drive /usr/bin/chromium)."
+        )
+    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
+        return f"Chromium is not at {CHROMIUM}: apt-get install -y chromium (or set CONTEXT_LENS_CHROMIUM)."
+    return None
+
+
+def require_browser() -> None:
+    reason = _missing_browser_reason()
+    if reason is None:
+        return
+    if on_ci():
+        pytest.fail(f"CI=true but the real-browser tests cannot run. {reason}")
+    pytest.skip(reason)
+
+
+def app_pages() -> list[tuple[str, str, bool]]:
+    """(file, title, is_default) for every page listed in app.py's PAGES whose file exists.
+
+    Read with ast so that app.py (a Streamlit script) is not executed.
+    """
+    tree = ast.parse((ROOT / "app.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PAGES" for t in node.targets):
+            pages = ast.literal_eval(node.value)
+            return [
+                (path, title, bool(default))
+                for path, title, _icon, default in pages
+                if (ROOT / path).exists()
+            ]
+    raise AssertionError("app.py has no PAGES list")
+
+
+def page_url(base: str, path: str, default: bool) -> str:
+    """The URL of a page: the default page at /, the others at /<file stem>."""
+    return base + "/" if default else f"{base}/{Path(path).stem}"
+
+
+def _free_port() -> int:
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(base: str) -> bool:
+    try:
+        with urllib.request.urlopen(base + "/_stcore/health", timeout=5) as r:
+            return r.status == 200 and r.read().strip() == b"ok"
+    except OSError:
+        return False
+
+
+def start_server(app: str = "app.py", cwd: Path = ROOT, timeout: float = 180.0):
+    """Start `streamlit run <app>` on a free port; return (process, base URL, log path) once healthy."""
+    port = _free_port()
+    fd, log_path = tempfile.mkstemp(prefix="context-lens-server-", suffix=".log")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", app,
+        "--server.headless", "true",
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=fd, stderr=subprocess.STDOUT, env=env)
+    os.close(fd)  # the child keeps its own copy
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        if _healthy(base):
+            return proc, base, log_path
+        time.sleep(0.3)
+    stop_server(proc)
+    tail = Path(log_path).read_text(errors="replace")[-3000:]
+    raise RuntimeError(f"streamlit did not become healthy on {base} (exit {proc.returncode}). Log:\n{tail}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def wait_idle(pg, timeout_ms: int = LOAD_MS) -> None:
+    """Wait until the app is on screen and Streamlit's script run has finished."""
+    pg.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    pg.wait_for_function(JS_IDLE, timeout=timeout_ms)
+
+
+def wait_charts(pg, timeout_ms: int = LOAD_MS) -> list[str]:
+    """Wait until every plotly chart on the page is drawn with data; return each chart's data as JSON."""
+    wait_idle(pg, timeout_ms)
+    pg.wait_for_function(JS_CHARTS_DRAWN, timeout=timeout_ms)
+    return pg.evaluate(JS_CHART_DATA)
+
+
+def wait_changed(pg, before: list[str], timeout_ms: int = CHANGE_MS) -> list[str]:
+    """Wait until the charts' data differs from ``before`` and the run has finished; return the new data."""
+    pg.wait_for_function(JS_CHANGED, arg=before, timeout=timeout_ms)
+    return wait_charts(pg, timeout_ms)
+
+
+def exceptions(pg) -> list[str]:
+    return pg.locator("[data-testid='stException']").all_inner_texts()
+
+
+def screenshot(pg, shots: Path, name: str) -> str:
+    path = str(shots / f"{name}.png")
+    pg.screenshot(path=path, full_page=True)
+    SHOTS.append(path)
+    print(f"screenshot: {path}")
+    return path
+
+
+def chart_summary(data_json: str) -> dict:
+    """Trace count and types of one chart's data (for messages)."""
+    data = json.loads(data_json)
+    return {"traces": len(data), "types": sorted({t.get("type", "scatter") for t in data})}

@@ -1,0 +1,86 @@
+"""Every page in a real browser: it loads, raises nothing, draws its charts, and reacts to a control.
+
+Run:  python -m pytest tests/browser -q  (skips with install hints without Chromium/Playwright; CI=true fails)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser._browser import (
+    app_pages,
+    chart_summary,
+    exceptions,
+    page_url,
+    screenshot,
+    wait_changed,
+    wait_charts,
+    wait_idle,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PAGES = app_pages()
+
+# How to change one control on each page (default: the preset in the sidebar, which every page that
+# works on the shared sentence set redraws). ("preset", option) | ("toggle", label) |
+# ("slider", label) | ("select", label, option text)
+CONTROLS: dict[str, tuple[str, ...]] = {
+    "attention": ("slider", "Head"),
+    "calculator": ("toggle", "Causal mask"),
+    "lesson": ("select", "Step", "2."),
+}
+DEFAULT_CONTROL = ("preset", "bat: animal, sports")
+
+
+def change_control(pg, control: tuple[str, ...]) -> None:
+    kind = control[0]
+    main = pg.locator("[data-testid='stMain']")
+    if kind == "preset":
+        pg.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+        pg.get_by_role("option", name=control[1]).click()
+    elif kind == "toggle":
+        main.locator("[data-testid='stCheckbox']").filter(has_text=control[1]).first.locator("label").click()
+    elif kind == "slider":
+        thumb = (
+            main.locator("[data-testid='stSlider']").filter(has_text=control[1]).first.get_by_role("slider")
+        )
+        thumb.focus()
+        thumb.press("ArrowRight")
+    elif kind == "select":
+        main.locator("[data-testid='stSelectbox']").filter(has_text=control[1]).first.click()
+        pg.get_by_role("option").filter(has_text=control[2]).first.click()
+    else:  # pragma: no cover
+        raise ValueError(kind)
+
+
+@pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
+def test_page_loads_draws_and_reacts(page, server, shots_dir, path, title, default):
+    stem = Path(path).stem
+    page.goto(page_url(server, path, default))
+    before = wait_charts(page)
+    assert not exceptions(page), exceptions(page)
+    assert before, f"{title}: no plotly chart on the page"
+    first = chart_summary(before[0])
+    assert first["traces"] > 0, f"{title}: the main chart has no data"
+    assert page.locator("h1").first.is_visible()
+    screenshot(page, shots_dir, f"{stem}-1-loaded")
+
+    control = CONTROLS.get(stem, DEFAULT_CONTROL)
+    change_control(page, control)
+    after = wait_changed(page, before)
+    assert not exceptions(page), exceptions(page)
+    changed = [i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b]
+    assert changed or len(after) != len(before), f"{title}: no chart changed after {control}"
+    screenshot(page, shots_dir, f"{stem}-2-after-{control[0]}")
+    assert not page.errors, page.errors  # no JavaScript errors either
+
+
+def test_every_listed_page_is_in_the_navigation(page, server):
+    page.goto(server + "/")
+    wait_idle(page)
+    nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+    for _path, title, _default in PAGES:
+        assert title in nav
