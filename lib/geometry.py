@@ -88,10 +88,12 @@ def anisotropy(X) -> float:
     return float(np.clip(off_diagonal / (n * (n - 1)), -1.0, 1.0))
 
 
-def _constant_mask(std: np.ndarray, mean: np.ndarray) -> np.ndarray:
+def constant_dimensions(std, mean) -> np.ndarray:
     """True where a dimension counts as constant: σ = 0, σ negligible against the largest σ
     (CONSTANT_RTOL), or σ at the level of rounding error of its own mean (a constant column of
-    floats gives σ ≈ 1e-14 · |μ|, not 0)."""
+    floats gives σ ≈ 1e-14 · |μ|, not 0). std, mean: (d,) -> (d,) bool."""
+    std = np.asarray(std, dtype=np.float64)
+    mean = np.asarray(mean, dtype=np.float64)
     top = float(np.max(std)) if std.size else 0.0
     return (std <= 0) | (std <= CONSTANT_RTOL * top) | (std <= ROUNDING_RTOL * np.abs(mean))
 
@@ -112,7 +114,7 @@ def standardize(X, mean=None, std=None) -> np.ndarray:
     sigma = A.std(axis=0) if std is None else np.asarray(std, dtype=np.float64)
     if mu.shape != (d,) or sigma.shape != (d,):
         raise ValueError(f"mean and std must have shape ({d},); got {mu.shape} and {sigma.shape}.")
-    constant = _constant_mask(sigma, mu)
+    constant = constant_dimensions(sigma, mu)
     safe = np.where(constant, 1.0, sigma)
     Z = (A - mu) / safe
     Z[:, constant] = 0.0

@@ -28,7 +28,7 @@ from lib.corpus import (
     parse_corpus_text,
 )
 from lib.encoder import DEFAULT_MODEL
-from lib.geometry import rogue_dimensions
+from lib.geometry import constant_dimensions, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
 from ui import cache, state
 from ui.widgets import chart, escape_md
@@ -252,13 +252,13 @@ top3 = [int(j) for j in order[:3]]
 total = float(var.sum())
 share = float(var[top3].sum() / total) if total > 0 else 0.0
 chart(
-    dimension_profile(var, stats.mean[layer], rd.cosine_contribution, highlight=top3, title=f"Layer {layer}"),
+    dimension_profile(var, stats.mean[layer], rd.cosine_contribution, title=f"Layer {layer}"),
     key="aniso_dims",
 )
 contrib = rd.cosine_contribution
 j_max = int(np.argmax(contrib))
 raw_here = float(contrib.sum())
-n_const = int(np.sum(stats.std[layer] <= 1e-6 * max(float(stats.std[layer].max()), 1e-30)))
+n_const = int(np.sum(constant_dimensions(stats.std[layer], stats.mean[layer])))
 text = (
     f"At layer {layer}, the three dimensions with the largest variance ({', '.join(map(str, top3))}) hold "
     f"**{share:.1%}** of the total variance; an even share would be {3 / d:.1%}. The bottom chart splits the "
@@ -267,10 +267,19 @@ text = (
 )
 if raw_here > 0:
     text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
-text += (
-    ". A dimension whose values are large and of the same sign in every vector adds to every cosine; "
-    "z-scoring divides it by its own spread, so it counts as much as any other dimension."
-)
+mu_j, sd_j = float(stats.mean[layer][j_max]), float(stats.std[layer][j_max])
+if abs(mu_j) > sd_j:
+    text += (
+        f". Its mean is {fmt(mu_j)} while its spread σ is only {fmt(sd_j)}: nearly every vector carries the "
+        "same large value there, and that shared value adds to every cosine. So the dimensions that inflate "
+        "cosine are the ones with a large shared *mean*, not always those with the largest variance."
+    )
+else:
+    text += (
+        f". Its mean is {fmt(mu_j)} and its spread σ {fmt(sd_j)}: its values are large and mostly of one sign, "
+        "so they add to most cosines."
+    )
+text += " Z-scoring subtracts each dimension's mean and divides by its σ, so afterwards every dimension counts the same."
 if n_const:
     text += (
         f" {n_const} dimension(s) here have σ = 0 (the same value in every vector): z-scoring sets them to 0 "
@@ -305,14 +314,23 @@ mb, ma = float(before[iu].mean()), float(after[iu].mean())
 sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None
 if sims is not None and sims.gap is not None:
     cols = st.columns(3)
-    cols[0].metric("same-sense pairs", fmt(float(sims.same[1])), f"{float(sims.same[1] - sims.same[0]):+.2f}")
+    # deltas against raw; only a larger gap is "good" (green), the two means just move
+    cols[0].metric(
+        f"same-sense pairs, {t_name}",
+        fmt(float(sims.same[1])),
+        f"{float(sims.same[1] - sims.same[0]):+.2f} vs raw",
+        delta_color="off",
+    )
     cols[1].metric(
-        "different-sense pairs",
+        f"different-sense pairs, {t_name}",
         fmt(float(sims.different[1])),
-        f"{float(sims.different[1] - sims.different[0]):+.2f}",
+        f"{float(sims.different[1] - sims.different[0]):+.2f} vs raw",
+        delta_color="off",
     )
     cols[2].metric(
-        "gap (same − different)", fmt(float(sims.gap[1])), f"{float(sims.gap[1] - sims.gap[0]):+.2f}"
+        f"gap (same − different), {t_name}",
+        fmt(float(sims.gap[1])),
+        f"{float(sims.gap[1] - sims.gap[0]):+.2f} vs raw",
     )
     st.markdown(
         f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
@@ -320,7 +338,7 @@ if sims is not None and sims.gap is not None:
         f"{fmt(float(sims.same[0]))} to {fmt(float(sims.same[1]))} and different-sense pairs from "
         f"{fmt(float(sims.different[0]))} to {fmt(float(sims.different[1]))}, so the gap goes from "
         f"**{fmt(float(sims.gap[0]))}** to **{fmt(float(sims.gap[1]))}**. The fix removes what every vector "
-        "shares; what is left is what tells the occurrences apart. Both maps use one colour scale, centred on 0."
+        "shares; what is left is what tells the occurrences apart. Both maps use one colour scale."
     )
 else:
     st.markdown(

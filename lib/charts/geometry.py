@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import DIVERGING, apply_layout, sense_color_map
+from lib.charts.common import SEQUENTIAL, apply_layout, sense_color_map
 
 # One colour and dash per treatment, the same on every chart (Okabe-Ito colours).
 TREATMENT_STYLE = {
@@ -108,9 +108,10 @@ def similarity_before_after(
 ) -> go.Figure:
     """Two (n, n) cosine matrices side by side on ONE colour scale.
 
-    The scale is diverging around 0 and symmetric (±max |off-diagonal|, at least ±0.2), because a
-    treatment such as z-scoring moves cosines toward 0 and can make them negative. The diagonal (always
-    1) is left out of the scale so it does not wash out the pairs. Tick labels carry a sense colour bar.
+    The scale is sequential and spans the off-diagonal values of BOTH matrices (rounded out to 0.1),
+    so a colour means the same cosine on both sides; a treatment such as z-scoring moves cosines toward
+    0 or below, and the shared scale shows that shift. The diagonal (always 1) is left out of the range
+    so it does not wash out the pairs. Tick labels carry a sense colour bar.
     """
     A, B = _finite(before), _finite(after)
     n = len(labels)
@@ -124,7 +125,10 @@ def similarity_before_after(
         ticks = safe
     off = ~np.eye(n, dtype=bool)
     both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
-    m = max(0.2, float(np.ceil(np.abs(both).max() * 10) / 10))
+    lo = float(np.floor(both.min() * 10) / 10)
+    hi = float(min(1.0, np.ceil(both.max() * 10) / 10))
+    if hi - lo < 0.2:
+        lo = hi - 0.2
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -157,7 +161,7 @@ def similarity_before_after(
     fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, autorange="reversed", row=1, col=1)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_layout(
-        coloraxis={"colorscale": DIVERGING, "cmin": -m, "cmax": m, "colorbar": {"title": "cosine"}}
+        coloraxis={"colorscale": SEQUENTIAL, "cmin": lo, "cmax": hi, "colorbar": {"title": "cosine"}}
     )
     return apply_layout(fig, height=max(400, 30 * n + 140))
 
@@ -167,18 +171,25 @@ def dimension_profile(
     mean: np.ndarray,
     cosine_contribution: np.ndarray,
     *,
-    highlight: Sequence[int] = (),
+    label_top: int = 3,
     title: str | None = None,
 ) -> go.Figure:
-    """Per-dimension variance, mean and share of the mean cosine, as three stacked bar charts.
+    """Per-dimension variance, mean and part of the mean cosine, as three stacked bar charts.
 
-    variance, mean, cosine_contribution: (hidden,). `highlight`: dimensions to colour and label
-    (e.g. the top three by variance). A "rogue" dimension is a spike far above the rest.
+    variance, mean, cosine_contribution: (hidden,). In each row the `label_top` most extreme dimensions
+    (largest variance, largest |mean|, largest |part|) are labelled; every labelled dimension is drawn
+    orange in all three rows, so one dimension can be followed from row to row. A "rogue" dimension is
+    a spike far above the rest.
     """
     var, mu, contrib = _finite(variance), _finite(mean), _finite(cosine_contribution)
     d = var.shape[0]
     x = np.arange(d)
-    hi = set(int(h) for h in highlight)
+    rows_data = ((var, "variance"), (mu, "mean"), (contrib, "part of mean cosine"))
+    tops = [
+        [int(j) for j in np.argsort(-np.abs(vals), kind="stable")[: max(0, label_top)]]
+        for vals, _ in rows_data
+    ]
+    hi = set().union(*tops)
     colors = ["#D55E00" if j in hi else "#0072B2" for j in range(d)]
     fig = make_subplots(
         rows=3,
@@ -188,12 +199,10 @@ def dimension_profile(
         subplot_titles=(
             "variance of each dimension",
             "mean of each dimension",
-            "each dimension's part of the mean cosine",
+            "each dimension's part of the mean cosine (the parts add up to it)",
         ),
     )
-    for row, (vals, what) in enumerate(
-        ((var, "variance"), (mu, "mean"), (contrib, "part of mean cosine")), 1
-    ):
+    for row, ((vals, what), top) in enumerate(zip(rows_data, tops, strict=True), 1):
         fig.add_trace(
             go.Bar(
                 x=x,
@@ -205,22 +214,21 @@ def dimension_profile(
             row=row,
             col=1,
         )
-        for j in sorted(hi):
-            if 0 <= j < d:
-                fig.add_annotation(
-                    x=j,
-                    y=vals[j],
-                    text=f"dim {j}",
-                    showarrow=True,
-                    arrowhead=0,
-                    ay=-22,
-                    font={"color": "#D55E00", "size": 12},
-                    row=row,
-                    col=1,
-                )
+        for j in top:
+            fig.add_annotation(
+                x=j,
+                y=vals[j],
+                text=f"dim {j}",
+                showarrow=True,
+                arrowhead=0,
+                ay=-22 if vals[j] >= 0 else 22,
+                font={"color": "#D55E00", "size": 12},
+                row=row,
+                col=1,
+            )
     fig.update_layout(bargap=0)
     fig.update_xaxes(title_text="dimension", row=3, col=1)
-    return apply_layout(fig, title=escape(title) if title else None, height=640)
+    return apply_layout(fig, title=escape(title) if title else None, height=660)
 
 
 def norms_by_layer(
