@@ -120,8 +120,8 @@ def layer_cosine_matrices(vectors: np.ndarray) -> np.ndarray:
     vectors: (n, K, H) -> (K, n, n), each slice symmetric with values in [-1, 1].
     """
     v = unit_rows(_check_vectors(vectors))
-    per_layer = np.transpose(v, (1, 0, 2))  # (K, n, H)
-    return np.clip(np.einsum("knh,kmh->knm", per_layer, per_layer), -1.0, 1.0)
+    per_layer = np.ascontiguousarray(np.transpose(v, (1, 0, 2)))  # (K, n, H)
+    return np.clip(per_layer @ np.transpose(per_layer, (0, 2, 1)), -1.0, 1.0)  # batched BLAS matmul
 
 
 def upper_pairs(n: int) -> np.ndarray:

@@ -1,0 +1,668 @@
+"""Layer by layer: how one word's vectors across sentences start identical and separate by sense.
+
+The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
+computed once per set into a LayerProfile (lib.similarity). Moving the layer slider, the pooling choice
+or the view only slices that profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from lib.charts.layers import (
+    PairLine,
+    PooledPoint,
+    layer_names,
+    layer_small_multiples,
+    readout_chart,
+    sense_order,
+    similarity_heatmap,
+    static_contextual_chart,
+    subsample,
+    trajectory_chart,
+)
+from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
+from lib.encoder import Encoding, TargetError, TargetVectors
+from lib.similarity import (
+    ETHAYARAJH_2019_BERT_BASE,
+    POOLING_NAMES,
+    LayerProfile,
+    evidence_card,
+    layer_profile,
+    nearest_neighbours,
+    other_token_masks,
+    pooling_label,
+    sense_similarity,
+)
+from lib.upload import FORMAT_HELP, UploadError, parse_upload
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+CHUNK = 50  # sentences per model call for large sets (one progress step each)
+SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
+PAIR_LINES_MAX = 30
+
+
+# ------------------------------------------------------------------------------------- cached edge
+@st.cache_resource(show_spinner=False, max_entries=4, ttl=6 * 3600)
+def _chunked_target_vectors(
+    model: str, sentences: tuple[str, ...], target: str, _encodings: tuple[Encoding, ...]
+) -> TargetVectors:
+    """The target's vectors for a large set, from encodings made chunk by chunk (keyed by content)."""
+    merged = Encoding(
+        model_name=_encodings[0].model_name,
+        **{
+            f: tuple(x for e in _encodings for x in getattr(e, f))
+            for f in (
+                "sentences",
+                "tokens",
+                "token_ids",
+                "offsets",
+                "hidden_states",
+                "attentions",
+                "truncated",
+            )
+        },
+    )
+    return cache.encoder(model).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+
+
+@st.cache_resource(show_spinner="Comparing the vectors at every layer…", max_entries=8, ttl=6 * 3600)
+def _profile(
+    model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
+) -> LayerProfile:
+    """Every per-layer statistic of the set, computed once (keyed by model, sentences, senses, target)."""
+    enc = _tv.encoding
+    targets = [sp.token_indices for sp in _tv.spans]
+    return layer_profile(
+        _tv.vectors,
+        _tv.static,
+        list(senses),
+        enc.hidden_states,
+        other_masks=other_token_masks(enc.tokens, targets),
+        word_masks=other_token_masks(enc.tokens, [()] * len(targets)),
+    )
+
+
+def _encode_large(model: str, ss) -> TargetVectors:
+    """Encode a large set in chunks through the shared cache, with a progress bar the first time."""
+    clean = cache.clean_sentences(ss.sentences, ss.target)
+    if not clean:
+        st.error(
+            "None of the sentences contains the target word. Mark it in [brackets] or change the target."
+        )
+        st.stop()
+    chunks = [clean[i : i + CHUNK] for i in range(0, len(clean), CHUNK)]
+    digest = hashlib.sha256("\n".join((model, ss.target, *clean)).encode()).hexdigest()
+    done = st.session_state.setdefault("_layers_encoded", set())
+    bar = None if digest in done else st.progress(0.0, text=f"Running the model on {len(clean)} sentences…")
+    encodings = []
+    for k, chunk in enumerate(chunks, start=1):
+        encodings.append(cache.encoding(model, chunk))
+        if bar is not None:
+            bar.progress(
+                k / len(chunks), text=f"Encoded {min(k * CHUNK, len(clean))} of {len(clean)} sentences…"
+            )
+    if bar is not None:
+        bar.empty()
+        done.add(digest)
+    return _chunked_target_vectors(model, ss.sentences, ss.target, tuple(encodings))
+
+
+def _analysis():
+    """(sentence set aligned with the vectors, target vectors, model) or a clear message and stop."""
+    ss = state.sentence_set()
+    if len(ss) <= CHUNK:
+        a = state.analysis(min_sentences=2)
+        return a.set, a.vectors, a.model
+    model = state.model_name()
+    try:
+        tv = _encode_large(model, ss)
+    except TargetError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    if len(tv.kept) < len(ss):
+        for msg in tv.problems[:8]:
+            st.warning(escape_md(msg))
+        ss = replace(
+            ss,
+            sentences=tuple(ss.sentences[i] for i in tv.kept),
+            senses=tuple(ss.senses[i] for i in tv.kept),
+            lines=tuple(ss.lines[i] for i in tv.kept) if ss.lines else (),
+        )
+    if len(ss) < 2:
+        st.info("This page compares sentences, so it needs at least two that contain the target word.")
+        st.stop()
+    if tv.encoding.any_truncated:
+        st.warning(
+            f"{sum(tv.encoding.truncated)} sentence(s) are longer than the model's limit of "
+            f"{cache.encoder(model).max_tokens} word pieces and were truncated."
+        )
+    return ss, tv, model
+
+
+# ------------------------------------------------------------------------------------- upload
+def _apply_upload(text: str, target: str, name: str, n: int) -> None:
+    state.set_sentences(text, target)
+    st.session_state["_layers_uploaded"] = (name, n, text)
+
+
+def upload_section(current_target: str) -> None:
+    with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
+        st.markdown(
+            FORMAT_HELP
+            + " Bad rows are listed with their line numbers and left out; the good ones are kept. Example:"
+        )
+        st.code(
+            "sense,sentence\nmoney,The bank approved the loan.\n"
+            'river,"We sat on the bank, watching the boats."\nrely,You can [bank] on her.',
+            language="text",
+        )
+        if "layers_upload_target" not in st.session_state:
+            st.session_state["layers_upload_target"] = current_target
+        c1, c2 = st.columns([3, 1])
+        up = c1.file_uploader("CSV or TSV file", type=["csv", "tsv", "tab", "txt"], key="layers_upload")
+        target = c2.text_input(
+            "Target word",
+            key="layers_upload_target",
+            max_chars=100,
+            help="The word to follow in every row; a row may mark another form in [brackets].",
+        )
+        if up is None:
+            return
+        try:
+            res = parse_upload(up.getvalue(), target, up.name)
+        except UploadError as err:
+            st.error(escape_md(str(err)))
+            return
+        senses = res.senses
+        st.success(
+            f"{len(res)} usable sentence(s) in {escape_md(up.name)}"
+            + (f", senses: {escape_md(', '.join(senses[:8]))}" if senses else ", no sense labels")
+            + (f"; {len(res.problems)} row(s) left out (below)." if res.problems else ".")
+        )
+        for note in res.notes:
+            st.info(escape_md(note))
+        if res.problems:
+            st.dataframe(
+                pd.DataFrame(
+                    {"line": [p.line for p in res.problems], "problem": [p.message for p in res.problems]}
+                ),
+                hide_index=True,
+                width="stretch",
+                height=min(300, 36 * len(res.problems) + 40),
+            )
+        st.button(
+            f"Use these {len(res)} sentences (on every page)",
+            key="layers_upload_apply",
+            type="primary",
+            on_click=_apply_upload,
+            args=(res.to_text(), " ".join(target.split()), up.name, len(res)),
+        )
+
+
+# ------------------------------------------------------------------------------------- page
+st.title("Layer by layer")
+st.markdown(
+    "The same word gets a new vector in every sentence, and the encoder builds it up layer by layer. "
+    "This page follows **one word across all the sentences of the set**: how similar its vectors are at "
+    "each layer, whether sentences with the same sense end up closer than sentences with different "
+    "senses, and at which layer the sense can be read off best."
+)
+state.init_session()
+upload_section(state.sentence_set().target)
+uploaded = st.session_state.get("_layers_uploaded")
+
+ss, tv, model = _analysis()
+enc = cache.encoder(model)
+L = enc.num_layers
+K = L + 1
+n = len(ss)
+if uploaded and st.session_state.get(state.K_TEXT) == uploaded[2]:
+    st.caption(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.")
+senses = [s or None for s in ss.senses]
+labelled = ss.has_senses
+prof = _profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
+word = escape_md(ss.target or "the target")
+names = layer_names(L)
+labels = ss.labels  # a computed property: read once
+
+# ------------------------------------------------------------------------------------- controls
+POOLINGS = list(POOLING_NAMES)
+VIEWS = ["one", "all"]
+state.url_int("layers_layer", L, 0, L)
+state.url_choice("layers_pooling", "layer", POOLINGS)
+state.url_choice("layers_view", "one", VIEWS)
+state.url_bool("layers_adjust", False)
+c1, c2, c3, c4 = st.columns([3, 2.5, 2, 2.5])
+pooling = c2.radio(
+    "Vector of the word",
+    POOLINGS,
+    key="layers_pooling",
+    format_func=lambda p: {
+        "layer": "one layer",
+        "last4": "mean of last 4 layers",
+        "all": "mean of all layers",
+    }[p],
+    help="The course's pooling choices; the choice applies to every view on this page.",
+)
+layer = c1.slider(
+    "Layer",
+    0,
+    L,
+    key="layers_layer",
+    disabled=pooling != "layer",
+    help=f"0 = the embedding layer (word piece + position), {L} = the last layer.",
+)
+view = c3.radio(
+    "Similarity view",
+    VIEWS,
+    key="layers_view",
+    format_func=lambda v: {"one": "chosen layer", "all": "all layers at once"}[v],
+)
+adjust = c4.toggle(
+    "Subtract the baseline",
+    key="layers_adjust",
+    help="Show cosine minus the mean cosine of random pairs of other words at the same layer (anisotropy).",
+)
+r = prof.index(pooling, layer)
+rep = pooling_label(pooling, layer)
+rep_names = names + ["mean of last 4", "mean of all"]
+base_mean = prof.baseline.mean if prof.baseline is not None else np.zeros(K + 2)
+if adjust and prof.baseline is None:
+    st.info("The sentences have too few other words for a baseline; showing raw cosine.")
+    adjust = False
+
+
+def shown(cos: np.ndarray, idx: int) -> np.ndarray:
+    """A cosine matrix as displayed (minus the baseline in adjusted mode)."""
+    return cos - base_mean[idx] if adjust else cos
+
+
+iu = np.triu_indices(n, k=1)
+pair_means = prof.cosines[:, iu[0], iu[1]].mean(axis=1)  # (K + 2,)
+if adjust:
+    spread = max(0.05, float(np.abs(prof.cosines[:, iu[0], iu[1]] - base_mean[:, None]).max()))
+    zrange = (-spread, spread)
+else:  # one scale for every layer, starting just below the lowest pair, so layers compare by colour
+    zrange = (float(np.floor(prof.cosines[:, iu[0], iu[1]].min() * 10) / 10), 1.0)
+
+# ------------------------------------------------------------------------------------- 1. matrix
+st.header(f"1. How similar is “{word}” across the {n} sentences?")
+sims = prof.senses
+if view == "one":
+    chart(
+        similarity_heatmap(
+            shown(prof.cosines[r], r),
+            labels,
+            senses,
+            title=f"Cosine similarity of “{escape_md(ss.target)}” at {rep}"
+            + (" minus the baseline" if adjust else ""),
+            zrange=zrange,
+            adjusted=adjust,
+        ),
+        key="layers_matrix",
+    )
+else:
+    order = sense_order(senses)
+    sample = subsample(order, SMALL_MULTIPLES_MAX)
+    panels = list(range(K)) + ([r] if r >= K else [])
+    chart(
+        layer_small_multiples(
+            np.stack([shown(prof.cosines[i], i) for i in panels]),
+            senses,
+            [f"layer {names[i]}" if i < K else rep_names[i] for i in panels],
+            selected=panels.index(r),
+            zrange=zrange,
+            adjusted=adjust,
+            order=sample,
+        ),
+        key="layers_matrix",
+    )
+    if len(sample) < n:
+        st.caption(f"Each panel draws {len(sample)} of the {n} sentences, evenly spread over the senses.")
+vals_r = prof.cosines[r][iu]
+if labelled and sims.same is not None and sims.different is not None:
+    st.markdown(
+        f"Each cell is the cosine between “{word}” in two sentences, grouped by sense (dark lines separate "
+        f"the senses). At **{rep}**, same-sense pairs average **{sims.same[r]:.2f}** and different-sense "
+        f"pairs **{sims.different[r]:.2f}**, a gap of **{sims.gap[r]:+.2f}**; at the embedding layer the gap "
+        f"was {sims.gap[0]:+.2f}. Bright square blocks along the diagonal mean that the senses have "
+        "separated."
+        + (
+            f" The colours show each cosine minus the baseline of random word pairs at the same layer "
+            f"({base_mean[r]:.2f} at {rep}, section 4)."
+            if adjust
+            else ""
+        )
+    )
+else:
+    st.markdown(
+        f"Each cell is the cosine between “{word}” in two sentences. At **{rep}** the pairs range from "
+        f"{vals_r.min():.2f} to {vals_r.max():.2f} (mean {vals_r.mean():.2f}); at the embedding layer from "
+        f"{prof.cosines[0][iu].min():.2f} to {prof.cosines[0][iu].max():.2f}. "
+        "Label the sentences with senses (“river | …”) to compare meanings."
+    )
+
+# ------------------------------------------------------------------------------------- 2. static
+st.header("2. Static vs contextual")
+static_pairs = prof.static_cosines[iu]
+reps = [("static word piece (no position)", None), ("layer 0: + position", 0), (f"layer {L}: + context", L)]
+if r not in (0, L):
+    reps.append((rep, r))
+kinds: dict[str, list[float | None]] = {"all pairs": []}
+if labelled and sims.same is not None and sims.different is not None:
+    kinds.update({"same sense": [], "different sense": []})
+static_s = sense_similarity(prof.static_cosines[None], senses)
+for _, idx in reps:
+    if idx is None:
+        kinds["all pairs"].append(float(static_pairs.mean()))
+        if "same sense" in kinds:
+            kinds["same sense"].append(float(static_s.same[0]))
+            kinds["different sense"].append(float(static_s.different[0]))
+    else:
+        kinds["all pairs"].append(float(pair_means[idx]))
+        if "same sense" in kinds:
+            kinds["same sense"].append(float(sims.same[idx]))
+            kinds["different sense"].append(float(sims.different[idx]))
+chart(static_contextual_chart([x for x, _ in reps], kinds), key="layers_static")
+static_min = float(static_pairs.min())
+identical = static_min > 0.9999
+st.markdown(
+    (
+        f"A static embedding gives “{word}” **one** vector whatever the sentence: the model's own input "
+        f"word-piece embedding is the same in all {n} sentences, so every pair has cosine **exactly 1.00**. "
+        if identical
+        else f"The input word-piece embeddings differ here (lowest pair {static_min:.2f}) because the marked "
+        "forms of the word are not all the same word piece. "
+    )
+    + (
+        f"Layer 0 adds the position: the pairs average **{pair_means[0]:.2f}**, below 1 only because the word "
+        "sits at different positions; nothing about the meaning has entered yet. "
+        if pair_means[0] < 0.995
+        else f"Layer 0 adds the position, and here the word sits at the same place in (almost) every sentence, "
+        f"so the pairs still average **{pair_means[0]:.2f}**: nothing about the meaning has entered yet. "
+    )
+    + f"After {L} layers of attention the average is **{pair_means[L]:.2f}**"
+    + (
+        f", with same-sense pairs at {sims.same[L]:.2f} and different-sense pairs at {sims.different[L]:.2f}: "
+        "the vector now depends on the context, and the context carries the sense."
+        if "same sense" in kinds
+        else ": the vector now depends on the context."
+    )
+)
+
+# ------------------------------------------------------------------------------------- 3. trajectories
+st.header("3. Same sense vs different sense, layer by layer")
+state.url_bool("layers_pairs", False)
+show_pairs = st.toggle("Show individual pairs", key="layers_pairs", help="One thin line per sentence pair.")
+sub = (lambda a: np.asarray(a) - base_mean) if adjust else (lambda a: np.asarray(a))
+pairs: list[PairLine] = []
+if show_pairs or not labelled:
+    all_pairs = np.stack(iu, axis=1)
+    if len(all_pairs) > PAIR_LINES_MAX:
+        # the pairs whose cosine changed most, half same-sense and half different-sense when labelled
+        change = np.abs(prof.cosines[L][iu] - prof.cosines[0][iu])
+        kind = (
+            np.array([senses[i] == senses[j] for i, j in all_pairs])
+            if labelled
+            else np.zeros(len(change), bool)
+        )
+        keep = []
+        for group in (np.flatnonzero(kind), np.flatnonzero(~kind)):
+            quota = PAIR_LINES_MAX // 2 if labelled else PAIR_LINES_MAX
+            keep.extend(group[np.argsort(-change[group], kind="stable")[:quota]].tolist())
+        all_pairs = all_pairs[np.sort(keep)]
+    for i, j in all_pairs:
+        same_sense = (senses[i] == senses[j]) if labelled else None
+        pairs.append(PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], same_sense))
+pooled_point = None
+if r >= K:
+    pooled_point = PooledPoint(
+        rep_names[r],
+        same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
+        different=float(sub(sims.different)[r]) if labelled and sims.different is not None else None,
+        all_pairs=None if labelled else float(sub(pair_means)[r]),
+        baseline=None if adjust or prof.baseline is None else float(base_mean[r]),
+    )
+band = None
+if prof.baseline is not None and not adjust:
+    band = (prof.baseline.mean[:K], prof.baseline.low[:K], prof.baseline.high[:K])
+fig = trajectory_chart(
+    names,
+    same=sub(sims.same)[:K] if labelled and sims.same is not None else None,
+    different=sub(sims.different)[:K] if labelled and sims.different is not None else None,
+    all_pairs=None if labelled else sub(pair_means)[:K],
+    baseline=band,
+    pairs=pairs,
+    pooled=pooled_point,
+    selected=r,
+    adjusted=adjust,
+)
+chart(fig, key="layers_trajectories")
+if pairs and len(pairs) < n * (n - 1) // 2:
+    st.caption(
+        f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
+        f"layer 0 and layer {L}" + (" (half same-sense, half different-sense)." if labelled else ".")
+    )
+if labelled and sims.gap is not None:
+    g = sims.gap[:K]
+    top = int(np.argmax(g))
+    st.markdown(
+        f"The green line is the mean cosine of pairs with the **same** sense ({sims.n_same_pairs} pairs), the "
+        f"red line of pairs with **different** senses ({sims.n_different_pairs} pairs); the shaded band between "
+        f"them is the gap. It grows from {g[0]:+.2f} at the embedding layer to **{g[top]:+.2f} at layer "
+        f"{top}**" + (f" and is {g[L]:+.2f} at the last layer." if top != L else ", the last layer.")
+    )
+else:
+    st.markdown(
+        f"Without sense labels the page shows the mean over all pairs (blue, {pair_means[0]:.2f} at layer 0, "
+        f"{pair_means[L]:.2f} at layer {L}) and the pairs themselves."
+    )
+
+# ------------------------------------------------------------------------------------- 4. baseline
+st.header("4. Is a high cosine high? Compare with random words")
+if prof.baseline is not None:
+    b = prof.baseline
+    st.markdown(
+        f"The grey band is the cosine between **random pairs of other words** in these sentences "
+        f"({b.n_pairs:,} pairs drawn from {b.n_tokens:,} word pieces): {b.mean[0]:.2f} on average at the "
+        f"embedding layer, **{b.mean[L]:.2f} at layer {L}**. In many encoders the vectors crowd into a narrow "
+        "cone (anisotropy), so even unrelated words score well above 0 and a raw cosine means little on its "
+        f"own: in BERT-base, random words average {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at layer 11 "
+        "(section 5). Switch on *Subtract the baseline* above to read every number relative to the band"
+        + (
+            f": at {rep} same-sense pairs sit {sims.same[r] - b.mean[r]:+.2f} and different-sense pairs "
+            f"{sims.different[r] - b.mean[r]:+.2f} above it."
+            if labelled and sims.same is not None
+            else "."
+        )
+    )
+else:
+    st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
+try:
+    st.page_link(
+        "pages/anisotropy.py", label="More on anisotropy and how to correct it", icon=":material/explore:"
+    )
+except (StreamlitAPIException, KeyError):
+    st.caption("The Anisotropy page explains the cone and how z-scoring or whitening corrects it.")
+
+# ------------------------------------------------------------------------------------- 5. Ethayarajh
+st.header("5. Self-similarity and intra-sentence similarity")
+state.url_bool("layers_reference", False)
+ref_on = st.toggle(
+    "Overlay the published BERT-base curves (Ethayarajh 2019)",
+    key="layers_reference",
+    help="BERT-base has 12 layers; its curves use the top axis, stretched to the same depth.",
+)
+chart(
+    ethayarajh_figure(
+        names,
+        self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
+        intra_sentence=prof.intra_sentence[:K],
+        baseline=None if prof.baseline is None else prof.baseline.mean[:K],
+        reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
+        selected=r if r < K else None,
+    ),
+    key="layers_ethayarajh",
+)
+selfsim = prof.self_similarity
+if selfsim is not None:
+    adj_last = selfsim[L] - base_mean[L]
+    st.markdown(
+        f"**Self-similarity** is the average cosine between “{word}” in every pair of the {n} sentences: "
+        f"{selfsim[0]:.2f} at the embedding layer, **{selfsim[L]:.2f} at layer {L}**. "
+        f"**Intra-sentence similarity** is how close each word of a sentence is to the sentence's average "
+        f"vector: {prof.intra_sentence[0]:.2f} at layer 0, {prof.intra_sentence[L]:.2f} at layer {L}. "
+        f"Ethayarajh (2019) reads both against the anisotropy baseline: here self-similarity at layer {L} is "
+        f"{adj_last:+.2f} above random words"
+        + (
+            ", so the word's vectors stay closer to each other than to other words even as they become "
+            "contextual."
+            if adj_last > 0
+            else ", so in this set the word's occurrences are no closer to each other than random words are."
+        )
+    )
+ref = ETHAYARAJH_2019_BERT_BASE
+st.caption(
+    f"Reference: {escape_md(ref.citation)}. {escape_md(ref.note)} "
+    f"Our model is {escape_md(model)} ({L} layers), so only the shapes of the curves compare, not the "
+    "exact values."
+)
+
+# ------------------------------------------------------------------------------------- 6. readout
+st.header("6. Which layer reads the sense best?")
+ro = prof.readout
+if ro is None:
+    st.info(
+        "This needs sense labels: at least two senses with two or more sentences each. Label the lines as "
+        "“sense | sentence” in the sidebar, or pick a preset."
+    )
+else:
+    chart(
+        readout_chart(
+            names,
+            ro.accuracy[:K],
+            ro.majority_baseline,
+            best=int(np.argmax(ro.accuracy[:K])),
+            pooled=(rep_names[r], float(ro.accuracy[r])) if r >= K else None,
+            selected=r,
+        ),
+        key="layers_readout",
+    )
+    best = int(np.argmax(ro.accuracy[:K]))
+    ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
+    m = len(ro.evaluated)
+    st.markdown(
+        f"Leave one sentence out, average the vectors of each sense over the remaining sentences (the "
+        f"sense **centroids**), and guess the sense whose centroid is closest (cosine) to the left-out "
+        f"sentence; repeat for all {m} (Coenen et al. 2019). The best is **{'the embedding layer' if best == 0 else f'layer {best}'}** with "
+        f"**{ro.accuracy[best]:.0%}** correct"
+        + (f" (layers {', '.join(str(i) for i in ties)} tie; the first is named)" if len(ties) > 1 else "")
+        + f", against {ro.accuracy[0]:.0%} at the embedding layer and "
+        f"{ro.majority_baseline:.0%} for always answering the most common sense (“{escape_md(ro.majority_sense)}”)."
+        + (f" At {rep}: {ro.accuracy[r]:.0%}." if r not in (best, 0) else "")
+    )
+    if m < n:
+        st.caption(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.")
+
+# ------------------------------------------------------------------------------------- 7. neighbours
+st.header("7. Nearest neighbours")
+state.url_int("layers_sentence", 1, 1, n)
+pick = st.selectbox(
+    "Sentence",
+    list(range(1, n + 1)),
+    key="layers_sentence",
+    format_func=lambda k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else ""),
+)
+q = pick - 1
+nb = nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1))
+table = pd.DataFrame(
+    {
+        "": [f"S{j + 1}" for j in nb.indices],
+        "sentence": [ss.sentences[j] for j in nb.indices],
+        "sense": [ss.senses[j] or "" for j in nb.indices],
+        f"cosine at {rep}": nb.cosines,
+        "cosine at layer 0": [prof.cosines[0][q, j] for j in nb.indices],
+    }
+)
+st.dataframe(
+    table,
+    hide_index=True,
+    width="stretch",
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if "cosine" in c},
+)
+if labelled:
+    agree = sum(senses[j] == senses[q] for j in nb.indices)
+    st.markdown(
+        f"At {rep}, {agree} of the {len(nb.indices)} sentences closest to sentence {pick} "
+        f"(“{escape_md(ss.senses[q])}”) share its sense."
+    )
+
+# ------------------------------------------------------------------------------------- 8. evidence card
+st.header("8. Evidence card")
+card = evidence_card(
+    prof.vectors[:, 0, :],
+    prof.vectors[:, r, :],
+    [s.replace("[", "").replace("]", "") for s in ss.sentences],
+    senses,
+    target=ss.target,
+    first_name="layer 0",
+    chosen_name=rep,
+)
+if card.rows:
+    rows = card.rows
+    chosen_col = f"cosine at {rep}"
+    short_rep = {"last4": "last 4 (mean)", "all": "all (mean)"}.get(pooling, f"layer {layer}")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "": ["★" if k == card.surprising else "" for k in range(len(rows))],
+                "pair": [f"S{x.i + 1} – S{x.j + 1}" for x in rows],
+                "senses": [f"{x.sense_a} / {x.sense_b}" if x.sense_a else "" for x in rows],
+                "cosine at layer 0": [x.cosine_first for x in rows],
+                chosen_col: [x.cosine_chosen for x in rows],
+                "sentence A": [x.sentence_a for x in rows],
+                "sentence B": [x.sentence_b for x in rows],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "cosine at layer 0": st.column_config.NumberColumn(
+                "layer 0", help="cosine at the embedding layer", format="%.3f", width="small"
+            ),
+            chosen_col: st.column_config.NumberColumn(
+                short_rep, help=f"cosine at {rep}", format="%.3f", width="small"
+            ),
+            "sentence A": st.column_config.TextColumn(width="large"),
+            "sentence B": st.column_config.TextColumn(width="large"),
+        },
+    )
+    st.markdown("★ Most surprising: " + escape_md(card.reason))
+    d1, d2 = st.columns(2)
+    stem = f"evidence_{''.join(ch for ch in ss.target if ch.isalnum()) or 'word'}"
+    d1.download_button("Download CSV", card.to_csv(), f"{stem}.csv", "text/csv", key="layers_card_csv")
+    d2.download_button(
+        "Download Markdown", card.to_markdown(), f"{stem}.md", "text/markdown", key="layers_card_md"
+    )
+    st.caption(
+        f"The two number columns are each pair's cosine at the embedding layer and at {rep}. Keep the card as "
+        "evidence of what the representation captures: the pairs, their senses, and how their cosine changed."
+    )
+
+state.sync_url(
+    {
+        "layers_layer": layer,
+        "layers_pooling": pooling,
+        "layers_view": view,
+        "layers_adjust": adjust,
+        "layers_sentence": pick,
+    }
+)

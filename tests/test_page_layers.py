@@ -1,0 +1,194 @@
+"""AppTest runs of pages/layers.py on the real bundled model."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
+
+
+def _app(text: str | None = None, target: str | None = None) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=240)
+    if text is not None:
+        at.session_state["_cl_initialised"] = True
+        at.session_state["cl_preset"] = "custom"
+        at.session_state["cl_text"] = text
+        at.session_state["cl_target"] = target
+    return at
+
+
+def _ok(at: AppTest, charts: int = 5) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= charts
+
+
+def _markdown(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _encoder_calls() -> int:
+    from ui import cache
+
+    return sum(cache.ENCODE_CALLS.values())
+
+
+def test_preset_shows_every_section():
+    at = _app().run()
+    _ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
+    text = _markdown(at)
+    assert "exactly 1.00" in text  # the static embedding is one vector for all sentences
+    assert "same-sense pairs average" in text
+    assert "The best is" in text
+    assert len(at.get("download_button")) == 2  # evidence card as CSV and Markdown
+    page_url = at.session_state["_cl_page_url"]
+    assert page_url["layers_layer"] == str(at.session_state["layers_layer"])
+    assert page_url["layers_pooling"] == "layer"
+
+
+def test_controls_do_not_run_the_model_again():
+    at = _app().run()
+    _ok(at)
+    calls = _encoder_calls()
+    at.slider(key="layers_layer").set_value(2).run()
+    at.radio(key="layers_pooling").set_value("last4").run()
+    at.radio(key="layers_view").set_value("all").run()
+    at.toggle(key="layers_adjust").set_value(True).run()
+    at.toggle(key="layers_pairs").set_value(True).run()
+    at.toggle(key="layers_reference").set_value(True).run()
+    at.selectbox(key="layers_sentence").set_value(3).run()
+    at.radio(key="layers_pooling").set_value("all").run()
+    _ok(at)
+    assert _encoder_calls() == calls
+    assert at.session_state["_cl_page_url"]["layers_pooling"] == "all"
+    assert at.session_state["_cl_page_url"]["layers_view"] == "all"
+    assert "mean of all layers" in _markdown(at)
+
+
+def test_controls_start_from_the_link():
+    at = _app()
+    at.query_params["layers_layer"] = "2"
+    at.query_params["layers_pooling"] = "last4"
+    at.query_params["layers_view"] = "nonsense"
+    at.run()
+    _ok(at)
+    assert at.session_state["layers_layer"] == 2
+    assert at.session_state["layers_pooling"] == "last4"
+    assert at.session_state["layers_view"] == "one"
+
+
+def test_without_labels():
+    text = "\n".join(
+        [
+            "The bank raised its rates again.",
+            "We had a picnic on the bank of the river.",
+            "She works at a bank downtown.",
+            "The boat drifted to the far bank.",
+        ]
+    )
+    at = _app(text, "bank").run()
+    _ok(at, charts=4)  # no readout chart without labels
+    assert any("needs sense labels" in i.value for i in at.info)
+    assert "Without sense labels" in _markdown(at)
+
+
+def test_two_sentences():
+    at = _app("money | The bank closed.\nriver | The river bank flooded.", "bank").run()
+    _ok(at, charts=4)
+    assert any("at least two senses with two or more" in i.value for i in at.info)
+
+
+def test_one_sentence_asks_for_more():
+    at = _app("money | The bank closed.", "bank").run()
+    assert not at.exception
+    assert any("at least 2" in i.value for i in at.info)
+
+
+def test_upload_keeps_good_rows_and_lists_bad_ones():
+    at = _app().run()
+    data = (
+        b"sense,sentence\n"
+        b"money,The bank approved the loan.\n"
+        b"money,She paid the cheque into the bank.\n"
+        b"river,Reeds grew along the bank of the canal.\n"
+        b"river,We fished from the muddy bank.\n"
+        b"river,This row has no target word.\n"
+    )
+    at.file_uploader(key="layers_upload").set_value(("mine.csv", data, "text/csv")).run()
+    assert not at.exception
+    assert any("4 usable sentence" in s.value for s in at.success)
+    problems = at.dataframe[0].value
+    assert list(problems["line"]) == [6]
+    at.button(key="layers_upload_apply").click().run()
+    _ok(at, charts=5)
+    assert at.session_state["cl_preset"] == "custom"
+    assert any("4 sentences uploaded from mine" in c.value for c in at.caption)
+    options = at.selectbox(key="layers_sentence").options
+    assert len(options) == 4 and options[0].startswith("S1 · The bank approved")
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "words"),
+    [
+        ("empty.csv", b"", "empty"),
+        ("sheet.csv", b"PK\x03\x04" + bytes(200), "Excel"),
+        ("bad.csv", b"money,No target here.\n", "No row of the file could be used"),
+    ],
+)
+def test_unusable_upload_gives_a_clear_error_and_the_page_still_works(name, data, words):
+    at = _app().run()
+    at.file_uploader(key="layers_upload").set_value((name, data, "text/csv")).run()
+    assert not at.exception
+    assert any(words in e.value for e in at.error)
+    assert len(at.get("plotly_chart")) >= 5
+
+
+def _many_sentences(n: int) -> bytes:
+    """``n`` distinct labelled sentences (half money, half river) as a CSV file."""
+    money = [
+        "approved the loan",
+        "raised its rates",
+        "closed the branch",
+        "froze the account",
+        "sent a letter",
+    ]
+    river = ["was covered in reeds", "was muddy after rain", "was steep and rocky", "flooded in spring"]
+    who = ["old", "local", "small", "central", "busy", "quiet", "northern", "eastern", "new", "famous"]
+    when = [
+        "on Monday",
+        "on Friday",
+        "in the morning",
+        "late at night",
+        "in May",
+        "in winter",
+        "last year",
+        "at dawn",
+    ]
+    money_rows = [f"money,The {w} bank {m} {t}." for w, m, t in itertools.product(who, money, when)]
+    river_rows = [
+        f"river,The {w} bank of the stream {r} {t}." for w, r, t in itertools.product(who, river, when)
+    ]
+    rows = [x for pair in zip(money_rows, river_rows, strict=False) for x in pair][:n]
+    assert len(set(rows)) == n
+    return ("sense,sentence\n" + "\n".join(rows) + "\n").encode()
+
+
+@pytest.mark.slow
+def test_500_uploaded_sentences_render_and_reuse_the_encoding():
+    at = _app().run()
+    at.file_uploader(key="layers_upload").set_value(("big.csv", _many_sentences(500), "text/csv")).run()
+    assert any("500 usable sentence" in s.value for s in at.success)
+    at.button(key="layers_upload_apply").click().run()
+    _ok(at, charts=5)
+    assert len(at.selectbox(key="layers_sentence").options) == 500
+    calls = _encoder_calls()
+    at.slider(key="layers_layer").set_value(3).run()
+    at.radio(key="layers_view").set_value("all").run()
+    at.radio(key="layers_pooling").set_value("last4").run()
+    _ok(at, charts=5)
+    assert _encoder_calls() == calls
+    assert any("80 of the 500 sentences" in c.value for c in at.caption)
