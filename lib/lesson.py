@@ -1,0 +1,1184 @@
+"""The guided lesson: its steps in course order, one question per step, and answer checking.
+
+Every question is built from numbers the model actually computed, passed in as arrays: the correct
+answer is derived here from those numbers (with a small tolerance, or a set of acceptable choices where
+the model's numbers nearly tie), never typed in. The maths itself lives in the other lib modules
+(``lib.similarity``, ``lib.attention``, ``lib.projection``, ``lib.toy_attention``); this module only picks
+what to ask and phrases the answer.
+
+Course order (seeds 000-002): static vs contextual -> attention -> layer by layer -> anisotropy ->
+projections -> the toy attention calculator, with the lesson's "apple" exercise and one step for each
+common misconception ([CLS] as a sentence vector; deeper is always better; polysemy is solved).
+
+Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/lesson.py`` does::
+
+    tv = enc.target_vectors(list(preset_by_id("bat").sentence_set().sentences), "bat")
+    q = sense_separation(tv.vectors, senses, "bat").question
+    check_answer(q, "Layer 6")   # -> Feedback(correct=..., message=...)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lib.attention import special_token_share, target_attention, token_labels
+from lib.projection import pca_projection
+from lib.similarity import (
+    SPECIAL_TOKENS,
+    cosine_matrix,
+    evidence_card,
+    layer_cosine_matrices,
+    leave_one_out_readout,
+    other_token_masks,
+    random_token_baseline,
+    sense_similarity,
+    unit_rows,
+)
+from lib.toy_attention import COURSE_EMBEDDINGS, COURSE_POSITIONS, COURSE_TOKENS, attention_steps
+
+# Two cosines (or gaps, or attention weights) closer than this count as a tie: either choice is accepted.
+COSINE_TIE = 0.01
+# Two sentence vectors whose topic gaps differ by less than this are "about the same".
+POOLING_TIE = 0.02
+# How far a typed number may be from the model's: cosines read off a chart, and a hand-computed softmax.
+READ_TOLERANCE = 0.02
+HAND_TOLERANCE = 0.01
+
+NONE_WRONG = "None: every sentence is on its own side"
+
+
+# --------------------------------------------------------------------------------------------------
+# Steps
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the lesson.
+
+    id:            short, stable name (widget keys, the report)
+    title:         heading on the page
+    part:          which part of the course it belongs to (and which page explores it further)
+    misconception: True for the three "common misconception" checks
+    preset:        the fixed preset the step reads ("bat", "apple"), or None
+    text:          the teaching text, Markdown, written in our own words from the course seeds
+    """
+
+    id: str
+    title: str
+    part: str
+    misconception: bool
+    preset: str | None
+    text: str
+
+
+STEPS: tuple[Step, ...] = (
+    Step(
+        "static",
+        "One word, one vector?",
+        "Static vs contextual",
+        False,
+        "bat",
+        "A **static** embedding (word2vec, GloVe, or the model's own input table) is a lookup: the word "
+        "*bat* gets one vector, whether a bat flies out of a barn or cracks against a fastball. A "
+        "**contextual** model gives every *occurrence* its own vector, computed from the whole sentence. "
+        "Left: the cosine between the static vectors of *bat* in twelve sentences. Right: the same "
+        "occurrences after the last layer.",
+    ),
+    Step(
+        "apple",
+        "Exercise: apple, fruit or company",
+        "Static vs contextual",
+        False,
+        "apple",
+        "The course exercise: a word starts from one base vector and its context pushes it towards one "
+        "meaning, so *apple* in a fruit sentence should drift towards food, and in a company sentence "
+        "towards technology. Here is what the real model does. Each point is one *apple*; across is its "
+        "cosine with the average fruit *apple*, up its cosine with the average company *apple* (a "
+        "sentence's own group is averaged without it). Below the diagonal reads as fruit, above as company.",
+    ),
+    Step(
+        "attention",
+        "Where does the word look?",
+        "Attention",
+        False,
+        "bat",
+        "Context gets in through **attention**. In each layer every word piece sends a *query* (what it "
+        "needs), every word piece offers a *key* (what it can give) and a *value* (what it passes on). "
+        "The query-key matches, turned into weights that add up to 1, say how much of each value is mixed "
+        "into the word's new vector. The bars show where *bat* looks in the sentence below, averaged over "
+        "the layer's heads.",
+    ),
+    Step(
+        "layers",
+        "Layer by layer",
+        "Layer by layer",
+        False,
+        "bat",
+        "The model builds its vectors in layers: layer 0 is the word piece plus its position, and each "
+        "layer mixes in more context. Probing studies find surface features early and meaning later, but "
+        "only roughly. The lines follow the average cosine of *bat* pairs with the **same** sense and "
+        "with **different** senses through the layers; the gap between them is how well the senses are "
+        "pulled apart.",
+    ),
+    Step(
+        "deeper",
+        "Misconception: deeper is always better",
+        "Layer by layer",
+        True,
+        "bat",
+        "A common belief: the last layer is always the best one to use. The course warns that the best "
+        "layer depends on the task. Here the task is reading the sense: each sentence is given the sense "
+        "whose average vector (built without it) is closest, at every layer. The lines are the share of "
+        "sentences read correctly for three presets; a dotted line is always guessing the commonest sense.",
+    ),
+    Step(
+        "cls",
+        "Misconception: [CLS] is a sentence vector",
+        "Layer by layer",
+        True,
+        None,
+        "BERT puts a **[CLS]** token in front of every sentence, and it is tempting to take its vector as "
+        "the sentence's meaning. It was trained for a different job (next-sentence prediction in BERT), "
+        "and the course says to test it against **mean pooling**, the average of the word pieces. The "
+        "lesson encodes fifteen sentences of its own on five topics and compares same-topic pairs with "
+        "different-topic pairs under both choices.",
+    ),
+    Step(
+        "anisotropy",
+        "Anisotropy: cosine has a floor",
+        "Anisotropy",
+        False,
+        "bat",
+        "Contextual vectors crowd into a narrow cone: even two **unrelated** words in unrelated sentences "
+        "have a clearly positive cosine, where random directions would give about 0. So a raw cosine "
+        "means little on its own. The grey dashed line is the average cosine of random pairs of other word "
+        "pieces in the *bat* sentences (band: 10th to 90th percentile); the coloured lines are the *bat* "
+        "pairs. z-scoring, whitening or removing top components fix this (see the **Anisotropy** page).",
+    ),
+    Step(
+        "projection",
+        "A picture of 384 dimensions",
+        "Projections",
+        False,
+        "bat",
+        "To look at the vectors we squeeze them into two dimensions. **PCA** keeps the two directions "
+        "along which the points vary most; distances along them are real, but everything else is "
+        "dropped, and the axis titles say how much of the variance is kept. UMAP and t-SNE (on the "
+        "**Projections** page) keep neighbourhoods instead of distances.",
+    ),
+    Step(
+        "polysemy",
+        "Misconception: polysemy is solved",
+        "Projections",
+        True,
+        "bat",
+        "Contextual vectors do separate senses on average, but they do not list senses the way a "
+        "dictionary does, and single occurrences can land close to the wrong sense (rare senses most of "
+        "all). Each dot is one pair of *bat* sentences at the last layer, in two rows: pairs with the "
+        "same sense and pairs with different senses.",
+    ),
+    Step(
+        "toy",
+        "Attention by hand",
+        "Attention by hand",
+        False,
+        None,
+        "The course's worked example: three tokens *The cat sat* in two dimensions, e(The) = [1, 0], "
+        "e(cat) = [0, 1], e(sat) = [1, 1], plus positions [0.1, 0], [0, 0.1], [0.1, 0.1]. With Q = K = V = X "
+        "and no scaling, the scores are S = X Xᵀ, each row goes through a softmax, and each token's new "
+        "vector is its weighted mix of the rows of V (the arrows: before and after). Work one weight out "
+        "by hand; the **Attention by hand** page shows every step.",
+    ),
+    Step(
+        "summary",
+        "Your evidence card",
+        "Summary",
+        False,
+        None,
+        "What you found, question by question, with the model's own numbers. Keep it: the course's "
+        "*evidence card* is a small table with at least one surprising result, and this one has three.",
+    ),
+)
+
+STEP_IDS = tuple(s.id for s in STEPS)
+
+
+def step_by_id(step_id: str) -> Step:
+    for s in STEPS:
+        if s.id == step_id:
+            return s
+    raise KeyError(step_id)
+
+
+def solved_mask(solved: Sequence[str]) -> int:
+    """Progress as an integer for the URL: bit i is set when step i is solved."""
+    return sum(1 << i for i, sid in enumerate(STEP_IDS) if sid in set(solved))
+
+
+def solved_from_mask(mask: int) -> tuple[str, ...]:
+    """The solved step ids encoded by :func:`solved_mask` (unknown bits are ignored)."""
+    return tuple(sid for i, sid in enumerate(STEP_IDS) if mask >> i & 1)
+
+
+# --------------------------------------------------------------------------------------------------
+# Questions and checking
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question, with its answer taken from the model's numbers.
+
+    prompt:      the question (plain text)
+    options:     the choices, in display order; empty for a number question
+    accepted:    the choices counted as correct (more than one when the model's numbers nearly tie)
+    value:       the model's number, for a number question (None otherwise)
+    tolerance:   how far a typed number may be from ``value``
+    answer:      the correct answer as shown to the learner
+    explanation: the numbers behind the answer (plain text), shown once answered
+    hint:        where to look, shown after a wrong answer
+    """
+
+    prompt: str
+    options: tuple[str, ...]
+    accepted: frozenset[str]
+    value: float | None
+    tolerance: float
+    answer: str
+    explanation: str
+    hint: str
+
+    @property
+    def is_number(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The result of checking one answer. ``answered`` is False when nothing was given yet."""
+
+    answered: bool
+    correct: bool
+    message: str
+
+
+def check_answer(question: Question, answer: object) -> Feedback:
+    """Check a learner's answer against the model's numbers.
+
+    A number question accepts any finite number within ``tolerance`` of ``value`` (a string such as
+    "0.44" is parsed); a choice question accepts any of ``accepted``.
+    """
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return Feedback(False, False, "Choose or type an answer first.")
+    if question.is_number:
+        try:
+            x = float(str(answer).strip().replace(",", "."))
+        except ValueError:
+            return Feedback(False, False, "Type a number, e.g. 0.25.")
+        if not np.isfinite(x):
+            return Feedback(False, False, "Type an ordinary number, e.g. 0.25.")
+        if abs(x - question.value) <= question.tolerance + 1e-12:
+            return Feedback(True, True, f"Right: the model gives {question.answer}.")
+        direction = "lower" if x > question.value else "higher"
+        return Feedback(
+            True, False, f"Not quite: the model's number is {direction} than {x:g}. {question.hint}"
+        )
+    if str(answer) in question.accepted:
+        return Feedback(True, True, f"Right: {question.answer}.")
+    if str(answer) not in question.options:
+        return Feedback(False, False, "Pick one of the choices.")
+    return Feedback(True, False, f"Not quite. {question.hint}")
+
+
+def _choice(
+    prompt: str,
+    options: Sequence[str],
+    accepted: Sequence[str],
+    explanation: str,
+    hint: str,
+    answer: str | None = None,
+) -> Question:
+    opts = tuple(options)
+    acc = frozenset(accepted)
+    if not acc or not acc <= set(opts):
+        raise ValueError("every accepted answer must be one of the options, and there must be at least one")
+    shown = answer if answer is not None else " or ".join(o for o in opts if o in acc)
+    return Question(prompt, opts, acc, None, 0.0, shown, explanation, hint)
+
+
+def _number(
+    prompt: str, value: float, tolerance: float, explanation: str, hint: str, digits: int = 3
+) -> Question:
+    if not np.isfinite(value):
+        raise ValueError("the model's number is not finite")
+    return Question(
+        prompt, (), frozenset(), float(value), tolerance, f"{value:.{digits}f}", explanation, hint
+    )
+
+
+def layer_name(k: int) -> str:
+    """How a layer is called in the lesson's choices: 'Layer 0 (input)', 'Layer 3'."""
+    return "Layer 0 (input)" if k == 0 else f"Layer {k}"
+
+
+def _near_best(values: np.ndarray, tie: float, highest: bool = True) -> list[int]:
+    """Indices whose value is within ``tie`` of the best one (the best always included)."""
+    v = np.asarray(values, dtype=np.float64)
+    best = v.max() if highest else v.min()
+    keep = v >= best - tie if highest else v <= best + tie
+    return [int(i) for i in np.flatnonzero(keep)]
+
+
+def _senses_ok(senses: Sequence[str | None], n: int, need: int = 2) -> list[str]:
+    if len(senses) != n:
+        raise ValueError(f"{len(senses)} sense labels for {n} sentences")
+    if not all(senses):
+        raise ValueError("every lesson sentence needs a sense label")
+    names = list(dict.fromkeys(senses))
+    if len(names) < need:
+        raise ValueError(f"the lesson needs at least {need} senses; got {len(names)}")
+    return names
+
+
+def sentence_option(labels: Sequence[str], senses: Sequence[str | None], i: int) -> str:
+    """A sentence as a choice: its chart label and its sense."""
+    return f"{labels[i]} ({senses[i]})" if senses[i] else labels[i]
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 1: static vs contextual
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StaticVsContextual:
+    """static_cos: (n, n) cosine of the static vectors; last_cos: (n, n) at the last layer; query: the row asked about."""
+
+    static_cos: np.ndarray
+    last_cos: np.ndarray
+    query: int
+    question: Question
+
+
+def static_vs_contextual(
+    static: np.ndarray, vectors: np.ndarray, labels: Sequence[str], senses: Sequence[str | None], target: str
+) -> StaticVsContextual:
+    """Which sentence's target is most like sentence 1's at the last layer (the static vectors cannot tell).
+
+    static: (n, H) the input-table vector of the target per sentence; vectors: (n, L+1, H).
+    """
+    v = np.asarray(vectors)
+    n, k = v.shape[0], v.shape[1]
+    if n < 3:
+        raise ValueError("this step needs at least three sentences")
+    static_cos = cosine_matrix(static)
+    last_cos = layer_cosine_matrices(v)[k - 1]
+    q = 0
+    others = [j for j in range(n) if j != q]
+    row = last_cos[q, others]
+    best = [others[i] for i in _near_best(row, COSINE_TIE)]
+    top = others[int(np.argmax(row))]
+    _senses_ok(senses, n, need=1)
+    lo, hi = float(static_cos[np.triu_indices(n, 1)].min()), float(static_cos[np.triu_indices(n, 1)].max())
+    same = [j for j in others if senses[j] == senses[q]]
+    diff = [j for j in others if senses[j] != senses[q]]
+    parts = [
+        f"At layer {k - 1}, {labels[top]} ({senses[top]}) is closest to {labels[q]} ({senses[q]}), "
+        f"cosine {last_cos[q, top]:.2f}."
+    ]
+    if same and diff:
+        parts.append(
+            f"Its same-sense sentences average {last_cos[q, same].mean():.2f}, the other-sense ones "
+            f"{last_cos[q, diff].mean():.2f}."
+        )
+    static_range = f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"between {lo:.2f} and {hi:.2f}"
+    parts.append(
+        f"The static vectors score {static_range} for every pair: one lookup for '{target}', whatever the "
+        "sentence."
+    )
+    question = _choice(
+        f"At layer {k - 1}, which sentence's '{target}' is most similar to the '{target}' in {labels[q]}?",
+        [sentence_option(labels, senses, j) for j in others],
+        [sentence_option(labels, senses, j) for j in best],
+        " ".join(parts),
+        "Look along the first row of the right-hand heatmap (hover for the numbers) and find the "
+        "brightest cell apart from the diagonal.",
+    )
+    return StaticVsContextual(static_cos, last_cos, q, question)
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 2: the apple exercise
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CentroidReading:
+    """Each sentence's cosine with the two sense averages at one layer.
+
+    senses_compared: (sense_x, sense_y), the two senses; x: (m,) cosine with sense_x's average;
+    y: (m,) with sense_y's; indices: (m,) the sentences shown (those of the two senses); a sentence's
+    own sense average is computed without it. read_as: (m,) the nearer sense; wrong: sentences read
+    as the other sense; finding: one sentence for the evidence card when one is misread, else None.
+    """
+
+    layer: int
+    senses_compared: tuple[str, str]
+    indices: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    read_as: tuple[str, ...]
+    wrong: tuple[int, ...]
+    question: Question
+    finding: str | None = None
+
+
+def centroid_reading(
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    labels: Sequence[str],
+    target: str,
+    layer: int | None = None,
+) -> CentroidReading:
+    """The two commonest senses' average vectors, and which side of the diagonal each sentence lands on.
+
+    vectors: (n, L+1, H); layer defaults to the last. Each of the two senses needs at least two sentences.
+    """
+    v = np.asarray(vectors, dtype=np.float64)
+    n, k = v.shape[0], v.shape[1]
+    names = _senses_ok(senses, n)
+    counts = {s: sum(1 for t in senses if t == s) for s in names}
+    two = tuple(sorted(names, key=lambda s: -counts[s])[:2])
+    if min(counts[s] for s in two) < 2:
+        raise ValueError("each of the two senses needs at least two sentences")
+    layer = k - 1 if layer is None else layer
+    idx = np.array([i for i in range(n) if senses[i] in two], dtype=int)
+    x = v[idx, layer, :]  # (m, H)
+    lab = np.array([two.index(senses[i]) for i in idx])
+    sums = np.stack([x[lab == s].sum(axis=0) for s in (0, 1)])  # (2, H)
+    sizes = np.array([(lab == s).sum() for s in (0, 1)], dtype=np.float64)
+    cos = np.empty((len(idx), 2))
+    for s in (0, 1):
+        cent = np.where((lab == s)[:, None], (sums[s] - x) / np.maximum(sizes[s] - 1, 1), sums[s] / sizes[s])
+        cos[:, s] = np.einsum("mh,mh->m", unit_rows(x), unit_rows(cent))
+    nearer = np.argmax(cos, axis=1)
+    read_as = tuple(two[int(s)] for s in nearer)
+    wrong = tuple(int(i) for i, s, t in zip(idx, nearer, lab, strict=True) if s != t)
+    margin = np.abs(cos[:, 0] - cos[:, 1])
+    on_line = [int(i) for i, m in zip(idx, margin, strict=True) if m < COSINE_TIE / 2]
+    options = [NONE_WRONG] + [sentence_option(labels, senses, int(i)) for i in idx]
+    accepted = [sentence_option(labels, senses, i) for i in dict.fromkeys([*wrong, *on_line])]
+    if not wrong:
+        accepted.append(NONE_WRONG)
+    if wrong:
+        w = wrong[0]
+        j = int(np.flatnonzero(idx == w)[0])
+        expl = (
+            f"At layer {layer}, {labels[w]} is labelled {senses[w]} but its '{target}' is closer to the "
+            f"average {read_as[j]} '{target}' ({max(cos[j]):.2f} against {min(cos[j]):.2f})."
+        )
+        if len(wrong) > 1:
+            expl += f" {len(wrong) - 1} more sentence(s) cross the line too."
+        answer = "; ".join(sentence_option(labels, senses, i) for i in wrong)
+    else:
+        closest = int(idx[int(np.argmin(margin))])
+        expl = (
+            f"At layer {layer} every '{target}' is nearer its own sense's average; the closest call is "
+            f"{labels[closest]} (margin {margin.min():.3f})."
+        )
+        answer = NONE_WRONG
+    expl += " The context pushed each occurrence towards its meaning, but not always far enough."
+    question = _choice(
+        f"At layer {layer}, which '{target}' sentence lands on the wrong side of the diagonal "
+        f"(closer to the other sense's average)?",
+        options,
+        accepted,
+        expl,
+        "Look for a point whose colour does not match its side: fruit points belong below the line, company "
+        "points above. Hover to read the sentence.",
+        answer=answer,
+    )
+    finding = None
+    if wrong:
+        w = wrong[0]
+        finding = (
+            f"{labels[w]} is a {senses[w]} sentence, yet at layer {layer} its '{target}' sits nearer the average "
+            f"{read_as[int(np.flatnonzero(idx == w)[0])]} '{target}'."
+        )
+    return CentroidReading(
+        layer, (two[0], two[1]), idx, cos[:, 0], cos[:, 1], read_as, wrong, question, finding
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 3: attention
+# --------------------------------------------------------------------------------------------------
+
+# The sentence the attention step looks into (ours; the word that gives the sense away sits right before).
+ATTENTION_SENTENCE = "Her new cricket bat is made of English willow."
+
+
+@dataclass(frozen=True)
+class AttentionLook:
+    """Where the target looks in one layer (mean over heads).
+
+    labels: (n,) unique token labels; weights: (n,) the target's attention, sums to 1;
+    attended_by: (n,) how much each token looks at the target; special_share: share of the sentence's
+    attention that goes to [CLS]/[SEP] in this layer (mean over heads and queries).
+    """
+
+    layer: int
+    labels: tuple[str, ...]
+    target_positions: tuple[int, ...]
+    weights: np.ndarray
+    attended_by: np.ndarray
+    special_share: float
+    question: Question
+
+
+def attention_look(
+    attentions: np.ndarray,
+    tokens: Sequence[str],
+    target_positions: Sequence[int],
+    target: str,
+    layer: int = 1,
+) -> AttentionLook:
+    """Which other word piece the target attends to most in ``layer`` (1-based), apart from [CLS]/[SEP].
+
+    attentions: (L, H, n, n) of one sentence; tokens: its n word pieces.
+    """
+    att = np.asarray(attentions)
+    if not 1 <= layer <= att.shape[0]:
+        raise ValueError(f"layer must be between 1 and {att.shape[0]}")
+    ta = target_attention(att, target_positions)
+    w = ta.attends_to_mean[layer - 1]  # (n,)
+    labels = tuple(token_labels(tokens))
+    candidates = [
+        i for i, t in enumerate(tokens) if t not in SPECIAL_TOKENS and i not in set(target_positions)
+    ]
+    if not candidates:
+        raise ValueError("the sentence has no word piece besides the target")
+    cw = w[candidates]
+    best = [candidates[i] for i in _near_best(cw, COSINE_TIE)]
+    top = candidates[int(np.argmax(cw))]
+    share = special_token_share(att, tokens)
+    special = float(share.cls_mean[layer - 1] + share.sep_mean[layer - 1])
+    to_special = float(sum(w[i] for i, t in enumerate(tokens) if t in SPECIAL_TOKENS))
+    expl = (
+        f"In layer {layer}, '{target}' gives {w[top]:.2f} of its attention to '{tokens[top]}', more than to "
+        f"any other word; {to_special:.2f} goes to [CLS] and [SEP], which many heads use as a resting place "
+        f"(across the whole sentence, {special:.0%} of this layer's attention lands on them)."
+    )
+    question = _choice(
+        f"In layer {layer} (average of the heads), which word piece does '{target}' attend to most, "
+        "apart from itself, [CLS] and [SEP]?",
+        [labels[i] for i in candidates],
+        [labels[i] for i in best],
+        expl,
+        "Read the top bar chart: ignore the highlighted target bar and the [CLS]/[SEP] bars, then find the "
+        "tallest one.",
+    )
+    return AttentionLook(
+        layer, labels, tuple(target_positions), w, ta.attended_by_mean[layer - 1], special, question
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 4: layer by layer
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SenseSeparation:
+    """same, different, gap: (L+1,) mean cosine of same-sense pairs, different-sense pairs, and same - different."""
+
+    same: np.ndarray
+    different: np.ndarray
+    gap: np.ndarray
+    best_layers: tuple[int, ...]
+    question: Question
+
+
+def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: str) -> SenseSeparation:
+    """At which layer the senses are pulled apart most (largest same-minus-different gap)."""
+    v = np.asarray(vectors)
+    names = _senses_ok(senses, v.shape[0])
+    sims = sense_similarity(layer_cosine_matrices(v), senses)
+    gap = sims.gap
+    best = _near_best(gap, COSINE_TIE / 2)
+    top = int(np.argmax(gap))
+    last = v.shape[1] - 1
+    expl = (
+        f"The gap is largest at layer {top}: same-sense pairs {sims.same[top]:.2f}, different-sense pairs "
+        f"{sims.different[top]:.2f} (gap {gap[top]:.3f}). At layer 0 the gap is {gap[0]:.3f}: the input vector "
+        f"is the word piece plus its position, so the senses ({' and '.join(names)}) cannot differ."
+    )
+    if top != last:
+        expl += f" At the last layer, {last}, it is {gap[last]:.3f}."
+    question = _choice(
+        f"At which layer do the senses of '{target}' separate most (the largest gap between the two lines)?",
+        [layer_name(k) for k in range(v.shape[1])],
+        [layer_name(k) for k in best],
+        expl,
+        "Find the layer where the shaded band between the two lines is widest (hover for the numbers).",
+    )
+    return SenseSeparation(sims.same, sims.different, gap, tuple(best), question)
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 5: deeper is always better?
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadoutCurve:
+    """Leave-one-out nearest-average sense readout of one preset: accuracy (L+1,) and the majority baseline."""
+
+    name: str
+    accuracy: np.ndarray
+    majority_baseline: float
+    best_layers: tuple[int, ...]
+
+
+def readout_curve(name: str, vectors: np.ndarray, senses: Sequence[str | None]) -> ReadoutCurve:
+    """Per-layer sense readout (lib.similarity.leave_one_out_readout); every layer with the top score is best."""
+    ro = leave_one_out_readout(vectors, senses)
+    if ro is None:
+        raise ValueError(f"'{name}' needs two senses with at least two sentences each")
+    best = tuple(int(i) for i in np.flatnonzero(np.isclose(ro.accuracy, ro.accuracy.max())))
+    return ReadoutCurve(name, np.asarray(ro.accuracy, dtype=np.float64), float(ro.majority_baseline), best)
+
+
+@dataclass(frozen=True)
+class DeeperCheck:
+    """The readout of the asked preset and of the others (for the table); finding: a preset whose best
+    layer is not the last, for the evidence card, or None."""
+
+    curves: tuple[ReadoutCurve, ...]
+    question: Question
+    finding: str | None = None
+
+
+def deeper_check(curves: Sequence[ReadoutCurve]) -> DeeperCheck:
+    """Ask which layer reads the first preset's sense best; the others are evidence beside it."""
+    if not curves:
+        raise ValueError("need at least one readout curve")
+    c = curves[0]
+    last = len(c.accuracy) - 1
+    best = ", ".join(str(k) for k in c.best_layers)
+    parts = [
+        f"For '{c.name}' the best layer is {best} ({c.accuracy[c.best_layers[0]]:.0%} read correctly); the last "
+        f"layer reads {c.accuracy[last]:.0%}."
+    ]
+    for o in curves[1:]:
+        ob = ", ".join(str(k) for k in o.best_layers)
+        parts.append(
+            f"'{o.name}': best at layer {ob} ({o.accuracy.max():.0%}), last layer {o.accuracy[-1]:.0%}."
+        )
+    not_last = [o.name for o in curves if last not in o.best_layers]
+    if not_last:
+        parts.append(f"So for {', '.join(repr(x) for x in not_last)} the last layer is not the best one.")
+    else:
+        parts.append("Here the last layer does tie for best, but check per layer: it does not have to.")
+    question = _choice(
+        f"Which layer reads the sense of '{c.name}' best?",
+        [layer_name(k) for k in range(len(c.accuracy))],
+        [layer_name(k) for k in c.best_layers],
+        " ".join(parts),
+        f"Follow the '{c.name}' line and find its highest point (hover for the exact share).",
+    )
+    finding = None
+    for o in curves:
+        if last not in o.best_layers:
+            finding = (
+                f"The sense of '{o.name}' reads best at layer {o.best_layers[0]} ({o.accuracy.max():.0%}), not at "
+                f"the last layer ({o.accuracy[last]:.0%})."
+            )
+            break
+    return DeeperCheck(tuple(curves), question, finding)
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 6: [CLS] as a sentence vector
+# --------------------------------------------------------------------------------------------------
+
+# Our own sentences, five topics, three each; none shares a content word with another topic.
+TOPIC_SENTENCES: tuple[tuple[str, str], ...] = (
+    ("cooking", "Stir the onions slowly until they turn golden and sweet."),
+    ("cooking", "She kneaded the dough and left it to rise overnight."),
+    ("cooking", "Add a pinch of salt to the boiling water before the pasta."),
+    ("football", "The striker scored twice in the second half."),
+    ("football", "Our goalkeeper saved a penalty in the last minute."),
+    ("football", "The referee showed him a red card for the late tackle."),
+    ("weather", "Heavy rain is expected across the north by tomorrow evening."),
+    ("weather", "A thick fog rolled in from the sea this morning."),
+    ("weather", "The heatwave broke records for the hottest day in July."),
+    ("computers", "My laptop froze while the update was installing."),
+    ("computers", "He wrote a short script to rename all the files."),
+    ("computers", "The new processor runs much cooler than the old one."),
+    ("music", "The orchestra tuned their instruments before the concert."),
+    ("music", "She practised the piano for two hours every day."),
+    ("music", "The band played their new song for the first time."),
+)
+
+CLS_CHOICE = "the [CLS] vector"
+MEAN_CHOICE = "the mean of the word pieces"
+SAME_CHOICE = "about the same"
+
+
+@dataclass(frozen=True)
+class PoolingComparison:
+    """Same-topic vs different-topic mean cosine per layer, for [CLS] and for mean pooling.
+
+    cls_same, cls_different, mean_same, mean_different: (L+1,); cls_gap, mean_gap: same - different.
+    cls_last, mean_last: (n, n) cosine matrices at the last layer. finding: the comparison in one
+    sentence for the evidence card.
+    """
+
+    cls_same: np.ndarray
+    cls_different: np.ndarray
+    mean_same: np.ndarray
+    mean_different: np.ndarray
+    cls_last: np.ndarray
+    mean_last: np.ndarray
+    question: Question
+    finding: str | None = None
+
+    @property
+    def cls_gap(self) -> np.ndarray:
+        return self.cls_same - self.cls_different
+
+    @property
+    def mean_gap(self) -> np.ndarray:
+        return self.mean_same - self.mean_different
+
+
+def sentence_vectors(
+    hidden_states: Sequence[np.ndarray], tokens: Sequence[Sequence[str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two sentence vectors per layer: the [CLS] token's, and the mean of the ordinary word pieces.
+
+    hidden_states: per sentence (L+1, n_i, H); the first token is [CLS]. Returns (cls, mean), each (n, L+1, H).
+    """
+    cls, mean = [], []
+    for hs, toks in zip(hidden_states, tokens, strict=True):
+        hs = np.asarray(hs, dtype=np.float64)
+        if toks[0] not in SPECIAL_TOKENS:
+            raise ValueError("the model puts no [CLS] token first; this step needs a BERT-style encoder")
+        keep = np.array([t not in SPECIAL_TOKENS for t in toks], dtype=bool)
+        cls.append(hs[:, 0, :])
+        mean.append(hs[:, keep, :].mean(axis=1))
+    return np.stack(cls), np.stack(mean)
+
+
+def pooling_comparison(
+    hidden_states: Sequence[np.ndarray], tokens: Sequence[Sequence[str]], topics: Sequence[str]
+) -> PoolingComparison:
+    """Which sentence vector keeps same-topic pairs above different-topic pairs: [CLS] or the mean?"""
+    cls, mean = sentence_vectors(hidden_states, tokens)
+    _senses_ok(topics, cls.shape[0])
+    c = sense_similarity(layer_cosine_matrices(cls), topics)
+    m = sense_similarity(layer_cosine_matrices(mean), topics)
+    last = cls.shape[1] - 1
+    cg, mg = float(c.gap[last]), float(m.gap[last])
+    if abs(cg - mg) < POOLING_TIE:
+        accepted = [SAME_CHOICE, CLS_CHOICE if cg > mg else MEAN_CHOICE]
+        answer = SAME_CHOICE
+    else:
+        accepted = [CLS_CHOICE if cg > mg else MEAN_CHOICE]
+        answer = accepted[0]
+    lo = int(np.argmin(c.gap[:last])) if last > 0 else 0
+    expl = (
+        f"At layer {last}, same-topic pairs beat different-topic pairs by {mg:.3f} with the mean of the word "
+        f"pieces ({m.same[last]:.2f} against {m.different[last]:.2f}) and by {cg:.3f} with [CLS] "
+        f"({c.same[last]:.2f} against {c.different[last]:.2f})."
+    )
+    if last > 0:
+        expl += (
+            f" Before the last layer the [CLS] vectors barely differ at all: at layer {lo} every pair of "
+            f"sentences, whatever the topic, has a [CLS] cosine of about {c.different[lo]:.2f}."
+        )
+    question = _choice(
+        f"At layer {last}, which sentence vector separates same-topic pairs from different-topic pairs more?",
+        [CLS_CHOICE, MEAN_CHOICE, SAME_CHOICE],
+        accepted,
+        expl,
+        "Compare the distance between the two lines in each panel at the last layer.",
+        answer=answer,
+    )
+    if mg - cg >= POOLING_TIE:
+        finding = (
+            f"[CLS] tells topics apart less than the mean of the word pieces (gap {cg:.2f} against {mg:.2f})."
+        )
+    elif cg - mg >= POOLING_TIE:
+        finding = f"In this model [CLS] tells topics apart more than the mean of the word pieces ({cg:.2f} against {mg:.2f})."
+    else:
+        finding = (
+            f"[CLS] and the mean of the word pieces tell topics apart about equally ({cg:.2f} and {mg:.2f})."
+        )
+    return PoolingComparison(
+        c.same,
+        c.different,
+        m.same,
+        m.different,
+        cosine_matrix(cls[:, last, :]),
+        cosine_matrix(mean[:, last, :]),
+        question,
+        finding,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 7: anisotropy
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnisotropyFloor:
+    """floor, low, high: (L+1,) mean and 10th/90th percentile cosine of random other word pieces;
+    same, different: (L+1,) the target's same-/different-sense pair means; n_tokens: tokens sampled from."""
+
+    floor: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    same: np.ndarray
+    different: np.ndarray
+    n_tokens: int
+    question: Question
+
+
+def anisotropy_floor(
+    hidden_states: Sequence[np.ndarray],
+    tokens: Sequence[Sequence[str]],
+    target_positions: Sequence[Sequence[int]],
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    target: str,
+) -> AnisotropyFloor:
+    """The mean cosine of unrelated word pieces per layer (lib.similarity.random_token_baseline)."""
+    base = random_token_baseline(hidden_states, other_token_masks(tokens, target_positions))
+    if base is None:
+        raise ValueError("the sentences have too few other word pieces")
+    sims = sense_similarity(layer_cosine_matrices(vectors), senses)
+    last = len(base.mean) - 1
+    f = float(base.mean[last])
+    expl = (
+        f"At layer {last}, two random other word pieces have cosine {f:.2f} on average (from {base.n_pairs} "
+        f"pairs of {base.n_tokens} word pieces); random directions in {np.asarray(vectors).shape[2]} "
+        f"dimensions would give about 0.00. The floor is highest at layer {int(np.argmax(base.mean))} "
+        f"({base.mean.max():.2f}). Measured from this floor, '{target}' pairs of different senses "
+        f"({sims.different[last]:.2f}) are {sims.different[last] - f:+.2f} above it and same-sense pairs "
+        f"{sims.same[last] - f:+.2f}."
+    )
+    question = _number(
+        f"At layer {last}, what is the average cosine between two unrelated word pieces (the grey dashed line)? "
+        "Two decimals are enough.",
+        f,
+        READ_TOLERANCE,
+        expl,
+        "Hover over the grey line at the last layer.",
+        digits=2,
+    )
+    return AnisotropyFloor(base.mean, base.low, base.high, sims.same, sims.different, base.n_tokens, question)
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 8: projection
+# --------------------------------------------------------------------------------------------------
+
+YES, NO = "Yes", "No"
+
+
+def line_margin(points: np.ndarray, groups: np.ndarray, n_angles: int = 3600) -> float:
+    """The widest straight gap between two groups of 2-D points, signed.
+
+    points: (n, 2); groups: (n,) bool. For each direction (``n_angles`` evenly spaced over 180°) the points
+    are projected onto it, and the gap is the distance from the highest point of one group to the lowest
+    of the other. Returns the best gap over all directions, with the points first scaled so that their
+    larger side spans 1: > 0 means one straight line (perpendicular to that direction) separates the
+    groups with that much room; <= 0 means every line leaves some point on the wrong side, and the value
+    is minus the smallest overlap. The angular grid makes it exact to within about 1e-3.
+    """
+    P = np.asarray(points, dtype=np.float64)
+    g = np.asarray(groups, dtype=bool)
+    if P.ndim != 2 or P.shape[1] != 2 or len(g) != len(P) or g.all() or not g.any():
+        raise ValueError("need (n, 2) points and two non-empty groups")
+    span = float(np.ptp(P, axis=0).max()) or 1.0
+    Q = (P - P.min(axis=0)) / span
+    theta = np.linspace(0.0, np.pi, n_angles, endpoint=False)
+    proj = Q @ np.stack([np.cos(theta), np.sin(theta)])  # (n, n_angles)
+    a, b = proj[g], proj[~g]
+    gap = np.maximum(a.min(axis=0) - b.max(axis=0), b.min(axis=0) - a.max(axis=0))  # (n_angles,)
+    return float(gap.max())
+
+
+@dataclass(frozen=True)
+class ProjectionLook:
+    """coords: (n, 2) PCA of the target's vectors at ``layer``; explained: (2,) variance share per axis.
+
+    margin: :func:`line_margin` of the two commonest senses (> 0: one straight line splits them, with
+            a gap of that width in a picture whose larger side spans 1);
+    first_axis_splits: whether a vertical line (the first axis alone) already does.
+    """
+
+    layer: int
+    coords: np.ndarray
+    explained: np.ndarray
+    margin: float
+    first_axis_splits: bool
+    question: Question
+
+    @property
+    def separable(self) -> bool:
+        return self.margin > 0
+
+
+def projection_look(
+    vectors: np.ndarray, senses: Sequence[str | None], target: str, layer: int | None = None
+) -> ProjectionLook:
+    """Can one straight line split the two commonest senses in the 2-D PCA picture?"""
+    v = np.asarray(vectors)
+    names = _senses_ok(senses, v.shape[0])
+    layer = v.shape[1] - 1 if layer is None else layer
+    p = pca_projection(v[:, layer, :], 2)
+    counts = {s: sum(1 for t in senses if t == s) for s in names}
+    a, b = sorted(names, key=lambda s: -counts[s])[:2]
+    keep = np.array([s in (a, b) for s in senses])
+    pts, grp = p.coords[keep], np.array([s == a for s in senses])[keep]
+    margin = line_margin(pts, grp)
+    xa, xb = pts[grp, 0], pts[~grp, 0]
+    first_axis = bool(xb.min() > xa.max() or xa.min() > xb.max())
+    accepted = [YES] if margin > 0 else [NO]
+    if abs(margin) < 0.01:  # a point (almost) on the line: either reading of the picture is fair
+        accepted = [YES, NO]
+    ev = p.explained_variance_ratio
+    if margin > 0:
+        expl = f"Yes: a straight line puts every {a} point on one side and every {b} point on the other"
+        expl += (
+            ", and here even a vertical line does (the first axis alone)."
+            if first_axis
+            else ", but it has to be slanted: along the first axis alone the groups overlap, so the direction "
+            "in which these vectors vary most is not the sense."
+        )
+    else:
+        expl = f"No: however you draw a straight line, some {a} or {b} point ends up on the wrong side."
+    expl += (
+        f" The two axes keep {ev[0]:.0%} and {ev[1]:.0%} of the variance, {ev.sum():.0%} together, so the "
+        "picture drops much of what the model knows; check any impression against the cosines."
+    )
+    question = _choice(
+        f"At layer {layer}, could one straight line (in any direction) put every {a} '{target}' on one "
+        f"side and every {b} '{target}' on the other?",
+        [YES, NO],
+        accepted,
+        expl,
+        "Try to draw the line in your head; it does not have to be vertical.",
+        answer=YES if margin > 0 else NO,
+    )
+    return ProjectionLook(layer, p.coords, ev, margin, first_axis, question)
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 9: polysemy is solved?
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HardCase:
+    """A different-sense pair (a, b) against a's least similar same-sense partner c, at ``layer``.
+
+    pair_cos: (P,) cosine of every pair; pairs: (P, 2); same: (P,) bool; n_beating: how many
+    different-sense pairs are more similar than the least similar same-sense pair. finding: the hard
+    case in one sentence for the evidence card, or None when a's own sense is closer.
+    """
+
+    layer: int
+    a: int
+    b: int
+    c: int
+    cos_ab: float
+    cos_ac: float
+    pairs: np.ndarray
+    pair_cos: np.ndarray
+    same: np.ndarray
+    n_beating: int
+    question: Question
+    finding: str | None = None
+
+
+def hard_case(
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    labels: Sequence[str],
+    target: str,
+    layer: int | None = None,
+) -> HardCase:
+    """The sentence whose nearest different-sense partner beats its farthest same-sense partner by most."""
+    v = np.asarray(vectors)
+    n = v.shape[0]
+    _senses_ok(senses, n)
+    layer = v.shape[1] - 1 if layer is None else layer
+    cos = layer_cosine_matrices(v)[layer]
+    s = np.array(senses, dtype=object)
+    best = None
+    for i in range(n):
+        same = [j for j in range(n) if j != i and s[j] == s[i]]
+        diff = [j for j in range(n) if s[j] != s[i]]
+        if not same or not diff:
+            continue
+        b = diff[int(np.argmax(cos[i, diff]))]
+        c = same[int(np.argmin(cos[i, same]))]
+        score = cos[i, b] - cos[i, c]
+        if best is None or score > best[0]:
+            best = (score, i, b, c)
+    if best is None:
+        raise ValueError("this step needs a sense with at least two sentences and another sense")
+    _, a, b, c = best
+    iu = np.triu_indices(n, 1)
+    pair_cos = cos[iu]
+    same_mask = s[iu[0]] == s[iu[1]]
+    n_beating = int((pair_cos[~same_mask] > pair_cos[same_mask].min()).sum())
+    ob, oc = sentence_option(labels, senses, b), sentence_option(labels, senses, c)
+    ab, ac = float(cos[a, b]), float(cos[a, c])
+    accepted = [ob, oc] if abs(ab - ac) < COSINE_TIE else [ob if ab > ac else oc]
+    if ab > ac:
+        expl = (
+            f"{labels[b]} ({senses[b]}) is closer: cosine {ab:.2f}, against {ac:.2f} for {labels[c]}, which "
+            f"shares the sense ({senses[c]}). "
+        )
+    else:
+        expl = f"{labels[c]} ({senses[c]}) is closer: {ac:.2f} against {ab:.2f}. "
+    expl += (
+        f"Over all pairs at layer {layer}, {n_beating} of {int((~same_mask).sum())} different-sense pairs are more "
+        f"similar than the least similar same-sense pair ({pair_cos[same_mask].min():.2f}). The senses differ on "
+        "average, yet single occurrences still follow the surrounding words."
+    )
+    question = _choice(
+        f"At layer {layer}, which '{target}' is closer to the one in {labels[a]} ({senses[a]})?",
+        [ob, oc],
+        accepted,
+        expl,
+        "Find the two highlighted dots: their position along the axis is their cosine.",
+        answer=ob if ab > ac else oc,
+    )
+    finding = None
+    if ab > ac:
+        finding = (
+            f"At layer {layer}, the '{target}' of {labels[a]} ({senses[a]}) is closer to {labels[b]} ({senses[b]}, "
+            f"{ab:.2f}) than to {labels[c]} ({senses[c]}, {ac:.2f}), which shares its sense."
+        )
+    return HardCase(
+        layer, a, b, c, ab, ac, np.stack(iu, axis=1), pair_cos, same_mask, n_beating, question, finding
+    )
+
+
+def evidence_csv(
+    vectors: np.ndarray, sentences: Sequence[str], senses: Sequence[str | None], target: str
+) -> str:
+    """The polysemy step's evidence card (lib.similarity.evidence_card), layer 0 vs the last layer, as CSV."""
+    v = np.asarray(vectors)
+    last = v.shape[1] - 1
+    card = evidence_card(v[:, 0, :], v[:, last, :], sentences, senses, target, chosen_name=f"layer {last}")
+    return card.to_csv()
+
+
+# --------------------------------------------------------------------------------------------------
+# Step 10: the toy calculator
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToyCell:
+    """The course example's attention: tokens, X (n, 2), scores and weights (n, n), output (n, 2), and the
+    cell asked about (query row, key column)."""
+
+    tokens: tuple[str, ...]
+    X: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+    query: int
+    key: int
+    question: Question
+
+
+def toy_cell(query: str = "cat", key: str = "sat") -> ToyCell:
+    """The weight ``query`` gives ``key`` in the course's 'The cat sat' example (lib.toy_attention)."""
+    tokens = COURSE_TOKENS
+    X = np.array([np.add(COURSE_EMBEDDINGS[t], p) for t, p in zip(tokens, COURSE_POSITIONS, strict=True)])
+    steps = attention_steps(X)  # Q = K = V = X, no scaling
+    qi, ki = tokens.index(query), tokens.index(key)
+    row_s = steps.scores[qi]
+    w = float(steps.weights[qi, ki])
+    terms = " + ".join(f"e^{s:.2f}" for s in row_s)
+    expl = (
+        f"Row '{query}' of S = X Xᵀ is [{', '.join(f'{s:.2f}' for s in row_s)}]. The weight on '{key}' is "
+        f"e^{row_s[ki]:.2f} / ({terms}) = {steps.exp_scores[qi, ki]:.4f} / {steps.row_sums[qi]:.4f} = {w:.4f}."
+    )
+    question = _number(
+        f"What weight does '{query}' give to '{key}'? Work it out from X in the table above.",
+        w,
+        HAND_TOLERANCE,
+        expl,
+        f"X = e + p: the '{query}' row is {X[qi].round(2).tolist()}. Dot it with each row of X, take e^ of each "
+        "score and divide by their sum.",
+    )
+    return ToyCell(tokens, X, steps.scores, steps.weights, steps.output, qi, ki, question)
+
+
+# --------------------------------------------------------------------------------------------------
+# Summary
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """What the learner answered for one step and whether the model's numbers agreed."""
+
+    step_id: str
+    answer: str
+    correct: bool
+    model_answer: str
+
+
+def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> list[dict[str, str]]:
+    """One row per question step, in lesson order, for the summary table.
+
+    records: the answers given in this session; solved: step ids solved earlier (e.g. read from a link),
+    shown as solved when this session has no answer for them.
+    """
+    rows = []
+    for k, s in enumerate(STEPS, start=1):
+        if s.id == "summary":
+            continue
+        r = records.get(s.id)
+        if r is not None:
+            result = "correct" if r.correct else "not yet"
+        else:
+            result = "solved earlier" if s.id in solved else "not answered"
+        rows.append(
+            {
+                "step": str(k),
+                "topic": s.title,
+                "your answer": r.answer if r else "",
+                "result": result,
+                "model's answer": r.model_answer if r else "",
+            }
+        )
+    return rows
+
+
+def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> str:
+    """The summary table as CSV text (header first)."""
+    rows = report_rows(records, solved)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()

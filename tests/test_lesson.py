@@ -1,0 +1,418 @@
+"""lib/lesson.py: hand-computed tiny cases for every question, then the real model.
+
+The tiny cases are small enough to work out on paper (the expected answers are written from the
+arithmetic in the comments, not from running the code). The real-model tests check each question's
+answer against an independent recomputation from the raw vectors, and that checking accepts exactly the
+accepted choices.
+"""
+
+import csv
+import io
+import math
+
+import numpy as np
+import pytest
+
+from lib import lesson
+from lib.presets import preset_by_id
+from lib.similarity import leave_one_out_readout
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def layers(*per_layer):
+    """(n, K, H) from K lists of n row vectors."""
+    return np.stack([np.asarray(rows, dtype=float) for rows in per_layer], axis=1)
+
+
+def assert_checks(q: lesson.Question):
+    """Every accepted choice passes, every other choice fails; a number passes within its tolerance only."""
+    if q.is_number:
+        assert lesson.check_answer(q, q.value).correct
+        assert lesson.check_answer(q, q.value + 0.9 * q.tolerance).correct
+        assert not lesson.check_answer(q, q.value + 2 * q.tolerance + 0.01).correct
+        return
+    for o in q.options:
+        fb = lesson.check_answer(q, o)
+        assert fb.answered
+        assert fb.correct == (o in q.accepted), o
+
+
+# ------------------------------------------------------------------------------------------ checking
+
+
+def number_question(value=0.25, tol=0.02):
+    return lesson.Question("?", (), frozenset(), value, tol, f"{value:.2f}", "because", "look")
+
+
+def test_number_answers_within_tolerance_parse_commas_and_refuse_non_numbers():
+    q = number_question()
+    assert lesson.check_answer(q, 0.26).correct
+    assert lesson.check_answer(q, "0,24").correct  # a decimal comma is accepted
+    fb = lesson.check_answer(q, 0.30)
+    assert fb.answered and not fb.correct and "lower" in fb.message and "look" in fb.message
+    assert "higher" in lesson.check_answer(q, 0.1).message
+    for bad in (None, "", "  ", "abc", float("nan"), "inf"):
+        fb = lesson.check_answer(q, bad)
+        assert not fb.answered and not fb.correct
+
+
+def test_choice_answers_accept_any_accepted_option_and_reject_others():
+    q = lesson._choice("?", ["a", "b", "c"], ["a", "b"], "why", "hint")
+    assert lesson.check_answer(q, "a").correct and lesson.check_answer(q, "b").correct
+    fb = lesson.check_answer(q, "c")
+    assert fb.answered and not fb.correct and "hint" in fb.message
+    assert not lesson.check_answer(q, "z").answered  # not one of the choices
+    assert q.answer == "a or b"
+
+
+def test_choice_needs_accepted_answers_among_the_options():
+    with pytest.raises(ValueError):
+        lesson._choice("?", ["a"], ["b"], "", "")
+    with pytest.raises(ValueError):
+        lesson._choice("?", ["a"], [], "", "")
+    with pytest.raises(ValueError):
+        lesson._number("?", float("nan"), 0.1, "", "")
+
+
+# ------------------------------------------------------------------------------------------ steps, progress
+
+
+def test_steps_follow_the_course_order_with_three_misconceptions():
+    parts = [s.part for s in lesson.STEPS]
+    course = [
+        "Static vs contextual",
+        "Attention",
+        "Layer by layer",
+        "Anisotropy",
+        "Projections",
+        "Attention by hand",
+    ]
+    firsts = [parts.index(p) for p in course]
+    assert firsts == sorted(firsts)
+    assert len(set(lesson.STEP_IDS)) == len(lesson.STEPS)
+    assert {s.id for s in lesson.STEPS if s.misconception} == {"deeper", "cls", "polysemy"}
+    assert lesson.STEPS[-1].id == "summary"
+    assert all(s.text.strip() for s in lesson.STEPS)
+
+
+def test_progress_mask_round_trips_and_ignores_unknown_bits():
+    ids = ("static", "cls", "toy")
+    mask = lesson.solved_mask(ids)
+    assert mask == (1 << 0) | (1 << lesson.STEP_IDS.index("cls")) | (1 << lesson.STEP_IDS.index("toy"))
+    assert set(lesson.solved_from_mask(mask)) == set(ids)
+    assert lesson.solved_from_mask(mask | (1 << 40)) == lesson.solved_from_mask(mask)
+    assert lesson.solved_from_mask(0) == ()
+
+
+def test_report_rows_and_csv():
+    rec = {
+        "static": lesson.AnswerRecord("static", "S2 (a)", True, "S2 (a)"),
+        "apple": lesson.AnswerRecord("apple", "S3", False, "S8"),
+    }
+    rows = lesson.report_rows(rec, solved=("toy",))
+    assert len(rows) == len(lesson.STEPS) - 1  # every step but the summary
+    by_id = {lesson.STEPS[int(r["step"]) - 1].id: r for r in rows}
+    assert by_id["static"]["result"] == "correct"
+    assert by_id["apple"]["result"] == "not yet" and by_id["apple"]["model's answer"] == "S8"
+    assert by_id["toy"]["result"] == "solved earlier"
+    assert by_id["layers"]["result"] == "not answered"
+    parsed = list(csv.DictReader(io.StringIO(lesson.report_csv(rec))))
+    assert parsed[0]["your answer"] == "S2 (a)" and len(parsed) == len(rows)
+
+
+# ------------------------------------------------------------------------------------------ tiny cases
+
+
+def test_static_vs_contextual_by_hand():
+    # last layer: S1 = [1, 0]; S2 = [1, 1] has cosine 1/sqrt(2) with it, S3 = [0, 1] has 0.
+    v = layers([[9, 9], [9, 9], [9, 9]], [[1, 0], [1, 1], [0, 1]])
+    static = np.ones((3, 2))
+    r = lesson.static_vs_contextual(static, v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
+    np.testing.assert_allclose(r.static_cos, np.ones((3, 3)))
+    assert r.last_cos[0, 1] == pytest.approx(1 / math.sqrt(2))
+    assert r.question.options == ("S2 (a)", "S3 (b)")
+    assert r.question.accepted == {"S2 (a)"}
+    assert "1.00 for every pair" in r.question.explanation
+    assert_checks(r.question)
+
+
+def test_static_vs_contextual_accepts_a_near_tie():
+    # S2 = [1, 0.1] and S3 = [1, -0.1] have the same cosine with S1 = [1, 0]
+    v = layers([[1, 0], [1, 0.1], [1, -0.1]])
+    r = lesson.static_vs_contextual(np.ones((3, 2)), v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
+    assert r.question.accepted == {"S2 (a)", "S3 (b)"}
+
+
+def test_centroid_reading_finds_the_misread_sentence_by_hand():
+    # fruit F3 = [0.2, 1]: without it the fruit average is [1, 0.05] (cosine 0.25 / (1.0198 * 1.0012) = 0.245);
+    # the company average [0.033, 1] has cosine 0.987, so F3 reads as company. Every other sentence reads right.
+    fruit = [[1, 0], [1, 0.1], [0.2, 1]]
+    company = [[0, 1], [0.1, 1], [0, 1]]
+    v = layers(fruit + company)
+    senses = ["fruit"] * 3 + ["company"] * 3
+    labels = [f"S{i + 1}" for i in range(6)]
+    r = lesson.centroid_reading(v, senses, labels, "apple")
+    assert r.senses_compared == ("fruit", "company") or r.senses_compared == ("company", "fruit")
+    assert r.wrong == (2,)
+    k = list(r.indices).index(2)
+    fruit_axis = 0 if r.senses_compared[0] == "fruit" else 1
+    own, other = (r.x[k], r.y[k]) if fruit_axis == 0 else (r.y[k], r.x[k])
+    assert own == pytest.approx(0.25 / (math.hypot(0.2, 1) * math.hypot(1, 0.05)), abs=1e-9)
+    assert other == pytest.approx((0.2 / 30 + 1) / (math.hypot(0.2, 1) * math.hypot(1 / 30, 1)), abs=1e-9)
+    assert r.question.accepted == {"S3 (fruit)"}
+    assert lesson.NONE_WRONG in r.question.options
+    assert r.finding and "S3" in r.finding
+    assert_checks(r.question)
+
+
+def test_centroid_reading_with_nothing_misread_accepts_none():
+    v = layers([[1, 0], [1, 0.1], [0, 1], [0.1, 1]])
+    r = lesson.centroid_reading(v, ["x", "x", "y", "y"], ["S1", "S2", "S3", "S4"], "w")
+    assert r.wrong == () and r.question.accepted == {lesson.NONE_WRONG} and r.finding is None
+
+
+def test_centroid_reading_needs_two_sentences_per_sense():
+    with pytest.raises(ValueError):
+        lesson.centroid_reading(layers([[1, 0], [1, 0.1], [0, 1]]), ["x", "x", "y"], ["a", "b", "c"], "w")
+
+
+def test_attention_look_by_hand():
+    tokens = ["[CLS]", "the", "bat", "flew", "[SEP]"]
+    att = np.full((1, 2, 5, 5), 0.2)
+    att[0, 0, 2] = [0.5, 0.1, 0.1, 0.2, 0.1]
+    att[0, 1, 2] = [0.3, 0.05, 0.05, 0.5, 0.1]  # mean over heads: [0.4, 0.075, 0.075, 0.35, 0.1]
+    r = lesson.attention_look(att, tokens, (2,), "bat", layer=1)
+    np.testing.assert_allclose(r.weights, [0.4, 0.075, 0.075, 0.35, 0.1])
+    assert r.question.options == ("the·1", "flew·3")  # no [CLS], [SEP] or the target itself
+    assert r.question.accepted == {"flew·3"}
+    assert "0.50 goes to [CLS] and [SEP]" in r.question.explanation  # 0.4 + 0.1
+    assert_checks(r.question)
+    with pytest.raises(ValueError):
+        lesson.attention_look(att, tokens, (2,), "bat", layer=2)
+
+
+def test_attention_look_near_tie_accepts_both():
+    tokens = ["[CLS]", "the", "bat", "flew", "[SEP]"]
+    att = np.full((1, 1, 5, 5), 0.2)
+    att[0, 0, 2] = [0.2, 0.305, 0.1, 0.3, 0.095]
+    r = lesson.attention_look(att, tokens, (2,), "bat")
+    assert r.question.accepted == {"the·1", "flew·3"}
+
+
+def test_sense_separation_by_hand():
+    # layer 0: all identical (gap 0); layer 1: a = [1, 0], b = [0, 1] (same 1, different 0, gap 1);
+    # layer 2: a = [1, 0], [1, 1]; b = [1, 1], [1, 1]: same (1/sqrt2 + 1) / 2, different (1/sqrt2 * 2 + 1 * 2) / 4
+    v = layers(
+        [[1, 0]] * 4,
+        [[1, 0], [1, 0], [0, 1], [0, 1]],
+        [[1, 0], [1, 1], [1, 1], [1, 1]],
+    )
+    r = lesson.sense_separation(v, ["a", "a", "b", "b"], "w")
+    r2 = 1 / math.sqrt(2)
+    np.testing.assert_allclose(r.same, [1, 1, (r2 + 1) / 2], atol=1e-12)
+    np.testing.assert_allclose(r.different, [1, 0, (2 * r2 + 2) / 4], atol=1e-12)
+    assert r.best_layers == (1,)
+    assert r.question.accepted == {"Layer 1"}
+    assert r.question.options[0] == "Layer 0 (input)"
+    assert_checks(r.question)
+
+
+def test_readout_and_deeper_check_by_hand():
+    # layer 1 reads every sense right; at layer 2 a2 = [0, 1] looks like b, and a1's only partner a2 is
+    # orthogonal to it, so both a's are misread: accuracy 0.5. Layer 0: all identical, a tie that the
+    # readout breaks towards 'a': 0.5.
+    v = layers(
+        [[1, 0]] * 4,
+        [[1, 0], [1, 0.1], [0, 1], [0.1, 1]],
+        [[1, 0], [0, 1], [0, 1], [0.1, 1]],
+    )
+    c = lesson.readout_curve("w", v, ["a", "a", "b", "b"])
+    np.testing.assert_allclose(c.accuracy, [0.5, 1.0, 0.5])
+    assert c.best_layers == (1,) and c.majority_baseline == 0.5
+    d = lesson.deeper_check([c])
+    assert d.question.accepted == {"Layer 1"}
+    assert d.finding and "not at the last layer" in d.finding
+    assert_checks(d.question)
+
+
+def test_pooling_comparison_by_hand():
+    # [CLS] is [1, 1] in every sentence: no topic gap at all. The one ordinary word piece separates topics.
+    words = {"x": [[1, 0], [1, 0.1]], "y": [[0, 1], [0.1, 1]]}
+    hidden, tokens, topics = [], [], []
+    for topic, rows in words.items():
+        for w in rows:
+            h = np.array([[[1, 1], w, [5, -5]]] * 2, dtype=float)  # (K=2, 3 tokens, H=2)
+            hidden.append(h)
+            tokens.append(["[CLS]", "w", "[SEP]"])
+            topics.append(topic)
+    cls, mean = lesson.sentence_vectors(hidden, tokens)
+    assert cls.shape == mean.shape == (4, 2, 2)
+    np.testing.assert_allclose(mean[:, 1], [w for rows in words.values() for w in rows])
+    r = lesson.pooling_comparison(hidden, tokens, topics)
+    np.testing.assert_allclose(r.cls_gap, 0, atol=1e-12)
+    assert r.mean_gap[-1] > 0.8
+    assert r.question.accepted == {lesson.MEAN_CHOICE}
+    assert r.finding and "less than the mean" in r.finding
+    assert_checks(r.question)
+    with pytest.raises(ValueError):
+        lesson.sentence_vectors(hidden[:1], [["w", "w", "[SEP]"]])
+
+
+def test_line_margin_by_hand():
+    # two columns two units apart: the widest gap is 2, and the larger side spans 2, so 1.0
+    pts = np.array([[0, 0], [0, 1], [2, 0], [2, 1]], dtype=float)
+    grp = np.array([True, True, False, False])
+    assert lesson.line_margin(pts, grp) == pytest.approx(1.0, abs=1e-9)
+    # crossed pairs (XOR): no straight line separates them
+    xor = np.array([[0, 0], [1, 1], [0, 1], [1, 0]], dtype=float)
+    assert lesson.line_margin(xor, grp) < 0
+    with pytest.raises(ValueError):
+        lesson.line_margin(pts, np.array([True] * 4))
+
+
+def test_projection_look_yes_and_no():
+    a = [[0, 0, 0], [0, 1, 0], [0, 0.5, 0.1]]
+    b = [[3, 0, 0], [3, 1, 0], [3, 0.5, -0.1]]
+    r = lesson.projection_look(layers(a + b), ["a"] * 3 + ["b"] * 3, "w")
+    assert r.separable and r.first_axis_splits and r.question.accepted == {lesson.YES}
+    assert r.explained.sum() <= 1 + 1e-9
+    assert_checks(r.question)
+    xor = [[0, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 0]]
+    r = lesson.projection_look(layers(xor), ["a", "a", "b", "b"], "w")
+    assert not r.separable and r.question.accepted == {lesson.NO}
+
+
+def test_hard_case_by_hand():
+    # a2 = [0, 1] is orthogonal to its own sense (a1 = [1, 0]) but has cosine 1/1.005 with b1 = [0.1, 1]
+    v = layers([[1, 0], [0, 1], [0.1, 1]])
+    r = lesson.hard_case(v, ["a", "a", "b"], ["S1", "S2", "S3"], "w")
+    assert (r.a, r.b, r.c) == (1, 2, 0)
+    assert r.cos_ab == pytest.approx(1 / math.hypot(0.1, 1)) and r.cos_ac == pytest.approx(0.0)
+    assert r.question.options == ("S3 (b)", "S1 (a)") and r.question.accepted == {"S3 (b)"}
+    assert r.n_beating == 2  # both different-sense pairs beat the same-sense pair (cosine 0)
+    assert r.finding and "S2" in r.finding
+    assert_checks(r.question)
+
+
+def test_toy_cell_by_hand():
+    # X = e + p: The [1.1, 0], cat [0, 1.1], sat [1.1, 1.1]; row 'cat' of X X^T is [0, 1.21, 1.21]
+    r = lesson.toy_cell("cat", "sat")
+    np.testing.assert_allclose(r.X, [[1.1, 0], [0, 1.1], [1.1, 1.1]])
+    np.testing.assert_allclose(r.scores[1], [0, 1.21, 1.21], atol=1e-12)
+    expected = math.exp(1.21) / (1 + 2 * math.exp(1.21))
+    assert r.question.value == pytest.approx(expected)
+    assert lesson.check_answer(r.question, round(expected, 2)).correct  # two decimals are enough
+    np.testing.assert_allclose(r.weights.sum(axis=1), 1.0)
+    assert_checks(r.question)
+
+
+# ------------------------------------------------------------------------------------------ the real model
+
+
+@pytest.fixture(scope="module")
+def bat(encoder):
+    ss = preset_by_id("bat").sentence_set()
+    return ss, encoder.target_vectors(list(ss.sentences), ss.target)
+
+
+@pytest.fixture(scope="module")
+def apple(encoder):
+    ss = preset_by_id("apple").sentence_set()
+    return ss, encoder.target_vectors(list(ss.sentences), ss.target)
+
+
+def unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def test_real_sense_separation_matches_an_independent_recomputation(bat):
+    ss, tv = bat
+    r = lesson.sense_separation(tv.vectors, ss.senses, ss.target)
+    s = np.array(ss.senses)
+    same_mask = (s[:, None] == s[None, :]) & ~np.eye(len(s), dtype=bool)
+    diff_mask = s[:, None] != s[None, :]
+    gaps = []
+    for k in range(tv.vectors.shape[1]):
+        u = unit(tv.vectors[:, k, :].astype(np.float64))
+        c = u @ u.T
+        gaps.append(c[same_mask].mean() - c[diff_mask].mean())
+    np.testing.assert_allclose(r.gap, gaps, atol=1e-6)
+    assert lesson.layer_name(int(np.argmax(gaps))) in r.question.accepted
+    assert_checks(r.question)
+
+
+def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
+    ss, tv = apple
+    r = lesson.centroid_reading(tv.vectors, ss.senses, ss.labels, ss.target)
+    ro = leave_one_out_readout(tv.vectors, ss.senses)
+    last = tv.vectors.shape[1] - 1
+    predicted = dict(zip(ro.evaluated.tolist(), ro.predictions[last], strict=True))
+    assert {int(i): s for i, s in zip(r.indices, r.read_as, strict=True)} == predicted
+    misread = {i for i, p in predicted.items() if p != ss.senses[i]}
+    assert set(r.wrong) == misread
+    assert_checks(r.question)
+
+
+def test_real_attention_look_matches_the_encoding(encoder):
+    tv = encoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
+    enc_out, span = tv.encoding, tv.spans[0]
+    r = lesson.attention_look(enc_out.attentions[0], enc_out.tokens[0], span.token_indices, "bat", layer=1)
+    row = enc_out.attentions[0][0][:, span.token_indices, :].mean(axis=(0, 1))  # heads, target pieces
+    np.testing.assert_allclose(r.weights, row, atol=1e-6)
+    assert r.weights.sum() == pytest.approx(1.0, abs=1e-5)
+    toks = enc_out.tokens[0]
+    masked = np.array(
+        [-1 if toks[i] in ("[CLS]", "[SEP]") or i in span.token_indices else w for i, w in enumerate(row)]
+    )
+    top = int(np.argmax(masked))
+    assert f"{toks[top]}·{top}" in r.question.accepted
+    assert_checks(r.question)
+
+
+def test_real_pooling_comparison_uses_the_cls_row(encoder):
+    sentences = [s for _, s in lesson.TOPIC_SENTENCES]
+    topics = [t for t, _ in lesson.TOPIC_SENTENCES]
+    out = encoder.encode(sentences)
+    cls, mean = lesson.sentence_vectors(out.hidden_states, out.tokens)
+    for i, h in enumerate(out.hidden_states):
+        np.testing.assert_allclose(cls[i], h[:, 0, :], atol=1e-6)
+        np.testing.assert_allclose(mean[i], h[:, 1:-1, :].mean(axis=1), atol=1e-5)
+    r = lesson.pooling_comparison(out.hidden_states, out.tokens, topics)
+    assert np.all(np.abs(r.cls_same) <= 1) and np.all(np.abs(r.mean_different) <= 1)
+    assert r.finding
+    assert_checks(r.question)
+
+
+def test_real_anisotropy_projection_hard_case_and_first_step(bat):
+    ss, tv = bat
+    enc_out = tv.encoding
+    a = lesson.anisotropy_floor(
+        enc_out.hidden_states,
+        enc_out.tokens,
+        [sp.token_indices for sp in tv.spans],
+        tv.vectors,
+        ss.senses,
+        "bat",
+    )
+    assert np.all((a.low <= a.floor + 1e-12) & (a.floor <= a.high + 1e-12))
+    assert np.all(np.isfinite(a.floor)) and -1 <= a.question.value <= 1
+    assert_checks(a.question)
+
+    p = lesson.projection_look(tv.vectors, ss.senses, "bat")
+    assert p.coords.shape == (len(ss), 2) and np.all(np.isfinite(p.coords))
+    assert_checks(p.question)
+
+    h = lesson.hard_case(tv.vectors, ss.senses, ss.labels, "bat")
+    last = tv.vectors.shape[1] - 1
+    u = unit(tv.vectors[:, last, :].astype(np.float64))
+    assert h.cos_ab == pytest.approx(float(u[h.a] @ u[h.b]), abs=1e-6)
+    assert h.cos_ac == pytest.approx(float(u[h.a] @ u[h.c]), abs=1e-6)
+    assert ss.senses[h.a] != ss.senses[h.b] and ss.senses[h.a] == ss.senses[h.c]
+    assert_checks(h.question)
+
+    s = lesson.static_vs_contextual(tv.static, tv.vectors, ss.labels, ss.senses, "bat")
+    np.testing.assert_allclose(s.static_cos, 1.0, atol=1e-6)  # one lookup for every 'bat'
+    assert_checks(s.question)
+    csv_text = lesson.evidence_csv(tv.vectors, tv.encoding.sentences, ss.senses, "bat")
+    assert csv_text.splitlines()[0].startswith("sentence A,sentence B")
