@@ -31,6 +31,9 @@ DIVERGING = "RdBu_r"
 
 BASE_FONT = 14
 PRESENTER_FONT = 22
+# Numbers written inside heatmap cells: larger, but still fitting a 12 x 12 grid at full width.
+PRESENTER_CELL_FONT = 14
+PRESENTER_TEXT = "#111111"  # the theme's text colour (.streamlit/config.toml)
 
 
 def sense_color_map(senses: Sequence[str | None]) -> dict[str | None, str]:
@@ -61,11 +64,54 @@ def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None
 
 
 def presenter_layout(fig: go.Figure) -> go.Figure:
-    """Scale a figure for a projector: larger fonts everywhere, thicker lines. Returns a copy."""
+    """Scale a figure for a projector and return a copy (the original is not changed).
+
+    Larger fonts everywhere (titles, axis ticks and titles, legend, subplot titles, colour bars, the
+    numbers written in heatmap cells), near-black text instead of the theme's grey (grey fades on a
+    washed-out projector), thicker lines and larger markers, and 25% more height. Lines drawn with
+    width 0 (the edges of shaded bands) stay invisible.
+    """
     big = go.Figure(fig)
-    big.update_layout(font={"size": PRESENTER_FONT}, hoverlabel={"font_size": PRESENTER_FONT})
-    big.update_annotations(font_size=PRESENTER_FONT - 2)
-    big.update_traces(selector={"type": "scatter"}, line_width=4)
+    tick = PRESENTER_FONT - 4
+    big.update_layout(
+        font={"size": PRESENTER_FONT, "color": PRESENTER_TEXT},
+        hoverlabel={"font_size": PRESENTER_FONT},
+        legend={"font": {"size": PRESENTER_FONT - 2}},
+    )
+    if big.layout.title.text:
+        big.update_layout(title_font_size=PRESENTER_FONT + 4)
+    axis_fonts = {
+        "tickfont": {"size": tick, "color": PRESENTER_TEXT},
+        "title_font": {"size": PRESENTER_FONT, "color": PRESENTER_TEXT},
+    }
+    big.update_xaxes(**axis_fonts)
+    big.update_yaxes(**axis_fonts)
+    for ann in big.layout.annotations:  # subplot titles and labels; a colour set on purpose is kept
+        ann.font.size = PRESENTER_FONT - 2
+        if ann.font.color is None:
+            ann.font.color = PRESENTER_TEXT
+    colorbar = {
+        "tickfont": {"size": tick, "color": PRESENTER_TEXT},
+        "title": {"font": {"size": PRESENTER_FONT - 2, "color": PRESENTER_TEXT}},
+    }
+    big.update_coloraxes(colorbar=colorbar)
+    for trace in big.data:
+        if trace.type == "heatmap":
+            if trace.texttemplate or trace.text is not None:
+                trace.textfont.size = PRESENTER_CELL_FONT
+            if not trace.coloraxis:
+                trace.colorbar.update(colorbar)
+        elif trace.type in ("scatter", "scattergl"):
+            width = trace.line.width
+            if width is None or width > 0:
+                trace.line.width = max(4.0, 1.5 * (width or 2))
+            size = trace.marker.size
+            if isinstance(size, (int, float)):
+                trace.marker.size = size * 1.3
+            if trace.textfont.size is not None or (trace.mode and "text" in trace.mode):
+                trace.textfont.size = tick
+        elif trace.type == "bar" and (trace.text is not None or trace.texttemplate):
+            trace.textfont.size = tick
     if big.layout.height:
         big.update_layout(height=int(big.layout.height * 1.25))
     return big
