@@ -400,13 +400,13 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.5; }
 h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
 [data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
-/* captions: larger and dark instead of the theme's light grey, which fades on a projector */
-[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.05rem !important; color: #222 !important; }
+/* captions: larger and dark (Streamlit draws them at 60% opacity, which fades away on a projector) */
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.05rem !important; color: #222 !important; opacity: 1 !important; }
 /* widgets: labels, chosen values, dropdown options, radio options, buttons, expanders */
 [data-testid="stWidgetLabel"] p { font-size: 1.2rem !important; }
-[data-testid="stSelectbox"] [data-baseweb="select"] div, [data-testid="stNumberInputField"],
+[data-testid="stSelectbox"] input, [data-testid="stNumberInputField"],
 [data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea { font-size: 1.2rem !important; }
-[data-testid="stSelectboxVirtualDropdown"] li, ul[role="listbox"] li { font-size: 1.2rem !important; }
+[role="listbox"] [role="option"] { font-size: 1.2rem !important; }
 [data-testid="stRadio"] label p { font-size: 1.25rem !important; }
 button p { font-size: 1.15rem !important; }
 [data-testid="stExpander"] summary p { font-size: 1.2rem !important; }
