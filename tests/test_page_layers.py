@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,23 @@ def test_500_uploaded_sentences_render_and_reuse_the_encoding():
     _ok(at, charts=5)
     assert _encoder_calls() == calls
     assert any("80 of the 500 sentences" in c.value for c in at.caption)
+
+
+def test_user_text_is_escaped_and_nothing_shows_nan():
+    text = (
+        "<b>money</b> | The <script>alert(1)</script> bank closed.\n"
+        "<b>money</b> | A bank *loan* with [links](http://x).\n"
+        "river | The river bank flooded.\n"
+        "river | A muddy bank | again."
+    )
+    at = _app(text, "bank").run()
+    _ok(at)
+    specs = "".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart"))
+    assert "<script" not in specs and "&lt;script&gt;" in specs  # the sentence label, escaped for plotly
+    assert "&lt;b&gt;money&lt;/b&gt;" in specs  # the sense label on the heatmap ticks
+    assert "NaN" not in specs and "Infinity" not in specs
+    shown = "\n".join(
+        str(e.value) for kind in ("markdown", "caption", "info", "warning") for e in at.get(kind)
+    )
+    assert not re.search(r"\b(nan|inf)\b", shown, re.IGNORECASE)
+    assert "<script" not in shown
