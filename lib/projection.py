@@ -304,6 +304,33 @@ def project_layers(
     return out
 
 
+def same_sense_neighbours(X, senses, metric: str = "euclidean") -> tuple[int, int]:
+    """How many labelled points have a same-sense nearest neighbour: (hits, labelled points).
+
+    X: (n, k) points (a projection, or the full vectors); senses: n labels, None/"" = unlabelled.
+    metric: "euclidean" (for a picture) or "cosine" (for the full vectors). Only labelled points take
+    part, as queries and as neighbours; ties go to the lower index. (0, 0) with fewer than two.
+    """
+    A = np.asarray(X, dtype=np.float64)
+    idx = [i for i, s in enumerate(senses) if s]
+    if len(idx) < 2:
+        return 0, 0
+    P = A[idx]
+    if metric == "cosine":
+        norms = np.linalg.norm(P, axis=1, keepdims=True)
+        U = np.where(norms > 0, P / np.where(norms > 0, norms, 1.0), 0.0)
+        D = 1.0 - U @ U.T
+    elif metric == "euclidean":
+        D = np.linalg.norm(P[:, None, :] - P[None, :, :], axis=-1)
+    else:
+        raise ValueError(f"metric must be 'euclidean' or 'cosine'; got {metric!r}.")
+    np.fill_diagonal(D, np.inf)
+    nearest = np.argmin(D, axis=1)
+    labels = [senses[i] for i in idx]
+    hits = sum(labels[i] == labels[int(j)] for i, j in enumerate(nearest))
+    return int(hits), len(idx)
+
+
 def warm_up_umap() -> float:
     """Import umap and run tiny 2-D fits so numba compiles everything now; return seconds spent.
 

@@ -43,6 +43,8 @@ CORPUS_CHOICES = {
 
 # ------------------------------------------------------------------------------------------- caches
 # Local to this page (ui/cache.py is shared); keyed on (model, corpus id), the sentences are not hashed.
+# pages/projections.py holds a byte-identical copy of `reference_stats`: Streamlit keys a cache on module
+# name (__main__ for both pages), qualified name and source, so both pages share one entry.
 @st.cache_resource(
     show_spinner="Running the model over the reference corpus (once per model and corpus)…",
     max_entries=4,

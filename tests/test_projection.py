@@ -17,6 +17,7 @@ from lib.projection import (
     pca_projection,
     project,
     project_layers,
+    same_sense_neighbours,
 )
 
 
@@ -150,3 +151,21 @@ def test_numba_cache_dir_is_writable(monkeypatch, tmp_path):
     assert os.environ["NUMBA_CACHE_DIR"] == path
     monkeypatch.setenv("NUMBA_CACHE_DIR", "/somewhere/else")
     assert ensure_numba_cache_dir() == "/somewhere/else"  # an explicit setting wins
+
+
+def test_same_sense_neighbours_by_hand():
+    X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 0.0], [5.2, 0.0], [2.4, 0.0]])
+    senses = ["a", "a", "b", "b", "a"]
+    # nearest: 0->1 (a, hit), 1->0 (hit), 2->3 (hit), 3->2 (hit), 4 (a) -> 1 at 2.3 vs 2 at 2.6 (hit)
+    assert same_sense_neighbours(X, senses) == (5, 5)
+    senses = ["a", "a", "b", "b", "b"]  # point 4 (b) is nearest to 1 (a): a miss
+    assert same_sense_neighbours(X, senses) == (4, 5)
+
+
+def test_same_sense_neighbours_skips_unlabelled_and_uses_cosine():
+    X = np.array([[1.0, 0.0], [10.0, 0.5], [0.0, 1.0], [0.9, 0.1]])
+    # by cosine, point 1 (long, same direction as 0) is 0's neighbour; point 3 is unlabelled
+    assert same_sense_neighbours(X, ["a", "a", "b", None], metric="cosine") == (2, 3)
+    assert same_sense_neighbours(X, [None, None, "b", None]) == (0, 0)
+    with pytest.raises(ValueError, match="metric"):
+        same_sense_neighbours(X, ["a", "a", "b", "b"], metric="manhattan")

@@ -1,0 +1,336 @@
+"""Projections: the target word's vectors drawn in 2-D or 3-D with PCA, UMAP or t-SNE (course §8.3).
+
+Reads the cached target vectors (the model runs once per set); projections are cached per input array,
+so moving a control only recomputes the picture it changes. UMAP was compiled in the background when
+the server started (app.py -> ui.cache.warm_up_in_background -> lib.projection.warm_up_umap).
+"""
+
+import io
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
+from lib.corpus import CorpusError, CorpusStats, compute_corpus_statistics, load_reference_corpus
+from lib.projection import (
+    METHOD_LABELS,
+    MIN_POINTS,
+    Projection,
+    ProjectionError,
+    project,
+    project_layers,
+    same_sense_neighbours,
+)
+from lib.similarity import other_token_masks
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+MAX_CONTEXT_POINTS = 400
+PREP_CHOICES = {
+    "none": "nothing (raw vectors)",
+    "zscore": "z-score each dimension (§5.1)",
+    "topk": "remove the top principal components",
+}
+PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-lens-projection", "scale": 2}}
+
+
+# ------------------------------------------------------------------------------------------- caches
+# The reference-corpus statistics, only needed when a preparation step is chosen. Keep this wrapper
+# byte-identical to the one in pages/anisotropy.py: Streamlit keys a cache on the function's module name
+# (both pages run as __main__), qualified name and source, so the two pages share one entry and the
+# corpus runs through the model once per server, not once per page.
+@st.cache_resource(
+    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
+    max_entries=4,
+    ttl=6 * 3600,
+)
+def reference_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
+    return compute_corpus_statistics(cache.encoder(model_name), _sentences)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
+def cached_projection(X: np.ndarray, method: str, dims: int) -> Projection:
+    return project(X, method, dims)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=6 * 3600)
+def cached_layers(H: np.ndarray, method: str) -> list[Projection]:
+    return project_layers(H, method, 2)
+
+
+# ------------------------------------------------------------------------------------------- intro
+st.title("Projections: the word's vectors on a flat map")
+st.markdown(
+    "A vector has hundreds of numbers; to look at it we squash it to 2 or 3. **PCA** turns the space so that "
+    "its first axes carry the most variance and drops the rest: distances on the map are real, but only part "
+    "of the picture. **UMAP** and **t-SNE** bend the space to keep each point's nearest neighbours together: "
+    "good at showing groups, but the size of a cluster and the distance between clusters mean little (§8.3)."
+)
+
+state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
+a = state.analysis(min_sentences=1)
+ss, tv = a.set, a.vectors
+enc = cache.encoder(a.model)
+L, d = enc.num_layers, enc.hidden_size
+n = len(ss)
+word = escape_md(ss.target or "the target")
+
+if n < MIN_POINTS:
+    st.info(
+        f"A projection needs at least {MIN_POINTS} points, one per sentence with “{word}”; the set has {n}. "
+        "Add sentences in the sidebar (ideally a few per meaning, labelled like “river | …”) or pick a preset."
+    )
+    st.stop()
+
+# ------------------------------------------------------------------------------------------- controls
+state.url_choice("proj_method", "pca", list(METHOD_LABELS))
+state.url_int("proj_dims", 2, 2, 3)
+state.url_int("proj_layer", L, 0, L)
+state.url_choice("proj_prep", "none", list(PREP_CHOICES))
+state.url_int("proj_k", max(1, min(10, round(d / 100))), 1, 10)
+state.url_bool("proj_context", False)
+state.url_bool("proj_across", True)
+
+c_method, c_dims, c_layer = st.columns([2, 1, 3])
+c_method.radio(
+    "Method",
+    list(METHOD_LABELS),
+    format_func=METHOD_LABELS.get,
+    key="proj_method",
+    horizontal=True,
+    help="PCA is exact and instant; UMAP and t-SNE keep neighbourhoods (fixed seed: a link shows the same map).",
+)
+c_dims.radio("Dimensions", [2, 3], key="proj_dims", horizontal=True, format_func=lambda v: f"{v}-D")
+c_layer.slider("Layer", 0, L, key="proj_layer", help=f"0 = the embedding layer, {L} = the last layer.")
+c_prep, c_k, c_ctx = st.columns([2, 2, 2])
+c_prep.selectbox(
+    "Before projecting",
+    list(PREP_CHOICES),
+    format_func=PREP_CHOICES.get,
+    key="proj_prep",
+    help="The course's advice (§8.3): project standardized vectors, or remove the top components first. "
+    "The statistics come from the built-in reference corpus.",
+)
+c_k.slider(
+    "k: components to remove",
+    1,
+    10,
+    key="proj_k",
+    disabled=st.session_state.proj_prep != "topk",
+    help="Only used with “remove the top principal components”.",
+)
+c_ctx.toggle(
+    "Show the other words (grey)", key="proj_context", help="All other word pieces of your sentences."
+)
+c_ctx.toggle("Across layers", key="proj_across", help="One small 2-D map per layer, below the main one.")
+
+method = st.session_state.proj_method
+dims = int(st.session_state.proj_dims)
+layer = st.session_state.proj_layer
+prep = st.session_state.proj_prep
+k = st.session_state.proj_k
+show_context = st.session_state.proj_context
+across = st.session_state.proj_across
+state.sync_url(
+    {
+        "proj_method": method,
+        "proj_dims": dims,
+        "proj_layer": layer,
+        "proj_prep": prep,
+        "proj_k": k,
+        "proj_context": show_context,
+        "proj_across": across,
+    }
+)
+
+# ------------------------------------------------------------------------------------------- data
+stats: CorpusStats | None = None
+if prep != "none":
+    try:
+        corpus = load_reference_corpus()
+        stats = reference_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
+    except CorpusError as err:
+        st.warning(escape_md(str(err)) + " The vectors are projected without preparation.")
+        prep = "none"
+
+
+def prepared(X: np.ndarray, at_layer: int) -> np.ndarray:
+    """The vectors of one layer after the chosen preparation, float32 to keep the cache keys small."""
+    if stats is None or prep == "none":
+        return np.asarray(X, dtype=np.float32)
+    return stats.treat(X, at_layer, prep, k).astype(np.float32)
+
+
+targets = tv.vectors[:, layer, :]  # (n, hidden)
+senses = list(ss.senses)
+hover = list(ss.sentences)
+numbers = [str(i + 1) for i in range(n)]
+
+ctx_vectors = np.zeros((0, d), dtype=np.float32)
+ctx_hover: list[str] = []
+if show_context:
+    encoding = tv.encoding
+    masks = other_token_masks(encoding.tokens, [s.token_indices for s in tv.spans])
+    rows, texts = [], []
+    for i, (hs, mask) in enumerate(zip(encoding.hidden_states, masks, strict=True)):
+        for p in np.flatnonzero(mask):
+            rows.append(hs[layer, p])
+            texts.append(f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}")
+    if rows:
+        pick = np.arange(len(rows))
+        if len(rows) > MAX_CONTEXT_POINTS:
+            pick = np.sort(np.random.default_rng(0).choice(len(rows), MAX_CONTEXT_POINTS, replace=False))
+        ctx_vectors = np.stack([rows[i] for i in pick]).astype(np.float32)
+        ctx_hover = [texts[i] for i in pick]
+
+X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
+if method == "umap" and "umap_seconds" not in getattr(cache, "WARM_UP", {"umap_seconds": 0}):
+    spinner = "Computing UMAP (the first UMAP after a server start also compiles it, up to a minute)…"
+else:
+    spinner = f"Computing {METHOD_LABELS[method]}…"
+try:
+    with st.spinner(spinner):
+        proj = cached_projection(X_all, method, dims)
+except ProjectionError as err:
+    st.error(escape_md(str(err)))
+    st.stop()
+
+coords = proj.coords[:n]
+ctx_coords = proj.coords[n:] if len(ctx_vectors) else None
+
+# ------------------------------------------------------------------------------------------- 1. the map
+prep_txt = {"none": "", "zscore": ", z-scored", "topk": f", top {k} components removed"}[prep]
+st.header(f"“{word}” at layer {layer}: {METHOD_LABELS[method]}, {dims}-D{prep_txt}")
+axis_titles = (
+    explained_variance_titles(proj.explained_variance_ratio, dims)
+    if method == "pca"
+    else [f"{METHOD_LABELS[method]} {i + 1}" for i in range(dims)]
+)
+fig = projection_scatter(
+    coords,
+    senses,
+    hover,
+    numbers,
+    context=ctx_coords,
+    context_hover=ctx_hover,
+    axis_titles=axis_titles,
+    equal_axes=method == "pca",
+)
+chart(fig, key="proj_map", config=PNG_CONFIG)
+for note in proj.notes:
+    st.caption(escape_md(note))
+
+hits_map, total = same_sense_neighbours(coords, senses)
+hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
+parts = []
+if method == "pca":
+    kept = float(np.sum(proj.explained_variance_ratio))
+    parts.append(
+        f"These {dims} axes keep **{kept:.0%}** of the variance of the {n} vectors"
+        + (f" (PC1 alone {proj.explained_variance_ratio[0]:.0%})" if dims > 1 else "")
+        + f"; the other {max(0, min(n - 1, d) - dims)} directions are flattened away."
+    )
+else:
+    parts.append(
+        f"{METHOD_LABELS[method]} looked at each point's "
+        + (
+            f"{proj.n_neighbors} nearest neighbours"
+            if method == "umap"
+            else f"neighbourhood (perplexity {proj.perplexity:.1f})"
+        )
+        + "; read which points sit together, not how far apart the groups are."
+    )
+if total:
+    parts.append(
+        f"On this map **{hits_map} of {total}** sentences have a nearest neighbour of the same sense; in the "
+        f"full {d}-dimensional space the map was made from (by cosine) **{hits_full} of {total}** do"
+        + (
+            ", so the map keeps the sense structure."
+            if hits_map >= hits_full
+            else ", so some of the structure is lost in the squashing."
+        )
+    )
+else:
+    parts.append("Label sentences with a sense (“river | …”) in the sidebar to colour the points by meaning.")
+if show_context and len(ctx_vectors):
+    both = proj.coords
+    dist = np.linalg.norm(both[:n, None, :] - both[None, :, :], axis=-1)
+    dist[np.arange(n), np.arange(n)] = np.inf
+    near_target = int(np.sum(np.argmin(dist, axis=1) < n))
+    parts.append(
+        f"The {len(ctx_vectors)} grey points are the other word pieces at the same layer (the map was fitted on "
+        f"all points together). {near_target} of the {n} “{word}” points have another “{word}” as their nearest "
+        "neighbour: among other words, a word's identity weighs more than its sense, so its occurrences "
+        "huddle together; switch the grey points off to spread them out."
+    )
+st.markdown(" ".join(parts))
+
+
+# ------------------------------------------------------------------------------------------- downloads
+def coordinates_table() -> pd.DataFrame:
+    cols = ["x", "y", "z"][:dims]
+    df = pd.DataFrame(coords, columns=cols)
+    df.insert(0, "sentence", hover)
+    df.insert(0, "sense", [s or "" for s in senses])
+    df.insert(0, "sentence_no", range(1, n + 1))
+    df.insert(0, "kind", "target")
+    if ctx_coords is not None:
+        c = pd.DataFrame(ctx_coords, columns=cols)
+        c.insert(0, "sentence", ctx_hover)
+        c.insert(0, "sense", "")
+        c.insert(0, "sentence_no", 0)
+        c.insert(0, "kind", "context")
+        df = pd.concat([df, c], ignore_index=True)
+    df.insert(0, "preparation", prep if prep != "topk" else f"top{k}")
+    df.insert(0, "method", method)
+    df.insert(0, "layer", layer)
+    return df
+
+
+buf = io.StringIO()
+coordinates_table().to_csv(buf, index=False)
+st.download_button(
+    "Download the coordinates (CSV)",
+    data=buf.getvalue(),
+    file_name=f"projection_{method}_{dims}d_layer{layer}.csv",
+    mime="text/csv",
+    key="proj_csv",
+)
+st.caption("For a picture, use the camera icon above the chart (PNG).")
+
+# ------------------------------------------------------------------------------------------- 2. layers
+st.header("Across layers")
+if not across:
+    st.caption("Switch on “Across layers” above to watch the senses separate layer by layer.")
+else:
+    H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
+    try:
+        with st.spinner(f"Computing {METHOD_LABELS[method]} for {L + 1} layers…"):
+            per_layer = cached_layers(H, method)
+    except ProjectionError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    counts = [same_sense_neighbours(p.coords, senses) for p in per_layer]
+    full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
+    titles = [f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") for j, (h, t) in enumerate(counts)]
+    chart(
+        projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
+        key="proj_layers",
+        config=PNG_CONFIG,
+    )
+    if total:
+        best = int(np.argmax([h for h, _ in full]))
+        st.markdown(
+            f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
+            "match its neighbour so points do not jump for no reason. In the full space, the number of "
+            f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
+            f"(the word alone, plus its position) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"at layer {best}; the panel titles give the same count on each map."
+        )
+    else:
+        st.markdown(
+            f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer. Label the "
+            "sentences with senses to see the meanings separate."
+        )
+    st.caption("The small maps are always 2-D and never show the grey context points.")
