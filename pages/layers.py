@@ -267,7 +267,7 @@ view = c3.radio(
     format_func=lambda v: {"one": "chosen layer", "all": "all layers at once"}[v],
 )
 adjust = c4.toggle(
-    "Subtract the baseline",
+    "Minus baseline",
     key="layers_adjust",
     help="Show cosine minus the mean cosine of random pairs of other words at the same layer (anisotropy).",
 )
@@ -476,7 +476,7 @@ if prof.baseline is not None:
         f"embedding layer, **{b.mean[L]:.2f} at layer {L}**. In many encoders the vectors crowd into a narrow "
         "cone (anisotropy), so even unrelated words score well above 0 and a raw cosine means little on its "
         f"own: in BERT-base, random words average {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at layer 11 "
-        "(section 5). Switch on *Subtract the baseline* above to read every number relative to the band"
+        "(section 5). Switch on *Minus baseline* above to read every number relative to the band"
         + (
             f": at {rep} same-sense pairs sit {sims.same[r] - b.mean[r]:+.2f} and different-sense pairs "
             f"{sims.different[r] - b.mean[r]:+.2f} above it."
