@@ -1,0 +1,401 @@
+"""Guided lesson: the course in order, one live chart and one question per step, checked against the model.
+
+The steps, questions and answer checking live in lib/lesson.py; this page reads the fixed lesson sets
+through ui.cache (the model runs once per set), draws the figures, and keeps progress in session state and
+in the URL (lesson_step, lesson_done).
+"""
+
+import pandas as pd
+import streamlit as st
+
+from lib import lesson
+from lib.charts.attention import attention_heatmap, target_attention_bars
+from lib.charts.home import before_after_heatmaps
+from lib.charts.layers import layer_names, trajectory_chart
+from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
+from lib.charts.projection import explained_variance_titles, projection_scatter
+from lib.charts.toy import vector_arrows
+from lib.presets import preset_by_id
+from ui import cache, state
+from ui.widgets import chart, download_figure, escape_md
+
+STEPS = lesson.STEPS
+N = len(STEPS)
+K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
+
+st.title("Guided lesson")
+st.markdown(
+    f"{N - 1} short steps through the course, from one word's many vectors to attention worked out by hand. "
+    "Each step shows the real model at work and asks one question; your answer is checked against the "
+    "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat** and "
+    "**apple** presets and a few sentences on five topics), not the set in the sidebar, so everyone in a "
+    "class sees the same thing. The model is the one chosen in the sidebar."
+)
+
+state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
+model = state.model_name()
+enc = cache.encoder(model)
+L = enc.num_layers
+
+# ----------------------------------------------------------------------------------------- progress
+state.url_int(K_STEP, 1, 1, N)
+state.url_int(K_DONE, 0, 0, 2**N - 1)  # bit i set: step i solved (lib.lesson.solved_mask)
+answers: dict[str, lesson.AnswerRecord] = st.session_state.setdefault(K_ANSWERS, {})
+
+
+def solved() -> set[str]:
+    return set(lesson.solved_from_mask(st.session_state.get(K_DONE, 0)))
+
+
+def _move(delta: int) -> None:
+    st.session_state[K_STEP] = min(max(st.session_state[K_STEP] + delta, 1), N)
+
+
+titles = {k: f"{k}. {s.title}" + (" ✓" if s.id in solved() else "") for k, s in enumerate(STEPS, start=1)}
+st.selectbox("Step", options=list(range(1, N + 1)), key=K_STEP, format_func=titles.get)
+k = st.session_state[K_STEP]
+step = STEPS[k - 1]
+n_questions = N - 1
+st.progress(
+    len(solved() - {"summary"}) / n_questions,
+    text=f"{len(solved() - {'summary'})} of {n_questions} questions solved",
+)
+
+
+# ----------------------------------------------------------------------------------------- helpers
+class LessonSet:
+    """A fixed preset's vectors, with sense labels and chart labels aligned to the sentences kept."""
+
+    def __init__(self, preset_id: str):
+        p = preset_by_id(preset_id)
+        ss = p.sentence_set()
+        self.target = ss.target
+        self.tv = cache.target_vectors(model, ss.sentences, ss.target)
+        kept = self.tv.kept
+        self.senses = [ss.senses[i] for i in kept]
+        self.labels = [ss.labels[i] for i in kept]
+        self.sentences = [sp.sentence for sp in self.tv.spans]
+        self.numbers = [f"S{i + 1}" for i in kept]
+
+
+def show(fig, name: str) -> None:
+    chart(fig, key=f"lesson_chart_{name}")
+    download_figure(fig, f"context_lens_lesson_{name}", key=f"lesson_dl_{name}")
+
+
+def answered_right(step_id: str) -> bool:
+    r = answers.get(step_id)
+    return bool(r and r.correct)
+
+
+def _check(s: lesson.Step, q: lesson.Question) -> None:
+    """Button callback: check the answer before the page is drawn, so progress shows at once."""
+    given = st.session_state.get(f"lesson_q_{s.id}")
+    fb = lesson.check_answer(q, given)
+    st.session_state.setdefault("lesson_feedback", {})[s.id] = fb
+    if fb.answered:
+        shown = f"{given:g}" if isinstance(given, float) else str(given)
+        st.session_state[K_ANSWERS][s.id] = lesson.AnswerRecord(s.id, shown, fb.correct, q.answer)
+        if fb.correct:
+            st.session_state[K_DONE] = st.session_state.get(K_DONE, 0) | (1 << STEPS.index(s))
+
+
+def ask(s: lesson.Step, q: lesson.Question) -> None:
+    """The question, an answer widget, a check button, and the feedback kept in session state."""
+    key = f"lesson_q_{s.id}"
+    st.subheader("Your turn")
+    st.markdown(escape_md(q.prompt))
+    if q.is_number:
+        st.number_input("Your answer", key=key, value=None, step=0.01, format="%.3f")
+    elif len(q.options) <= 3:
+        st.radio("Your answer", q.options, index=None, key=key, format_func=escape_md)
+    else:
+        st.selectbox("Your answer", q.options, index=None, key=key, placeholder="Choose an answer")
+    st.button("Check my answer", key=f"lesson_check_{s.id}", type="primary", on_click=_check, args=(s, q))
+    fb = st.session_state.get("lesson_feedback", {}).get(s.id)
+    if fb is None:
+        if s.id in solved():
+            st.caption("You solved this one earlier (the link remembers it); answer again if you like.")
+        return
+    if not fb.answered:
+        st.warning(escape_md(fb.message))
+    elif fb.correct:
+        st.success(escape_md(fb.message))
+        st.markdown(f"**Why.** {escape_md(q.explanation)}")
+    else:
+        st.error(escape_md(fb.message))
+        with st.expander("Show the model's answer"):
+            st.markdown(f"**{escape_md(q.answer)}.** {escape_md(q.explanation)}")
+
+
+# ----------------------------------------------------------------------------------------- the steps
+def step_static() -> lesson.Question:
+    d = LessonSet("bat")
+    r = lesson.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target)
+    fig = before_after_heatmaps(
+        r.static_cos,
+        r.last_cos,
+        d.labels,
+        d.senses,
+        ("Static: the model's input table", f"Contextual: after layer {L}"),
+    )
+    show(fig, "static")
+    st.caption("Each cell is the cosine between two occurrences of “bat”; hover for the exact number.")
+    return r.question
+
+
+def step_apple() -> lesson.Question:
+    d = LessonSet("apple")
+    r = lesson.centroid_reading(d.tv.vectors, d.senses, d.labels, d.target)
+    idx = [int(i) for i in r.indices]
+    wrong = [idx.index(w) for w in r.wrong] if answers.get("apple") else []
+    fig = centroid_scatter(
+        r.x,
+        r.y,
+        [d.senses[i] for i in idx],
+        [d.sentences[i] for i in idx],
+        [d.numbers[i] for i in idx],
+        *r.senses_compared,
+        highlight=wrong,
+        title=f"Each “apple” at layer {r.layer}: which sense average is it nearer?",
+    )
+    show(fig, "apple")
+    st.caption(
+        "Hover over a point to read its sentence. After you answer, the sentences read as the other "
+        "sense are ringed."
+    )
+    return r.question
+
+
+def step_attention() -> lesson.Question:
+    tv = cache.target_vectors(model, (lesson.ATTENTION_SENTENCE,), "bat")
+    enc_out, span = tv.encoding, tv.spans[0]
+    r = lesson.attention_look(enc_out.attentions[0], enc_out.tokens[0], span.token_indices, "bat", layer=1)
+    st.markdown(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
+    fig = target_attention_bars(
+        r.weights,
+        r.attended_by,
+        list(r.labels),
+        r.target_positions,
+        title=f"Layer {r.layer}, mean of the heads",
+    )
+    show(fig, "attention")
+    st.caption(
+        "Top: how “bat” shares its attention (the bars add up to 1). Bottom: how much each word piece "
+        "looks at “bat”. The **Attention** page shows every layer and head."
+    )
+    return r.question
+
+
+def step_layers() -> lesson.Question:
+    d = LessonSet("bat")
+    r = lesson.sense_separation(d.tv.vectors, d.senses, d.target)
+    fig = trajectory_chart(
+        layer_names(L), same=r.same, different=r.different, title="“bat” through the layers"
+    )
+    show(fig, "layers")
+    return r.question
+
+
+def readout_curves() -> list[lesson.ReadoutCurve]:
+    """The sense readout per layer of the three presets the lesson compares ("bat" is asked about)."""
+    curves = []
+    for pid in ("bat", "bank", "apple"):
+        d = LessonSet(pid)
+        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses))
+    return curves
+
+
+def step_deeper() -> lesson.Question:
+    curves = readout_curves()
+    r = lesson.deeper_check(curves)
+    fig = readout_lines(
+        [c.name for c in curves],
+        [c.accuracy for c in curves],
+        [c.majority_baseline for c in curves],
+        title="Share of sentences whose sense is read correctly, layer by layer",
+    )
+    show(fig, "deeper")
+    table = pd.DataFrame(
+        [c.accuracy for c in curves],
+        index=[c.name for c in curves],
+        columns=[f"layer {i}" for i in range(L + 1)],
+    )
+    st.table(table.map(lambda a: f"{a:.0%}"))
+    st.download_button(
+        "Download the table (CSV)",
+        data=table.to_csv(index_label="preset"),
+        file_name="context_lens_readout_by_layer.csv",
+        mime="text/csv",
+        key="lesson_dl_deeper_csv",
+        on_click="ignore",
+    )
+    return r.question
+
+
+def step_cls() -> lesson.Question:
+    topics = [t for t, _ in lesson.TOPIC_SENTENCES]
+    sentences = tuple(s for _, s in lesson.TOPIC_SENTENCES)
+    enc_out = cache.encoding(model, sentences)
+    r = lesson.pooling_comparison(enc_out.hidden_states, enc_out.tokens, topics)
+    fig = pooling_panels(
+        r.cls_same,
+        r.cls_different,
+        r.mean_same,
+        r.mean_different,
+        title="Two sentence vectors: same topic vs different topics",
+    )
+    show(fig, "cls")
+    with st.expander("The fifteen sentences"):
+        st.dataframe(pd.DataFrame(lesson.TOPIC_SENTENCES, columns=["topic", "sentence"]), hide_index=True)
+    return r.question
+
+
+def step_anisotropy() -> lesson.Question:
+    d = LessonSet("bat")
+    enc_out = d.tv.encoding
+    r = lesson.anisotropy_floor(
+        enc_out.hidden_states,
+        enc_out.tokens,
+        [sp.token_indices for sp in d.tv.spans],
+        d.tv.vectors,
+        d.senses,
+        d.target,
+    )
+    fig = trajectory_chart(
+        layer_names(L),
+        same=r.same,
+        different=r.different,
+        baseline=(r.floor, r.low, r.high),
+        title="“bat” pairs against random pairs of other word pieces",
+    )
+    show(fig, "anisotropy")
+    st.caption("The grey dashed line is the floor: unrelated word pieces from the same sentences.")
+    return r.question
+
+
+def step_projection() -> lesson.Question:
+    d = LessonSet("bat")
+    r = lesson.projection_look(d.tv.vectors, d.senses, d.target)
+    fig = projection_scatter(
+        r.coords,
+        d.senses,
+        d.sentences,
+        d.numbers,
+        axis_titles=explained_variance_titles(r.explained, 2),
+        title=f"PCA of the “bat” vectors at layer {r.layer}",
+    )
+    show(fig, "projection")
+    return r.question
+
+
+def step_polysemy() -> lesson.Question:
+    d = LessonSet("bat")
+    r = lesson.hard_case(d.tv.vectors, d.senses, d.labels, d.target)
+    pairs = [tuple(int(x) for x in p) for p in r.pairs]
+    hover = [f"{d.numbers[i]} + {d.numbers[j]}: {d.sentences[i]} | {d.sentences[j]}" for i, j in pairs]
+    ab = pairs.index(tuple(sorted((r.a, r.b))))
+    ac = pairs.index(tuple(sorted((r.a, r.c))))
+    highlight = {ab: f"{d.numbers[r.a]}–{d.numbers[r.b]}", ac: f"{d.numbers[r.a]}–{d.numbers[r.c]}"}
+    fig = pair_strip(
+        r.pair_cos, r.same, hover, highlight=highlight, title=f"Every pair of “bat”s at layer {r.layer}"
+    )
+    show(fig, "polysemy")
+    st.download_button(
+        "Download the evidence card (CSV)",
+        data=lesson.evidence_csv(d.tv.vectors, d.sentences, d.senses, d.target),
+        file_name="context_lens_evidence_card_bat.csv",
+        mime="text/csv",
+        key="lesson_dl_evidence",
+        on_click="ignore",
+    )
+    return r.question
+
+
+def step_toy() -> lesson.Question:
+    r = lesson.toy_cell()
+    labels = list(r.tokens)
+    st.markdown("**X = e + p**, one row per token:")
+    st.table(pd.DataFrame(r.X, index=labels, columns=["x₁", "x₂"]).map(lambda v: f"{v:.2f}"))
+    st.markdown("**Each token before (X) and after attention**")
+    fig = vector_arrows(r.X, r.output, labels)
+    show(fig, "toy")
+    if answered_right("toy"):
+        show(
+            attention_heatmap(r.weights, labels, title="The attention weights, softmax(X Xᵀ) row by row"),
+            "toy_weights",
+        )
+    else:
+        st.caption("The heatmap of all the weights appears once you have answered correctly.")
+    return r.question
+
+
+def findings() -> list[str]:
+    """The surprising results of this model, recomputed from the lesson sets (cached, so cheap)."""
+    apple, bat = LessonSet("apple"), LessonSet("bat")
+    topics = [t for t, _ in lesson.TOPIC_SENTENCES]
+    enc_out = cache.encoding(model, tuple(s for _, s in lesson.TOPIC_SENTENCES))
+    curves = readout_curves()
+    results = [
+        lesson.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
+        lesson.deeper_check(curves),
+        lesson.pooling_comparison(enc_out.hidden_states, enc_out.tokens, topics),
+        lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
+    ]
+    return [r.finding for r in results if r.finding]
+
+
+def step_summary() -> None:
+    rows = lesson.report_rows(answers, tuple(solved()))
+    st.table(pd.DataFrame(rows).set_index("step"))
+    n_right = sum(1 for r in rows if r["result"] in ("correct", "solved earlier"))
+    st.markdown(f"You have solved **{n_right} of {len(rows)}** questions.")
+    st.download_button(
+        "Download your answers (CSV)",
+        data=lesson.report_csv(answers, tuple(solved())),
+        file_name="context_lens_lesson_answers.csv",
+        mime="text/csv",
+        key="lesson_dl_report",
+        on_click="ignore",
+    )
+    found = findings()
+    if found:
+        st.markdown(
+            "**What this model showed** (recomputed just now; test each claim on your own sentences on the "
+            "other pages):\n" + "\n".join(f"- {escape_md(f)}" for f in found)
+        )
+
+
+RENDER = {
+    "static": step_static,
+    "apple": step_apple,
+    "attention": step_attention,
+    "layers": step_layers,
+    "deeper": step_deeper,
+    "cls": step_cls,
+    "anisotropy": step_anisotropy,
+    "projection": step_projection,
+    "polysemy": step_polysemy,
+    "toy": step_toy,
+    "summary": step_summary,
+}
+
+# ----------------------------------------------------------------------------------------- the page
+st.header(f"Step {k} of {N}: {step.title}")
+st.caption(("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
+st.markdown(step.text)
+try:
+    question = RENDER[step.id]()
+except ValueError as err:  # e.g. a model without a [CLS] token, or a set this step cannot use
+    st.warning(f"This step cannot run with the model {escape_md(model)}: {escape_md(str(err))}")
+    question = None
+if question is not None:
+    ask(step, question)
+
+st.divider()
+back, _, nxt = st.columns([1, 3, 1])
+back.button("← Back", key="lesson_back", on_click=_move, args=(-1,), disabled=k == 1, width="stretch")
+nxt.button("Next →", key="lesson_next", on_click=_move, args=(1,), disabled=k == N, width="stretch")
+
+mask = st.session_state.get(K_DONE, 0)
+state.sync_url({K_STEP: k, **({K_DONE: mask} if mask else {})})

@@ -1,0 +1,199 @@
+"""AppTest runs of the guided lesson (pages/lesson.py), from the first step to the summary.
+
+The correct answers are computed here from the real model with lib/lesson.py (tested on its own in
+tests/test_lesson.py) on the same fixed sets the page uses, so the test checks that the page asks about
+the right data and checks, records and remembers answers: every question is answered wrongly once (an
+error and a hint), then correctly (a success and the explanation), and the progress reaches the URL.
+"""
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from lib import lesson
+from lib.charts.common import PRESENTER_FONT, presenter_layout
+from lib.presets import preset_by_id
+from tests.conftest import page_test
+from ui.widgets import escape_md
+
+PAGE = "pages/lesson.py"
+N = len(lesson.STEPS)
+QUESTION_IDS = [s.id for s in lesson.STEPS if s.id != "summary"]
+
+
+@pytest.fixture(scope="module")
+def questions(encoder) -> dict[str, lesson.Question]:
+    """The question of every step, built from the model exactly as the lesson's fixed sets define them."""
+
+    def preset(pid):
+        ss = preset_by_id(pid).sentence_set()
+        return ss, encoder.target_vectors(list(ss.sentences), ss.target)
+
+    bat, tv = preset("bat")
+    apple, tva = preset("apple")
+    curves = [
+        lesson.readout_curve(pid, preset(pid)[1].vectors, preset(pid)[0].senses)
+        for pid in ("bat", "bank", "apple")
+    ]
+    att = encoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
+    topics = encoder.encode([s for _, s in lesson.TOPIC_SENTENCES])
+    e = tv.encoding
+    return {
+        "static": lesson.static_vs_contextual(tv.static, tv.vectors, bat.labels, bat.senses, "bat").question,
+        "apple": lesson.centroid_reading(tva.vectors, apple.senses, apple.labels, "apple").question,
+        "attention": lesson.attention_look(
+            att.encoding.attentions[0], att.encoding.tokens[0], att.spans[0].token_indices, "bat", layer=1
+        ).question,
+        "layers": lesson.sense_separation(tv.vectors, bat.senses, "bat").question,
+        "deeper": lesson.deeper_check(curves).question,
+        "cls": lesson.pooling_comparison(
+            topics.hidden_states, topics.tokens, [t for t, _ in lesson.TOPIC_SENTENCES]
+        ).question,
+        "anisotropy": lesson.anisotropy_floor(
+            e.hidden_states, e.tokens, [sp.token_indices for sp in tv.spans], tv.vectors, bat.senses, "bat"
+        ).question,
+        "projection": lesson.projection_look(tv.vectors, bat.senses, "bat").question,
+        "polysemy": lesson.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
+        "toy": lesson.toy_cell().question,
+    }
+
+
+def answer(at, step_id: str, q: lesson.Question, value) -> None:
+    """Put ``value`` into the step's answer widget and press the check button."""
+    key = f"lesson_q_{step_id}"
+    if q.is_number:
+        at.number_input(key=key).set_value(float(value))
+    elif len(q.options) <= 3:
+        at.radio(key=key).set_value(value)
+    else:
+        at.selectbox(key=key).set_value(value)
+    at.button(key=f"lesson_check_{step_id}").click().run()
+    assert not at.exception
+
+
+def wrong_answer(q: lesson.Question):
+    if q.is_number:
+        return q.value + 0.5
+    return next(o for o in q.options if o not in q.accepted)
+
+
+def right_answer(q: lesson.Question):
+    return q.value if q.is_number else sorted(q.accepted)[0]
+
+
+def test_lesson_from_start_to_end_wrong_once_then_right(questions):
+    assert set(questions) == set(QUESTION_IDS)
+    at = page_test(PAGE)
+    at.run()
+    assert not at.exception
+    for k, step in enumerate(lesson.STEPS, start=1):
+        assert at.session_state["lesson_step"] == k
+        assert any(f"Step {k} of {N}" in h.value for h in at.header), k
+        if step.id == "summary":
+            break
+        assert at.get("plotly_chart"), step.id
+        q = questions[step.id]
+        # the page offers the same choices the model's numbers give
+        key = f"lesson_q_{step.id}"
+        if q.is_number:
+            assert at.number_input(key=key).value is None
+        elif len(q.options) <= 3:
+            assert list(at.radio(key=key).options) == [escape_md(o) for o in q.options]
+        else:
+            assert list(at.selectbox(key=key).options) == list(q.options)
+
+        answer(at, step.id, q, wrong_answer(q))
+        assert at.error and "Not quite" in at.error[0].value, step.id
+        assert not at.success
+        assert at.session_state["lesson_answers"][step.id].correct is False
+
+        answer(at, step.id, q, right_answer(q))
+        assert at.success and at.success[0].value.startswith("Right"), step.id
+        assert not at.error
+        assert any(m.value.startswith("**Why.**") for m in at.markdown)
+        assert step.id in lesson.solved_from_mask(at.session_state["lesson_done"])
+
+        at.button(key="lesson_next").click().run()
+        assert not at.exception
+
+    # the summary: every question solved, in the table, in the progress bits and in the URL
+    table = at.table[0].value
+    assert list(table["result"]) == ["correct"] * len(QUESTION_IDS)
+    done = at.session_state["lesson_done"]
+    assert set(lesson.solved_from_mask(done)) == set(QUESTION_IDS)
+    url = at.session_state["_cl_page_url"]
+    assert url["lesson_step"] == str(N) and url["lesson_done"] == str(done)
+    assert any("What this model showed" in m.value for m in at.markdown)
+    assert at.get("download_button")
+
+
+def test_back_and_next_buttons_and_step_picker():
+    at = page_test(PAGE)
+    at.run()
+    assert at.button(key="lesson_back").disabled
+    at.button(key="lesson_next").click().run()
+    assert at.session_state["lesson_step"] == 2
+    at.button(key="lesson_back").click().run()
+    assert at.session_state["lesson_step"] == 1
+    at.selectbox(key="lesson_step").set_value(N).run()
+    assert not at.exception and at.button(key="lesson_next").disabled
+
+
+def test_progress_comes_back_from_a_link():
+    at = page_test(PAGE)
+    at.query_params["lesson_step"] = "2"
+    at.query_params["lesson_done"] = str(lesson.solved_mask(["static", "apple"]))
+    at.run()
+    assert not at.exception
+    assert at.session_state["lesson_step"] == 2
+    assert any("solved this one earlier" in c.value for c in at.caption)
+    assert at.session_state["_cl_page_url"]["lesson_done"] == str(lesson.solved_mask(["static", "apple"]))
+
+
+@pytest.mark.parametrize("raw, expected", [("abc", 1), ("99", N), ("-3", 1)])
+def test_a_garbled_step_in_the_link_falls_back(raw, expected):
+    at = page_test(PAGE)
+    at.query_params["lesson_step"] = raw
+    at.run()
+    assert not at.exception
+    assert at.session_state["lesson_step"] == expected
+
+
+def test_checking_without_an_answer_asks_for_one():
+    at = page_test(PAGE)
+    at.run()
+    at.button(key="lesson_check_static").click().run()
+    assert not at.exception
+    assert at.warning and "first" in at.warning[0].value
+    assert "static" not in at.session_state["lesson_answers"]
+
+
+def test_presenter_mode_runs_every_chart_step():
+    at = page_test(PAGE)
+    at.session_state["cl_presenter"] = True
+    at.run()
+    for k, step in enumerate(lesson.STEPS, start=1):
+        if step.id != "summary":
+            assert not at.exception, step.id
+            assert at.get("plotly_chart"), step.id
+        if k < N:
+            at.button(key="lesson_next").click().run()
+
+
+def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
+    fig = go.Figure(
+        [
+            go.Scatter(x=[0, 1], y=[0, 1], line={"width": 0}),
+            go.Scatter(x=[0, 1], y=[1, 0], line={"width": 2}, marker={"size": 10}),
+            go.Heatmap(z=np.eye(2), texttemplate="%{z}"),
+        ]
+    )
+    fig.update_layout(height=400, title="t")
+    big = presenter_layout(fig)
+    assert big.layout.font.size == PRESENTER_FONT
+    assert big.layout.xaxis.tickfont.size > 14 and big.layout.yaxis.title.font.size == PRESENTER_FONT
+    assert big.data[0].line.width == 0
+    assert big.data[1].line.width > 2 and big.data[1].marker.size > 10
+    assert big.data[2].textfont.size > 10
+    assert big.layout.height == 500
+    assert fig.layout.font.size is None and fig.data[1].line.width == 2  # the original is unchanged
