@@ -79,3 +79,57 @@ def test_layer_link_sets_the_page_control(page, server):
     wait_charts(page)
     assert not exceptions(page)
     assert "Layer 4, head 7" in page.locator("[data-testid='stMain']").inner_text()
+
+
+def test_html_in_a_sentence_shows_as_text(page, server, shots_dir):
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    text = (
+        "money | <script>alert(1)</script> The bank <b>bold</b> opened.\n"
+        "river | We sat on the <img src=x onerror=alert(2)> river bank."
+    )
+    page.goto(f"{server}/?target=bank&text={quote(pack_text(text))}")
+    wait_charts(page)
+    page.wait_for_timeout(1000)
+    assert not exceptions(page)
+    assert not dialogs, f"user text ran as code: {dialogs}"
+    injected = page.evaluate(
+        """() => ({
+            scripts: Array.from(document.querySelectorAll('script')).filter(s => s.textContent.includes('alert(')).length,
+            imgs: document.querySelectorAll('img[src="x"]').length,
+            bolds: Array.from(document.querySelectorAll('b')).filter(b => b.textContent === 'bold').length,
+            chartText: document.querySelector('.js-plotly-plot').textContent,
+        })"""
+    )
+    assert injected["scripts"] == 0 and injected["imgs"] == 0 and injected["bolds"] == 0, injected
+    assert "<script>" in injected["chartText"]  # shown literally in the chart's labels
+    screenshot(page, shots_dir, "link-html-as-text")
+
+
+def test_a_bad_page_parameter_in_a_link_is_explained(page, server):
+    # ui.state.url_int records "The link's “attn_head” value is not a whole number" for the sidebar
+    page.goto(server + "/attention?preset=bank&attn_head=x")
+    wait_charts(page)
+    assert not exceptions(page)
+    assert "Layer 1, head 1" in page.locator("[data-testid='stMain']").inner_text()  # the default is used
+    assert "“attn_head” value is not a whole number" in sidebar(page).inner_text()
+
+
+def test_a_link_straight_to_a_page_on_a_fresh_server_gets_the_app_shell(browser_context):
+    """The first visitor after a restart may arrive through a shared link to any page, not only /."""
+    from tests.browser._browser import start_server, stop_server
+
+    proc, base, _log = start_server()
+    pg = browser_context.new_page()
+    try:
+        pg.goto(base + "/calculator?calc_causal=1")
+        wait_charts(pg)
+        pg.wait_for_timeout(2000)  # a rerun through app.py may follow
+        wait_charts(pg)
+        assert not exceptions(pg)
+        nav = sidebar(pg).inner_text()
+        assert "Start here" in nav and "Attention by hand" in nav, nav[:500]
+        assert sidebar(pg).get_by_role("combobox", name="Preset").count() == 1
+    finally:
+        pg.close()
+        stop_server(proc)
