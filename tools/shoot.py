@@ -8,6 +8,7 @@ Waits until Streamlit's script has finished (data-test-script-state="notRunning"
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 
 from playwright.sync_api import sync_playwright
@@ -23,13 +24,26 @@ ARGS = [
 ]
 
 
-def wait_idle(page, timeout_ms: int = 120_000) -> None:
+def wait_idle(page, timeout_ms: int = 180_000) -> None:
+    """Wait until the script has finished and stayed finished for 2 s (a rerun may follow a run)."""
     page.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
-    page.wait_for_function(
+    js = (
         "() => { const a = document.querySelector('[data-test-script-state]');"
-        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }",
-        timeout=timeout_ms,
+        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }"
     )
+    for _ in range(30):
+        page.wait_for_function(js, timeout=timeout_ms)
+        page.wait_for_timeout(2000)
+        if page.evaluate(js):
+            break
+    # Plotly charts load their library lazily: wait until every chart container holds a drawn plot.
+    with contextlib.suppress(Exception):
+        page.wait_for_function(
+            "() => { const c = document.querySelectorAll('[data-testid=\"stPlotlyChart\"]');"
+            " const d = document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .main-svg');"
+            " return c.length === 0 || d.length >= c.length; }",
+            timeout=60_000,
+        )
     page.wait_for_timeout(1500)
 
 
@@ -49,7 +63,7 @@ def main() -> None:
         page = ctx.new_page()
         page.goto(a.url)
         wait_idle(page)
-        page.screenshot(path=a.out, full_page=a.full)
+        page.screenshot(path=a.out, full_page=a.full, timeout=180_000)
         print(a.out, page.url)
         ctx.close()
 
