@@ -786,11 +786,13 @@ def evidence_card(
     first_name: str = "embedding layer (0)",
     chosen_name: str = "chosen layer",
     max_rows: int = 8,
+    cosines: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EvidenceCard:
     """Pick a few telling sentence pairs and compare their cosine in two representations.
 
     first, chosen: (n, H) the target's vectors in the two representations (e.g. layer 0 and the
-    chosen layer or pooling). With at most ``max_rows`` pairs in total, all pairs are shown.
+    chosen layer or pooling); ``cosines`` may pass their two (n, n) cosine matrices when they are
+    already computed. With at most ``max_rows`` pairs in total, all pairs are shown.
     Otherwise, when labels exist: the most similar different-sense pair, the least similar
     same-sense pair, the most similar same-sense pair and the least similar different-sense pair,
     then the pairs whose cosine changed most, up to ``max_rows``.
@@ -801,8 +803,7 @@ def evidence_card(
     n = len(sentences)
     if np.asarray(first).shape[0] != n or np.asarray(chosen).shape[0] != n or len(senses) != n:
         raise ValueError("first, chosen, sentences and senses must have the same length")
-    c0 = cosine_matrix(first)
-    c1 = cosine_matrix(chosen)
+    c0, c1 = cosines if cosines is not None else (cosine_matrix(first), cosine_matrix(chosen))
     pairs, same, labelled = _pair_kinds(senses)
     if len(pairs) == 0:
         return EvidenceCard(target, first_name, chosen_name, (), None, "")

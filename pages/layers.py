@@ -615,6 +615,7 @@ card = evidence_card(
     target=ss.target,
     first_name="layer 0",
     chosen_name=rep,
+    cosines=(prof.cosines[0], prof.cosines[r]),
 )
 if card.rows:
     rows = card.rows

@@ -258,6 +258,10 @@ def test_evidence_card_limits_rows_and_keeps_surprise():
     assert r.same_sense is False
     c = sim.cosine_matrix(chosen)
     assert r.cosine_chosen == pytest.approx(c[:4, 4:].max())
+    given = sim.evidence_card(
+        first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6, cosines=(sim.cosine_matrix(first), c)
+    )
+    assert given == card
 
 
 def test_no_nan_anywhere_with_zero_vectors():
