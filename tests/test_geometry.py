@@ -269,3 +269,46 @@ def test_cosine_contributions_sum_to_anisotropy(X):
     r = rogue_dimensions(X)
     assert r.cosine_contribution.sum() == pytest.approx(anisotropy(X), abs=1e-9)
     assert 0.0 <= r.top_variance_share <= 1.0 + 1e-12
+
+
+# ---------------------------------------------------------------- figures (lib/charts/geometry.py)
+
+
+def test_before_after_heatmaps_share_one_scale_and_escape_labels():
+    from lib.charts.geometry import similarity_before_after
+
+    before = np.array([[1.0, 0.9, 0.8], [0.9, 1.0, 0.85], [0.8, 0.85, 1.0]])
+    after = np.array([[1.0, 0.3, -0.25], [0.3, 1.0, np.nan], [-0.25, np.nan, 1.0]])
+    fig = similarity_before_after(before, after, ["<b>S1</b>", "S2", "S3"], ["a", "a", None], ("raw", "z"))
+    ca = fig.layout.coloraxis
+    assert ca.cmin <= -0.25 and ca.cmax >= 0.9  # both matrices' pairs fit the one scale
+    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+    assert all(
+        np.all(np.isfinite(np.asarray(t.z, dtype=float))) for t in fig.data
+    )  # NaN never reaches the screen
+    ticks = " ".join(fig.layout.yaxis.ticktext)
+    assert "<b>S1</b>" not in ticks and "&lt;b&gt;S1&lt;/b&gt;" in ticks
+
+
+def test_anisotropy_chart_stretches_the_reference_to_the_same_depth():
+    from lib.charts.geometry import anisotropy_by_layer
+
+    curves = {"raw": [0.1, 0.2, 0.3, 0.2], "zscore": [0.0, 0.01, 0.02, 0.01]}
+    fig = anisotropy_by_layer(
+        curves, {"raw": "raw", "zscore": "z"}, layer=2, reference=[0.1, 0.3, 0.5, 0.4, 0.6]
+    )
+    ref = fig.data[-1]
+    assert list(ref.x) == [0.0, 0.75, 1.5, 2.25, 3.0]  # 4 reference layers over our 3
+    assert list(ref.customdata) == [0, 1, 2, 3, 4]  # the hover still says the reference's own layer
+
+
+def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
+    from lib.charts.geometry import dimension_profile
+
+    var = np.array([0.1, 5.0, 0.2, 0.1])
+    mean = np.array([0.0, 0.1, -3.0, 0.0])
+    contrib = np.array([0.0, 0.01, 0.2, 0.03])
+    fig = dimension_profile(var, mean, contrib, label_top=1)
+    colors = list(fig.data[0].marker.color)
+    assert colors[1] == colors[2] != colors[0]  # dim 1 (variance) and dim 2 (mean, cosine) highlighted
+    assert {a.text for a in fig.layout.annotations if a.text.startswith("dim")} == {"dim 1", "dim 2"}

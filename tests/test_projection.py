@@ -169,3 +169,43 @@ def test_same_sense_neighbours_skips_unlabelled_and_uses_cosine():
     assert same_sense_neighbours(X, [None, None, "b", None]) == (0, 0)
     with pytest.raises(ValueError, match="metric"):
         same_sense_neighbours(X, ["a", "a", "b", "b"], metric="manhattan")
+
+
+# ---------------------------------------------------------------- figures (lib/charts/projection.py)
+
+
+def test_scatter_escapes_hover_and_draws_context_first():
+    from lib.charts.projection import projection_scatter
+
+    coords = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.5]])
+    fig = projection_scatter(
+        coords,
+        ["river", "money", "river"],
+        ["We sat <i>by</i> the bank.", "The bank & co.", "A muddy bank."],
+        ["1", "2", "3"],
+        context=np.array([[0.5, 0.5]]),
+        context_hover=["“the” <script>"],
+        axis_titles=["PC1 (50% of variance)", "PC2 (20% of variance)"],
+    )
+    assert fig.data[0].name == "other word pieces"
+    assert [t.name for t in fig.data[1:]] == ["river", "money"]
+    hovers = " ".join(h for t in fig.data for h in t.hovertext)
+    assert "<i>" not in hovers and "<script>" not in hovers and "&amp;" in hovers
+    assert fig.layout.yaxis.scaleanchor == "x"  # equal axes: honest distances
+
+
+def test_scatter_3d_and_small_multiples():
+    from lib.charts.projection import projection_scatter, projection_small_multiples
+
+    rng = np.random.default_rng(0)
+    fig = projection_scatter(rng.normal(size=(4, 3)), [None] * 4, ["s"] * 4, ["1", "2", "3", "4"])
+    assert fig.data[0].type == "scatter3d" and fig.data[0].name == "no label"
+    layers = [rng.normal(size=(4, 2)) for _ in range(7)]
+    fig = projection_small_multiples(
+        layers, ["a", "a", "b", "b"], ["s"] * 4, ["1", "2", "3", "4"], [f"layer {j}" for j in range(7)]
+    )
+    assert len(fig.data) == 7 * 2  # one trace per sense per panel
+    assert sum(t.showlegend for t in fig.data) == 2  # legend once
+    y = layers[0][:, 1]
+    lo, hi = fig.layout.yaxis.range
+    assert lo < y.min() and hi > y.max()  # margin: no marker cut at the edge

@@ -23,6 +23,7 @@ TREATMENT_STYLE = {
     "topk": ("#D55E00", "dot"),
 }
 REFERENCE_COLOR = "#999999"
+DETAILED_HOVER_MAX = 60  # up to this many sentences the heatmap hover shows the sentences themselves
 
 
 def _finite(a) -> np.ndarray:
@@ -137,33 +138,50 @@ def similarity_before_after(
         shared_yaxes=True,
     )
     sense_txt = [escape(s) if s else "no label" for s in senses]
+    detailed = n <= DETAILED_HOVER_MAX  # per-cell sentence hover; beyond that only numbers (payload size)
     for col, M in ((1, A), (2, B)):
+        extra = {}
+        if detailed:
+            extra["customdata"] = [
+                [[safe[i], safe[j], sense_txt[i], sense_txt[j]] for j in range(n)] for i in range(n)
+            ]
+            extra["hovertemplate"] = (
+                "%{customdata[0]} (%{customdata[2]})<br>%{customdata[1]} (%{customdata[3]})"
+                "<br>cosine %{z:.3f}<extra></extra>"
+            )
+        else:
+            extra["hovertemplate"] = "sentences %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>"
+        if n <= 12:
+            extra["text"] = [[f"{v:.2f}" for v in row] for row in M]
+            extra["texttemplate"] = "%{text}"
         fig.add_trace(
             go.Heatmap(
-                z=M,
-                x=list(range(n)),
-                y=list(range(n)),
-                text=[[f"{v:.2f}" for v in row] for row in M],
-                texttemplate="%{text}" if n <= 12 else None,
-                customdata=[
-                    [[safe[i], safe[j], sense_txt[i], sense_txt[j]] for j in range(n)] for i in range(n)
-                ],
-                hovertemplate=(
-                    "%{customdata[0]} (%{customdata[2]})<br>%{customdata[1]} (%{customdata[3]})"
-                    "<br>cosine %{z:.3f}<extra></extra>"
-                ),
+                z=M.astype(np.float32),
+                x=list(range(1, n + 1)),
+                y=list(range(1, n + 1)),
                 coloraxis="coloraxis",
+                **extra,
             ),
             row=1,
             col=col,
         )
-    fig.update_xaxes(tickvals=list(range(n)), ticktext=[str(i + 1) for i in range(n)], title_text="sentence")
-    fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, autorange="reversed", row=1, col=1)
+    step = max(1, int(np.ceil(n / 40)))  # at most ~40 tick labels
+    shown = list(range(0, n, step))
+    fig.update_xaxes(
+        tickvals=[i + 1 for i in shown], ticktext=[str(i + 1) for i in shown], title_text="sentence"
+    )
+    fig.update_yaxes(
+        tickvals=[i + 1 for i in shown],
+        ticktext=[ticks[i] for i in shown] if detailed else [str(i + 1) for i in shown],
+        autorange="reversed",
+        row=1,
+        col=1,
+    )
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_layout(
         coloraxis={"colorscale": SEQUENTIAL, "cmin": lo, "cmax": hi, "colorbar": {"title": "cosine"}}
     )
-    return apply_layout(fig, height=max(400, 30 * n + 140))
+    return apply_layout(fig, height=int(min(900, max(400, 30 * n + 140))))
 
 
 def dimension_profile(

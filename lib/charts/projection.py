@@ -21,6 +21,7 @@ from lib.charts.common import CONTEXT_COLOR, apply_layout, sense_color_map
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
 NO_LABEL = "no label"
+MAX_POINT_LABELS = 40  # above this many points the sentence numbers are left to the hover
 
 
 def wrap_hover(text: str, width: int = 60, max_lines: int = 5) -> str:
@@ -97,7 +98,7 @@ def projection_scatter(
         hov = [wrap_hover(hover[i]) for i in idx]
         txt = [escape(str(point_text[i])) for i in idx]
         common = {
-            "mode": "markers+text",
+            "mode": "markers+text" if len(C) <= MAX_POINT_LABELS else "markers",
             "name": name,
             "text": txt,
             "hovertext": hov,
