@@ -270,16 +270,21 @@ text = (
 if raw_here > 0:
     text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
 mu_j, sd_j = float(stats.mean[layer][j_max]), float(stats.std[layer][j_max])
-if abs(mu_j) > sd_j:
+share_j = float(contrib[j_max]) / raw_here if raw_here > 0 else 0.0
+if share_j >= 0.1 and abs(mu_j) > sd_j:
     text += (
         f". Its mean is {fmt(mu_j)} while its spread σ is only {fmt(sd_j)}: nearly every vector carries the "
         "same large value there, and that shared value adds to every cosine. So the dimensions that inflate "
         "cosine are the ones with a large shared *mean*, not always those with the largest variance."
     )
+elif share_j >= 0.1:
+    text += (
+        f". Its mean is {fmt(mu_j)} and its spread σ {fmt(sd_j)}: its values lean to one sign often enough to "
+        "add to most cosines."
+    )
 else:
     text += (
-        f". Its mean is {fmt(mu_j)} and its spread σ {fmt(sd_j)}: its values are large and mostly of one sign, "
-        "so they add to most cosines."
+        ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
     )
 text += " Z-scoring subtracts each dimension's mean and divides by its σ, so afterwards every dimension counts the same."
 if n_const:
