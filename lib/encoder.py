@@ -403,6 +403,17 @@ def _subset(encoding: Encoding, idx: Sequence[int]) -> Encoding:
     )
 
 
+def concat_encodings(parts: Sequence[Encoding]) -> Encoding:
+    """One Encoding from several (e.g. a large set encoded in chunks), in order; no recomputation."""
+    if not parts:
+        raise ValueError("No encodings to join.")
+    if len(parts) == 1:
+        return parts[0]
+    fields = ("sentences", "tokens", "token_ids", "offsets", "hidden_states", "attentions", "truncated")
+    joined = {f: tuple(x for e in parts for x in getattr(e, f)) for f in fields}
+    return Encoding(model_name=parts[0].model_name, **joined)
+
+
 def _is_default(name: str | None) -> bool:
     return name is None or name.strip() in ("", DEFAULT_MODEL, "all-MiniLM-L6-v2", "default")
 

@@ -19,6 +19,7 @@ import binascii
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lib.targets import TargetError, find_target, short
 
@@ -74,7 +75,7 @@ class SentenceSet:
                 seen.setdefault(s, None)
         return list(seen)
 
-    @property
+    @cached_property
     def labels(self) -> list[str]:
         """Short unique labels for charts: 'S3 · We sat on the river bank…'."""
         return [f"S{i + 1} · {short(s.replace('[', '').replace(']', ''), 34)}" for i, s in enumerate(self.sentences)]

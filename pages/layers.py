@@ -7,9 +7,6 @@ or the view only slices that profile.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -28,7 +25,7 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
-from lib.encoder import Encoding, TargetError, TargetVectors
+from lib.encoder import TargetVectors
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
@@ -44,35 +41,11 @@ from lib.upload import FORMAT_HELP, UploadError, parse_upload
 from ui import cache, state
 from ui.widgets import chart, escape_md
 
-CHUNK = 50  # sentences per model call for large sets (one progress step each)
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
 
 
 # ------------------------------------------------------------------------------------- cached edge
-@st.cache_resource(show_spinner=False, max_entries=4, ttl=6 * 3600)
-def _chunked_target_vectors(
-    model: str, sentences: tuple[str, ...], target: str, _encodings: tuple[Encoding, ...]
-) -> TargetVectors:
-    """The target's vectors for a large set, from encodings made chunk by chunk (keyed by content)."""
-    merged = Encoding(
-        model_name=_encodings[0].model_name,
-        **{
-            f: tuple(x for e in _encodings for x in getattr(e, f))
-            for f in (
-                "sentences",
-                "tokens",
-                "token_ids",
-                "offsets",
-                "hidden_states",
-                "attentions",
-                "truncated",
-            )
-        },
-    )
-    return cache.encoder(model).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
-
-
 @st.cache_resource(show_spinner="Comparing the vectors at every layer…", max_entries=8, ttl=6 * 3600)
 def _profile(
     model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
@@ -90,61 +63,13 @@ def _profile(
     )
 
 
-def _encode_large(model: str, ss) -> TargetVectors:
-    """Encode a large set in chunks through the shared cache, with a progress bar the first time."""
-    clean = cache.clean_sentences(ss.sentences, ss.target)
-    if not clean:
-        st.error(
-            "None of the sentences contains the target word. Mark it in [brackets] or change the target."
-        )
-        st.stop()
-    chunks = [clean[i : i + CHUNK] for i in range(0, len(clean), CHUNK)]
-    digest = hashlib.sha256("\n".join((model, ss.target, *clean)).encode()).hexdigest()
-    done = st.session_state.setdefault("_layers_encoded", set())
-    bar = None if digest in done else st.progress(0.0, text=f"Running the model on {len(clean)} sentences…")
-    encodings = []
-    for k, chunk in enumerate(chunks, start=1):
-        encodings.append(cache.encoding(model, chunk))
-        if bar is not None:
-            bar.progress(
-                k / len(chunks), text=f"Encoded {min(k * CHUNK, len(clean))} of {len(clean)} sentences…"
-            )
-    if bar is not None:
-        bar.empty()
-        done.add(digest)
-    return _chunked_target_vectors(model, ss.sentences, ss.target, tuple(encodings))
-
-
 def _analysis():
-    """(sentence set aligned with the vectors, target vectors, model) or a clear message and stop."""
-    ss = state.sentence_set()
-    if len(ss) <= CHUNK:
-        a = state.analysis(min_sentences=2)
-        return a.set, a.vectors, a.model
-    model = state.model_name()
-    try:
-        tv = _encode_large(model, ss)
-    except TargetError as err:
-        st.error(escape_md(str(err)))
-        st.stop()
-    if len(tv.kept) < len(ss):
-        for msg in tv.problems[:8]:
-            st.warning(escape_md(msg))
-        ss = replace(
-            ss,
-            sentences=tuple(ss.sentences[i] for i in tv.kept),
-            senses=tuple(ss.senses[i] for i in tv.kept),
-            lines=tuple(ss.lines[i] for i in tv.kept) if ss.lines else (),
-        )
-    if len(ss) < 2:
-        st.info("This page compares sentences, so it needs at least two that contain the target word.")
-        st.stop()
-    if tv.encoding.any_truncated:
-        st.warning(
-            f"{sum(tv.encoding.truncated)} sentence(s) are longer than the model's limit of "
-            f"{cache.encoder(model).max_tokens} word pieces and were truncated."
-        )
-    return ss, tv, model
+    """(sentence set aligned with the vectors, target vectors, model) or a clear message and stop.
+
+    Large sets are encoded chunk by chunk through ui.cache, with a progress bar (see state.analysis).
+    """
+    a = state.analysis(min_sentences=2)
+    return a.set, a.vectors, a.model
 
 
 # ------------------------------------------------------------------------------------- upload

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Callable
 
 import streamlit as st
 
-from lib.encoder import DEFAULT_MODEL, Encoder, Encoding, ModelLoadError, TargetVectors, load_encoder
+from lib.encoder import (
+    DEFAULT_MODEL,
+    Encoder,
+    Encoding,
+    ModelLoadError,
+    TargetVectors,
+    concat_encodings,
+    load_encoder,
+)
 from lib.targets import TargetError, find_target
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
@@ -60,16 +69,44 @@ def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str
     return tuple(out)
 
 
-@st.cache_resource(show_spinner=False, max_entries=48, ttl=6 * 3600)
-def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
-    """The target's vectors in each sentence (see Encoder.target_vectors), reusing the cached encoding.
+CHUNK = 50  # sentences per model call: large sets are encoded (and cached) chunk by chunk
 
-    Sentences whose target cannot be used are skipped; their messages are in ``.problems`` and ``.kept``
-    says which input sentences remain. Changing only the target word does not run the model again.
+
+def _chunks(clean: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [clean[i : i + CHUNK] for i in range(0, len(clean), CHUNK)]
+
+
+def encode_in_chunks(
+    model_name: str,
+    sentences: tuple[str, ...],
+    target: str | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Make sure every chunk of a large set is encoded (cached), calling ``progress(done, total)``.
+
+    Not cached itself, so it may drive a progress bar; :func:`target_vectors` then finds every chunk in
+    the cache.
     """
     clean = clean_sentences(sentences, target)
-    enc_out = encoding(model_name, clean) if clean else None
-    return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=enc_out)
+    done = 0
+    for chunk in _chunks(clean):
+        encoding(model_name, chunk)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(clean))
+
+
+@st.cache_resource(show_spinner=False, max_entries=48, ttl=6 * 3600)
+def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
+    """The target's vectors in each sentence (see Encoder.target_vectors), reusing cached encodings.
+
+    Sentences whose target cannot be used are skipped; their messages are in ``.problems`` and ``.kept``
+    says which input sentences remain. Changing only the target word does not run the model again. Sets
+    larger than CHUNK sentences are encoded (and cached) chunk by chunk.
+    """
+    parts = [encoding(model_name, chunk) for chunk in _chunks(clean_sentences(sentences, target))]
+    merged = concat_encodings(parts) if parts else None
+    return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
 
 
 _warm_started = False

@@ -367,6 +367,15 @@ def analysis(min_sentences: int = 1) -> Analysis:
             )
         st.stop()
     model = model_name()
+    if len(ss) > cache.CHUNK:
+        bar = st.empty()
+        cache.encode_in_chunks(
+            model,
+            ss.sentences,
+            ss.target,
+            lambda done, total: bar.progress(done / total, text=f"Running the model: {done} of {total} sentences…"),
+        )
+        bar.empty()
     try:
         tv = cache.target_vectors(model, ss.sentences, ss.target)
     except TargetError as err:
