@@ -21,9 +21,7 @@ from lib.corpus import (
     CorpusError,
     CorpusStats,
     anisotropy_curves,
-    compute_corpus_statistics,
     corpus_id,
-    corpus_statistics,
     load_reference_corpus,
     parse_corpus_text,
 )
@@ -42,24 +40,6 @@ CORPUS_CHOICES = {
 
 
 # ------------------------------------------------------------------------------------------- caches
-# Local to this page (ui/cache.py is shared); keyed on (model, corpus id), the sentences are not hashed.
-# pages/projections.py holds a byte-identical copy of `reference_stats`: Streamlit keys a cache on module
-# name (__main__ for both pages), qualified name and source, so both pages share one entry.
-@st.cache_resource(
-    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
-    max_entries=4,
-    ttl=6 * 3600,
-)
-def reference_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
-    return compute_corpus_statistics(cache.encoder(model_name), _sentences)
-
-
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=6 * 3600)
-def set_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
-    """Statistics of the learner's own sentences, from the encoding the other pages already cached."""
-    return corpus_statistics(cache.encoding(model_name, _sentences))
-
-
 @st.cache_resource(show_spinner=False, max_entries=32, ttl=6 * 3600)
 def curves_for(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
     return anisotropy_curves(_stats, k)
@@ -145,7 +125,7 @@ if corpus_choice == "set":
     else:
         try:
             stats_key = "set-" + corpus_id(clean)
-            stats = set_stats(model, stats_key, clean)
+            stats = cache.set_stats(model, stats_key, clean)
             corpus_label = f"your {len(clean)} sentence(s)"
         except CorpusError as err:
             st.warning(escape_md(str(err)) + " The built-in corpus is used instead.")
@@ -170,7 +150,7 @@ elif corpus_choice == "upload":
             for note in parsed.notes:
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id
-            stats = reference_stats(model, stats_key, parsed.sentences)
+            stats = cache.corpus_stats(model, stats_key, parsed.sentences)
             corpus_label = f"the uploaded file ({len(parsed)} sentences)"
         except CorpusError as err:
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
@@ -181,7 +161,7 @@ if stats is None:
         st.error(escape_md(str(err)))
         st.stop()
     stats_key = "builtin-" + builtin.corpus_id
-    stats = reference_stats(model, stats_key, builtin.sentences)
+    stats = cache.corpus_stats(model, stats_key, builtin.sentences)
     corpus_label = f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
 
 curves = curves_for(model, stats_key, k, stats)

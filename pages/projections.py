@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
-from lib.corpus import CorpusError, CorpusStats, compute_corpus_statistics, load_reference_corpus
+from lib.corpus import CorpusError, CorpusStats, load_reference_corpus
 from lib.projection import (
     METHOD_LABELS,
     MIN_POINTS,
@@ -36,19 +36,6 @@ PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-len
 
 
 # ------------------------------------------------------------------------------------------- caches
-# The reference-corpus statistics, only needed when a preparation step is chosen. Keep this wrapper
-# byte-identical to the one in pages/anisotropy.py: Streamlit keys a cache on the function's module name
-# (both pages run as __main__), qualified name and source, so the two pages share one entry and the
-# corpus runs through the model once per server, not once per page.
-@st.cache_resource(
-    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
-    max_entries=4,
-    ttl=6 * 3600,
-)
-def reference_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
-    return compute_corpus_statistics(cache.encoder(model_name), _sentences)
-
-
 @st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
 def cached_projection(X: np.ndarray, method: str, dims: int) -> Projection:
     return project(X, method, dims)
@@ -149,7 +136,7 @@ stats: CorpusStats | None = None
 if prep != "none":
     try:
         corpus = load_reference_corpus()
-        stats = reference_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
+        stats = cache.corpus_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
     except CorpusError as err:
         st.warning(escape_md(str(err)) + " The vectors are projected without preparation.")
         prep = "none"

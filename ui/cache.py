@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from lib.corpus import CorpusStats, compute_corpus_statistics, corpus_statistics
 from lib.encoder import (
     DEFAULT_MODEL,
     Encoder,
@@ -107,6 +108,31 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     parts = [encoding(model_name, chunk) for chunk in _chunks(clean_sentences(sentences, target))]
     merged = concat_encodings(parts) if parts else None
     return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+
+
+def set_encoding(model_name: str, clean: tuple[str, ...]) -> Encoding:
+    """The encoding of already-cleaned sentences, from the same chunked cache entries target_vectors uses."""
+    return concat_encodings([encoding(model_name, chunk) for chunk in _chunks(clean)])
+
+
+@st.cache_resource(
+    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
+    max_entries=4,
+    ttl=6 * 3600,
+)
+def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
+    """Per-layer μ, σ, covariance and a token sample of a reference corpus, once per (model, corpus key).
+
+    ``corpus_key`` identifies the corpus (e.g. "builtin-<id>" or a hash of an upload); the sentences
+    themselves are not hashed.
+    """
+    return compute_corpus_statistics(encoder(model_name), _sentences)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8, ttl=6 * 3600)
+def set_stats(model_name: str, corpus_key: str, _clean: tuple[str, ...]) -> CorpusStats:
+    """Statistics of the learner's own (cleaned) sentences, from the encodings the other pages cached."""
+    return corpus_statistics(set_encoding(model_name, _clean))
 
 
 _warm_started = False
