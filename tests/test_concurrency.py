@@ -109,3 +109,51 @@ def test_tokenizer_is_shared_safely_under_many_small_calls(encoder):
     assert not any(t.is_alive() for t in threads), "a thread hung (deadlock?)"
     assert not errors, errors[:3]
     assert not mismatches
+
+
+RACE_SCRIPT = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from ui import cache
+import plotly.graph_objects as go
+
+assert "pandas" not in sys.modules, "this check needs a process where pandas is not imported yet"
+cache.warm_up_in_background()  # what app.py does after the first page of a fresh server
+errors, n, t0 = [], 0, time.time()
+while time.time() - t0 < 120:
+    try:  # what the next page (any session) does meanwhile: build a figure
+        go.Figure(go.Heatmap(z=[[1.0, 0.5], [0.5, 1.0]], x=["a", "b"], y=["a", "b"]))
+    except Exception as err:
+        errors.append(repr(err)[:200])
+    n += 1
+    pd = sys.modules.get("pandas")
+    if pd is not None and hasattr(pd, "Series") and hasattr(pd, "Index") and time.time() - t0 > 2:
+        break
+print(json.dumps({"figures": n, "errors": len(errors), "first": errors[:1]}))
+"""
+
+
+def test_umap_warm_up_does_not_break_figures_built_meanwhile():
+    """The background UMAP warm-up imports umap -> pandas. plotly's validators read sys.modules["pandas"]
+    without the import lock, so while that thread is half-way through importing pandas every figure
+    built by another session fails with "partially initialized module 'pandas' has no attribute
+    'Series'". Runs in a fresh interpreter (pandas must not be imported yet)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out = subprocess.run(
+        [sys.executable, "-c", RACE_SCRIPT, str(ROOT)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["errors"] == 0, result

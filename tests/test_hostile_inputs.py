@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import pandas  # noqa: F401  (see test_concurrency: the UMAP warm-up thread must not be the first to import it)
 import pytest
 from streamlit.testing.v1 import AppTest
 
