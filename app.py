@@ -38,6 +38,8 @@ pages = [
     if (ROOT / path).exists()
 ]
 nav = st.navigation(pages)
+if nav.url_path == "projections":  # a learner who opens Projections first should not wait on UMAP later
+    cache.warm_up_in_background()
 state.render_sidebar()
 state.apply_presenter_style()
 try:
