@@ -420,6 +420,7 @@ h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { fon
 button p { font-size: 1.15rem !important; }
 [data-testid="stExpander"] summary p { font-size: 1.2rem !important; }
 [data-testid="stProgress"] p { font-size: 1.1rem !important; }
+[data-testid="stTableStyledTable"] td, [data-testid="stTableStyledTable"] th { font-size: 1.1rem !important; }
 </style>
 """
 
