@@ -793,17 +793,19 @@ def pooling_comparison(
     else:
         accepted = [CLS_CHOICE if cg > mg else MEAN_CHOICE]
         answer = accepted[0]
-    lo = int(np.argmin(c.gap[:last])) if last > 0 else 0
     expl = (
         f"At layer {last}, same-topic pairs beat different-topic pairs by {mg:.3f} with the mean of the word "
         f"pieces ({m.same[last]:.2f} against {m.different[last]:.2f}) and by {cg:.3f} with [CLS] "
         f"({c.same[last]:.2f} against {c.different[last]:.2f})."
     )
+    cls_all = layer_cosine_matrices(cls)  # (L+1, n, n)
     if last > 0:
-        expl += (
-            f" Before the last layer the [CLS] vectors barely differ at all: at layer {lo} every pair of "
-            f"sentences, whatever the topic, has a [CLS] cosine of about {c.different[lo]:.2f}."
-        )
+        floor = float(cls_all[:last].min())  # the least similar pair of [CLS] vectors before the last layer
+        if floor > 0.9:
+            expl += (
+                f" Before layer {last} the [CLS] vector hardly depends on the sentence: from layer 0 to layer "
+                f"{last - 1}, every pair of sentences, whatever the topic, has a [CLS] cosine of at least {floor:.3f}."
+            )
     question = _choice(
         f"At layer {last}, which sentence vector separates same-topic pairs from different-topic pairs more?",
         [CLS_CHOICE, MEAN_CHOICE, SAME_CHOICE],

@@ -254,6 +254,7 @@ def test_pooling_comparison_by_hand():
     assert r.mean_gap[-1] > 0.8
     assert r.question.accepted == {lesson.MEAN_CHOICE}
     assert r.finding and "less than the mean" in r.finding
+    assert "at least 1.000" in r.question.explanation  # [CLS] is the same vector before the last layer
     assert_checks(r.question)
     with pytest.raises(ValueError):
         lesson.sentence_vectors(hidden[:1], [["w", "w", "[SEP]"]])
