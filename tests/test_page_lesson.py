@@ -188,7 +188,7 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
             go.Heatmap(z=np.eye(2), texttemplate="%{z}"),
         ]
     )
-    fig.update_layout(height=400, title="t")
+    fig.update_layout(height=400, title="t", margin={"t": 60})
     big = presenter_layout(fig)
     assert big.layout.font.size == PRESENTER_FONT
     assert big.layout.xaxis.tickfont.size > 14 and big.layout.yaxis.title.font.size == PRESENTER_FONT
@@ -196,4 +196,5 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
     assert big.data[1].line.width > 2 and big.data[1].marker.size > 10
     assert big.data[2].textfont.size > 10
     assert big.layout.height == 500
+    assert big.layout.margin.t > 60  # room for the larger title
     assert fig.layout.font.size is None and fig.data[1].line.width == 2  # the original is unchanged

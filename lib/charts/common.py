@@ -80,6 +80,9 @@ def presenter_layout(fig: go.Figure) -> go.Figure:
     )
     if big.layout.title.text:
         big.update_layout(title_font_size=PRESENTER_FONT + 4)
+    if big.layout.margin.t is not None and (big.layout.title.text or big.layout.annotations):
+        # the larger title and subplot titles need a taller top margin, or the plot covers them
+        big.update_layout(margin_t=int(big.layout.margin.t * 1.4))
     axis_fonts = {
         "tickfont": {"size": tick, "color": PRESENTER_TEXT},
         "title_font": {"size": PRESENTER_FONT, "color": PRESENTER_TEXT},
