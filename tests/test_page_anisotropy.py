@@ -8,10 +8,10 @@ import re
 
 import numpy as np
 import pytest
-from conftest import page_test
 
 from lib.encoder import Encoder
 from lib.presets import default_preset
+from tests.conftest import page_test
 
 PAGE = "pages/anisotropy.py"
 BAD_NUMBER = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)

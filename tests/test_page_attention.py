@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import page_test
 
 from lib.presets import default_preset
+from tests.conftest import page_test
 
 PAGE = "pages/attention.py"
 
