@@ -157,6 +157,17 @@ def finish_run() -> None:
         st.query_params.from_dict(desired)
 
 
+def _packed_text() -> str | None:
+    """The current text packed for the URL, or None when it is too long for a link (memoised per text)."""
+    text = st.session_state.get(K_TEXT, "")
+    memo = st.session_state.get("_cl_packed")
+    if memo is None or memo[0] != text:
+        packed = pack_text(text)
+        memo = (text, packed if len(packed) <= MAX_PACKED_IN_URL else None)
+        st.session_state["_cl_packed"] = memo
+    return memo[1]
+
+
 def _shared_params() -> dict[str, str]:
     out: dict[str, str] = {}
     preset = st.session_state.get(K_PRESET, default_preset().id)
@@ -164,11 +175,9 @@ def _shared_params() -> dict[str, str]:
         out["preset"] = preset
     else:
         out["target"] = st.session_state.get(K_TARGET, "")
-        packed = pack_text(st.session_state.get(K_TEXT, ""))
-        if len(packed) <= MAX_PACKED_IN_URL:
+        packed = _packed_text()
+        if packed is not None:
             out["text"] = packed
-        else:
-            st.session_state["_cl_too_long_for_url"] = True
     model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
     if model != DEFAULT_MODEL:
         out["model"] = model
@@ -277,7 +286,7 @@ def render_sidebar() -> None:
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     for note in st.session_state.get("_cl_url_notes", []):
         sb.warning(escape_md(note))
-    if st.session_state.get("_cl_too_long_for_url"):
+    if st.session_state.get(K_PRESET) == CUSTOM and _packed_text() is None:
         sb.caption("This set is too long to put in a link; the link keeps the other settings.")
 
 
