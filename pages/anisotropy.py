@@ -177,6 +177,7 @@ chart(
         curves, names, layer=layer, reference=ref, title="Mean cosine of random word-piece pairs"
     ),
     key="aniso_curves",
+    download="context_lens_anisotropy",
 )
 raw, z, w, t = (float(curves[x][layer]) for x in ("raw", "zscore", "whiten", "topk"))
 peak = int(np.argmax(curves["raw"]))

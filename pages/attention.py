@@ -106,6 +106,7 @@ weights = att[layer, head]  # (n, n)
 chart(
     attention_heatmap(weights, labels, title=f"Sentence {s_num}, layer {layer_num}, head {head_num}"),
     key="attn_heatmap",
+    download="context_lens_attention",
 )
 row = weights[tpos[0]]
 top = [int(k) for k in np.argsort(-row)[:3]]

@@ -568,7 +568,7 @@ with pic_l:
             outputs, out_name = block.output, "after the block"
     if outputs.shape[1] >= 2 and d_now >= 2:
         fig = vector_arrows(X, outputs, labels, input_name="input X", output_name=out_name, height=560)
-        chart(fig, key="calc_arrows_chart", width="stretch")
+        chart(fig, key="calc_arrows_chart", width="stretch", download="context_lens_attention_by_hand")
     else:
         st.info("The picture needs at least two numbers per vector; give W_V two or more columns.")
 with pic_r:

@@ -32,7 +32,7 @@ fig = before_after_heatmaps(
     ss.senses,
     ("Layer 0: embeddings (word piece + position)", f"Layer {last}: after {last} layers of attention"),
 )
-chart(fig, key="home_heatmaps")
+chart(fig, key="home_heatmaps", download="context_lens_before_after")
 
 iu = np.triu_indices(len(ss), k=1)
 lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())

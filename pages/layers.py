@@ -7,6 +7,8 @@ or the view only slices that profile.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -227,12 +229,13 @@ if view == "one":
             shown(prof.cosines[r], r),
             labels,
             senses,
-            title=f"Cosine similarity of “{escape_md(ss.target)}” at {rep}"
+            title=f"Cosine similarity of “{html.escape(ss.target)}” at {rep}"
             + (" minus the baseline" if adjust else ""),
             zrange=zrange,
             adjusted=adjust,
         ),
         key="layers_matrix",
+        download="context_lens_similarity",
     )
 else:
     order = sense_order(senses)
@@ -370,7 +373,7 @@ fig = trajectory_chart(
     selected=r,
     adjusted=adjust,
 )
-chart(fig, key="layers_trajectories")
+chart(fig, key="layers_trajectories", download="context_lens_trajectories")
 if pairs and len(pairs) < n * (n - 1) // 2:
     st.caption(
         f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "

@@ -15,14 +15,27 @@ def escape_md(text: str) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(text)).replace("\n", "  \n")
 
 
-def chart(fig: go.Figure, *, key: str | None = None, **kwargs) -> None:
-    """Show a plotly figure full width, scaled up in presenter mode."""
-    if st.session_state.get("cl_presenter"):
-        fig = presenter_layout(fig)
-    st.plotly_chart(fig, key=key, **kwargs)
+def chart(fig: go.Figure, *, key: str | None = None, download: str | None = None, **kwargs) -> None:
+    """Show a plotly figure full width, scaled up in presenter mode.
+
+    ``download``: a file name stem; adds a button that saves the figure as interactive HTML (made only
+    when clicked, so reruns stay fast).
+    """
+    shown = presenter_layout(fig) if st.session_state.get("cl_presenter") else fig
+    st.plotly_chart(shown, key=key, **kwargs)
+    if download:
+        download_figure(fig, download, key=f"{key or download}_download")
 
 
 def download_figure(fig: go.Figure, name: str, *, key: str, label: str = "Download chart (HTML)") -> None:
-    """A download button with the figure as a standalone interactive HTML file (plotly.js from a CDN)."""
-    html = fig.to_html(include_plotlyjs="cdn", full_html=True)
-    st.download_button(label, data=html, file_name=f"{name}.html", mime="text/html", key=key)
+    """A download button with the figure as a standalone interactive HTML file (plotly.js from a CDN).
+
+    The HTML is generated only when the button is clicked.
+    """
+
+    def html() -> str:
+        return fig.to_html(include_plotlyjs="cdn", full_html=True)
+
+    st.download_button(
+        label, data=html, file_name=f"{name}.html", mime="text/html", key=key, icon=":material/download:"
+    )
