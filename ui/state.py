@@ -210,10 +210,10 @@ def init_session() -> None:
     url = _url0()
     preset = default_preset()
     target, text, preset_id = preset.target, preset.text, preset.id
-    if "text" in url or "target" in url:
+    raw_text = _url_value("text") if "text" in url else None
+    if raw_text is not None:
         try:
-            raw = _url_value("text")
-            text = unpack_text(raw) if raw is not None else ""
+            text = unpack_text(raw_text)
             target = (_url_value("target") or "")[:100]
             preset_id = CUSTOM
         except ValueError as err:
