@@ -87,8 +87,11 @@ class UploadResult:
         return rows_to_text(self.rows)
 
 
-def _decode(data: bytes) -> tuple[str, str | None]:
-    """Text of the file and a note when it was not UTF-8. Raises UploadError for binary content."""
+def decode_text_file(data: bytes) -> tuple[str, str | None]:
+    """Text of an uploaded file and a note when it was not UTF-8.
+
+    Raises UploadError for binary content (images, PDFs, spreadsheets, NUL bytes) or unreadable text.
+    """
     head = data[:16]
     for sig, what in _SIGNATURES.items():
         if head.startswith(sig):
@@ -160,7 +163,7 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
             f"The file is {len(data) / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB. "
             f"Upload at most {MAX_SENTENCES} sentences."
         )
-    text, encoding_note = _decode(data)
+    text, encoding_note = decode_text_file(data)
     if not text.strip():
         raise UploadError("The file has no text in it. " + FORMAT_HELP)
     if _control_share(text) > 0.01:

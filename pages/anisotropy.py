@@ -28,6 +28,7 @@ from lib.corpus import (
 from lib.encoder import DEFAULT_MODEL
 from lib.geometry import constant_dimensions, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
+from lib.upload import UploadError, decode_text_file
 from ui import cache, state
 from ui.widgets import chart, escape_md
 
@@ -145,14 +146,14 @@ elif corpus_choice == "upload":
         )
     else:
         try:
-            text = upload.getvalue().decode("utf-8", errors="replace")
+            text, encoding_note = decode_text_file(upload.getvalue())
             parsed = parse_corpus_text(text)
-            for note in parsed.notes:
+            for note in (encoding_note, *parsed.notes) if encoding_note else parsed.notes:
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id
             stats = cache.corpus_stats(model, stats_key, parsed.sentences)
             corpus_label = f"the uploaded file ({len(parsed)} sentences)"
-        except CorpusError as err:
+        except (CorpusError, UploadError) as err:
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
 if stats is None:
     try:
