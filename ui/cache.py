@@ -155,6 +155,8 @@ def warm_up_in_background() -> None:
 
         WARM_UP["umap_seconds"] = warm_up_umap()
 
+    import pandas  # noqa: F401  (umap imports pandas; plotly reads sys.modules["pandas"] without the import lock, so a half-imported pandas in the warm-up thread breaks figures other sessions build meanwhile)
+
     threading.Thread(target=_run, name="context-lens-umap-warmup", daemon=True).start()
 
 
