@@ -34,6 +34,7 @@ SHARED_KEYS = ("preset", "target", "text", "model", "presenter")
 # --------------------------------------------------------------------------- the URL, read once
 def _url0() -> dict[str, str]:
     """The query parameters the session was opened with (a snapshot taken on the first run)."""
+    shell_guard()  # every page reads the link through here, so every page gets the app shell
     if "_cl_url0" not in st.session_state:
         snap: dict[str, str] = {}
         try:
@@ -52,6 +53,9 @@ def _url_note(message: str) -> None:
     notes = st.session_state.setdefault("_cl_url_notes", [])
     if message not in notes:
         notes.append(message)
+        box = st.session_state.get("_cl_notes_box")  # the sidebar's slot, when app.py drew it this run
+        if box is not None:
+            box.warning(escape_md(message))
 
 
 def _url_value(key: str) -> str | None:
@@ -284,8 +288,10 @@ def render_sidebar() -> None:
         )
         _resolve_model(st)
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
+    box = sb.container()  # link notes; a page's own controls add theirs here later in the run
+    st.session_state["_cl_notes_box"] = box
     for note in st.session_state.get("_cl_url_notes", []):
-        sb.warning(escape_md(note))
+        box.warning(escape_md(note))
     if st.session_state.get(K_PRESET) == CUSTOM and _packed_text() is None:
         sb.caption("This set is too long to put in a link; the link keeps the other settings.")
 
