@@ -307,8 +307,13 @@ pcas = []
 for _ in range(5):
     t0 = time.perf_counter(); pca_projection(X, 2); pcas.append(time.perf_counter() - t0)
 pca = sorted(pcas)[2]
+from threadpoolctl import threadpool_limits
+pcas1 = []
+with threadpool_limits(limits=1):  # the same SVD with one BLAS thread (no oversubscription on busy cores)
+    for _ in range(5):
+        t0 = time.perf_counter(); pca_projection(X, 2); pcas1.append(time.perf_counter() - t0)
 print(json.dumps({{"import": imp, "warm_up": w, "first": first, "second": second, "pca": pca,
-                  "pca_first": pcas[0], "n": len(X)}}))
+                  "pca_first": pcas[0], "pca_1thread": sorted(pcas1)[2], "n": len(X)}}))
 """
 
 
@@ -345,6 +350,8 @@ def bench_umap(repeats: int) -> None:
     first_warm = median([r["first"] for r in warm])
     row("4", f"PCA of {len(X)} vectors (median of 5 per process)", pca, "s", runs=[r["pca"] for r in warm + cold],
         note=f"first PCA in a process {median([r['pca_first'] for r in warm + cold]):.3f} s")  # fmt: skip
+    row("4", "PCA, same vectors, one BLAS thread (threadpool_limits(1))", median([r["pca_1thread"] for r in warm + cold]),
+        "s", runs=[r["pca_1thread"] for r in warm + cold], note="shows the cost of BLAS threads on shared cores")  # fmt: skip
     row("4", "app's UMAP warm-up (background thread after the first page)", median([r["warm_up"] for r in warm]),
         "s", runs=[r["warm_up"] for r in warm], note="import umap + compile; numba's on-disk cache may be warm")  # fmt: skip
     row(
