@@ -22,6 +22,7 @@ from lib.charts.attention import (
     MAX_TICK_LABELS,
     attention_heatmap,
     attention_overview,
+    overview_outline,
     side_by_side_heatmaps,
     special_token_share_chart,
     target_attention_bars,
@@ -49,6 +50,13 @@ encoding = tv.encoding
 n_sent = len(ss)
 L, H = enc.num_layers, enc.num_heads
 word = escape_md(ss.target or "the target")
+
+
+@st.cache_resource(show_spinner=False, max_entries=32, ttl=6 * 3600)
+def _overview_base(model_name: str, sentence: str, labels: tuple[str, ...], _att) -> dict:
+    """The layers x heads overview for one sentence, built once (78 subplots take ~1 s to build); the
+    outline of the chosen head is added per run. Treated as read-only."""
+    return attention_overview(_att, list(labels), selected=None, max_tokens=OVERVIEW_MAX_TOKENS).to_dict()
 
 
 def sentence_label(k: int) -> str:
@@ -125,10 +133,9 @@ if n > MAX_TICK_LABELS:
 
 # ------------------------------------------------------------------------------------------- 2. overview
 st.header("All layers and heads at once")
-chart(
-    attention_overview(att, labels, selected=(layer, head), max_tokens=OVERVIEW_MAX_TOKENS),
-    key="attn_overview",
-)
+overview = dict(_overview_base(a.model, encoding.sentences[i], tuple(labels), att))
+overview["layout"] = {**overview["layout"], "shapes": [overview_outline(H, layer, head)]}
+chart(overview, key="attn_overview")
 st.markdown(
     f"Each small square is one head's heatmap, like the one above; rows are layers 1–{L}, columns heads "
     f"1–{H}, and the last column is the **mean over the {H} heads** of that layer (its rows still add up to 1). "

@@ -15,13 +15,13 @@ def escape_md(text: str) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(text)).replace("\n", "  \n")
 
 
-def chart(fig: go.Figure, *, key: str | None = None, download: str | None = None, **kwargs) -> None:
+def chart(fig: go.Figure | dict, *, key: str | None = None, download: str | None = None, **kwargs) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
 
     ``download``: a file name stem; adds a button that saves the figure as interactive HTML (made only
     when clicked, so reruns stay fast).
     """
-    shown = presenter_layout(fig) if st.session_state.get("cl_presenter") else fig
+    shown = presenter_layout(go.Figure(fig)) if st.session_state.get("cl_presenter") else fig
     st.plotly_chart(shown, key=key, **kwargs)
     if download:
         download_figure(fig, download, key=f"{key or download}_download")

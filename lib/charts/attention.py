@@ -158,6 +158,27 @@ def side_by_side_heatmaps(
     return fig
 
 
+def overview_outline(num_heads: int, layer: int, head: int | None) -> dict:
+    """The rectangle that outlines one cell of :func:`attention_overview` (head None = the mean column).
+
+    A plain dict, so a page can add it to a cached figure dict without rebuilding the 78 subplots.
+    """
+    cols = num_heads + 1
+    col = num_heads if head is None else head
+    ref = (layer * cols + col) + 1
+    suffix = "" if ref == 1 else str(ref)
+    return {
+        "type": "rect",
+        "xref": f"x{suffix} domain",
+        "yref": f"y{suffix} domain",
+        "x0": -0.06,
+        "x1": 1.06,
+        "y0": -0.06,
+        "y1": 1.06,
+        "line": {"color": TARGET_COLOR, "width": 3},
+    }
+
+
 def attention_overview(
     attentions: np.ndarray,
     labels: Sequence[str],
@@ -203,20 +224,7 @@ def attention_overview(
     fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, type="category")
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, type="category", autorange="reversed")
     if selected is not None:
-        layer, head = selected
-        col = num_heads if head is None else head
-        ref = (layer * cols + col) + 1
-        suffix = "" if ref == 1 else str(ref)
-        fig.add_shape(
-            type="rect",
-            xref=f"x{suffix} domain",
-            yref=f"y{suffix} domain",
-            x0=-0.06,
-            x1=1.06,
-            y0=-0.06,
-            y1=1.06,
-            line={"color": TARGET_COLOR, "width": 3},
-        )
+        fig.add_shape(overview_outline(num_heads, *selected))
     apply_layout(fig)
     fig.update_layout(
         coloraxis={
