@@ -95,7 +95,10 @@ def pca_projection(X, dims: int = 2) -> Projection:
     A = _check_input(X, dims)
     C = A - A.mean(axis=0)
     n, d = C.shape
-    U, S, Vt = np.linalg.svd(C, full_matrices=False)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # a small SVD: BLAS threads only add contention on shared cores
+        U, S, Vt = np.linalg.svd(C, full_matrices=False)
     flip = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
     flip = np.where(flip == 0, 1.0, flip)
     U, Vt = U * flip, Vt * flip[:, None]
