@@ -24,6 +24,7 @@ from lib.encoder import (
     concat_encodings,
     load_encoder,
 )
+from lib.memory import release_memory
 from lib.targets import TargetError, find_target
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
@@ -56,7 +57,9 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
     """Every layer's vectors and attentions for ``sentences`` (cleaned text), computed once."""
     with _lock:
         ENCODE_CALLS[model_name] += 1
-    return encoder(model_name).encode(list(sentences))
+    out = encoder(model_name).encode(list(sentences))
+    release_memory()  # torch's temporaries of the forward pass go back to the OS
+    return out
 
 
 def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str, ...]:
@@ -126,7 +129,9 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
     ``corpus_key`` identifies the corpus (e.g. "builtin-<id>" or a hash of an upload); the sentences
     themselves are not hashed.
     """
-    return compute_corpus_statistics(encoder(model_name), _sentences)
+    stats = compute_corpus_statistics(encoder(model_name), _sentences)
+    release_memory()  # the corpus's full encoding is dropped; ~230 MB would otherwise stay resident
+    return stats
 
 
 @st.cache_resource(show_spinner=False, max_entries=8, ttl=6 * 3600)
@@ -154,6 +159,7 @@ def warm_up_in_background() -> None:
         from lib.projection import warm_up_umap
 
         WARM_UP["umap_seconds"] = warm_up_umap()
+        release_memory()
 
     import pandas  # noqa: F401  (umap imports pandas; plotly reads sys.modules["pandas"] without the import lock, so a half-imported pandas in the warm-up thread breaks figures other sessions build meanwhile)
 
