@@ -46,7 +46,9 @@ def test_preset_shows_every_section():
     assert "exactly 1.00" in text  # the static embedding is one vector for all sentences
     assert "same-sense pairs average" in text
     assert "The best is" in text
-    assert len(at.get("download_button")) == 2  # evidence card as CSV and Markdown
+    downloads = {b.key for b in at.get("download_button")}
+    assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
+    assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
     page_url = at.session_state["_cl_page_url"]
     assert page_url["layers_layer"] == str(at.session_state["layers_layer"])
     assert page_url["layers_pooling"] == "layer"
