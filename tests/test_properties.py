@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-FAST = settings(max_examples=50, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=6, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _have(module: str) -> bool:
@@ -70,6 +70,10 @@ def test_similarity_cosine_matrix_in_range_symmetric(X):
 def test_cosine_ignores_positive_scaling(X, c):
     from lib.similarity import cosine_matrix
 
+    # rows near the "numerically zero" threshold (1e-12) may cross it when scaled; the property is for
+    # rows that are clearly zero or clearly not
+    norms = np.linalg.norm(X, axis=1)
+    assume(np.all((norms == 0) | (norms > 1e-6)))
     np.testing.assert_allclose(cosine_matrix(X * c), cosine_matrix(X), atol=1e-9)
 
 
