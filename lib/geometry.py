@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.similarity import unit_rows as _unit_rows
+
 # A dimension whose standard deviation is at most this fraction of the largest one (or exactly 0)
 # counts as constant: z-scoring it would only amplify rounding noise, so its z-score is set to 0.
 CONSTANT_RTOL = 1e-6
@@ -48,14 +50,11 @@ def _as_matrix(X, name: str = "X") -> np.ndarray:
 
 
 def unit_rows(X) -> np.ndarray:
-    """Rows scaled to length 1; a zero row stays zero (its cosine with anything is defined as 0).
+    """Rows scaled to length 1; a (numerically) zero row stays zero (its cosine with anything is 0).
 
     X: (n, d) -> (n, d), every row has norm 1 or 0.
     """
-    A = _as_matrix(X)
-    norms = np.linalg.norm(A, axis=1, keepdims=True)
-    safe = np.where(norms > 0, norms, 1.0)
-    return np.where(norms > 0, A / safe, 0.0)
+    return _unit_rows(_as_matrix(X))  # one definition of "numerically zero" for the whole app
 
 
 def cosine_matrix(X) -> np.ndarray:
