@@ -88,7 +88,8 @@ class Encoding:
     token_ids[i]:     int64 (n_tokens_i,)
     offsets[i]:       int64 (n_tokens_i, 2) character offsets into sentences[i]; (0, 0) for special tokens
     hidden_states[i]: float32 (num_layers + 1, n_tokens_i, hidden); index 0 = embedding output
-    attentions[i]:    float32 (num_layers, num_heads, n_tokens_i, n_tokens_i); each row sums to 1
+    attentions[i]:    float32 (num_layers, num_heads, n_tokens_i, n_tokens_i); each row sums to 1.
+                      ``attentions`` is None when the encoding was made with ``attentions=False``.
     truncated[i]:     True when the sentence was longer than the model's limit and was cut
     Arrays are read-only: the encoding is shared between sessions through the cache.
     """
@@ -99,7 +100,7 @@ class Encoding:
     token_ids: tuple[np.ndarray, ...]
     offsets: tuple[np.ndarray, ...]
     hidden_states: tuple[np.ndarray, ...]
-    attentions: tuple[np.ndarray, ...]
+    attentions: tuple[np.ndarray, ...] | None
     truncated: tuple[bool, ...]
 
     def __len__(self) -> int:
@@ -198,9 +199,13 @@ class Encoder:
         self,
         sentences: Sequence[str],
         *,
+        attentions: bool = True,
         progress: Callable[[int, int], None] | None = None,
     ) -> Encoding:
-        """Run the model once over ``sentences`` and return every layer's vectors and attentions.
+        """Run the model once over ``sentences`` and return every layer's vectors (and attentions).
+
+        ``attentions=False`` skips the attention weights (``Encoding.attentions`` is then None): they are
+        ``num_layers × num_heads × n²`` floats per sentence, far more than the hidden states of a long set.
 
         Square brackets (target markup) are removed first. Sentences longer than ``max_tokens`` word pieces
         are truncated (``Encoding.truncated`` says which). ``progress(done, total)`` is called after each
@@ -236,13 +241,13 @@ class Encoder:
                     for ids in self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
                 ]
                 offsets = enc.pop("offset_mapping")
-                out = self.model(**enc, output_hidden_states=True, output_attentions=True)
-            if not out.attentions:
+                out = self.model(**enc, output_hidden_states=True, output_attentions=attentions)
+            if attentions and not out.attentions:
                 raise RuntimeError(
                     "The model returned no attention weights. Load it with attn_implementation='eager'."
                 )
             hs = torch.stack(out.hidden_states, dim=1).float().numpy()  # (B, L+1, T, H)
-            att = torch.stack(out.attentions, dim=1).float().numpy()  # (B, L, heads, T, T)
+            att = torch.stack(out.attentions, dim=1).float().numpy() if attentions else None  # (B, L, h, T, T)
             mask = enc["attention_mask"].numpy().astype(bool)
             ids_all = enc["input_ids"].numpy()
             off_all = offsets.numpy()
@@ -254,7 +259,7 @@ class Encoder:
                     _readonly(ids),
                     _readonly(off_all[j, :t].astype(np.int64)),
                     _readonly(np.ascontiguousarray(hs[j, :, :t, :])),
-                    _readonly(np.ascontiguousarray(att[j, :, :, :t, :t])),
+                    _readonly(np.ascontiguousarray(att[j, :, :, :t, :t])) if att is not None else None,
                     lengths_full[j] > self.max_tokens,
                 )
             done += len(idx)
@@ -267,7 +272,7 @@ class Encoder:
             token_ids=tuple(r[1] for r in results),
             offsets=tuple(r[2] for r in results),
             hidden_states=tuple(r[3] for r in results),
-            attentions=tuple(r[4] for r in results),
+            attentions=tuple(r[4] for r in results) if attentions else None,
             truncated=tuple(bool(r[5]) for r in results),
         )
 
@@ -398,7 +403,7 @@ def _subset(encoding: Encoding, idx: Sequence[int]) -> Encoding:
         token_ids=pick(encoding.token_ids),
         offsets=pick(encoding.offsets),
         hidden_states=pick(encoding.hidden_states),
-        attentions=pick(encoding.attentions),
+        attentions=pick(encoding.attentions) if encoding.attentions is not None else None,
         truncated=pick(encoding.truncated),
     )
 
@@ -409,8 +414,10 @@ def concat_encodings(parts: Sequence[Encoding]) -> Encoding:
         raise ValueError("No encodings to join.")
     if len(parts) == 1:
         return parts[0]
-    fields = ("sentences", "tokens", "token_ids", "offsets", "hidden_states", "attentions", "truncated")
+    fields = ("sentences", "tokens", "token_ids", "offsets", "hidden_states", "truncated")
     joined = {f: tuple(x for e in parts for x in getattr(e, f)) for f in fields}
+    with_att = all(e.attentions is not None for e in parts)
+    joined["attentions"] = tuple(x for e in parts for x in e.attentions) if with_att else None
     return Encoding(model_name=parts[0].model_name, **joined)
 
 
