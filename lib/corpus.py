@@ -6,7 +6,7 @@ learner's handful of target words: the mean, per-dimension σ and covariance per
 occurrence per word piece, so a frequent word like "the" cannot dominate the average).
 
     sentences = load_reference_corpus()              # assets/reference_corpus.txt
-    stats = corpus_statistics(encoder.encode(list(sentences)))
+    stats = corpus_statistics(encoder.encode(list(sentences), attentions=False))
     stats.mean[layer], stats.std[layer]              # (hidden,)
     stats.fits[layer]                                # CovarianceFit: μ, Σ in eigen form, whitening shrinkage
     stats.sample[layer]                              # (n_sample, hidden) distinct-token vectors
@@ -126,6 +126,7 @@ class CorpusStats:
                    word pieces; the same occurrences in every layer
     sample_tokens: (n_sample,) the word pieces of `sample`
     mean_norm:     (num_layers + 1,) mean Euclidean length of the token vectors per layer
+    notes:         messages for the learner, e.g. that the corpus was cut to the word-piece budget
     """
 
     model_name: str
@@ -137,6 +138,7 @@ class CorpusStats:
     sample: np.ndarray
     sample_tokens: tuple[str, ...]
     mean_norm: np.ndarray
+    notes: tuple[str, ...] = ()
 
     @property
     def n_layers(self) -> int:
@@ -185,52 +187,76 @@ def corpus_statistics(
     Special tokens are excluded. The sample takes, for each distinct word piece (by id), one
     occurrence chosen at random (fixed seed); if there are more than `sample_size` distinct pieces, a
     random `sample_size` of them. Raises CorpusError when fewer than two distinct word pieces remain
-    (anisotropy compares pairs).
+    (anisotropy compares pairs). Attentions are not needed (an encoding made with attentions=False works).
     """
-    per_sentence = []
-    ids_all = []
-    tokens_all: list[str] = []
-    for hs, ids, offs, toks in zip(
-        encoding.hidden_states, encoding.token_ids, encoding.offsets, encoding.tokens, strict=True
-    ):
-        keep = ~_is_special(offs)
-        if not keep.any():
-            continue
-        per_sentence.append(np.asarray(hs)[:, keep, :])
-        ids_all.append(np.asarray(ids)[keep])
-        tokens_all.extend(t for t, k in zip(toks, keep, strict=True) if k)
-    if not per_sentence:
-        raise CorpusError("The corpus has no words the model could read. Give it some plain sentences.")
-    H = np.concatenate(per_sentence, axis=1).astype(np.float64)  # (L+1, n_tokens, hidden)
-    ids = np.concatenate(ids_all)
-    n_layers, n_tokens, _ = H.shape
+    tokens = _TokenVectors()
+    tokens.add(encoding)
+    return tokens.statistics(encoding.model_name, sample_size=sample_size, seed=seed)
 
-    # one random occurrence of each distinct word piece, then at most sample_size of them
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n_tokens)
-    _, first = np.unique(ids[order], return_index=True)
-    picks = order[first]
-    if picks.size < 2:
-        raise CorpusError(
-            f"The corpus has only {picks.size} distinct word piece; anisotropy compares pairs of different "
-            "tokens. Use a longer text."
+
+class _TokenVectors:
+    """The non-special word pieces' vectors of several encodings, kept as float32 (the Encodings are not)."""
+
+    def __init__(self) -> None:
+        self.per_sentence: list[np.ndarray] = []  # (L+1, k_i, hidden) float32
+        self.ids: list[np.ndarray] = []
+        self.tokens: list[str] = []
+        self.n_sentences = 0
+
+    def add(self, encoding) -> None:
+        for hs, ids, offs, toks in zip(
+            encoding.hidden_states, encoding.token_ids, encoding.offsets, encoding.tokens, strict=True
+        ):
+            self.n_sentences += 1
+            keep = ~_is_special(offs)
+            if not keep.any():
+                continue
+            self.per_sentence.append(np.asarray(hs)[:, keep, :].astype(np.float32))
+            self.ids.append(np.asarray(ids)[keep])
+            self.tokens.extend(t for t, k in zip(toks, keep, strict=True) if k)
+
+    def statistics(self, model_name: str, *, sample_size: int, seed: int, notes=()) -> CorpusStats:
+        if not self.per_sentence:
+            raise CorpusError("The corpus has no words the model could read. Give it some plain sentences.")
+        H = np.concatenate(self.per_sentence, axis=1)  # (L+1, n_tokens, hidden) float32
+        self.per_sentence = []
+        ids = np.concatenate(self.ids)
+        n_layers, n_tokens, _ = H.shape
+
+        # one random occurrence of each distinct word piece, then at most sample_size of them
+        rng = np.random.default_rng(seed)
+        order = rng.permutation(n_tokens)
+        _, first = np.unique(ids[order], return_index=True)
+        picks = order[first]
+        if picks.size < 2:
+            raise CorpusError(
+                f"The corpus has only {picks.size} distinct word piece; anisotropy compares pairs of different "
+                "tokens. Use a longer text."
+            )
+        if picks.size > sample_size:
+            picks = rng.choice(picks, size=sample_size, replace=False)
+        picks = np.sort(picks)
+
+        # float64 one layer at a time: a whole-corpus float64 copy would double the peak memory
+        means, stds, fits, norms = [], [], [], []
+        for layer in range(n_layers):
+            X = H[layer].astype(np.float64)  # (n_tokens, hidden)
+            means.append(X.mean(axis=0))
+            stds.append(X.std(axis=0))
+            norms.append(np.linalg.norm(X, axis=1).mean())
+            fits.append(fit_covariance(X))
+        return CorpusStats(
+            model_name=model_name,
+            n_sentences=self.n_sentences,
+            n_tokens=int(n_tokens),
+            mean=np.stack(means),
+            std=np.stack(stds),
+            fits=tuple(fits),
+            sample=H[:, picks, :].astype(np.float32),
+            sample_tokens=tuple(self.tokens[i] for i in picks),
+            mean_norm=np.array(norms),
+            notes=tuple(notes),
         )
-    if picks.size > sample_size:
-        picks = rng.choice(picks, size=sample_size, replace=False)
-    picks = np.sort(picks)
-
-    fits = tuple(fit_covariance(H[layer]) for layer in range(n_layers))
-    return CorpusStats(
-        model_name=encoding.model_name,
-        n_sentences=len(encoding.sentences),
-        n_tokens=int(n_tokens),
-        mean=H.mean(axis=1),
-        std=H.std(axis=1),
-        fits=fits,
-        sample=H[:, picks, :].astype(np.float32),
-        sample_tokens=tuple(tokens_all[i] for i in picks),
-        mean_norm=np.linalg.norm(H, axis=2).mean(axis=1),
-    )
 
 
 def compute_corpus_statistics(
@@ -240,13 +266,31 @@ def compute_corpus_statistics(
     progress: Callable[[int, int], None] | None = None,
     sample_size: int = DEFAULT_SAMPLE_SIZE,
     seed: int = 0,
+    chunk: int = 64,
 ) -> CorpusStats:
-    """Encode the corpus with `encoder` and return its statistics (the Encoding is not kept)."""
+    """Encode the corpus with `encoder` and return its statistics.
+
+    The corpus is encoded ``chunk`` sentences at a time without attentions, each sentence read up to
+    :data:`lib.budget.MAX_PIECES_PER_SENTENCE` word pieces and the corpus up to
+    :data:`lib.budget.MAX_SET_PIECES` (``CorpusStats.notes`` says what was cut). Only the non-special word
+    pieces' vectors are kept between chunks; no Encoding is kept.
+    """
+    from lib.budget import MAX_PIECES_PER_SENTENCE, MAX_SET_PIECES, fit_to_budget
+
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
     if not sentences:
         raise CorpusError("The corpus has no sentences.")
-    encoding = encoder.encode(list(sentences), progress=progress)
-    return corpus_statistics(encoding, sample_size=sample_size, seed=seed)
+    counts = [len(x) for x in encoder.tokenizer(list(sentences), add_special_tokens=True)["input_ids"]]
+    cut = fit_to_budget(counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=MAX_SET_PIECES)
+    sentences = sentences[: cut.kept]
+    tokens = _TokenVectors()
+    for start in range(0, len(sentences), chunk):
+        part = list(sentences[start : start + chunk])
+        tokens.add(encoder.encode(part, attentions=False, max_tokens=MAX_PIECES_PER_SENTENCE))
+        if progress is not None:
+            progress(min(start + chunk, len(sentences)), len(sentences))
+    notes = (cut.message,) if cut.message else ()
+    return tokens.statistics(encoder.name, sample_size=sample_size, seed=seed, notes=notes)
 
 
 def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:

@@ -201,6 +201,7 @@ class Encoder:
         *,
         attentions: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        max_tokens: int | None = None,
     ) -> Encoding:
         """Run the model once over ``sentences`` and return every layer's vectors (and attentions).
 
@@ -208,7 +209,8 @@ class Encoder:
         ``num_layers × num_heads × n²`` floats per sentence, far more than the hidden states of a long set.
 
         Square brackets (target markup) are removed first. Sentences longer than ``max_tokens`` word pieces
-        are truncated (``Encoding.truncated`` says which). ``progress(done, total)`` is called after each
+        (default and upper bound: the model's limit ``self.max_tokens``) are truncated (``Encoding.truncated``
+        says which). ``progress(done, total)`` is called after each
         batch. Raises ValueError for an empty list.
         """
         import torch
@@ -219,6 +221,7 @@ class Encoder:
         if not texts:
             raise ValueError("No sentences to encode. Write at least one sentence.")
         n = len(texts)
+        limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
         # Sort by length so each batch pads little; results are put back in input order.
         order = sorted(range(n), key=lambda i: len(texts[i]))
         results: list[tuple | None] = [None] * n
@@ -232,7 +235,7 @@ class Encoder:
                     return_tensors="pt",
                     padding=True,
                     truncation=True,
-                    max_length=self.max_tokens,
+                    max_length=limit,
                     return_offsets_mapping=True,
                     return_overflowing_tokens=False,
                 )
@@ -260,7 +263,7 @@ class Encoder:
                     _readonly(off_all[j, :t].astype(np.int64)),
                     _readonly(np.ascontiguousarray(hs[j, :, :t, :])),
                     _readonly(np.ascontiguousarray(att[j, :, :, :t, :t])) if att is not None else None,
-                    lengths_full[j] > self.max_tokens,
+                    lengths_full[j] > limit,
                 )
             done += len(idx)
             if progress is not None:
@@ -294,8 +297,9 @@ class Encoder:
             idx = pieces_for_span(encoding.offsets[i], span.start, span.end)
             if not idx:
                 raise TargetTruncatedError(
-                    f"The target “{short(span.word, 30)}” in “{short(span.sentence)}” lies beyond the model's "
-                    f"limit of {self.max_tokens} word pieces, so it was cut off. Shorten the sentence.",
+                    f"The target “{short(span.word, 30)}” in “{short(span.sentence)}” lies beyond the first "
+                    f"{len(encoding.tokens[i])} word pieces, the most the model reads of it, so it was cut off. "
+                    "Shorten the sentence.",
                     span.sentence,
                 )
             located.append(
@@ -425,20 +429,40 @@ def _is_default(name: str | None) -> bool:
     return name is None or name.strip() in ("", DEFAULT_MODEL, "all-MiniLM-L6-v2", "default")
 
 
+def _check_size(source: str, display: str, kw: dict) -> None:
+    """Refuse a model larger than the host's limit (lib.hosting.max_parameters), from its config alone."""
+    from transformers import AutoConfig
+
+    from lib.hosting import estimate_parameters, max_parameters
+
+    n, limit = estimate_parameters(AutoConfig.from_pretrained(source, **kw)), max_parameters()
+    if n > limit:
+        raise ModelLoadError(
+            f"The model “{short(display, 60)}” has about {n / 1e6:,.0f} M parameters; this server loads models "
+            f"up to {limit / 1e6:,.0f} M (CONTEXT_LENS_MAX_PARAMS). Choose a smaller one."
+        )
+
+
 def load_encoder(name: str | None = None) -> Encoder:
     """Load an encoder by Hugging Face id or local folder; None (or the default id) = the bundled model.
 
     The bundled model always loads offline. Another id is looked up in the local Hugging Face cache; a
     download is tried only when the environment variable ``CONTEXT_LENS_ALLOW_DOWNLOADS=1`` is set (e.g. on a
     hosted copy with network access), because a failed download retries for most of a minute. Any failure
-    raises :class:`ModelLoadError` with a plain message.
+    raises :class:`ModelLoadError` with a plain message. With ``CONTEXT_LENS_MODELS`` set (hosted mode) only
+    the default and the listed ids load; a model above ``CONTEXT_LENS_MAX_PARAMS`` parameters is refused
+    from its configuration, before its weights are read (see :mod:`lib.hosting`).
     """
     import torch  # noqa: F401  (transformers needs it; imported here, not at module import)
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from lib.hosting import HOSTED_REFUSAL, model_allowed
+
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    if not model_allowed(name):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
+        raise ModelLoadError(HOSTED_REFUSAL)
     if _is_default(name):
         source, display, local_only = str(default_model_path()), DEFAULT_MODEL, True
     else:
@@ -455,7 +479,9 @@ def load_encoder(name: str | None = None) -> Encoder:
             )
 
     def _load(local_files_only: bool):
-        kw = {"local_files_only": local_files_only}
+        kw = {"local_files_only": local_files_only, "trust_remote_code": False}  # never run a repo's code
+        if not _is_default(name):  # the bundled model is always allowed
+            _check_size(source, display, kw)
         tok = AutoTokenizer.from_pretrained(source, **kw)
         mdl = AutoModel.from_pretrained(source, attn_implementation="eager", **kw)
         return tok, mdl
@@ -463,10 +489,14 @@ def load_encoder(name: str | None = None) -> Encoder:
     try:
         try:
             tokenizer, model = _load(True)
+        except ModelLoadError:
+            raise
         except Exception:
             if local_only or os.environ.get("CONTEXT_LENS_ALLOW_DOWNLOADS", "") != "1":
                 raise
             tokenizer, model = _load(False)
+    except ModelLoadError:
+        raise
     except Exception as err:  # transformers raises many kinds (OSError, ValueError, HTTP errors)
         reason = short(str(err).splitlines()[0] if str(err) else type(err).__name__, 160)
         raise ModelLoadError(

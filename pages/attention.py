@@ -1,7 +1,8 @@
 """Attention: which word pieces each word piece looks at, per layer and head, and proof it is softmax(QKᵀ/√dₖ).
 
-Reads the cached Encoding of the current set (the model runs once per set); moving the layer or head
-sliders only slices arrays and redoes one small matrix product.
+The set's encoding carries no attention weights (they would be num_layers × num_heads × n² floats per
+sentence); the one or two sentences shown here are encoded with them, once each (ui.cache.sentence_attention).
+Moving the layer or head sliders only slices arrays and redoes one small matrix product.
 """
 
 import numpy as np
@@ -9,6 +10,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from lib import budget
 from lib.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
@@ -88,7 +90,8 @@ i, layer, head = s_num - 1, layer_num - 1, head_num - 1
 
 tokens = encoding.tokens[i]
 labels = token_labels(tokens)
-att = encoding.attentions[i]  # (L, H, n, n)
+att_encoding = cache.sentence_attention(a.model, encoding.sentences[i])  # this sentence, with attentions
+att = att_encoding.attentions[0]  # (L, H, n, n)
 n = len(tokens)
 span = tv.spans[i]
 tpos = list(span.token_indices)
@@ -104,7 +107,7 @@ st.caption(
 )
 if encoding.truncated[i]:
     st.caption(
-        f"This sentence was cut at the model's limit of {enc.max_tokens} word pieces: everything below is about "
+        f"This sentence was cut at {min(enc.max_tokens, budget.MAX_PIECES_PER_SENTENCE)} word pieces: everything below is about "
         "the part the model saw. Shorten it to see the rest."
     )
 
@@ -226,7 +229,7 @@ else:
     j = st.session_state.attn_compare - 1
     tokens_b = encoding.tokens[j]
     labels_b = token_labels(tokens_b)
-    weights_b = encoding.attentions[j][layer, head]
+    weights_b = cache.sentence_attention(a.model, encoding.sentences[j]).attentions[0][layer, head]
     tpos_b = list(tv.spans[j].token_indices)
 
     def title_for(k: int) -> str:
@@ -274,7 +277,7 @@ st.latex(
     r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
 )
 try:
-    rec = recompute_attention(enc, encoding, i, layer, head)
+    rec = recompute_attention(enc, att_encoding, 0, layer, head)
 except UnsupportedArchitectureError as err:
     st.info(escape_md(str(err)))
 else:

@@ -15,6 +15,7 @@ from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
+from lib.export import frame_csv
 from lib.presets import preset_by_id
 from ui import cache, state
 from ui.widgets import chart, download_figure, escape_md
@@ -169,7 +170,7 @@ def step_apple() -> lesson.Question:
 
 def step_attention() -> lesson.Question:
     tv = cache.target_vectors(model, (lesson.ATTENTION_SENTENCE,), "bat")
-    enc_out, span = tv.encoding, tv.spans[0]
+    enc_out, span = cache.sentence_attention(model, tv.encoding.sentences[0]), tv.spans[0]
     r = lesson.attention_look(enc_out.attentions[0], enc_out.tokens[0], span.token_indices, "bat", layer=1)
     st.markdown(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
     fig = target_attention_bars(
@@ -224,7 +225,7 @@ def step_deeper() -> lesson.Question:
     st.table(table.map(lambda a: f"{a:.0%}"))
     st.download_button(
         "Download the table (CSV)",
-        data=table.to_csv(index_label="preset"),
+        data=frame_csv(table, index_label="preset"),
         file_name="context_lens_readout_by_layer.csv",
         mime="text/csv",
         key="lesson_dl_deeper_csv",

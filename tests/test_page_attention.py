@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from lib.budget import MAX_PIECES_PER_SENTENCE
 from lib.presets import default_preset
 from tests.conftest import page_test
 
@@ -77,8 +78,9 @@ def test_sentence_at_the_length_limit():
     words = " ".join(f"the bank {k} lent money to farmers by the river." for k in range(80))
     at = _run(f"{words}\nThe bank raised rates.", "bank")
     _assert_ok(at)
-    assert any("limit" in w.value for w in at.warning)  # the set is truncated
-    assert any("was cut at the model's limit" in c.value for c in at.caption)  # and this sentence
+    # the set's sentences are read up to MAX_PIECES_PER_SENTENCE word pieces, and the page says so
+    assert any(f"longer than {MAX_PIECES_PER_SENTENCE} word pieces" in w.value for w in at.warning)
+    assert any(f"was cut at {MAX_PIECES_PER_SENTENCE} word pieces" in c.value for c in at.caption)
     assert any("labels are printed" in c.value for c in at.caption)
 
 

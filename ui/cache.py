@@ -1,9 +1,13 @@
-"""The only place with Streamlit caching: the model once per process, encodings per distinct input.
+"""The only place with Streamlit caching: the model once per process, results per distinct input.
 
-``st.cache_resource`` is used for results as well as the model: encodings are large numpy arrays that
-``st.cache_data`` would pickle and copy on every rerun. Our results are frozen dataclasses whose arrays are
-read-only, so sharing one object between sessions is safe, and a warm rerun costs a dictionary lookup.
-Each cache has a bound on entries so memory stays flat on a hosted copy.
+The model sits in ``st.cache_resource``. Results (encodings, target vectors, statistics) sit in one
+:class:`lib.budget.ByteLRU` for the whole process, bounded by the bytes of the arrays it holds
+(``CONTEXT_LENS_CACHE_MB``, default 400): a class of sessions cannot grow the server past it, whatever they
+type. Results are frozen dataclasses whose arrays are read-only, so sharing one object between sessions is
+safe, and a warm rerun costs a dictionary lookup.
+
+A set is encoded **without** attention weights (they are num_layers × num_heads × n² floats per sentence);
+:func:`sentence_attention` encodes the one or two sentences a page shows with them.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from lib import budget
+from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes
 from lib.corpus import CorpusStats, compute_corpus_statistics, corpus_statistics
 from lib.encoder import (
     DEFAULT_MODEL,
@@ -24,13 +30,15 @@ from lib.encoder import (
     concat_encodings,
     load_encoder,
 )
+from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
 from lib.memory import release_memory
 from lib.targets import TargetError, find_target
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
 ENCODE_CALLS: Counter[str] = Counter()
-_failed_models: dict[str, str] = {}
+RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
+_failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
 _lock = threading.Lock()
 
 
@@ -41,25 +49,68 @@ def encoder(model_name: str = DEFAULT_MODEL) -> Encoder:
 
 
 def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
-    """(encoder, None) when the model loads, else (None, message). A failed name is not retried."""
-    if model_name in _failed_models:
-        return None, _failed_models[model_name]
+    """(encoder, None) when the model loads, else (None, message). A failed name is not retried for a while.
+
+    In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
+    up, and every refusal or failure gives the same message, so a link cannot probe the server's disk.
+    """
+    hosted = hosted_mode()
+    if hosted and not model_allowed(model_name):
+        return None, HOSTED_REFUSAL
+    failed = _failed_models.get(model_name)
+    if failed is not None:
+        return None, failed
     try:
         return encoder(model_name), None
     except ModelLoadError as err:
-        with _lock:
-            _failed_models[model_name] = str(err)
-        return None, str(err)
+        message = HOSTED_REFUSAL if hosted else str(err)
+        _failed_models[model_name] = message
+        return None, message
 
 
-@st.cache_resource(show_spinner="Running the model on your sentences…", max_entries=48, ttl=6 * 3600)
+def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = None):
+    """``RESULTS.get_or_compute`` with a spinner while a missing entry is computed."""
+    hit = RESULTS.get(key)
+    if hit is not None:
+        return hit
+    if spinner is None:
+        return RESULTS.get_or_compute(key, compute)
+    with st.spinner(spinner):
+        return RESULTS.get_or_compute(key, compute)
+
+
 def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
-    """Every layer's vectors and attentions for ``sentences`` (cleaned text), computed once."""
-    with _lock:
-        ENCODE_CALLS[model_name] += 1
-    out = encoder(model_name).encode(list(sentences))
-    release_memory()  # torch's temporaries of the forward pass go back to the OS
-    return out
+    """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once.
+
+    Each sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which
+    were cut).
+    """
+
+    def run() -> Encoding:
+        with _lock:
+            ENCODE_CALLS[model_name] += 1
+        out = encoder(model_name).encode(list(sentences), attentions=False, max_tokens=cap)
+        release_memory()  # torch's temporaries of the forward pass go back to the OS
+        return out
+
+    cap = budget.MAX_PIECES_PER_SENTENCE
+    return _cached(("encoding", model_name, sentences, cap), run, "Running the model on your sentences…")
+
+
+def sentence_attention(model_name: str, sentence: str) -> Encoding:
+    """One cleaned sentence encoded **with** attentions (``attentions[0]``: (L, H, n, n)), cached.
+
+    Read up to the same MAX_PIECES_PER_SENTENCE word pieces as the set, so its word pieces are those of
+    the set's encoding (the target's token indices carry over).
+    """
+
+    def run() -> Encoding:
+        with _lock:
+            ENCODE_CALLS[model_name] += 1
+        return encoder(model_name).encode([sentence], attentions=True, max_tokens=cap)
+
+    cap = budget.MAX_PIECES_PER_SENTENCE
+    return _cached(("attention", model_name, sentence, cap), run)
 
 
 def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str, ...]:
@@ -100,7 +151,6 @@ def encode_in_chunks(
             progress(done, len(clean))
 
 
-@st.cache_resource(show_spinner=False, max_entries=48, ttl=6 * 3600)
 def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
     """The target's vectors in each sentence (see Encoder.target_vectors), reusing cached encodings.
 
@@ -108,9 +158,13 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     says which input sentences remain. Changing only the target word does not run the model again. Sets
     larger than CHUNK sentences are encoded (and cached) chunk by chunk.
     """
-    parts = [encoding(model_name, chunk) for chunk in _chunks(clean_sentences(sentences, target))]
-    merged = concat_encodings(parts) if parts else None
-    return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+
+    def run() -> TargetVectors:
+        parts = [encoding(model_name, chunk) for chunk in _chunks(clean_sentences(sentences, target))]
+        merged = concat_encodings(parts) if parts else None
+        return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+
+    return _cached(("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE), run)
 
 
 def set_encoding(model_name: str, clean: tuple[str, ...]) -> Encoding:
@@ -118,26 +172,28 @@ def set_encoding(model_name: str, clean: tuple[str, ...]) -> Encoding:
     return concat_encodings([encoding(model_name, chunk) for chunk in _chunks(clean)])
 
 
-@st.cache_resource(
-    show_spinner="Running the model over the reference corpus (once per model and corpus)…",
-    max_entries=4,
-    ttl=6 * 3600,
-)
 def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) -> CorpusStats:
     """Per-layer μ, σ, covariance and a token sample of a reference corpus, once per (model, corpus key).
 
     ``corpus_key`` identifies the corpus (e.g. "builtin-<id>" or a hash of an upload); the sentences
     themselves are not hashed.
     """
-    stats = compute_corpus_statistics(encoder(model_name), _sentences)
-    release_memory()  # the corpus's full encoding is dropped; ~230 MB would otherwise stay resident
-    return stats
+
+    def run() -> CorpusStats:
+        stats = compute_corpus_statistics(encoder(model_name), _sentences)
+        release_memory()  # the corpus's encodings are dropped; their heap goes back to the OS
+        return stats
+
+    return _cached(
+        ("corpus_stats", model_name, corpus_key),
+        run,
+        "Running the model over the reference corpus (once per model and corpus)…",
+    )
 
 
-@st.cache_resource(show_spinner=False, max_entries=8, ttl=6 * 3600)
 def set_stats(model_name: str, corpus_key: str, _clean: tuple[str, ...]) -> CorpusStats:
     """Statistics of the learner's own (cleaned) sentences, from the encodings the other pages cached."""
-    return corpus_statistics(set_encoding(model_name, _clean))
+    return _cached(("set_stats", model_name, corpus_key), lambda: corpus_statistics(set_encoding(model_name, _clean)))
 
 
 _warm_started = False

@@ -1,0 +1,244 @@
+"""The server's budgets: how much text one set may send through the model, and how many bytes results keep.
+
+A hosted copy serves a whole class from one process, so no single input may take it down:
+
+* **Word pieces.** Each sentence of a set is read up to :data:`MAX_PIECES_PER_SENTENCE` word pieces
+  ([CLS] and [SEP] included), and a set up to :data:`MAX_SET_PIECES` word pieces in all. Whatever is cut is
+  said once (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one
+  word piece costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set holds about 130 MB.
+* **Bytes.** Cached results (encodings, target vectors, statistics) live in one :class:`ByteLRU` whose
+  budget is ``CONTEXT_LENS_CACHE_MB`` (default :data:`DEFAULT_CACHE_MB`): the least recently used entries
+  are dropped when the arrays held pass the budget.
+* **Failed model names** are remembered in a small :class:`ExpiringDict` (bounded, entries expire), so a
+  link cannot grow the server's memory by naming ever new models.
+
+No streamlit here; ``ui/cache.py`` wires these into the app.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, fields, is_dataclass
+
+import numpy as np
+
+MAX_PIECES_PER_SENTENCE = 128  # word pieces per sentence of a set, [CLS] and [SEP] included
+MAX_SET_PIECES = 12_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus)
+DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set
+
+
+@dataclass(frozen=True)
+class BudgetCut:
+    """What of a set fits the word-piece budget.
+
+    kept:           how many sentences (a prefix of the set, in order) are used
+    shortened:      indices (among the kept) of sentences read only up to the per-sentence cap
+    pieces:         word pieces of the kept sentences after the per-sentence cap
+    shortened_note: one plain sentence about the shortened sentences, or ""
+    dropped_note:   one plain sentence about the sentences left out, or ""
+    """
+
+    kept: int
+    shortened: tuple[int, ...]
+    pieces: int
+    shortened_note: str = ""
+    dropped_note: str = ""
+
+    @property
+    def message(self) -> str:
+        """Everything that was cut, said once ("" when nothing was)."""
+        return " ".join(x for x in (self.shortened_note, self.dropped_note) if x)
+
+
+def fit_to_budget(
+    piece_counts: Sequence[int],
+    *,
+    per_sentence: int | None = None,
+    per_set: int | None = None,
+) -> BudgetCut:
+    """Keep the longest prefix of a set whose word pieces (each capped at ``per_sentence``) fit ``per_set``.
+
+    ``piece_counts[i]`` is sentence i's length in word pieces with [CLS] and [SEP]. At least one sentence is
+    always kept (it is capped like the others). The caps default to this module's constants, read at call
+    time (tests set small ones).
+    """
+    per_sentence = MAX_PIECES_PER_SENTENCE if per_sentence is None else per_sentence
+    per_set = MAX_SET_PIECES if per_set is None else per_set
+    total, kept, shortened = 0, 0, []
+    for i, n in enumerate(piece_counts):
+        capped = min(int(n), per_sentence)
+        if kept and total + capped > per_set:
+            break
+        total += capped
+        kept += 1
+        if n > per_sentence:
+            shortened.append(i)
+    n_all = len(piece_counts)
+    shortened_note = (
+        f"{len(shortened)} sentence(s) are longer than {per_sentence} word pieces: the model reads only their "
+        f"first {per_sentence}."
+        if shortened
+        else ""
+    )
+    dropped_note = (
+        f"The set is longer than the {per_set:,} word pieces one set may use, so only its first {kept} of "
+        f"{n_all} sentences are used; the other {n_all - kept} were left out."
+        if kept < n_all
+        else ""
+    )
+    return BudgetCut(kept, tuple(shortened), total, shortened_note, dropped_note)
+
+
+# --------------------------------------------------------------------------- bytes
+def cache_budget_bytes(environ: dict[str, str] | None = None) -> int:
+    """The cache budget in bytes from ``CONTEXT_LENS_CACHE_MB`` (a positive number), else the default."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("CONTEXT_LENS_CACHE_MB") or "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_CACHE_MB
+    except ValueError:
+        mb = DEFAULT_CACHE_MB
+    if not mb > 0:
+        mb = DEFAULT_CACHE_MB
+    return int(mb * 1024 * 1024)
+
+
+def nbytes(obj, _seen: set[int] | None = None) -> int:
+    """Bytes of the numpy arrays reachable from ``obj`` (dataclasses, tuples, lists, dicts), each array once.
+
+    Arrays that are views count their base's bytes once: a conservative upper bound of what ``obj`` keeps
+    alive.
+    """
+    seen = set() if _seen is None else _seen
+    if isinstance(obj, np.ndarray):
+        base = obj
+        while isinstance(base.base, np.ndarray):
+            base = base.base
+        if id(base) in seen:
+            return 0
+        seen.add(id(base))
+        return int(base.nbytes)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return sum(nbytes(getattr(obj, f.name), seen) for f in fields(obj))
+    if isinstance(obj, (tuple, list)):
+        return sum(nbytes(x, seen) for x in obj)
+    if isinstance(obj, dict):
+        return sum(nbytes(v, seen) for v in obj.values())
+    return 0
+
+
+class ByteLRU:
+    """A thread-safe least-recently-used cache bounded by the bytes of the arrays it holds.
+
+    ``get_or_compute(key, compute)`` returns the cached value or computes it (one computation per key at a
+    time: a second caller waits for the first). After each insertion the least recently used entries are
+    dropped until the total is within ``max_bytes``; the newest entry is always kept, even when it alone is
+    larger than the budget, so the caller gets its result. ``size`` defaults to :func:`nbytes`.
+    """
+
+    def __init__(self, max_bytes: int, size: Callable[[object], int] = nbytes):
+        self.max_bytes = int(max_bytes)
+        self._size = size
+        self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[Hashable, threading.Lock] = {}
+        self.total_bytes = 0
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def get(self, key: Hashable, default=None):
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return default
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: Hashable, value) -> None:
+        size = int(self._size(value))
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.total_bytes -= old[1]
+            self._entries[key] = (value, size)
+            self.total_bytes += size
+            while self.total_bytes > self.max_bytes and len(self._entries) > 1:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self.total_bytes -= dropped
+                self.evictions += 1
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], object]):
+        missing = object()
+        value = self.get(key, missing)
+        if value is not missing:
+            return value
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            value = self.get(key, missing)
+            if value is missing:
+                value = compute()
+                self.put(key, value)
+            with self._lock:
+                self._key_locks.pop(key, None)  # later callers find the value (or start afresh)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.total_bytes = 0
+
+
+class ExpiringDict:
+    """At most ``max_entries`` items, each forgotten ``ttl`` seconds after it was set (oldest dropped first)."""
+
+    def __init__(self, max_entries: int = 64, ttl: float = 600.0, clock: Callable[[], float] = time.monotonic):
+        self.max_entries = max_entries
+        self.ttl = ttl
+        self._clock = clock
+        self._items: OrderedDict[Hashable, tuple[float, object]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        while self._items:
+            key, (t, _) = next(iter(self._items.items()))
+            if now - t < self.ttl:
+                break
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire(self._clock())
+            return len(self._items)
+
+    def get(self, key: Hashable, default=None):
+        with self._lock:
+            self._expire(self._clock())
+            hit = self._items.get(key)
+            return default if hit is None else hit[1]
+
+    def __contains__(self, key: Hashable) -> bool:
+        marker = object()
+        return self.get(key, marker) is not marker
+
+    def __setitem__(self, key: Hashable, value) -> None:
+        with self._lock:
+            now = self._clock()
+            self._items.pop(key, None)
+            self._items[key] = (now, value)
+            self._expire(now)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
