@@ -19,14 +19,13 @@ Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/les
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from lib.attention import special_token_share, target_attention, token_labels
+from lib.export import dict_rows_csv
 from lib.projection import pca_projection
 from lib.similarity import (
     SPECIAL_TOKENS,
@@ -1182,10 +1181,5 @@ def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) ->
 
 
 def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> str:
-    """The summary table as CSV text (header first)."""
-    rows = report_rows(records, solved)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows)
-    return buf.getvalue()
+    """The summary table as CSV text (header first), safe to open in a spreadsheet (lib.export)."""
+    return dict_rows_csv(report_rows(records, solved))

@@ -21,8 +21,6 @@ Statistics:
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -754,12 +752,10 @@ class EvidenceCard:
         return [*self._HEADER, f"cosine {self.first_name}", f"cosine {self.chosen_name}", "most surprising"]
 
     def to_csv(self) -> str:
-        """The card as CSV text (header row first)."""
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(self.header())
-        w.writerows(self._records())
-        return buf.getvalue()
+        """The card as CSV text (header row first), safe to open in a spreadsheet (lib.export)."""
+        from lib.export import csv_text
+
+        return csv_text(self._records(), header=self.header())
 
     def to_markdown(self) -> str:
         """The card as a Markdown table with a title and the reason for the surprising pair."""

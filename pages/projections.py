@@ -5,7 +5,6 @@ so moving a control only recomputes the picture it changes. UMAP was compiled in
 the server started (app.py -> ui.cache.warm_up_in_background -> lib.projection.warm_up_umap).
 """
 
-import io
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
 from lib.corpus import CorpusError, CorpusStats, load_reference_corpus
+from lib.export import frame_csv
 from lib.projection import (
     METHOD_LABELS,
     MIN_POINTS,
@@ -159,17 +159,14 @@ ctx_hover: list[str] = []
 if show_context:
     encoding = tv.encoding
     masks = other_token_masks(encoding.tokens, [s.token_indices for s in tv.spans])
-    rows, texts = [], []
-    for i, (hs, mask) in enumerate(zip(encoding.hidden_states, masks, strict=True)):
-        for p in np.flatnonzero(mask):
-            rows.append(hs[layer, p])
-            texts.append(f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}")
-    if rows:
-        pick = np.arange(len(rows))
-        if len(rows) > MAX_CONTEXT_POINTS:
-            pick = np.sort(np.random.default_rng(0).choice(len(rows), MAX_CONTEXT_POINTS, replace=False))
-        ctx_vectors = np.stack([rows[i] for i in pick]).astype(np.float32)
-        ctx_hover = [texts[i] for i in pick]
+    where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]
+    if where:
+        pick = np.arange(len(where))
+        if len(where) > MAX_CONTEXT_POINTS:  # sample first: hover texts only for the points drawn
+            pick = np.sort(np.random.default_rng(0).choice(len(where), MAX_CONTEXT_POINTS, replace=False))
+        chosen = [where[k] for k in pick]
+        ctx_vectors = np.stack([encoding.hidden_states[i][layer, p] for i, p in chosen]).astype(np.float32)
+        ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in chosen]
 
 X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
 if method == "umap" and "umap_seconds" not in getattr(cache, "WARM_UP", {"umap_seconds": 0}):
@@ -275,11 +272,9 @@ def coordinates_table() -> pd.DataFrame:
     return df
 
 
-buf = io.StringIO()
-coordinates_table().to_csv(buf, index=False)
 st.download_button(
     "Download the coordinates (CSV)",
-    data=buf.getvalue(),
+    data=frame_csv(coordinates_table(), index=False),
     file_name=f"projection_{method}_{dims}d_layer{layer}.csv",
     mime="text/csv",
     key="proj_csv",
