@@ -31,9 +31,12 @@ from dataclasses import dataclass
 from lib.sentences import MAX_LABEL_CHARS, MAX_SENTENCES, SEPARATOR, LineProblem, rows_to_text
 from lib.targets import TargetError, find_target, short
 
-__all__ = ["MAX_UPLOAD_BYTES", "UploadError", "UploadResult", "parse_upload", "FORMAT_HELP"]
+__all__ = ["MAX_UPLOAD_MB", "MAX_UPLOAD_BYTES", "UploadError", "UploadResult", "parse_upload", "FORMAT_HELP"]
 
-MAX_UPLOAD_BYTES = 2_000_000
+# The one upload limit of the app: .streamlit/config.toml's server.maxUploadSize must equal MAX_UPLOAD_MB
+# (a test checks), so the browser refuses a larger file before it is sent. Streamlit counts MB as 1024².
+MAX_UPLOAD_MB = 2
+MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 _HEADER_SENSE = {"sense", "senses", "label", "labels", "sense label", "class"}
 _HEADER_TEXT = {"sentence", "sentences", "text", "example", "context"}
 _SIGNATURES = {
@@ -160,7 +163,7 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
         raise UploadError("The file is empty. " + FORMAT_HELP)
     if len(data) > MAX_UPLOAD_BYTES:
         raise UploadError(
-            f"The file is {len(data) / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB. "
+            f"The file is {len(data) / 2**20:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. "
             f"Upload at most {MAX_SENTENCES} sentences."
         )
     text, encoding_note = decode_text_file(data)

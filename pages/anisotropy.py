@@ -28,11 +28,10 @@ from lib.corpus import (
 from lib.encoder import DEFAULT_MODEL
 from lib.geometry import constant_dimensions, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
-from lib.upload import UploadError, decode_text_file
+from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, state
 from ui.widgets import chart, escape_md
 
-MAX_UPLOAD_BYTES = 2_000_000
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
     "set": "Your sentence set",
@@ -135,13 +134,14 @@ elif corpus_choice == "upload":
         "A plain-text file (.txt), one sentence per line or ordinary paragraphs",
         type=["txt"],
         key="aniso_upload",
+        max_upload_size=MAX_UPLOAD_MB,
         help="Lines starting with # are ignored. Up to 1,000 sentences are used.",
     )
     if upload is None:
         st.info("Choose a .txt file to use as the reference corpus. Until then the built-in corpus is used.")
     elif upload.size > MAX_UPLOAD_BYTES:
         st.error(
-            f"The file is {upload.size / 1e6:.1f} MB; the limit is {MAX_UPLOAD_BYTES / 1e6:.0f} MB. "
+            f"The file is {upload.size / 2**20:.1f} MB; the limit is {MAX_UPLOAD_MB} MB. "
             "Upload a shorter text. The built-in corpus is used meanwhile."
         )
     else:
@@ -152,6 +152,8 @@ elif corpus_choice == "upload":
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id
             stats = cache.corpus_stats(model, stats_key, parsed.sentences)
+            for note in stats.notes:
+                st.info(escape_md(note))
             corpus_label = f"the uploaded file ({len(parsed)} sentences)"
         except (CorpusError, UploadError) as err:
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")

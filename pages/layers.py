@@ -39,7 +39,7 @@ from lib.similarity import (
     pooling_label,
     sense_similarity,
 )
-from lib.upload import FORMAT_HELP, UploadError, parse_upload
+from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, state
 from ui.widgets import chart, escape_md
 
@@ -94,7 +94,9 @@ def upload_section(current_target: str) -> None:
         if "layers_upload_target" not in st.session_state:
             st.session_state["layers_upload_target"] = current_target
         c1, c2 = st.columns([3, 1])
-        up = c1.file_uploader("CSV or TSV file", type=["csv", "tsv", "tab", "txt"], key="layers_upload")
+        up = c1.file_uploader(
+            "CSV or TSV file", type=["csv", "tsv", "tab", "txt"], key="layers_upload", max_upload_size=MAX_UPLOAD_MB
+        )
         target = c2.text_input(
             "Target word",
             key="layers_upload_target",

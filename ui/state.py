@@ -17,9 +17,11 @@ from dataclasses import dataclass, replace
 
 import streamlit as st
 
+from lib import budget
 from lib.encoder import DEFAULT_MODEL, TargetError, TargetVectors
 from lib.presets import default_preset, load_presets, preset_by_id
-from lib.sentences import SentenceSet, pack_text, parse_sentence_set, unpack_text
+from lib.sentences import MAX_TEXT_CHARS, SentenceSet, pack_text, parse_sentence_set, unpack_text
+from lib.targets import find_target
 from ui import cache
 from ui.widgets import escape_md
 
@@ -28,7 +30,8 @@ K_ACTIVE_MODEL = "cl_model_active"
 CUSTOM = "custom"
 MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a message
 MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
-SHARED_KEYS = ("preset", "target", "text", "model", "presenter")
+SHARED_KEYS = ("preset", "target", "text", "model", "presenter", "toolong")
+K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset replaces it
 
 
 # --------------------------------------------------------------------------- the URL, read once
@@ -182,6 +185,8 @@ def _shared_params() -> dict[str, str]:
         packed = _packed_text()
         if packed is not None:
             out["text"] = packed
+        else:
+            out["toolong"] = "1"  # tells whoever opens the link that the set could not come along
     model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
     if model != DEFAULT_MODEL:
         out["model"] = model
@@ -223,6 +228,12 @@ def init_session() -> None:
         except ValueError as err:
             _url_note(f"{err} The “{preset.target}” preset is shown instead.")
             target, text, preset_id = preset.target, preset.text, preset.id
+    elif "toolong" in url:
+        _url_note(
+            "Whoever shared this link had their own set of sentences, too long to travel in a link, so it "
+            f"could not come along; the “{preset.target}” preset is shown instead. Ask them for the sentences "
+            "as a file (upload it on the Layer by layer page) or paste them into the sidebar."
+        )
     elif "preset" in url:
         found = preset_by_id(url["preset"][:50])
         if found is None:
@@ -240,11 +251,24 @@ def init_session() -> None:
 
 
 # --------------------------------------------------------------------------- sidebar
+def _is_preset_text(text: str, target: str) -> bool:
+    return any(p.text == text and p.target == target for p in load_presets())
+
+
 def _on_preset() -> None:
     p = preset_by_id(st.session_state[K_PRESET])
     if p is not None:
+        text, target = st.session_state.get(K_TEXT, ""), st.session_state.get(K_TARGET, "")
+        if text.strip() and not _is_preset_text(text, target):
+            st.session_state[K_OWN] = (text, target)  # the learner's own set stays one click away
         st.session_state[K_TEXT] = p.text
         st.session_state[K_TARGET] = p.target
+
+
+def _back_to_own() -> None:
+    own = st.session_state.get(K_OWN)
+    if own is not None:
+        set_sentences(own[0], own[1])
 
 
 def _on_edit() -> None:
@@ -273,10 +297,20 @@ def render_sidebar() -> None:
         "Sentences, one per line",
         key=K_TEXT,
         height=260,
+        max_chars=MAX_TEXT_CHARS,
         on_change=_on_edit,
         help="Optional sense label before a bar: “river | We sat on the bank.” Lines starting with # are "
         "ignored. Up to 500 sentences.",
     )
+    own = st.session_state.get(K_OWN)
+    if own is not None and (own[0], own[1]) != (st.session_state.get(K_TEXT), st.session_state.get(K_TARGET)):
+        sb.button(
+            "Back to my sentences",
+            key="cl_back_to_own",
+            on_click=_back_to_own,
+            icon=":material/undo:",
+            help="Your own sentences and target word, as they were before you picked a preset.",
+        )
     ss = sentence_set()
     _show_set_messages(sb, ss)
     with sb.expander("Model", expanded=st.session_state.get(K_ACTIVE_MODEL) != DEFAULT_MODEL):
@@ -332,17 +366,44 @@ def sentence_set() -> SentenceSet:
     text = st.session_state.get(K_TEXT, "")
     target = st.session_state.get(K_TARGET, "")
     preset = st.session_state.get(K_PRESET)
-    key = (text, target, preset)
+    model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
+    key = (text, target, preset, model)
     memo = st.session_state.get("_cl_set_memo")
     if memo is None or memo[0] != key:
-        memo = (key, parse_sentence_set(text, target, preset_id=None if preset == CUSTOM else preset))
+        ss = parse_sentence_set(text, target, preset_id=None if preset == CUSTOM else preset)
+        memo = (key, *within_budget(ss, model))
         st.session_state["_cl_set_memo"] = memo
     return memo[1]
 
 
+def budget_note() -> str:
+    """What the word-piece budget cut from the current set ("" when nothing); analysis() shows it."""
+    sentence_set()
+    return st.session_state["_cl_set_memo"][2]
+
+
+def within_budget(ss: SentenceSet, model: str) -> tuple[SentenceSet, str]:
+    """The set cut to the word-piece budget (lib.budget): the first sentences that fit, and what was cut."""
+    if not ss.sentences:
+        return ss, ""
+    clean = []
+    for s in ss.sentences:
+        try:
+            clean.append(find_target(s, ss.target).sentence)
+        except TargetError:
+            clean.append(s)
+    counts = [len(ids) for ids in cache.encoder(model).tokenizer(clean, add_special_tokens=True)["input_ids"]]
+    cut = budget.fit_to_budget(counts)
+    if not cut.dropped_note:  # shortened sentences are said by analysis() (Encoding.truncated)
+        return ss, ""
+    k = cut.kept
+    kept = replace(ss, sentences=ss.sentences[:k], senses=ss.senses[:k], lines=ss.lines[:k] if ss.lines else ())
+    return kept, cut.dropped_note
+
+
 def set_sentences(text: str, target: str) -> None:
     """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'."""
-    st.session_state[K_TEXT] = text
+    st.session_state[K_TEXT] = text[:MAX_TEXT_CHARS]  # the sentence box's max_chars
     st.session_state[K_TARGET] = target
     st.session_state[K_PRESET] = CUSTOM
 
@@ -382,6 +443,9 @@ def analysis(min_sentences: int = 1) -> Analysis:
             )
         st.stop()
     model = model_name()
+    note = budget_note()
+    if note:
+        st.warning(escape_md(note))
     if len(ss) > cache.CHUNK:
         bar = st.empty()
         cache.encode_in_chunks(
@@ -410,10 +474,10 @@ def analysis(min_sentences: int = 1) -> Analysis:
             st.stop()
     if tv.encoding.any_truncated:
         n = sum(tv.encoding.truncated)
-        enc = cache.encoder(model)
+        limit = min(cache.encoder(model).max_tokens, budget.MAX_PIECES_PER_SENTENCE)
         st.warning(
-            f"{n} sentence(s) are longer than the model's limit of {enc.max_tokens} word pieces and were "
-            "truncated: the model never saw the end of them."
+            f"{n} sentence(s) are longer than {limit} word pieces, the most the model reads of one sentence "
+            "here: the model never saw the end of them."
         )
     return Analysis(set=ss, vectors=tv, model=model)
 

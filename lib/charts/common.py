@@ -36,6 +36,26 @@ PRESENTER_CELL_FONT = 14
 PRESENTER_TEXT = "#111111"  # the theme's text colour (.streamlit/config.toml)
 
 
+MAX_SENSES = len(SENSE_COLORS)  # distinct sense colours on one chart; more senses are grouped as "other"
+
+
+def group_senses(senses: Sequence[str | None], max_senses: int = MAX_SENSES) -> list[str | None]:
+    """The senses with at most ``max_senses`` distinct names: when there are more, the ``max_senses - 1``
+    most frequent keep their names and the rest become one group, "other (k senses)", which the legend
+    and tick labels then say. None (no label) stays None. Keeps charts fast and readable whatever the set.
+    """
+    counts: dict[str, int] = {}
+    for s in senses:
+        if s:
+            counts[s] = counts.get(s, 0) + 1
+    if len(counts) <= max_senses:
+        return list(senses)
+    first = {s: k for k, s in enumerate(counts)}
+    keep = set(sorted(counts, key=lambda s: (-counts[s], first[s]))[: max_senses - 1])
+    other = f"other ({len(counts) - len(keep)} senses)"
+    return [s if (not s or s in keep) else other for s in senses]
+
+
 def sense_color_map(senses: Sequence[str | None]) -> dict[str | None, str]:
     """A colour for each distinct sense, in order of first appearance; None (no label) is grey."""
     colors: dict[str | None, str] = {}

@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import SEQUENTIAL, apply_layout, sense_color_map
+from lib.charts.common import SEQUENTIAL, apply_layout, group_senses, sense_color_map
+from lib.charts.layers import CELL_TEXT_MAX, HOVER_MAX, MAX_TICK_LABELS, _thin
 
 
 def before_after_heatmaps(
@@ -26,6 +27,7 @@ def before_after_heatmaps(
     Tick labels are coloured by sense so blocks of one sense are visible.
     """
     n = len(labels)
+    senses = group_senses(senses)
     safe = [escape(x) for x in labels]
     colors = sense_color_map(senses)
     if any(senses):
@@ -45,10 +47,15 @@ def before_after_heatmaps(
                 z=m,
                 x=list(range(n)),
                 y=list(range(n)),
-                text=[[f"{v:.2f}" for v in row] for row in m],
-                customdata=[[[safe[i], safe[j]] for j in range(n)] for i in range(n)],
-                hovertemplate="%{customdata[0]}<br>%{customdata[1]}<br>cosine %{z:.3f}<extra></extra>",
-                texttemplate="%{text}" if n <= 14 else None,
+                # n × n hover strings and cell text only for a small set (the Layers page's rule): at 500
+                # sentences they were 15 s of CPU and 65 MB sent to the browser on every rerun
+                text=[[f"{v:.2f}" for v in row] for row in m] if n <= CELL_TEXT_MAX else None,
+                customdata=[[[safe[i], safe[j]] for j in range(n)] for i in range(n)] if n <= HOVER_MAX else None,
+                hovertemplate=(
+                    "%{customdata[0]}<br>%{customdata[1]}<br>" if n <= HOVER_MAX else "row %{y}, column %{x}<br>"
+                )
+                + "cosine %{z:.3f}<extra></extra>",
+                texttemplate="%{text}" if n <= CELL_TEXT_MAX else None,
                 zmin=lo,
                 zmax=1.0,
                 colorscale=SEQUENTIAL,
@@ -57,8 +64,9 @@ def before_after_heatmaps(
             row=1,
             col=col,
         )
-    fig.update_xaxes(tickvals=list(range(n)), ticktext=[str(i + 1) for i in range(n)], title_text="sentence")
-    fig.update_yaxes(tickvals=list(range(n)), ticktext=ticks, autorange="reversed", row=1, col=1)
+    shown = _thin(list(range(n)), MAX_TICK_LABELS)
+    fig.update_xaxes(tickvals=shown, ticktext=[str(i + 1) for i in shown], title_text="sentence")
+    fig.update_yaxes(tickvals=shown, ticktext=[ticks[i] for i in shown], autorange="reversed", row=1, col=1)
     fig.update_yaxes(autorange="reversed", row=1, col=2)
     fig.update_layout(coloraxis={"colorscale": SEQUENTIAL, "cmin": lo, "cmax": 1.0, "colorbar": {"title": "cosine"}})
-    return apply_layout(fig, height=max(380, 34 * n + 120))
+    return apply_layout(fig, height=int(min(900, max(380, 34 * n + 120))))

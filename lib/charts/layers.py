@@ -24,6 +24,7 @@ from lib.charts.common import (
     SENSE_COLORS,
     SEQUENTIAL,
     apply_layout,
+    group_senses,
     sense_color_map,
 )
 from lib.similarity import LayerReference
@@ -52,6 +53,7 @@ REFERENCE_COLOR = "#555555"
 BLOCK_LINE = "#222222"  # lines between sense blocks
 MAX_TICK_LABELS = 40
 CELL_TEXT_MAX = 14  # write the cosine into each cell up to this many sentences
+HOVER_MAX = 120  # above this many sentences a cell's hover names its row and column, not both sentences
 
 
 def _esc(text: str) -> str:
@@ -96,6 +98,21 @@ def _thin(values: list, max_labels: int) -> list:
     return values[::step]
 
 
+def block_lines(edges: Sequence[float], *, subplot: int = 1, width: int = 2) -> list[dict]:
+    """Shapes for the lines between sense blocks of one heatmap (subplot 1, 2, ... of a figure): a
+    horizontal and a vertical line across the plot at each edge. Set them all with one
+    ``fig.update_layout(shapes=...)``: adding them one by one (add_hline) re-validates the figure each
+    time (498 lines took 135 s)."""
+    suffix = "" if subplot == 1 else str(subplot)
+    x, y = f"x{suffix}", f"y{suffix}"
+    line = {"color": BLOCK_LINE, "width": width}
+    out = []
+    for e in edges:
+        out.append({"type": "line", "xref": f"{x} domain", "x0": 0, "x1": 1, "yref": y, "y0": e, "y1": e, "line": line})
+        out.append({"type": "line", "yref": f"{y} domain", "y0": 0, "y1": 1, "xref": x, "x0": e, "x1": e, "line": line})
+    return out
+
+
 def _block_edges(senses: Sequence[str | None], order: Sequence[int]) -> list[float]:
     """Positions (between cells) where the sense changes along ``order``."""
     edges = []
@@ -125,6 +142,7 @@ def similarity_heatmap(
     """
     m = np.asarray(cosines, dtype=float)
     n = m.shape[0]
+    senses = group_senses(senses)
     order = list(order) if order is not None else sense_order(senses)
     sub = m[np.ix_(order, order)].astype(np.float32)  # float32 halves what the browser receives
     ticks = _sense_ticks(labels, senses, order)
@@ -135,9 +153,9 @@ def similarity_heatmap(
             z=sub,
             x=list(range(n)),
             y=list(range(n)),
-            customdata=None if n > 120 else [[[names[r], names[c]] for c in range(n)] for r in range(n)],
+            customdata=None if n > HOVER_MAX else [[[names[r], names[c]] for c in range(n)] for r in range(n)],
             hovertemplate=(
-                "%{customdata[0]}<br>%{customdata[1]}<br>" if n <= 120 else "row %{y}, column %{x}<br>"
+                "%{customdata[0]}<br>%{customdata[1]}<br>" if n <= HOVER_MAX else "row %{y}, column %{x}<br>"
             )
             + ("cosine − baseline" if adjusted else "cosine")
             + " %{z:.3f}<extra></extra>",
@@ -163,9 +181,7 @@ def similarity_heatmap(
         title_text="sentence",
         side="bottom",
     )
-    for e in _block_edges(senses, order):
-        fig.add_hline(y=e, line={"color": BLOCK_LINE, "width": 2})
-        fig.add_vline(x=e, line={"color": BLOCK_LINE, "width": 2})
+    fig.update_layout(shapes=block_lines(_block_edges(senses, order)))
     return apply_layout(fig, title=title, height=int(min(900, max(420, 18 * n + 160))))
 
 
@@ -188,6 +204,7 @@ def layer_small_multiples(
     """
     m = np.asarray(cosines, dtype=float)
     k = m.shape[0]
+    senses = group_senses(senses)
     order = list(order) if order is not None else sense_order(senses)
     n = len(order)
     cols = min(columns, k)
@@ -197,6 +214,7 @@ def layer_small_multiples(
         rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.08
     )
     edges = _block_edges(senses, order)
+    shapes: list[dict] = []
     for i in range(k):
         r, c = i // cols + 1, i % cols + 1
         fig.add_trace(
@@ -208,20 +226,22 @@ def layer_small_multiples(
             row=r,
             col=c,
         )
-        for e in edges:
-            fig.add_hline(y=e, line={"color": BLOCK_LINE, "width": 1}, row=r, col=c)
-            fig.add_vline(x=e, line={"color": BLOCK_LINE, "width": 1}, row=r, col=c)
+        shapes += block_lines(edges, subplot=i + 1, width=1)
         if i == selected:
-            fig.add_shape(
-                type="rect",
-                x0=-0.5,
-                x1=n - 0.5,
-                y0=-0.5,
-                y1=n - 0.5,
-                line={"color": "black", "width": 3},
-                row=r,
-                col=c,
+            suffix = "" if i == 0 else str(i + 1)
+            shapes.append(
+                {
+                    "type": "rect",
+                    "xref": f"x{suffix}",
+                    "yref": f"y{suffix}",
+                    "x0": -0.5,
+                    "x1": n - 0.5,
+                    "y0": -0.5,
+                    "y1": n - 0.5,
+                    "line": {"color": "black", "width": 3},
+                }
             )
+    fig.update_layout(shapes=shapes)  # one call: adding shapes one by one re-validates the figure each time
     fig.update_xaxes(showticklabels=False, constrain="domain")
     fig.update_yaxes(showticklabels=False, autorange="reversed", scaleanchor=None)
     fig.update_layout(

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import CONTEXT_COLOR, apply_layout, sense_color_map
+from lib.charts.common import CONTEXT_COLOR, apply_layout, group_senses, sense_color_map
 
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
@@ -66,6 +66,7 @@ def projection_scatter(
     """
     C = _finite(coords)
     dims = C.shape[1]
+    senses = group_senses(senses)
     colors = sense_color_map(senses)
     fig = go.Figure()
     if context is not None and len(context):
@@ -182,6 +183,7 @@ def projection_small_multiples(
         horizontal_spacing=0.03,
         vertical_spacing=0.12 / max(1, rows - 1) if rows > 1 else 0.05,
     )
+    senses = group_senses(senses)
     colors = sense_color_map(senses)
     groups = _groups(senses)
     for k, coords in enumerate(coords_per_layer):
