@@ -196,7 +196,7 @@ class Case:
 
 
 LONG = "The bank " + "and then a very long clause about nothing at all " * 100 + "ended."  # > 5,000 chars
-LATE = "It was " + "a long day of walking in the hills, " * 140 + "and then the bank."  # target past 512
+LATE = "It was " + "a long day of walking in the hills, " * 140 + "and then the bank."  # target past 128
 TWENTY_ONE_K = "\n".join(f"Bank {k}." for k in range(MAX_SENTENCES + 20))
 HTML = (
     "money | <script>alert(1)</script> The bank <b>bold</b> opened.\n"
@@ -224,12 +224,12 @@ CASES = [
     Case(
         "5000-char-sentence",
         lambda: app(text=f"{LONG}\nThe bank opened.", target="bank"),
-        ("longer than the model's limit of 512",),
+        ("longer than 128 word pieces",),
     ),
     Case(
         "target-beyond-the-limit",
         lambda: app(text=f"{LATE}\nThe bank opened.\nWe sat on the bank.", target="bank"),
-        ("beyond the model's limit",),
+        ("lies beyond the first 128 word pieces",),
     ),
     Case(
         "target-absent-from-some-lines",

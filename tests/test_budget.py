@@ -1,0 +1,243 @@
+"""The server's budgets (lib/budget.py), CSV safety (lib/export.py), hosted mode (lib/hosting.py) and the
+CPU guards of the figure builders: hand-checked cases plus the real bundled model."""
+
+from __future__ import annotations
+
+import csv
+import io
+import tomllib
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from lib import budget
+from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes, fit_to_budget, nbytes
+from lib.charts.common import MAX_SENSES, group_senses
+from lib.charts.home import before_after_heatmaps
+from lib.charts.layers import layer_small_multiples, similarity_heatmap
+from lib.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.export import csv_text, frame_csv, safe_cell
+from lib.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
+from lib.similarity import evidence_card
+from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from tests.conftest import ROOT
+
+
+# --------------------------------------------------------------------------------- word-piece budget
+def test_fit_to_budget_keeps_the_prefix_that_fits_and_says_so_once():
+    cut = fit_to_budget([10, 200, 30, 40, 50], per_sentence=100, per_set=150)
+    # 10 + min(200, 100) + 30 = 140 fits, + 40 would be 180 > 150
+    assert cut.kept == 3 and cut.pieces == 140 and cut.shortened == (1,)
+    assert "1 sentence(s) are longer than 100 word pieces" in cut.shortened_note
+    assert "first 3 of 5 sentences" in cut.dropped_note and "other 2" in cut.dropped_note
+    assert cut.message == cut.shortened_note + " " + cut.dropped_note
+
+
+def test_fit_to_budget_always_keeps_one_sentence_and_is_silent_when_nothing_is_cut():
+    assert fit_to_budget([500], per_sentence=128, per_set=10).kept == 1
+    ok = fit_to_budget([5, 6, 7], per_sentence=128, per_set=100)
+    assert (ok.kept, ok.message) == (3, "")
+
+
+def test_cache_budget_comes_from_the_environment_with_a_default():
+    assert cache_budget_bytes({}) == budget.DEFAULT_CACHE_MB * 2**20
+    assert cache_budget_bytes({"CONTEXT_LENS_CACHE_MB": "64"}) == 64 * 2**20
+    for bad in ("", "lots", "-5", "0"):
+        assert cache_budget_bytes({"CONTEXT_LENS_CACHE_MB": bad}) == budget.DEFAULT_CACHE_MB * 2**20
+
+
+# --------------------------------------------------------------------------------- byte-bounded cache
+def test_nbytes_counts_each_array_once_and_views_by_their_base():
+    a = np.zeros((10, 10), dtype=np.float32)  # 400 bytes
+    assert nbytes((a, a, a[:2], {"x": [a.T]})) == 400
+    assert nbytes((a, np.zeros(5, dtype=np.float64), "text", 3)) == 440
+
+
+def test_byte_lru_evicts_least_recently_used_by_bytes():
+    lru = ByteLRU(max_bytes=1000)
+    arr = lambda: np.zeros(50, dtype=np.float64)  # noqa: E731  (400 bytes each)
+    lru.put("a", arr())
+    lru.put("b", arr())
+    assert lru.get("a") is not None  # "a" is now the most recently used
+    lru.put("c", arr())  # 1,200 bytes > 1,000: the least recently used ("b") goes
+    assert "b" not in lru and "a" in lru and "c" in lru
+    assert lru.total_bytes == 800 and lru.evictions == 1
+    big = np.zeros(1000, dtype=np.float64)  # alone over budget: kept (the caller needs it), others go
+    lru.put("big", big)
+    assert list(lru._entries) == ["big"] and lru.total_bytes == big.nbytes
+
+
+def test_byte_lru_computes_each_key_once():
+    lru = ByteLRU(max_bytes=10_000)
+    calls = []
+    for _ in range(3):
+        lru.get_or_compute("k", lambda: calls.append(1) or np.ones(3))
+    assert len(calls) == 1
+
+
+def test_expiring_dict_is_bounded_and_forgets():
+    now = [0.0]
+    d = ExpiringDict(max_entries=3, ttl=10.0, clock=lambda: now[0])
+    for k in range(5):
+        d[f"m{k}"] = "failed"
+    assert len(d) == 3 and "m0" not in d and "m4" in d
+    now[0] = 11.0
+    assert len(d) == 0 and d.get("m4") is None
+
+
+# --------------------------------------------------------------------------------- memory by design
+def test_set_encodings_carry_no_attentions_and_a_sentence_encoding_does(encoder):
+    sentences = ["The bank raised its rates.", "We sat on the river bank all afternoon."]
+    cheap = encoder.encode(sentences, attentions=False, max_tokens=8)
+    assert cheap.attentions is None
+    assert [len(t) for t in cheap.tokens] == [8, 8] and cheap.truncated == (False, True)
+    one = encoder.encode([sentences[1]], attentions=True, max_tokens=8)
+    assert one.tokens[0] == cheap.tokens[1]  # the same word pieces, so token indices carry over
+    assert one.attentions[0].shape == (encoder.num_layers, encoder.num_heads, 8, 8)
+    np.testing.assert_allclose(one.attentions[0].sum(axis=-1), 1.0, atol=1e-5)
+
+
+def test_corpus_statistics_run_without_attentions_and_within_the_budget(encoder, monkeypatch):
+    from lib.corpus import compute_corpus_statistics, corpus_statistics
+
+    sentences = [f"Sentence number {k} talks about the weather in a small town." for k in range(12)]
+    monkeypatch.setattr(budget, "MAX_SET_PIECES", 60)
+    stats = compute_corpus_statistics(encoder, sentences, chunk=4)
+    counts = [len(x) for x in encoder.tokenizer(sentences)["input_ids"]]
+    kept = fit_to_budget(counts, per_set=60).kept
+    assert 0 < kept < len(sentences) and stats.n_sentences == kept
+    assert stats.notes and f"first {kept} of {len(sentences)}" in stats.notes[0]
+    # the same numbers as the statistics of one encoding of the kept sentences
+    ref = corpus_statistics(encoder.encode(sentences[:kept], attentions=False))
+    np.testing.assert_allclose(stats.mean, ref.mean, atol=1e-5)
+    assert stats.n_tokens == ref.n_tokens
+
+
+# --------------------------------------------------------------------------------- CPU guards
+def _many_senses(n: int) -> tuple[np.ndarray, list[str], list[str]]:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 8))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x @ x.T, [f"S{i + 1} · s" for i in range(n)], [f"sense{i}" for i in range(n)]
+
+
+def test_group_senses_keeps_the_most_frequent_and_names_the_rest():
+    senses = ["a"] * 5 + ["b"] * 3 + [f"r{k}" for k in range(20)] + [None]
+    g = group_senses(senses, max_senses=3)
+    assert g[:8] == ["a"] * 5 + ["b"] * 3
+    assert set(g[8:28]) == {"other (20 senses)"} and g[28] is None
+    assert group_senses(["a", "b", None]) == ["a", "b", None]
+
+
+def test_boundary_shapes_are_set_in_one_call_and_bounded(monkeypatch):
+    def refuse(*_a, **_k):
+        raise AssertionError("shapes must be set in one update_layout call, not one by one")
+
+    for name in ("add_hline", "add_vline", "add_shape"):
+        monkeypatch.setattr(go.Figure, name, refuse)
+    cos, labels, senses = _many_senses(300)
+    fig = similarity_heatmap(cos, labels, senses, title="t")
+    # at most MAX_SENSES blocks: at most MAX_SENSES - 1 edges, two lines each
+    assert 0 < len(fig.layout.shapes) <= 2 * (MAX_SENSES - 1)
+    assert any("other (" in t for t in fig.layout.yaxis.ticktext)  # the grouped senses are named
+    multi = layer_small_multiples(np.stack([cos, cos]), senses, ["0", "1"], selected=1)
+    assert len(multi.layout.shapes) <= 2 * 2 * (MAX_SENSES - 1) + 1
+    assert {s.xref for s in multi.layout.shapes if s.type == "rect"} == {"x2"}
+
+
+def test_home_heatmap_drops_per_cell_hover_and_text_for_a_large_set():
+    cos, labels, senses = _many_senses(200)
+    fig = before_after_heatmaps(cos, cos, labels, senses, ("a", "b"))
+    for trace in fig.data:
+        assert trace.customdata is None and trace.text is None
+        assert "row %{y}" in trace.hovertemplate
+    small = before_after_heatmaps(cos[:5, :5], cos[:5, :5], labels[:5], senses[:5], ("a", "b"))
+    assert small.data[0].customdata is not None and small.data[0].text is not None
+
+
+# --------------------------------------------------------------------------------- CSV injection
+@pytest.mark.parametrize("bad", ["=1+2", "+SUM(A1)", "-2+3", "@cmd", "\tx", "\rx", '=HYPERLINK("http://x")'])
+def test_formula_cells_are_neutralised(bad):
+    assert safe_cell(bad) == "'" + bad
+
+
+def test_numbers_and_plain_text_are_left_alone():
+    for ok in ("-0.25", "+3", "1e-3", "river", "", "a=b"):
+        assert safe_cell(ok) == ok
+    assert safe_cell(-1.5) == -1.5
+
+
+def test_every_csv_writer_neutralises_cells():
+    rows = list(csv.reader(io.StringIO(csv_text([["=cmd", "-0.5"]], header=["@h", "x"]))))
+    assert rows == [["'@h", "x"], ["'=cmd", "-0.5"]]
+    df = pd.DataFrame({"sentence": ["=1+1", "fine"], "x": [-1.0, 2.0]}, index=["+i", "j"])
+    out = list(csv.reader(io.StringIO(frame_csv(df, index_label="=lab"))))
+    assert out[0] == ["'=lab", "sentence", "x"] and out[1] == ["'+i", "'=1+1", "-1.0"]
+    v = np.eye(3, 4)
+    card = evidence_card(v, v, ["=cmd() bank", "@bank", "the bank"], ["-river", "=money", "money"], "=bank")
+    text = card.to_csv()
+    for cell in (c for row in csv.reader(io.StringIO(text)) for c in row):
+        assert not (cell.startswith(("=", "+", "@", "\t", "\r")) or (cell.startswith("-") and not _num(cell)))
+
+
+def _num(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def test_lesson_report_csv_is_safe():
+    from lib.export import dict_rows_csv
+
+    out = list(csv.reader(io.StringIO(dict_rows_csv([{"answer": "=2*3", "score": -1}]))))
+    assert out == [["answer", "score"], ["'=2*3", "-1"]]
+
+
+# --------------------------------------------------------------------------------- uploads agree
+def test_streamlit_upload_limit_is_the_apps_own():
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert cfg["server"]["maxUploadSize"] == MAX_UPLOAD_MB
+    assert MAX_UPLOAD_BYTES == MAX_UPLOAD_MB * 1024 * 1024  # Streamlit counts a MB as 1024²
+
+
+# --------------------------------------------------------------------------------- hosted mode
+def test_allowlist_rules():
+    env = {"CONTEXT_LENS_MODELS": "bert-base-uncased, org/other"}
+    assert model_allowed("bert-base-uncased", env) and model_allowed("org/other", env)
+    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
+    assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
+    assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
+
+
+def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", "org/listed-but-absent")
+    messages = set()
+    for name in (str(tmp_path), str(default_model_path()), "org/missing", "/no/such", "../../etc"):
+        with pytest.raises(ModelLoadError) as err:
+            load_encoder(name)
+        messages.add(str(err.value))
+    assert messages == {HOSTED_REFUSAL}
+    assert load_encoder().num_layers == 6  # the default always loads
+
+
+def test_hosted_mode_in_the_app_gives_one_message(monkeypatch, tmp_path):
+    """The sidebar's loader: a refused name and a listed id that fails to load say the same thing."""
+    from ui import cache
+
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", "org/listed-but-absent")
+    cache._failed_models.clear()
+    got = {cache.try_encoder(n)[1] for n in (str(tmp_path), "/etc", "org/missing", "org/listed-but-absent")}
+    assert got == {HOSTED_REFUSAL}
+
+
+def test_parameter_estimate_and_size_limit(encoder, monkeypatch):
+    real = sum(p.numel() for p in encoder.model.parameters())
+    assert abs(estimate_parameters(encoder.model.config) - real) / real < 0.02
+    monkeypatch.setenv("CONTEXT_LENS_MAX_PARAMS", "1000000")
+    with pytest.raises(ModelLoadError, match="parameters; this server loads models up to 1 M"):
+        load_encoder(str(default_model_path()))  # the bundled files, named as a folder: checked
+    assert load_encoder().name  # the default itself is never refused

@@ -1,0 +1,144 @@
+"""The input budget and the learner's text, in the app: small caps so the guards trip on small sets.
+
+A link, a paste and an upload over the word-piece budget each give one plain message and keep the
+sentences that fit (a chart is still drawn); picking a preset keeps the learner's own sentences one click
+away; a set too long for a link says so to whoever opens the link.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib import budget
+from lib.encoder import DEFAULT_MODEL
+from lib.presets import default_preset, load_presets
+from lib.sentences import pack_text
+from tests.conftest import ROOT, page_test
+
+pytestmark = pytest.mark.slow
+
+SET_CAP = 90  # word pieces per set in these tests (each sentence below is 10-11 with [CLS] and [SEP])
+SENTENCES = [f"{'money' if k % 2 else 'river'} | The bank number {k} opened early." for k in range(20)]
+TEXT = "\n".join(SENTENCES)
+
+
+@pytest.fixture
+def small_budget(monkeypatch):
+    monkeypatch.setattr(budget, "MAX_SET_PIECES", SET_CAP)
+
+
+def _expected_kept(encoder) -> int:
+    clean = [s.split("|", 1)[1].strip() for s in SENTENCES]
+    counts = [len(x) for x in encoder.tokenizer(clean)["input_ids"]]
+    kept = budget.fit_to_budget(counts, per_set=SET_CAP).kept
+    assert 2 <= kept < len(SENTENCES)
+    return kept
+
+
+def _warnings(at: AppTest) -> str:
+    return "\n".join(re.sub(r"\\(.)", r"\1", str(w.value)) for w in at.warning)
+
+
+def _assert_cut_said_once_and_rest_kept(at: AppTest, kept: int) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    msg = f"only its first {kept} of {len(SENTENCES)} sentences are used"
+    assert _warnings(at).count(msg) == 1, _warnings(at)
+    assert at.get("plotly_chart"), "the sentences that fit are still shown"
+
+
+def _app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+
+
+def test_a_link_over_budget_says_so_and_keeps_the_rest(small_budget, encoder):
+    at = _app()
+    at.query_params["target"] = "bank"
+    at.query_params["text"] = pack_text(TEXT)
+    at.run()
+    _assert_cut_said_once_and_rest_kept(at, _expected_kept(encoder))
+    assert f"“bank” in {_expected_kept(encoder)} sentences" in " ".join(s.value for s in at.subheader)
+
+
+def test_a_paste_over_budget_says_so_and_keeps_the_rest(small_budget, encoder):
+    at = page_test("pages/home.py", text=TEXT, target="bank").run()
+    _assert_cut_said_once_and_rest_kept(at, _expected_kept(encoder))
+
+
+def test_an_upload_over_budget_says_so_and_keeps_the_rest(small_budget, encoder):
+    at = page_test("pages/layers.py", preset=default_preset().id).run()
+    csv = "sense,sentence\n" + "\n".join(",".join(x.strip() for x in s.split("|")) for s in SENTENCES)
+    at.file_uploader(key="layers_upload").set_value(("many.csv", csv.encode(), "text/csv")).run()
+    at.button(key="layers_upload_apply").click().run()
+    _assert_cut_said_once_and_rest_kept(at, _expected_kept(encoder))
+
+
+def test_long_sentences_are_read_up_to_the_cap_and_said_once(monkeypatch):
+    monkeypatch.setattr(budget, "MAX_PIECES_PER_SENTENCE", 12)
+    long = "The bank " + "by the long and winding river " * 6 + "opened."
+    at = page_test("pages/home.py", text=f"{long}\nThe bank closed.\nWe sat on the bank.", target="bank").run()
+    assert not at.exception
+    assert _warnings(at).count("1 sentence(s) are longer than 12 word pieces") == 1
+    assert at.get("plotly_chart")
+
+
+# ------------------------------------------------------------------------------------- the learner's text
+def _sidebar_app() -> AppTest:
+    def script():
+        from ui import state
+
+        state.init_session()
+        state.render_sidebar()
+        state.finish_run()
+
+    return AppTest.from_function(script, default_timeout=300)
+
+
+def test_picking_a_preset_keeps_my_sentences_one_click_away():
+    mine = "money | My bank gave me a loan.\nriver | The bank was muddy."
+    at = _sidebar_app()
+    at.session_state["cl_preset"] = "custom"
+    at.session_state["cl_text"] = mine
+    at.session_state["cl_target"] = "bank"
+    at.session_state["cl_model"] = DEFAULT_MODEL
+    at.session_state["_cl_initialised"] = True
+    at.run()
+    assert not at.exception and not [b for b in at.button if b.key == "cl_back_to_own"]
+    other = next(p for p in load_presets() if p.text != mine)
+    at.selectbox(key="cl_preset").set_value(other.id).run()
+    assert at.session_state["cl_text"] == other.text
+    at.button(key="cl_back_to_own").click().run()
+    assert at.session_state["cl_text"] == mine and at.session_state["cl_target"] == "bank"
+    assert at.session_state["cl_preset"] == "custom"
+    assert not [b for b in at.button if b.key == "cl_back_to_own"]  # nothing left to go back to
+
+
+def test_sentence_box_has_max_chars():
+    from lib.sentences import MAX_TEXT_CHARS
+
+    at = _sidebar_app().run()
+    assert at.text_area(key="cl_text").max_chars == MAX_TEXT_CHARS
+
+
+def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypatch):
+    from ui import state
+
+    monkeypatch.setattr(state, "MAX_PACKED_IN_URL", 20)
+    at = _sidebar_app()
+    at.session_state["cl_preset"] = "custom"
+    at.session_state["cl_text"] = TEXT
+    at.session_state["cl_target"] = "bank"
+    at.session_state["cl_model"] = DEFAULT_MODEL
+    at.session_state["_cl_initialised"] = True
+    at.run()
+    assert at.query_params.get("toolong") in ("1", ["1"]) and "text" not in at.query_params
+    # whoever opens that link is told, instead of silently getting the default preset
+    opened = _sidebar_app()
+    opened.query_params["target"] = "bank"
+    opened.query_params["toolong"] = "1"
+    opened.run()
+    notes = " ".join(w.value for w in opened.sidebar.warning)
+    assert "too long to travel in a link" in notes
+    assert opened.session_state["cl_preset"] == default_preset().id
