@@ -48,6 +48,13 @@ RUN if [ -n "$PRELOAD_MODEL" ]; then \
       HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 python -c "import sys; from transformers import AutoModel, AutoTokenizer; AutoTokenizer.from_pretrained(sys.argv[1]); AutoModel.from_pretrained(sys.argv[1])" "$PRELOAD_MODEL"; \
     fi
 
+# Hosted mode (lib/hosting.py, docs/hosting.md): only the bundled model and the one baked in above load; a
+# link naming any other model or a folder gets one and the same refusal. Results are cached up to
+# CONTEXT_LENS_CACHE_MB; models above CONTEXT_LENS_MAX_PARAMS parameters are refused. Override with -e.
+ENV CONTEXT_LENS_MODELS="sentence-transformers/all-MiniLM-L6-v2${PRELOAD_MODEL:+,$PRELOAD_MODEL}" \
+    CONTEXT_LENS_CACHE_MB=400 \
+    CONTEXT_LENS_MAX_PARAMS=150000000
+
 EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
   CMD python -c "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://localhost:8501/_stcore/health', timeout=5).status == 200 else 1)"

@@ -261,8 +261,8 @@ class Encoder:
                     self.tokenizer.convert_ids_to_tokens(ids.tolist()),
                     _readonly(ids),
                     _readonly(off_all[j, :t].astype(np.int64)),
-                    _readonly(np.ascontiguousarray(hs[j, :, :t, :])),
-                    _readonly(np.ascontiguousarray(att[j, :, :, :t, :t])) if att is not None else None,
+                    _readonly(hs[j, :, :t, :].copy()),  # a copy: a view would keep the whole batch alive
+                    _readonly(att[j, :, :, :t, :t].copy()) if att is not None else None,
                     lengths_full[j] > limit,
                 )
             done += len(idx)

@@ -120,3 +120,14 @@ def test_hosting_doc_says_how_to_build_and_run():
     doc = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
     assert "docker build" in doc and "docker run" in doc and "8501" in doc
     assert "Community Cloud" in doc
+
+
+def test_the_image_runs_in_hosted_mode():
+    """Issue 11: the image turns hosted mode on (an allowlist with the bundled model) and sets the budgets."""
+    from lib.encoder import DEFAULT_MODEL
+
+    env = env_vars()
+    assert env.get("CONTEXT_LENS_MODELS", "").split(",")[0].split("$")[0] == DEFAULT_MODEL
+    assert int(env["CONTEXT_LENS_CACHE_MB"]) > 0 and int(env["CONTEXT_LENS_MAX_PARAMS"]) > 0
+    doc = (ROOT / "docs" / "hosting.md").read_text(encoding="utf-8")
+    assert "CONTEXT_LENS_MODELS" in doc and "Secrets" in doc  # the Community Cloud notes turn it on too

@@ -313,7 +313,10 @@ def render_sidebar() -> None:
         )
     ss = sentence_set()
     _show_set_messages(sb, ss)
-    with sb.expander("Model", expanded=st.session_state.get(K_ACTIVE_MODEL) != DEFAULT_MODEL):
+    active = st.session_state.get(K_ACTIVE_MODEL)
+    wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
+    # open when another model is in use, or when the one asked for (e.g. by a link) was refused: say why
+    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active):
         st.text_input(
             "Hugging Face id or local folder",
             key=K_MODEL,
