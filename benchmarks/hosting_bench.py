@@ -63,6 +63,14 @@ def _status(pid: int, field: str) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (/proc/<pid>/stat), robust to a busy machine."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_answer(pg, t0: float) -> float:
     pg.wait_for_function(JS_ANSWER, timeout=TIMEOUT_MS, polling=50)
     return time.perf_counter() - t0
@@ -161,16 +169,20 @@ def run_case(key: str) -> dict:
                 warm_s = time.perf_counter() - t
                 warm.close()
                 floor = browser.new_page(viewport={"width": 1400, "height": 1000})
+                c = _cpu_seconds(proc.pid)
                 t = time.perf_counter()
                 floor.goto(base + "/")
                 wait_charts(floor)
                 floor_s = time.perf_counter() - t
+                floor_cpu = _cpu_seconds(proc.pid) - c
                 floor.close()
                 rss_warm = _status(proc.pid, "VmRSS")
                 pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                c = _cpu_seconds(proc.pid)
                 t0 = act(pg, base)
                 answer = _wait_answer(pg, t0)
                 done = _wait_done(pg, t0)
+                case_cpu = _cpu_seconds(proc.pid) - c
                 messages = [m[:160] for m in pg.evaluate(JS_MESSAGES)]
                 charts = pg.locator("[data-testid='stPlotlyChart']").count()
                 errors = exceptions(pg)
@@ -182,6 +194,8 @@ def run_case(key: str) -> dict:
             "what": label,
             "first_page_s": round(warm_s, 1),
             "warm_start_page_s": round(floor_s, 2),
+            "warm_start_page_cpu_s": round(floor_cpu, 2),
+            "server_cpu_s": round(case_cpu, 2),
             "answer_s": round(answer, 2),
             "done_s": round(done, 2),
             "rss_after_warmup_mb": round(rss_warm),
@@ -206,12 +220,13 @@ def main(argv: list[str]) -> None:
         print(json.dumps(r, ensure_ascii=False), flush=True)
     out = ROOT / "benchmarks" / "hosting_results.json"
     out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    print("\n| input | answer | done | peak RSS | charts | server |")
-    print("| --- | ---: | ---: | ---: | ---: | --- |")
+    print("\n| input | answer | all charts | server CPU | floor: warm start page | peak RSS | server |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results:
         print(
-            f"| {r['what']} | {r['answer_s']:.1f} s | {r['done_s']:.1f} s | {r['peak_rss_mb']:,} MB | "
-            f"{r['charts']} | {'alive' if r['server_alive'] else 'DOWN'} |"
+            f"| {r['what']} | {r['answer_s']:.1f} s | {r['done_s']:.1f} s | {r['server_cpu_s']:.1f} s | "
+            f"{r['warm_start_page_s']:.1f} s ({r['warm_start_page_cpu_s']:.1f} s CPU) | "
+            f"{r['peak_rss_mb']:,} MB | {'alive' if r['server_alive'] else 'DOWN'} |"
         )
 
 

@@ -156,6 +156,11 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
     Computed in float64, so `max_abs_diff` measures the model's float32 rounding (~1e-7).
     Returns an `AttentionRecomputation`. Raises `UnsupportedArchitectureError` for unknown layouts.
     """
+    if encoding.attentions is None:
+        raise ValueError(
+            "This encoding has no attention weights: encode the sentence with attentions=True "
+            "(ui.cache.sentence_attention does)."
+        )
     hidden_states = np.asarray(encoding.hidden_states[sentence_index])
     model_attn = np.asarray(encoding.attentions[sentence_index])
     num_layers = model_attn.shape[0]

@@ -241,3 +241,11 @@ def test_parameter_estimate_and_size_limit(encoder, monkeypatch):
     with pytest.raises(ModelLoadError, match="parameters; this server loads models up to 1 M"):
         load_encoder(str(default_model_path()))  # the bundled files, named as a folder: checked
     assert load_encoder().name  # the default itself is never refused
+
+
+def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
+    from lib.attention import recompute_attention
+
+    cheap = encoder.encode(["The bank raised its rates."], attentions=False)
+    with pytest.raises(ValueError, match="attentions=True"):
+        recompute_attention(encoder, cheap, 0, 0, 0)
