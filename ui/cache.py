@@ -167,3 +167,23 @@ def warm_up_in_background() -> None:
 
 
 WARM_UP: dict[str, float] = {}
+
+
+# --------------------------------------------------------------------------------- "What moves the word"
+# A separate block so the caches above can change (e.g. to a byte budget) without touching this one.
+# One entry holds (num_layers + 1) x words floats and the target's vector: a few kB, so 64 entries are small.
+
+
+@st.cache_resource(show_spinner="Masking each word in turn…", max_entries=64, ttl=6 * 3600)
+def occlusion(model_name: str, sentence: str, target: str | None, replacement: str | None):
+    """lib.context.occlusion of one sentence (bounded by lib.context.MAX_WORDS / MAX_PIECES), computed once.
+
+    Raises TargetError / ContextError (ValueErrors with a message for the learner); failures are not cached.
+    """
+    from lib.context import occlusion as run_occlusion
+
+    with _lock:
+        ENCODE_CALLS[model_name] += 1
+    out = run_occlusion(encoder(model_name), sentence, target, replacement)
+    release_memory()
+    return out
