@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, SEQUENTIAL, apply_layout, sense_color_map
 
-__all__ = ["attention_vs_effect", "edit_by_layer", "shift_bars", "shift_strip", "word_labels"]
+__all__ = ["attention_vs_effect", "edit_by_layer", "shift_bars", "shift_strip", "word_bars", "word_labels"]
 
 BAR_COLOR = SENSE_COLORS[0]
 ATTENTION_COLOR = SENSE_COLORS[1]
@@ -98,6 +98,36 @@ def shift_bars(
         bargap=0.25,
     )
     return apply_layout(fig, title=title, height=int(min(900, max(320, 26 * len(words) + 160))))
+
+
+def word_bars(
+    words: Sequence[str],
+    values: np.ndarray,
+    *,
+    axis_title: str,
+    color: str = ATTENTION_COLOR,
+    title: str = "",
+) -> go.Figure:
+    """One horizontal bar per context word, in sentence order (e.g. the target's attention to each word)."""
+    v = _finite(values)
+    labels = word_labels(words)
+    fig = go.Figure(
+        go.Bar(
+            x=v,
+            y=labels,
+            orientation="h",
+            marker_color=color,
+            text=[f"{x:.3f}" for x in v],
+            textposition="outside",
+            hovertemplate="<b>%{y}</b>: %{x:.4f}<extra></extra>",
+        )
+    )
+    top = float(max(v.max(initial=0.0), 1e-6))
+    fig.update_layout(
+        xaxis={"title": axis_title, "range": [0, top * 1.25]},
+        yaxis={"autorange": "reversed", "type": "category"},
+    )
+    return apply_layout(fig, title=title, height=int(min(900, max(300, 26 * len(words) + 140))))
 
 
 def shift_strip(
