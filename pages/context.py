@@ -144,8 +144,8 @@ else:
     st.markdown(
         f"At {where}, {what} {q(occ.words[top])} moves “{word}” most "
         f"(shift **{shift_now[top]:.3f}**, i.e. cosine {1 - shift_now[top]:.3f} with the original), and "
-        f"{what} {q(occ.words[low])} least ({shift_now[low]:.3f}). The orange bars are the target's attention "
-        "to each word in the same layer (mean over heads); compare the two orders in section 2."
+        f"{what} {q(occ.words[low])} least ({shift_now[low]:.3f}). On the right, in the same rows, the "
+        "target's attention to each word in the same layer (mean over heads): compare the two orders in section 2."
     )
 chart(
     shift_strip(occ.words, occ.shift, names, title="Every word at every layer (words in sentence order)"),

@@ -43,8 +43,8 @@ def shift_bars(
     *,
     title: str = "",
 ) -> go.Figure:
-    """Horizontal bars of how far masking each word moves the target (largest on top), with the target's
-    attention to the word as a second, thinner bar when given.
+    """Horizontal bars of how far masking each word moves the target (largest on top); when ``attention``
+    is given, a second panel on the right shows the target's attention to the same words, in the same rows.
 
     shift: (n_words,) 1 - cosine at one layer; attention: (n_words,) at the same layer, or None.
     """
@@ -52,18 +52,32 @@ def shift_bars(
     labels = word_labels(words)
     order = list(np.argsort(-s, kind="stable"))
     y = [labels[j] for j in order]
-    fig = go.Figure(
+    cols = 1 if attention is None else 2
+    fig = make_subplots(
+        rows=1,
+        cols=cols,
+        shared_yaxes=True,
+        column_widths=[0.62, 0.38] if cols == 2 else [1.0],
+        horizontal_spacing=0.04,
+    )
+    fig.add_trace(
         go.Bar(
             x=s[order],
             y=y,
             orientation="h",
-            name="shift when masked (1 − cosine)",
+            name="shift when masked",
             marker_color=BAR_COLOR,
             text=[f"{v:.3f}" for v in s[order]],
             textposition="outside",
+            cliponaxis=False,
             hovertemplate="masking <b>%{y}</b><br>shift %{x:.4f}<extra></extra>",
-        )
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
     )
+    top_s = float(max(s.max(initial=0.0), 1e-6))
+    fig.update_xaxes(title_text="shift of the target (1 − cosine)", range=[0, top_s * 1.2], row=1, col=1)
     if attention is not None:
         a = _finite(attention)
         fig.add_trace(
@@ -71,32 +85,22 @@ def shift_bars(
                 x=a[order],
                 y=y,
                 orientation="h",
-                name="target's attention to it",
+                name="target's attention",
                 marker_color=ATTENTION_COLOR,
-                xaxis="x2",
-                width=0.3,
-                offset=-0.45,
+                text=[f"{v:.2f}" for v in a[order]],
+                textposition="outside",
+                cliponaxis=False,
                 hovertemplate="attention to <b>%{y}</b>: %{x:.3f}<extra></extra>",
-            )
+                showlegend=False,
+            ),
+            row=1,
+            col=2,
         )
-        top = float(max(a.max(initial=0.0), 1e-6))
-        fig.update_layout(
-            xaxis2={
-                "overlaying": "x",
-                "side": "top",
-                "range": [0, top * 1.25],
-                "title": {"text": "attention (mean over heads)", "font": {"color": ATTENTION_COLOR}},
-                "showgrid": False,
-            },
-            legend={"orientation": "h", "y": -0.12},
+        top_a = float(max(a.max(initial=0.0), 1e-6))
+        fig.update_xaxes(
+            title_text="target's attention (mean over heads)", range=[0, top_a * 1.3], row=1, col=2
         )
-    top_s = float(max(s.max(initial=0.0), 1e-6))
-    fig.update_layout(
-        xaxis={"title": "shift of the target (1 − cosine)", "range": [0, top_s * 1.25]},
-        yaxis={"autorange": "reversed", "type": "category"},
-        barmode="overlay",
-        bargap=0.25,
-    )
+    fig.update_yaxes(autorange="reversed", type="category")
     return apply_layout(fig, title=title, height=int(min(900, max(320, 26 * len(words) + 160))))
 
 
