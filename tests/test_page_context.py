@@ -133,3 +133,21 @@ def test_bad_replacement_gives_a_message():
     assert any("square brackets" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")) >= 3  # the occlusion charts still draw
     assert np.isfinite(at.session_state["ctx_layer"])
+
+
+def test_garbled_link_values_give_defaults_and_messages():
+    at = _run(
+        query={
+            "ctx_layer": "abc",
+            "ctx_sentence": "-99999",
+            "ctx_word": "9" * 300,
+            "ctx_replace": "<script>",
+            "ctx_own": "[[[ unbalanced",
+        }
+    )
+    assert not at.exception
+    assert at.session_state["ctx_layer"] == 6 and at.session_state["ctx_sentence"] == 1
+    assert at.session_state["ctx_replace"] == "mask"
+    assert any("brackets" in e.value for e in at.error)  # the typed sentence is refused with a message
+    at.text_input(key="ctx_own").set_value("").run()
+    _assert_ok(at)
