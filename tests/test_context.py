@@ -218,3 +218,13 @@ def test_suggested_swaps_take_the_strongest_word_of_the_other_senses(encoder, ri
     assert river.words[j] not in FUNCTION_WORDS
     assert len(swaps) == 1 and swaps[0].index == j and swaps[0].sense == "money"
     assert swaps[0].replacement == money.words[top_content_word(money, "bank")]
+
+
+def test_an_edit_that_keeps_the_word_keeps_the_vector_and_a_real_edit_moves_it(encoder, river):
+    j = river.words.index("river")
+    same, _ = edit(river.sentence, river.target_span, river.spans[j], "river")
+    swapped, _ = edit(river.sentence, river.target_span, river.spans[j], "savings")
+    v = encoder.target_vectors([same, swapped]).vectors
+    cos = layer_cosines(river.base, v)  # (L + 1, 2)
+    assert np.allclose(cos[:, 0], 1.0, atol=1e-5)
+    assert cos[-1, 1] < 0.99
