@@ -82,7 +82,7 @@ c_own.text_input(
     "Or type a sentence of your own",
     key="ctx_own",
     max_chars=MAX_TYPED,
-    help=f"Leave empty to use the sentence above. The target is the first “{ss.target}”, or mark another "
+    help=f"Leave empty to use the sentence above. The target is the first “{escape_md(ss.target)}”, or mark another "
     f"word in [brackets]. At most {MAX_WORDS} words and {MAX_PIECES} word pieces.",
 )
 c_rep.selectbox(
@@ -239,11 +239,11 @@ if swaps:
     cols = st.columns(len(swaps))
     for c, (k, sw) in zip(cols, enumerate(swaps), strict=True):
         c.button(
-            f"{sw.word} → {sw.replacement}",
+            escape_md(f"{sw.word} → {sw.replacement}"),
             key=f"ctx_swap_{k}",
             on_click=_use_swap,
             args=(sw.index, sw.replacement),
-            help=f"“{sw.replacement}” comes from a “{sw.sense}” sentence.",
+            help=f"“{escape_md(sw.replacement)}” comes from a “{escape_md(sw.sense)}” sentence.",
             width="stretch",
         )
 c_word, c_with = st.columns(2)
