@@ -16,6 +16,7 @@ PAGES = [
     ("pages/home.py", "Start here", ":material/home:", True),
     ("pages/layers.py", "Layer by layer", ":material/stacked_line_chart:", False),
     ("pages/attention.py", "Attention", ":material/visibility:", False),
+    ("pages/context.py", "What moves the word", ":material/swap_horiz:", False),
     ("pages/anisotropy.py", "Anisotropy", ":material/explore:", False),
     ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
     ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),

@@ -196,6 +196,20 @@ STEPS: tuple[Step, ...] = (
         "vector is its weighted mix of the rows of V (the arrows: before and after). Work one weight out "
         "by hand; the **Attention by hand** page shows every step.",
     ),
+    # "What moves the word" (issue 13): placed before the summary so the progress bits of the steps above
+    # (lesson_done in links) keep their meaning.
+    Step(
+        "context",
+        "What moves the word?",
+        "What moves the word",
+        False,
+        None,
+        "The experiment behind the whole course: if the context pushes a word towards one meaning, then "
+        "hiding the right context word should move the word's vector most. The model can run it for us: "
+        "replace one word at a time by [MASK] and measure how far *bat* moves (1 − cosine with its vector in "
+        "the full sentence). The bars show where *bat* looks in the last layer (attention, mean over heads). "
+        "Predict first, then see the measurement. The **What moves the word** page runs it on any sentence.",
+    ),
     Step(
         "summary",
         "Your evidence card",
@@ -1183,3 +1197,77 @@ def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) ->
 def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> str:
     """The summary table as CSV text (header first), safe to open in a spreadsheet (lib.export)."""
     return dict_rows_csv(report_rows(records, solved))
+
+
+# --------------------------------------------------------------------------------------------------
+# "What moves the word" (issue 13): predict which context word matters most, then reveal
+# --------------------------------------------------------------------------------------------------
+
+CONTEXT_SENTENCE = ATTENTION_SENTENCE  # the same sentence as the attention step, so the two can be compared
+CONTEXT_TIE = 0.005  # shifts closer than this to the largest count as a tie: either word is accepted
+
+
+@dataclass(frozen=True)
+class ContextPrediction:
+    """Which context word, masked, moves the target most at ``layer``.
+
+    options: the distinct context words (letters only, not the target), in sentence order
+    shift:   (len(options),) the largest shift among each option's occurrences at ``layer``
+    """
+
+    layer: int
+    options: tuple[str, ...]
+    shift: np.ndarray
+    question: Question
+
+
+def context_prediction(
+    words: Sequence[str], shift: np.ndarray, target: str, *, attention: np.ndarray | None = None
+) -> ContextPrediction:
+    """The question "which word, masked, moves the target most at the last layer?".
+
+    words: the context words of an occlusion (``lib.context.Occlusion.words``); shift: (K, len(words)) its
+    shifts; attention: (K - 1, len(words)) the target's attention to each word, to compare in the answer.
+    """
+    s = np.asarray(shift, dtype=np.float64)
+    layer = s.shape[0] - 1
+    first: dict[str, int] = {}
+    best: dict[str, float] = {}
+    for j, w in enumerate(words):
+        if not w.isalpha() or w.lower() == target.lower():
+            continue
+        key = w.lower()
+        first.setdefault(key, j)
+        best[key] = max(best.get(key, -np.inf), float(s[layer, j]))
+    if len(first) < 2:
+        raise ValueError("the sentence needs at least two context words")
+    keys = list(first)
+    options = tuple(words[first[k]] for k in keys)
+    values = np.array([best[k] for k in keys])
+    accepted = [options[i] for i in _near_best(values, CONTEXT_TIE)]
+    top = int(np.argmax(values))
+    low = int(np.argmin(values))
+    expl = (
+        f"Masking '{options[top]}' moves '{target}' most at layer {layer}: its vector keeps a cosine of "
+        f"{1 - values[top]:.3f} with the original (shift {values[top]:.3f}); masking '{options[low]}' moves it "
+        f"least ({values[low]:.3f})."
+    )
+    if attention is not None:
+        a = np.asarray(attention, dtype=np.float64)[layer - 1]
+        a_top = max((j for j in range(len(words)) if words[j].lower() in first), key=lambda j: a[j])
+        if words[a_top].lower() != options[top].lower():
+            expl += (
+                f" In the same layer, '{target}' attends most to '{words[a_top]}': attention and effect do not "
+                "always agree."
+            )
+        else:
+            expl += f" It is also the word '{target}' attends to most in that layer."
+    question = _choice(
+        f"Which word, replaced by [MASK], moves '{target}' most at the last layer (layer {layer})?",
+        options,
+        accepted,
+        expl,
+        f"Which word tells you which meaning of '{target}' is meant? Try again; the attention bars are only a "
+        "hint, and not always a good one.",
+    )
+    return ContextPrediction(layer, options, values, question)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from lib.targets import TargetError, find_target, short
+from lib.targets import TargetError, find_target, short, strip_markup
 
 MAX_SENTENCES = 500  # the most sentences one set may hold (typed, linked or uploaded)
 MAX_TEXT_CHARS = 300_000  # the whole text; a single very long line is allowed but truncated by the model
@@ -78,7 +78,7 @@ class SentenceSet:
     @cached_property
     def labels(self) -> list[str]:
         """Short unique labels for charts: 'S3 · We sat on the river bank…'."""
-        return [f"S{i + 1} · {short(s.replace('[', '').replace(']', ''), 34)}" for i, s in enumerate(self.sentences)]
+        return [f"S{i + 1} · {short(strip_markup(s)[0], 34)}" for i, s in enumerate(self.sentences)]
 
     @property
     def clean_sentences(self) -> list[str]:

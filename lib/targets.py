@@ -4,6 +4,10 @@ Rules (the same everywhere in the app):
 
 * Text in ``[square brackets]`` marks the target explicitly, in any form (``[banks]``, ``[banking]``).
   The brackets are removed before encoding. At most one bracketed span per sentence.
+* The tokenizer's own special tokens typed in a sentence (``[MASK]``, ``[CLS]``, ``[SEP]``, ``[UNK]``,
+  ``[PAD]``, written exactly so) are that token, not a bracketed target: "The [MASK] sat on the river
+  [bank]" marks one target, "bank", and the model reads a mask token where the learner typed it.
+  ``[[MASK]]`` marks the mask token itself as the target.
 * Otherwise the target is the first whole-word, case-insensitive occurrence of ``target``.
 * A target split into several word pieces is represented by the mean of its pieces (done in
   :mod:`lib.encoder`); :func:`pieces_for_span` tells which pieces those are.
@@ -18,6 +22,10 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+
+# BERT's special tokens as written in text. The uncased tokenizer matches them only in capitals ("[mask]" is
+# the three pieces "[", "mask", "]"), so only the capitalised forms are kept out of the markup.
+SPECIAL_TOKENS_IN_TEXT = ("[MASK]", "[CLS]", "[SEP]", "[UNK]", "[PAD]")
 
 
 class TargetError(ValueError):
@@ -68,10 +76,10 @@ def strip_markup(text: str) -> tuple[str, tuple[int, int] | None]:
     """Remove one ``[...]`` span from ``text``.
 
     Returns the cleaned text and the (start, end) of the bracketed content in it, or None when the text
-    has no brackets. Raises :class:`MarkupError` for unbalanced, nested, empty or repeated brackets.
+    has no brackets. Special tokens (:data:`SPECIAL_TOKENS_IN_TEXT`) are text, not markup, and stay.
+    Raises :class:`MarkupError` for unbalanced, nested, empty or repeated brackets.
     """
-    opens = [i for i, ch in enumerate(text) if ch == "["]
-    closes = [i for i, ch in enumerate(text) if ch == "]"]
+    opens, closes = markup_brackets(text)
     if not opens and not closes:
         return text, None
     where = short(text)
@@ -103,6 +111,33 @@ def strip_markup(text: str) -> tuple[str, tuple[int, int] | None]:
     trail = len(inner) - len(inner.rstrip())
     clean = text[:start] + inner + text[end + 1 :]
     return clean, (start + lead, start + len(inner) - trail)
+
+
+def markup_brackets(text: str) -> tuple[list[int], list[int]]:
+    """Positions of the ``[`` and ``]`` in ``text`` that are markup (not part of a special token)."""
+    opens: list[int] = []
+    closes: list[int] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "[":
+            special = next((t for t in SPECIAL_TOKENS_IN_TEXT if text.startswith(t, i)), None)
+            if special is not None:
+                i += len(special)
+                continue
+            opens.append(i)
+        elif ch == "]":
+            closes.append(i)
+        i += 1
+    return opens, closes
+
+
+def has_markup(text: str) -> bool:
+    """True when ``text`` has a bracket that is markup (special tokens such as [MASK] do not count)."""
+    if "[" not in text and "]" not in text:
+        return False
+    opens, closes = markup_brackets(text)
+    return bool(opens or closes)
 
 
 def whole_word_pattern(target: str) -> re.Pattern[str]:

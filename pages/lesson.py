@@ -10,6 +10,7 @@ import streamlit as st
 
 from lib import lesson
 from lib.charts.attention import attention_heatmap, target_attention_bars
+from lib.charts.context import shift_bars, word_bars
 from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
@@ -331,6 +332,35 @@ def step_toy() -> lesson.Question:
     return r.question
 
 
+def step_context() -> lesson.Question:
+    """Predict which word moves "bat" most, then see the measurement (shown once answered)."""
+    occ = cache.occlusion(model, lesson.CONTEXT_SENTENCE, "bat", None)
+    r = lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
+    st.markdown(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
+    show(
+        word_bars(
+            occ.words,
+            occ.attention[-1],
+            axis_title="attention from “bat” (mean over heads)",
+            title=f"Where “bat” looks in layer {r.layer}",
+        ),
+        "context_attention",
+    )
+    if answers.get("context"):
+        show(
+            shift_bars(
+                occ.words,
+                occ.shift[-1],
+                occ.attention[-1],
+                title=f"The measurement: how far “bat” moves at layer {r.layer} when each word is masked",
+            ),
+            "context_shift",
+        )
+    else:
+        st.caption("The measured shifts appear once you have answered.")
+    return r.question
+
+
 def findings() -> list[str]:
     """The surprising results of this model, recomputed from the lesson sets (cached, so cheap)."""
     apple, bat = LessonSet("apple"), LessonSet("bat")
@@ -378,6 +408,7 @@ RENDER = {
     "projection": step_projection,
     "polysemy": step_polysemy,
     "toy": step_toy,
+    "context": step_context,
     "summary": step_summary,
 }
 

@@ -417,3 +417,26 @@ def test_real_anisotropy_projection_hard_case_and_first_step(bat):
     assert_checks(s.question)
     csv_text = lesson.evidence_csv(tv.vectors, tv.encoding.sentences, ss.senses, "bat")
     assert csv_text.splitlines()[0].startswith("sentence A,sentence B")
+
+
+# ------------------------------------------------------------------------------------------ what moves the word
+
+
+def test_context_prediction_by_hand_and_on_the_model(encoder):
+    words = ("The", "vampire", "bat", "drinks", "the", "blood", ".")
+    shift = np.zeros((3, len(words)))
+    shift[2] = [0.01, 0.09, 0.0, 0.03, 0.087, 0.02, 0.05]  # "the" twice: its larger shift counts
+    r = lesson.context_prediction(words, shift, "bat")
+    assert r.options == ("The", "vampire", "drinks", "blood")  # no target, no punctuation, no repeats
+    assert r.question.accepted == {"vampire", "The"}  # 0.087 is within the tie of 0.09
+    assert lesson.check_answer(r.question, "drinks").correct is False
+    with pytest.raises(ValueError):
+        lesson.context_prediction(("bat", "."), shift[:, :2], "bat")
+
+    from lib.context import occlusion
+
+    occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
+    r = lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
+    top = max(range(len(occ.words)), key=lambda j: occ.shift[-1, j] if occ.words[j].isalpha() else -1)
+    assert occ.words[top] in r.question.accepted
+    assert "layer 6" in r.question.prompt or f"layer {encoder.num_layers}" in r.question.prompt

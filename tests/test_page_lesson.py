@@ -55,7 +55,15 @@ def questions(encoder) -> dict[str, lesson.Question]:
         "projection": lesson.projection_look(tv.vectors, bat.senses, "bat").question,
         "polysemy": lesson.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
         "toy": lesson.toy_cell().question,
+        "context": _context_question(encoder),
     }
+
+
+def _context_question(encoder) -> lesson.Question:
+    from lib.context import occlusion
+
+    occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
+    return lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question
 
 
 def answer(at, step_id: str, q: lesson.Question, value) -> None:

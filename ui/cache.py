@@ -223,3 +223,25 @@ def warm_up_in_background() -> None:
 
 
 WARM_UP: dict[str, float] = {}
+
+
+# --------------------------------------------------------------------------------- "What moves the word"
+# One entry holds (num_layers + 1) x words floats and the target's vector: a few kB, kept in the same
+# byte-bounded RESULTS cache as every other result.
+
+
+def occlusion(model_name: str, sentence: str, target: str | None, replacement: str | None):
+    """lib.context.occlusion of one sentence (bounded by lib.context.MAX_WORDS / MAX_PIECES), computed once.
+
+    Raises TargetError / ContextError (ValueErrors with a message for the learner); failures are not cached.
+    """
+    from lib.context import occlusion as run_occlusion
+
+    def run():
+        with _lock:
+            ENCODE_CALLS[model_name] += 1
+        out = run_occlusion(encoder(model_name), sentence, target, replacement)
+        release_memory()
+        return out
+
+    return _cached(("occlusion", model_name, sentence, target, replacement), run, "Masking each word in turn…")

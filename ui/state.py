@@ -140,6 +140,20 @@ def url_bool(key: str, default: bool) -> bool:
     return bool(st.session_state[key])
 
 
+def url_text(key: str, default: str = "", max_chars: int = 300) -> str:
+    """Initial value of a short text control (e.g. a typed sentence); a longer value in the link is cut."""
+    if key not in st.session_state:
+        raw = _url_value(key)
+        value = default if raw is None else raw
+        if len(value) > max_chars:
+            _url_note(f"The link's “{key}” value is longer than {max_chars} characters and was cut.")
+            value = value[:max_chars]
+        st.session_state[key] = value
+    if not isinstance(st.session_state[key], str):
+        st.session_state[key] = default
+    return st.session_state[key]
+
+
 def sync_url(params: dict[str, object]) -> None:
     """Put this page's main controls into the URL (written at the end of the run by :func:`finish_run`)."""
     page = st.session_state.setdefault("_cl_page_url", {})

@@ -1,0 +1,342 @@
+"""What moves the word: mask each context word in turn, or edit the sentence, and watch the target respond.
+
+The maths is lib/context.py (occlusion, attention vs effect, sense centroids); the occlusion of a sentence
+is cached per (model, sentence, replacement) in ui/cache.py; the figures are lib/charts/context.py.
+"""
+
+import html
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from lib.charts.context import attention_vs_effect, edit_by_layer, shift_bars, shift_strip
+from lib.charts.layers import layer_names
+from lib.context import (
+    MAX_PIECES,
+    MAX_WORDS,
+    ContextError,
+    attention_effect_correlation,
+    check_replacement,
+    edit,
+    layer_cosines,
+    sense_centroids,
+    sense_flip,
+    suggested_swaps,
+    top_content_word,
+)
+from lib.targets import TargetError, find_target
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+REPLACEMENTS = {
+    "mask": "[MASK] (each word piece)",
+    "unk": "[UNK] (each word piece)",
+    "delete": "nothing (delete it)",
+}
+REPLACEMENT_TEXT = {"mask": None, "unk": "[UNK]", "delete": ""}
+DONE = {"mask": "masked", "unk": "replaced by [UNK]", "delete": "deleted"}
+MAX_TYPED = 300
+
+st.title("What moves the word")
+st.markdown(
+    "The course's whole argument is that **the context pushes a word towards one meaning**. Here you can "
+    "test it on the real model: take one sentence, hide one word at a time, and measure how far the "
+    "target's vector moves (1 − cosine between its vector in the full sentence and in the edited one). "
+    "The words that move it most are the ones the model reads the meaning from."
+)
+
+state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
+a = state.analysis(min_sentences=1)
+ss, tv = a.set, a.vectors
+enc = cache.encoder(a.model)
+L = enc.num_layers
+names = layer_names(L)
+n_sent = len(ss)
+target_word = ss.target or None
+
+
+def sentence_label(k: int) -> str:
+    sense = ss.senses[k - 1]
+    return ss.labels[k - 1] + (f"  · {sense}" if sense else "")
+
+
+def q(text: str) -> str:
+    return f"“{escape_md(text)}”"
+
+
+# ------------------------------------------------------------------------------------------- controls
+state.url_int("ctx_sentence", 1, 1, n_sent)
+state.url_int("ctx_layer", L, 0, L)
+state.url_choice("ctx_replace", "mask", list(REPLACEMENTS))
+state.url_text("ctx_own", "", MAX_TYPED)
+c_sent, c_layer = st.columns([3, 1])
+c_sent.selectbox(
+    "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="ctx_sentence"
+)
+c_layer.slider(
+    "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position (before any attention), {L} = last."
+)
+c_own, c_rep = st.columns([3, 1])
+c_own.text_input(
+    "Or type a sentence of your own",
+    key="ctx_own",
+    max_chars=MAX_TYPED,
+    help=f"Leave empty to use the sentence above. The target is the first “{escape_md(ss.target)}”, or mark another "
+    f"word in [brackets]. At most {MAX_WORDS} words and {MAX_PIECES} word pieces.",
+)
+c_rep.selectbox(
+    "Replace each word by", options=list(REPLACEMENTS), format_func=REPLACEMENTS.get, key="ctx_replace"
+)
+s_num, layer, rep_key = (
+    st.session_state.ctx_sentence,
+    st.session_state.ctx_layer,
+    st.session_state.ctx_replace,
+)
+own = " ".join(st.session_state.ctx_own.split())
+i = None if own else s_num - 1
+sentence = own or ss.sentences[i]
+own_sense = None if i is None else ss.senses[i]
+
+try:
+    occ = cache.occlusion(a.model, sentence, target_word, REPLACEMENT_TEXT[rep_key])
+except ContextError as err:
+    st.warning(escape_md(str(err)))
+    st.stop()
+except TargetError as err:
+    st.error(escape_md(str(err)))
+    st.stop()
+
+word = escape_md(occ.target)
+t_html = html.escape(occ.target, quote=False)  # plotly titles read a little HTML
+where = "layer 0 (input)" if layer == 0 else f"layer {layer}"
+n_words = len(occ.words)
+shift_now = occ.shift[layer]
+att_layer = max(layer, 1)  # attention exists in layers 1..L; layer 0 has none
+what = {"mask": "masking", "unk": "replacing by [UNK]", "delete": "deleting"}[rep_key]
+
+# ------------------------------------------------------------------------------------------- 1. ranking
+st.header(f"Which word moves “{word}”?")
+ts, te = occ.target_span
+marked_md = f"{escape_md(occ.sentence[:ts])}**{word}**{escape_md(occ.sentence[te:])}"
+st.caption(
+    f"The sentence as the model reads it, {n_words} context word(s) and the target in bold: {marked_md}"
+)
+chart(
+    shift_bars(
+        occ.words,
+        shift_now,
+        occ.attention[layer - 1] if layer >= 1 else None,
+        title=f"How far “{t_html}” moves at {where} when each word is {DONE[rep_key]}",
+    ),
+    key="ctx_bars",
+    download="context_lens_what_moves_the_word",
+)
+order = occ.ranking(layer)
+top, low = int(order[0]), int(order[-1])
+if layer == 0 and rep_key != "delete":
+    st.markdown(
+        f"At layer 0 nothing has moved: the target's vector is its word piece plus its position, and "
+        f"{what} another word keeps every position. The context reaches “{word}” only through attention, "
+        "from layer 1 on. Move the layer slider to the right."
+    )
+else:
+    st.markdown(
+        f"At {where}, {what} {q(occ.words[top])} moves “{word}” most "
+        f"(shift **{shift_now[top]:.3f}**, i.e. cosine {1 - shift_now[top]:.3f} with the original), and "
+        f"{what} {q(occ.words[low])} least ({shift_now[low]:.3f}). On the right, in the same rows, the "
+        "target's attention to each word in the same layer (mean over heads): compare the two orders in section 2."
+    )
+chart(
+    shift_strip(occ.words, occ.shift, names, title="Every word at every layer (words in sentence order)"),
+    key="ctx_strip",
+)
+last = occ.shift[-1]
+k_top = int(np.argmax(last))
+half = np.nonzero(occ.shift[:, k_top] >= 0.5 * last[k_top])[0]
+start = int(half[0]) if len(half) else L
+st.markdown(
+    f"Read a column upwards to see where a word starts to matter. {q(occ.words[k_top])}, the word with "
+    f"the largest effect at the last layer, reaches half of it at layer {start}."
+)
+st.download_button(
+    "Download the shifts and attentions (CSV)",
+    data=occ.to_csv(),
+    file_name="context_lens_what_moves_the_word.csv",
+    mime="text/csv",
+    key="ctx_csv",
+    on_click="ignore",
+)
+
+# ------------------------------------------------------------------------------------------- 2. attention
+st.header("Attention vs effect")
+rho = attention_effect_correlation(occ)
+chart(
+    attention_vs_effect(
+        occ.words,
+        occ.attention[att_layer - 1],
+        occ.shift[att_layer],
+        rho,
+        layer=att_layer,
+        title=f"Does “{t_html}” attend most to the words that move it?",
+    ),
+    key="ctx_attention",
+)
+r_now = rho[att_layer - 1]
+if np.isfinite(r_now):
+    st.markdown(
+        f"At layer {att_layer}, the rank correlation between the target's attention to a word and the shift "
+        f"caused by {what} it is **ρ = {r_now:.2f}** (Spearman: 1 = same order, 0 = unrelated, −1 = "
+        f"reversed). Over the layers it ranges from {np.nanmin(rho):.2f} to {np.nanmax(rho):.2f}."
+    )
+else:
+    st.markdown(
+        "A rank correlation needs at least three context words with different values; this sentence has too few."
+    )
+st.info(
+    "Attention weights are not an explanation by themselves. Jain & Wallace (2019, “Attention is not "
+    "Explanation”) found that attention often disagrees with other measures of importance; Wiegreffe & "
+    "Pinter (2019, “Attention is not not Explanation”) showed it can still carry signal, if tested. "
+    "The shift above *is* such a test: it measures what removing a word does, while attention only says "
+    "where one layer looked (a word can also reach the target indirectly, through other word pieces)."
+)
+
+# ------------------------------------------------------------------------------------------- 3. edit
+st.header("Edit the context")
+SWAP_SENTENCES = 3  # per other sense: the suggestions come from the first few sentences of each
+others = []
+if ss.has_senses:
+    for sense in [x for x in ss.sense_names if x != own_sense][:4]:
+        for s_other in [t for t, x in zip(ss.sentences, ss.senses, strict=True) if x == sense][
+            :SWAP_SENTENCES
+        ]:
+            try:
+                others.append((sense, cache.occlusion(a.model, s_other, target_word, None)))
+            except (TargetError, ContextError):
+                continue
+swaps = suggested_swaps(occ, others, target=target_word)
+k_edit = top_content_word(occ, target_word)
+k_edit = k_top if k_edit is None else k_edit
+sent_key = (occ.sentence, occ.target_span)
+if st.session_state.get("_ctx_for") not in (None, sent_key):  # another sentence: start the edit afresh
+    st.session_state["ctx_word"] = k_edit + 1
+    st.session_state["ctx_with"] = ""
+    st.session_state["ctx_edited"] = ""
+st.session_state["_ctx_for"] = sent_key
+state.url_int("ctx_word", k_edit + 1, 1, n_words)
+state.url_text("ctx_with", "", 40)
+state.url_text("ctx_edited", "", MAX_TYPED)
+
+
+def _use_swap(index: int, replacement: str) -> None:
+    st.session_state["ctx_word"] = index + 1
+    st.session_state["ctx_with"] = replacement
+    st.session_state["ctx_edited"] = ""
+
+
+if swaps:
+    st.markdown("Suggested swaps, with words from the other senses' sentences:")
+    cols = st.columns(len(swaps))
+    for c, (k, sw) in zip(cols, enumerate(swaps), strict=True):
+        c.button(
+            escape_md(f"{sw.word} → {sw.replacement}"),
+            key=f"ctx_swap_{k}",
+            on_click=_use_swap,
+            args=(sw.index, sw.replacement),
+            help=f"“{escape_md(sw.replacement)}” comes from a “{escape_md(sw.sense)}” sentence.",
+            width="stretch",
+        )
+c_word, c_with = st.columns(2)
+c_word.selectbox(
+    "Word to change",
+    options=list(range(1, n_words + 1)),
+    format_func=lambda k: f"{k} · {occ.words[k - 1]}",
+    key="ctx_word",
+)
+c_with.text_input("Replace it with (leave empty to delete it)", key="ctx_with", max_chars=40)
+st.text_input(
+    "Or type the whole edited sentence",
+    key="ctx_edited",
+    max_chars=MAX_TYPED,
+    help="Overrides the word and replacement above. Keep the target (or mark it in [brackets]).",
+)
+j = st.session_state.ctx_word - 1
+typed = " ".join(st.session_state.ctx_edited.split())
+try:
+    if typed:
+        span = find_target(typed, target_word)
+        edited = span.sentence[: span.start] + "[" + span.word + "]" + span.sentence[span.end :]
+        change = f"the sentence becomes “{escape_md(span.sentence)}”"
+    else:
+        with_text = check_replacement(st.session_state.ctx_with)
+        edited, span = edit(occ.sentence, occ.target_span, occ.spans[j], with_text)
+        change = f"{q(occ.words[j])} becomes {q(with_text)}" if with_text else f"{q(occ.words[j])} is deleted"
+    tv_edit = cache.target_vectors(a.model, (edited,), None)
+    if not len(tv_edit.kept):
+        raise TargetError(tv_edit.problems[0] if tv_edit.problems else "The target was not found.")
+except (TargetError, ContextError) as err:
+    st.warning(escape_md(str(err)))
+    tv_edit = None
+
+if tv_edit is not None:
+    v_edit = tv_edit.vectors[0]
+    cos = layer_cosines(occ.base, v_edit[None])[:, 0]  # (L + 1,)
+    cents = sense_centroids(tv.vectors, ss.senses, exclude=i) if ss.has_senses else None
+    before = cents.nearest(occ.base) if cents else None
+    after = cents.nearest(v_edit) if cents else None
+    chart(
+        edit_by_layer(
+            cos, names, before, after, cents.names if cents else (), title=f"“{t_html}” after the edit"
+        ),
+        key="ctx_edit",
+    )
+    st.markdown(
+        f"When {change}, the target's vector at the last layer has cosine **{cos[-1]:.3f}** with the original "
+        f"(lowest: {cos.min():.3f} at layer {int(np.argmin(cos))})."
+    )
+    if cents is not None:
+        flip = sense_flip(before, after)
+        if flip is not None:
+            st.markdown(
+                f"**The sense flips** from {q(before[-1])} to {q(after[-1])} at layer {flip} when {change}: "
+                f"from layer {flip} on, the edited “{word}” is nearest to the average “{after[-1]}” vector of "
+                "the set."
+            )
+        else:
+            st.markdown(
+                f"The nearest sense at the last layer stays {q(before[-1])}. Try a stronger word from another "
+                "sense, or change more of the sentence."
+            )
+        st.caption(
+            "Sense averages (centroids) are the mean target vector of each sense in the current set"
+            + (", leaving out this sentence itself." if i is not None else ".")
+        )
+        table = pd.DataFrame(
+            {
+                "layer": names,
+                "cosine with the original": cos,
+                "nearest sense (original)": before,
+                "nearest sense (edited)": after,
+            }
+        )
+        st.dataframe(
+            table,
+            hide_index=True,
+            column_config={"cosine with the original": st.column_config.NumberColumn(format="%.4f")},
+        )
+    else:
+        st.caption(
+            "Label the sentences with senses (“sense | sentence”) to see which sense the edited word is nearest to."
+        )
+
+state.sync_url(
+    {
+        "ctx_sentence": s_num,
+        "ctx_layer": layer,
+        "ctx_replace": rep_key,
+        "ctx_word": st.session_state.ctx_word,
+        **({"ctx_own": own} if own else {}),
+        **({"ctx_with": st.session_state.ctx_with} if st.session_state.ctx_with else {}),
+        **({"ctx_edited": typed} if typed else {}),
+    }
+)

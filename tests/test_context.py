@@ -1,0 +1,230 @@
+"""lib/context.py: occlusion of context words on the real bundled model, and its small helpers by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from lib.context import (
+    FUNCTION_WORDS,
+    MAX_PIECES,
+    ContextError,
+    Occlusion,
+    attention_effect_correlation,
+    check_replacement,
+    edit,
+    layer_cosines,
+    occlusion,
+    rank,
+    sense_centroids,
+    sense_flip,
+    spearman,
+    split_words,
+    suggested_swaps,
+    top_content_word,
+)
+from lib.sentences import parse_sentence_set
+from lib.targets import MarkupError, find_target, strip_markup
+
+# Clear sentences of our own, one per sense, with the words that carry the sense.
+CLEAR = [
+    ("bank", "money", "I deposited my salary at the bank.", {"salary", "deposited"}),
+    ("bank", "river", "The fishermen pulled their boat up onto the muddy bank.", {"muddy", "fishermen", "boat"}),
+    ("bat", "animal", "The vampire bat drinks blood from sleeping cattle.", {"vampire", "blood", "cattle"}),
+    ("bat", "sports", "The baseball bat cracked against the fastball.", {"baseball", "fastball", "cracked"}),
+]
+
+
+@pytest.fixture(scope="module")
+def river(encoder) -> Occlusion:
+    return occlusion(encoder, "We sat on the grassy river [bank] and watched the boats .")
+
+
+# ------------------------------------------------------------------------------------------ the model
+
+
+@pytest.mark.parametrize("target,sense,sentence,sense_words", CLEAR, ids=[c[1] for c in CLEAR])
+def test_a_sense_word_moves_the_target_most_and_a_function_word_is_not_first(
+    encoder, target, sense, sentence, sense_words
+):
+    occ = occlusion(encoder, sentence, target)
+    top2 = [occ.words[j].lower() for j in occ.ranking(encoder.num_layers)[:2]]
+    assert set(top2) & sense_words, (sense, top2)
+    first = top2[0]
+    assert first not in FUNCTION_WORDS and first.isalpha(), (sense, first)
+
+
+def test_the_target_itself_is_not_listed(encoder, river):
+    assert river.words == ("We", "sat", "on", "the", "grassy", "river", "and", "watched", "the", "boats", ".")
+    assert "bank" not in [w.lower() for w in river.words]
+    ts, te = river.target_span
+    assert river.sentence[ts:te] == "bank"
+    assert all(b <= ts or a >= te for a, b in river.spans)
+    flat = {p for ps in river.pieces for p in ps}
+    assert not flat & set(river.target_pieces)
+    assert river.shift.shape == (encoder.num_layers + 1, len(river.words))
+    assert river.attention.shape == (encoder.num_layers, len(river.words))
+    # a target inside a longer word (here "banks") is left out as a whole word
+    occ = occlusion(encoder, "Two [bank]s of the river .")
+    assert occ.words == ("Two", "of", "the", "river", ".")
+
+
+def test_batch_equals_single(encoder, river):
+    """Each column of the shift, computed in one batch, equals encoding that variant on its own."""
+    for j in (0, 5, len(river.words) - 1):
+        alone = encoder.target_vectors([river.variants[j]]).vectors[0]  # (L + 1, H)
+        cos = layer_cosines(river.base, alone[None])[:, 0]
+        assert np.allclose(1.0 - cos, river.shift[:, j], atol=1e-4), j
+
+
+def test_masking_keeps_positions_so_layer_0_does_not_move(encoder, river):
+    assert np.all(river.shift >= 0) and np.all(river.shift <= 2)
+    assert np.allclose(river.shift[0], 0.0, atol=1e-6)  # the context arrives only through attention
+    assert river.shift[-1].max() > 0.01
+    n = len(river.tokens)
+    for v in river.variants:
+        assert "[MASK]" in v and v.count("[bank]") == 1
+        clean = strip_markup(v)[0]
+        assert len(encoder.encode([clean], attentions=False).tokens[0]) == n
+
+
+def test_a_split_word_is_masked_piece_by_piece(encoder):
+    occ = occlusion(encoder, "The kiwi fell near the [bank] .")
+    j = occ.words.index("kiwi")
+    assert len(occ.pieces[j]) == 2  # ki ##wi
+    assert "[MASK] [MASK] fell" in occ.variants[j]
+
+
+def test_a_replacement_that_changes_the_piece_count_still_finds_the_target(encoder):
+    s = "We sat on the river [bank] ."
+    deleted = occlusion(encoder, s, replacement="")
+    longer = occlusion(encoder, s, replacement="extraordinarily")
+    for occ in (deleted, longer):
+        for v in occ.variants:
+            span = find_target(v, None)
+            assert span.word == "bank"
+    assert deleted.variants[deleted.words.index("river")] == "We sat on the [bank] ."
+    assert np.all(np.isfinite(longer.shift))
+
+
+def test_attention_is_the_targets_row_summed_over_each_words_pieces(encoder, river):
+    out = encoder.encode([river.sentence])
+    att = out.attentions[0]  # (L, heads, T, T)
+    t = list(river.target_pieces)
+    for j in (4, 5):
+        expected = att[:, :, t, :][:, :, :, list(river.pieces[j])].sum(axis=-1).mean(axis=(1, 2))
+        assert np.allclose(river.attention[:, j], expected, atol=1e-6)
+    # the words' shares plus the target's own, [CLS] and [SEP] add up to 1 per layer
+    rest = att[:, :, t, :].mean(axis=(1, 2))  # (L, T)
+    own = rest[:, t].sum(axis=1) + rest[:, 0] + rest[:, -1]
+    assert np.allclose(river.attention.sum(axis=1) + own, 1.0, atol=1e-5)
+
+
+def test_attention_effect_correlation_matches_scipy(river):
+    rho = attention_effect_correlation(river)
+    assert rho.shape == (river.num_layers,)
+    for k in range(river.num_layers):
+        ref = spearmanr(river.attention[k], river.shift[k + 1]).statistic
+        assert rho[k] == pytest.approx(ref, abs=1e-9)
+
+
+def test_limits_and_bad_input_give_messages(encoder):
+    long = " ".join(["word"] * (MAX_PIECES + 5)) + " [bank]"
+    with pytest.raises(ContextError, match="word pieces"):
+        occlusion(encoder, long)
+    with pytest.raises(ContextError, match="nothing to mask"):
+        occlusion(encoder, "[bank]")
+    with pytest.raises(ContextError, match="brackets"):
+        occlusion(encoder, "the [bank] .", replacement="[x]")
+    with pytest.raises(ValueError, match="no “bank”"):
+        occlusion(encoder, "No target here.", "bank")
+
+
+def test_to_csv_has_one_row_per_word(river):
+    lines = river.to_csv().strip().splitlines()
+    assert len(lines) == 1 + len(river.words)
+    assert lines[0].startswith("position,word,word_pieces,shift_layer_0")
+    assert lines[6].split(",")[1] == "river"
+
+
+# ------------------------------------------------------------------------------------------ special tokens
+
+
+def test_special_tokens_typed_in_brackets_are_tokens_not_targets(encoder):
+    span = find_target("The [MASK] sat on the river [bank]", "bank")
+    assert span.sentence == "The [MASK] sat on the river bank" and span.word == "bank" and span.marked
+    assert find_target("A [CLS] b [SEP] c [UNK] d [PAD] bank", "bank").word == "bank"
+    assert find_target("The [[MASK]] sat", None).word == "[MASK]"
+    tv = encoder.target_vectors(["The [MASK] sat on the river [bank]"])
+    assert "[MASK]" in tv.encoding.tokens[0] and tv.spans[0].pieces == ("bank",)
+    ss = parse_sentence_set("river | The [MASK] sat on the river [bank].", "bank")
+    assert len(ss) == 1 and not ss.problems and "[MASK]" in ss.labels[0]
+    # written in lower case it is not the special token, so it is markup as before
+    with pytest.raises(MarkupError):
+        find_target("The [mask] sat on the river [bank]", "bank")
+    occ = occlusion(encoder, "The [MASK] sat on the river [bank] .")
+    assert "[MASK]" in occ.words
+
+
+# ------------------------------------------------------------------------------------------ by hand
+
+
+def test_split_words_and_edit_by_hand():
+    assert [w for w, _, _ in split_words("Don't bank on it, [MASK].")] == [
+        "Don't", "bank", "on", "it", ",", "[MASK]", "."
+    ]  # fmt: skip
+    s = "We sat on the bank ."
+    marked, span = edit(s, (14, 18), (7, 9), "")  # delete "on"
+    assert marked == "We sat the [bank] ." and span.word == "bank"
+    marked, span = edit(s, (14, 18), (3, 6), "lounged")
+    assert marked == "We lounged on the [bank] ." and span.sentence[span.start : span.end] == "bank"
+    marked, _ = edit(s, (14, 18), (19, 20), "!")  # after the target
+    assert marked == "We sat on the [bank] !"
+    with pytest.raises(ValueError):
+        edit(s, (14, 18), (14, 18), "x")
+    assert check_replacement("  two   words ") == "two words"
+    with pytest.raises(ContextError):
+        check_replacement("x" * 41)
+
+
+def test_rank_and_spearman_by_hand():
+    assert rank(np.array([10.0, 30.0, 20.0, 20.0])).tolist() == [1.0, 4.0, 2.5, 2.5]
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert np.isnan(spearman([1, 2], [2, 1]))
+    assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def test_sense_centroids_leave_the_edited_sentence_out_and_flip_by_hand():
+    v = np.zeros((4, 2, 2))
+    v[0, :, 0] = 1.0  # river
+    v[1, :, 0] = 1.0  # river
+    v[2, :, 1] = 1.0  # money
+    v[3, :, :] = [[1.0, 0.0], [0.0, 1.0]]  # money: looks like river at layer 0
+    c = sense_centroids(v, ["river", "river", "money", "money"], exclude=3)
+    assert c.names == ("river", "money") and c.sizes == (2, 1)
+    assert c.nearest(v[3]) == ("river", "money")
+    assert sense_centroids(v, ["river", None, "river", None]) is None
+    assert sense_flip(["river"] * 4, ["river", "river", "money", "money"]) == 2
+    assert sense_flip(["river"] * 4, ["money", "river", "money", "money"]) == 2
+    assert sense_flip(["river"] * 3, ["money", "money", "river"]) is None
+
+
+def test_suggested_swaps_take_the_strongest_word_of_the_other_senses(encoder, river):
+    money = occlusion(encoder, "I deposited my salary at the bank.", "bank")
+    swaps = suggested_swaps(river, [("money", money)], target="bank")
+    j = top_content_word(river, "bank")
+    assert river.words[j] not in FUNCTION_WORDS
+    assert len(swaps) == 1 and swaps[0].index == j and swaps[0].sense == "money"
+    assert swaps[0].replacement == money.words[top_content_word(money, "bank")]
+
+
+def test_an_edit_that_keeps_the_word_keeps_the_vector_and_a_real_edit_moves_it(encoder, river):
+    j = river.words.index("river")
+    same, _ = edit(river.sentence, river.target_span, river.spans[j], "river")
+    swapped, _ = edit(river.sentence, river.target_span, river.spans[j], "savings")
+    v = encoder.target_vectors([same, swapped]).vectors
+    cos = layer_cosines(river.base, v)  # (L + 1, 2)
+    assert np.allclose(cos[:, 0], 1.0, atol=1e-5)
+    assert cos[-1, 1] < 0.99

@@ -1,0 +1,153 @@
+"""AppTest runs of pages/context.py ("What moves the word") on the real bundled model.
+
+The numbers the page prints are checked against lib.context computed here on the same sentence.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lib.context import MAX_WORDS, layer_cosines, occlusion
+from lib.presets import default_preset
+from tests.conftest import page_test
+
+PAGE = "pages/context.py"
+
+
+def _run(text: str | None = None, target: str | None = None, query: dict | None = None):
+    at = page_test(PAGE, preset=default_preset().id) if text is None else page_test(PAGE, text=text, target=target)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _assert_ok(at, charts: int = 4) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= charts  # ranked bars, strip, attention vs effect, edit
+
+
+def _shown(at) -> str:
+    return " ".join(m.value for m in at.markdown)
+
+
+def test_default_preset_shows_the_models_numbers(encoder):
+    at = _run()
+    _assert_ok(at)
+    p = default_preset()
+    first = p.sentence_set().sentences[0]
+    occ = occlusion(encoder, first, p.target)
+    L = encoder.num_layers
+    top = int(occ.ranking(L)[0])
+    text = _shown(at)
+    assert f"masking “{occ.words[top]}” moves “bank” most (shift **{occ.shift[L, top]:.3f}**" in text
+    # the edit defaults to deleting the content word with the largest effect; its cosine is recomputed here
+    j = at.session_state["ctx_word"] - 1
+    deleted = occ.sentence[: occ.spans[j][0]] + occ.sentence[occ.spans[j][1] :].lstrip(" ")
+    v = encoder.target_vectors([deleted], "bank").vectors[0]
+    cos = layer_cosines(occ.base, v[None])[-1, 0]
+    assert f"“{occ.words[j]}” is deleted" in text and f"**{cos:.3f}**" in text
+    # suggested swaps from the other senses, and the sense readout of the labelled preset
+    swaps = [b for b in at.button if b.key and b.key.startswith("ctx_swap_")]
+    assert swaps and all("→" in b.label for b in swaps)
+    assert any("nearest sense" in " ".join(map(str, df.value.columns)) for df in at.dataframe)
+    assert at.get("download_button")
+    url = at.session_state["_cl_page_url"]
+    assert url["ctx_sentence"] == "1" and url["ctx_layer"] == str(L) and url["ctx_replace"] == "mask"
+
+
+def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():
+    from ui import cache
+
+    at = _run()
+    _assert_ok(at)
+    calls = sum(cache.ENCODE_CALLS.values())
+    at.slider(key="ctx_layer").set_value(2).run()
+    _assert_ok(at)
+    assert sum(cache.ENCODE_CALLS.values()) == calls
+    swap = next(b for b in at.button if b.key and b.key.startswith("ctx_swap_"))
+    word, replacement = (x.strip() for x in swap.label.split("→"))
+    swap.click().run()
+    _assert_ok(at)
+    assert at.session_state["ctx_with"] == replacement
+    assert f"“{word}” becomes “{replacement}”" in _shown(at)
+    assert at.session_state["_cl_page_url"]["ctx_with"] == replacement
+
+
+def test_state_comes_from_the_link():
+    at = _run(query={"ctx_sentence": "6", "ctx_layer": "3", "ctx_word": "2", "ctx_with": "savings"})
+    _assert_ok(at)
+    assert at.session_state["ctx_sentence"] == 6 and at.session_state["ctx_layer"] == 3
+    assert "becomes “savings”" in _shown(at)
+    assert "At layer 3" in _shown(at)
+
+
+def test_one_word_context():
+    at = _run("river | Muddy bank\nmoney | Bank loans", "bank")
+    _assert_ok(at)
+    assert "needs at least three context words" in _shown(at)
+    at = _run("Bank", "bank")
+    assert not at.exception
+    assert any("nothing to mask" in w.value for w in at.warning)
+
+
+def test_a_typed_sentence_with_a_mask_token():
+    at = page_test(PAGE, preset=default_preset().id)
+    at.session_state["ctx_own"] = "The [MASK] sat on the river [bank] ."
+    at.run()
+    _assert_ok(at)
+    caption = " ".join(c.value for c in at.caption)
+    assert "The \\[MASK\\] sat on the river **bank**" in caption  # one target; [MASK] is a context word
+    assert at.session_state["_cl_page_url"]["ctx_own"] == "The [MASK] sat on the river [bank] ."
+
+
+@pytest.mark.slow
+def test_a_sentence_at_the_length_cap_and_one_beyond():
+    words = ("we walked along the green river past old mills and quiet farms " * 6).split()
+    at_cap = " ".join(words[: MAX_WORDS - 1]) + " bank ."  # MAX_WORDS - 1 words and "." besides the target
+    at = _run(f"river | {at_cap}", "bank")
+    _assert_ok(at)
+    assert at.session_state["ctx_word"] <= MAX_WORDS
+    assert not at.warning
+    beyond = " ".join(words[:MAX_WORDS]) + " bank ."
+    at = _run(f"river | {beyond}", "bank")
+    assert not at.exception
+    assert any(f"at most {MAX_WORDS}" in w.value for w in at.warning)
+
+
+def test_user_text_is_shown_escaped():
+    at = _run("money | The *bank* <b>raised</b> rates.\nriver | We sat on the `bank` today.", "bank")
+    assert not at.exception
+    shown = _shown(at) + " ".join(c.value for c in at.caption)
+    assert "<b>" not in shown
+    for chart in at.get("plotly_chart"):
+        assert "<b>raised" not in chart.proto.spec
+
+
+def test_bad_replacement_gives_a_message():
+    at = page_test(PAGE, preset=default_preset().id)
+    at.session_state["ctx_with"] = "[oops]"
+    at.run()
+    assert not at.exception
+    assert any("square brackets" in w.value for w in at.warning)
+    assert len(at.get("plotly_chart")) >= 3  # the occlusion charts still draw
+    assert np.isfinite(at.session_state["ctx_layer"])
+
+
+def test_garbled_link_values_give_defaults_and_messages():
+    at = _run(
+        query={
+            "ctx_layer": "abc",
+            "ctx_sentence": "-99999",
+            "ctx_word": "9" * 300,
+            "ctx_replace": "<script>",
+            "ctx_own": "[[[ unbalanced",
+        }
+    )
+    assert not at.exception
+    assert at.session_state["ctx_layer"] == 6 and at.session_state["ctx_sentence"] == 1
+    assert at.session_state["ctx_replace"] == "mask"
+    assert any("brackets" in e.value for e in at.error)  # the typed sentence is refused with a message
+    at.text_input(key="ctx_own").set_value("").run()
+    _assert_ok(at)
