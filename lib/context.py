@@ -134,25 +134,23 @@ class Occlusion:
         return np.argsort(-self.shift[layer], kind="stable")
 
     def to_csv(self) -> str:
-        """The shifts and attentions as CSV: one row per word, one column per layer."""
-        import csv
-        import io
+        """The shifts and attentions as CSV: one row per word, one column per layer. Words that a
+        spreadsheet would read as a formula ("=", "+", "-", "@") are written as text (lib.export)."""
+        from lib.export import csv_text
 
-        buf = io.StringIO()
-        w = csv.writer(buf)
         L = self.num_layers
-        w.writerow(
+        header = (
             ["position", "word", "word_pieces"]
             + [f"shift_layer_{k}" for k in range(L + 1)]
             + [f"attention_layer_{k}" for k in range(1, L + 1)]
         )
-        for j, word in enumerate(self.words):
-            w.writerow(
-                [j + 1, word, " ".join(self.tokens[p] for p in self.pieces[j])]
-                + [f"{x:.6f}" for x in self.shift[:, j]]
-                + [f"{x:.6f}" for x in self.attention[:, j]]
-            )
-        return buf.getvalue()
+        rows = (
+            [j + 1, word, " ".join(self.tokens[p] for p in self.pieces[j])]
+            + [f"{x:.6f}" for x in self.shift[:, j]]
+            + [f"{x:.6f}" for x in self.attention[:, j]]
+            for j, word in enumerate(self.words)
+        )
+        return csv_text(rows, header=header)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -228,3 +228,11 @@ def test_an_edit_that_keeps_the_word_keeps_the_vector_and_a_real_edit_moves_it(e
     cos = layer_cosines(river.base, v)  # (L + 1, 2)
     assert np.allclose(cos[:, 0], 1.0, atol=1e-5)
     assert cos[-1, 1] < 0.99
+
+
+def test_csv_cells_that_look_like_formulas_are_text(encoder):
+    occ = occlusion(encoder, "=cmd - @home + the [bank] .")
+    rows = occ.to_csv().splitlines()[1:]
+    words = [r.split(",")[1] for r in rows]
+    assert "'=" in words and "'-" in words and "'@" in words and "'+" in words
+    assert all(not w.startswith(("=", "+", "-", "@")) for w in words)
