@@ -5,7 +5,7 @@ A hosted copy serves a whole class from one process, so no single input may take
 * **Word pieces.** Each sentence of a set is read up to :data:`MAX_PIECES_PER_SENTENCE` word pieces
   ([CLS] and [SEP] included), and a set up to :data:`MAX_SET_PIECES` word pieces in all. Whatever is cut is
   said once (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one
-  word piece costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set holds about 130 MB.
+  word piece costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set holds about 65 MB.
 * **Bytes.** Cached results (encodings, target vectors, statistics) live in one :class:`ByteLRU` whose
   budget is ``CONTEXT_LENS_CACHE_MB`` (default :data:`DEFAULT_CACHE_MB`): the least recently used entries
   are dropped when the arrays held pass the budget.
@@ -27,7 +27,9 @@ from dataclasses import dataclass, fields, is_dataclass
 import numpy as np
 
 MAX_PIECES_PER_SENTENCE = 128  # word pieces per sentence of a set, [CLS] and [SEP] included
-MAX_SET_PIECES = 12_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus)
+MAX_SET_PIECES = 6_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus): 500
+# sentences of 12 word pieces; the model's time grows with it, and one set's encoding holds the model's
+# lock for every student meanwhile
 DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set
 
 
