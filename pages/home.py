@@ -76,7 +76,7 @@ st.markdown(
     "- **Guided lesson**: the course in order, with questions checked against what the model computed."
 )
 st.caption(
-    f"Model: {escape_md(a.model)} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
+    f"Model: {escape_md(state.model_display(a.model))} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
     "dimensions). Edit the sentences, the target word or the model in the sidebar; the address bar "
     "always holds a link to the current view."
 )

@@ -462,7 +462,7 @@ if selfsim is not None:
 ref = ETHAYARAJH_2019_BERT_BASE
 st.caption(
     f"Reference: {escape_md(ref.citation)}. {escape_md(ref.note)} "
-    f"Our model is {escape_md(model)} ({L} layers), so only the shapes of the curves compare, not the "
+    f"Our model is {escape_md(state.model_display(model))} ({L} layers), so only the shapes of the curves compare, not the "
     "exact values."
 )
 

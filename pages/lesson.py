@@ -419,7 +419,7 @@ st.markdown(step.text)
 try:
     question = RENDER[step.id]()
 except ValueError as err:  # e.g. a model without a [CLS] token, or a set this step cannot use
-    st.warning(f"This step cannot run with the model {escape_md(model)}: {escape_md(str(err))}")
+    st.warning(f"This step cannot run with the model {escape_md(state.model_display(model))}: {escape_md(str(err))}")
     question = None
 if question is not None:
     ask(step, question)

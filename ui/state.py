@@ -18,7 +18,16 @@ from dataclasses import dataclass, replace
 import streamlit as st
 
 from lib import budget
-from lib.encoder import DEFAULT_MODEL, TargetError, TargetVectors
+from lib.encoder import (
+    DEFAULT_MODEL,
+    WEIGHTS,
+    ModelLoadError,
+    TargetError,
+    TargetVectors,
+    model_key,
+    model_label,
+    split_model_key,
+)
 from lib.presets import default_preset, load_presets, preset_by_id
 from lib.sentences import MAX_TEXT_CHARS, SentenceSet, pack_text, parse_sentence_set, unpack_text
 from lib.targets import find_target
@@ -26,11 +35,13 @@ from ui import cache
 from ui.widgets import escape_md
 
 K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
-K_ACTIVE_MODEL = "cl_model_active"
+K_ACTIVE_MODEL = "cl_model_active"  # the model key in use (lib.encoder.model_key: id + "#random-<seed>")
+K_WEIGHTS, K_SEED = "cl_weights", "cl_seed"  # the Model panel's weights choice and initialiser seed
+MAX_SEED_UI = 9999
 CUSTOM = "custom"
 MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a message
 MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
-SHARED_KEYS = ("preset", "target", "text", "model", "presenter", "toolong")
+SHARED_KEYS = ("preset", "target", "text", "model", "weights", "seed", "presenter", "toolong")
 K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset replaces it
 
 
@@ -201,9 +212,15 @@ def _shared_params() -> dict[str, str]:
             out["text"] = packed
         else:
             out["toolong"] = "1"  # tells whoever opens the link that the set could not come along
-    model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
+    try:
+        model, weights, seed = split_model_key(st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL))
+    except ModelLoadError:
+        model, weights, seed = DEFAULT_MODEL, "trained", 0
     if model != DEFAULT_MODEL:
         out["model"] = model
+    if weights == "random":
+        out["weights"] = "random"
+        out["seed"] = str(seed)
     if st.session_state.get(K_PRESENTER):
         out["presenter"] = "1"
     return out
@@ -260,6 +277,24 @@ def init_session() -> None:
     model = (_url_value("model") or DEFAULT_MODEL).strip()[:200]
     st.session_state[K_MODEL] = model
     st.session_state[K_ACTIVE_MODEL] = DEFAULT_MODEL
+    st.session_state[K_WEIGHTS] = "trained"  # the link's key is "weights", the widget's "cl_weights"
+    if "weights" in url:
+        raw = _url_value("weights")
+        if raw in WEIGHTS:
+            st.session_state[K_WEIGHTS] = raw
+        else:
+            _url_note("The link's “weights” value should be “trained” or “random”; the trained weights are used.")
+    seed = 0
+    raw_seed = _url_value("seed")
+    if raw_seed is not None:
+        try:
+            seed = int(raw_seed)
+            if not 0 <= seed <= MAX_SEED_UI:
+                raise ValueError
+        except ValueError:
+            seed = 0
+            _url_note(f"The link's “seed” value should be a whole number from 0 to {MAX_SEED_UI}; 0 is used.")
+    st.session_state[K_SEED] = seed
     st.session_state[K_PRESENTER] = url_bool("presenter", False)
     st.session_state["_cl_initialised"] = True
 
@@ -337,6 +372,24 @@ def render_sidebar() -> None:
             max_chars=200,
             help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works.",
         )
+        st.radio(
+            "Weights",
+            list(WEIGHTS),
+            key=K_WEIGHTS,
+            horizontal=True,
+            format_func=lambda w: {"trained": "trained", "random": "random (control)"}[w],
+            help="Random: the same architecture and tokenizer with freshly initialised weights, nothing "
+            "learned. What still shows up with random weights comes from the architecture, not training.",
+        )
+        st.number_input(
+            "Seed of the random weights",
+            min_value=0,
+            max_value=MAX_SEED_UI,
+            step=1,
+            key=K_SEED,
+            disabled=st.session_state.get(K_WEIGHTS) != "random",
+            help="The same seed always draws the same weights.",
+        )
         _resolve_model(st)
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     box = sb.container()  # link notes; a page's own controls add theirs here later in the run
@@ -366,14 +419,25 @@ def _show_set_messages(container, ss: SentenceSet) -> None:
 
 
 def _resolve_model(container) -> None:
-    wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
-    if wanted == st.session_state.get(K_ACTIVE_MODEL):
+    name = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
+    weights = st.session_state.get(K_WEIGHTS, "trained")
+    try:
+        seed = int(st.session_state.get(K_SEED) or 0)
+        wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
+    except (ModelLoadError, TypeError, ValueError) as err:
+        container.error(escape_md(str(err)) + "  \nStill using the previous model.")
         return
-    enc, err = cache.try_encoder(wanted)
-    if enc is None:
-        container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
-    else:
+    if wanted != st.session_state.get(K_ACTIVE_MODEL):
+        enc, err = cache.try_encoder(wanted)
+        if enc is None:
+            container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
+            return
         st.session_state[K_ACTIVE_MODEL] = enc.name
+    if split_model_key(st.session_state[K_ACTIVE_MODEL])[1] == "random":
+        container.warning(
+            f"Random weights (seed {split_model_key(st.session_state[K_ACTIVE_MODEL])[2]}): every page now shows "
+            "an encoder that learned nothing. Chart titles say so."
+        )
 
 
 # --------------------------------------------------------------------------- what pages read
@@ -429,6 +493,11 @@ def model_name() -> str:
     """The model in use (the default until another one has loaded successfully)."""
     init_session()
     return st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
+
+
+def model_display(model: str | None = None) -> str:
+    """The plain name of a model key for text and titles, e.g. "… (random weights, seed 0)"."""
+    return model_label(model if model is not None else model_name())
 
 
 def presenter() -> bool:

@@ -15,12 +15,47 @@ def escape_md(text: str) -> str:
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(text)).replace("\n", "  \n")
 
 
-def chart(fig: go.Figure | dict, *, key: str | None = None, download: str | None = None, **kwargs) -> None:
+def weights_note(model_key: str | None = None) -> str | None:
+    """"random weights, seed 0" when the model in use (or ``model_key``) has random weights, else None."""
+    from lib.encoder import ModelLoadError, split_model_key
+
+    key = model_key if model_key is not None else st.session_state.get("cl_model_active")
+    try:
+        _, weights, seed = split_model_key(key) if key else ("", "trained", 0)
+    except ModelLoadError:
+        return None
+    return f"random weights, seed {seed}" if weights == "random" else None
+
+
+def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
+    """A copy of ``fig`` whose title ends with "(<note>)", so a control model is never mistaken for the real one."""
+    fig = go.Figure(fig)
+    title = fig.layout.title.text
+    if title and note in title:
+        return fig
+    fig.update_layout(
+        title={"text": f"{title} ({note})" if title else f"Model with {note}", "automargin": True}
+    )
+    return fig
+
+
+def chart(
+    fig: go.Figure | dict,
+    *,
+    key: str | None = None,
+    download: str | None = None,
+    name_model: bool = True,
+    **kwargs,
+) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
 
     ``download``: a file name stem; adds a button that saves the figure as interactive HTML (made only
-    when clicked, so reruns stay fast).
+    when clicked, so reruns stay fast). With random weights in use, the title says so ("… (random
+    weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
     """
+    note = weights_note() if name_model else None
+    if note:
+        fig = name_weights(fig, note)
     shown = presenter_layout(go.Figure(fig)) if st.session_state.get("cl_presenter") else fig
     st.plotly_chart(shown, key=key, **kwargs)
     if download:
