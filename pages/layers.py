@@ -27,12 +27,13 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
-from lib.encoder import TargetVectors
+from lib.encoder import TargetVectors, split_model_key
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
     LayerProfile,
     evidence_card,
+    layer_cosine_matrices,
     layer_profile,
     nearest_neighbours,
     other_token_masks,
@@ -40,7 +41,7 @@ from lib.similarity import (
     sense_similarity,
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
-from ui import cache, state
+from ui import cache, controls, state
 from ui.widgets import chart, escape_md
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
@@ -134,6 +135,54 @@ def upload_section(current_target: str) -> None:
             on_click=_apply_upload,
             args=(res.to_text(), " ".join(target.split()), up.name, len(res)),
         )
+
+
+def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
+    """Is the separation in the architecture or learned? The same sentences through a second model."""
+    st.header("Trained or random? The same sentences through two models")
+    other = controls.compare_picker("layers", model)
+    if other is None:
+        st.caption(
+            "Switch on the comparison to run these sentences through a second encoder, by default the same "
+            "architecture with random weights."
+        )
+        return
+    tv2 = cache.target_vectors(other, ss.sentences, ss.target)
+    senses2 = [senses[i] for i in tv2.kept]
+    V2 = tv2.vectors
+    K1 = L + 1
+    cos2 = layer_cosine_matrices(V2)
+    if labelled:
+        s2 = sense_similarity(cos2, senses2)
+        if s2.gap is None or prof.senses.gap is None:
+            st.info("The second model's sentences have too few senses to compare.")
+            return
+        y1, y2, what = prof.senses.gap[:K1], s2.gap, "same-sense minus different-sense cosine"
+    else:
+        iu1, iu2 = np.triu_indices(len(ss), 1), np.triu_indices(V2.shape[0], 1)
+        y1 = prof.cosines[:K1][:, iu1[0], iu1[1]].mean(axis=1)
+        y2, what = cos2[:, iu2[0], iu2[1]].mean(axis=1), "mean cosine over all pairs"
+    n1, n2 = controls.label(model), controls.label(other)
+    fig, relative = controls.two_model_figure(
+        [(n1, y1, "solid"), (n2, y2, "dash")],
+        title=f"“{ss.target}”: {what}, two models",
+        y_title=what,
+        zero_line=labelled,
+    )
+    chart(fig, key="layers_compare_chart", name_model=False)
+    st.markdown(
+        f"Blue: **{escape_md(n1)}**; red, dashed: **{escape_md(n2)}**. The {what} goes from {y1[0]:+.3f} to "
+        f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
+        "the second. "
+        + (
+            "What grows with depth only in the trained model was learned from data; what a randomly "
+            "initialised copy of the same architecture shows too comes from the architecture (mixing "
+            "neighbouring words) and the input embeddings, not from training."
+            if "random" in (split_model_key(model)[1], split_model_key(other)[1])
+            else "Both are trained models: compare where each one separates the senses."
+        )
+        + (" The models have different depths, so the x axis is the relative depth." if relative else "")
+    )
 
 
 # ------------------------------------------------------------------------------------- page
@@ -501,6 +550,11 @@ else:
     )
     if m < n:
         st.caption(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.")
+
+# ------------------------------------------------------------------------------------- controls (issue 14)
+if labelled:
+    controls.probe_section(ss, tv, model, names)
+controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")

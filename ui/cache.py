@@ -32,6 +32,7 @@ from lib.encoder import (
 )
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
 from lib.memory import release_memory
+from lib.probe import ProbeResult, probe_layers
 from lib.targets import TargetError, find_target
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
@@ -245,3 +246,17 @@ def occlusion(model_name: str, sentence: str, target: str | None, replacement: s
         return out
 
     return _cached(("occlusion", model_name, sentence, target, replacement), run, "Masking each word in turn…")
+
+
+def probe(
+    model_name: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str | None, vectors
+) -> ProbeResult:
+    """lib.probe.probe_layers on the target's vectors (n, L+1, d), once per (model, sentences, senses, target).
+
+    Raises ProbeError (not cached) when the labels cannot be probed. The result is a few kB.
+    """
+    return _cached(
+        ("probe", model_name, sentences, senses, target),
+        lambda: probe_layers(vectors, list(senses)),
+        "Training the sense probe and its shuffled-label control (once per set)…",
+    )

@@ -1,0 +1,148 @@
+"""Page sections for the controls (issue "Is it real?"): the probe against shuffled labels, the faithfulness
+of a map, and two models side by side. Each section reads its own widgets (keys namespaced by page),
+calls lib through ui.cache, draws one figure and explains it in a few sentences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import streamlit as st
+
+from lib.charts.controls import probe_chart, two_model_chart
+from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key
+from lib.probe import ProbeError
+from lib.projection import NeighbourCheck
+from ui import cache, state
+from ui.widgets import chart, escape_md
+
+
+# ------------------------------------------------------------------------------------------ the probe
+def probe_section(ss, tv, model: str, names: Sequence[str], *, key: str = "layers_probe") -> None:
+    """A logistic-regression probe per layer next to the same probe on shuffled labels (Hewitt & Liang 2019)."""
+    st.subheader("A trained probe, and its control")
+    senses = tuple(s or None for s in ss.senses)
+    try:
+        p = cache.probe(model, tuple(ss.sentences), senses, ss.target, tv.vectors)
+    except ProbeError as err:
+        st.info(escape_md(str(err)))
+        return
+    K = len(p.accuracy)
+    chart(
+        probe_chart(
+            names[:K],
+            p.accuracy,
+            p.shuffled,
+            p.shuffled_high,
+            p.chance,
+            title="Sense probe per layer vs the same probe on shuffled labels",
+        ),
+        key=key,
+    )
+    best = p.best_layer
+    within = [i for i in range(K) if p.within_band[i]]
+    layer_txt = "the embedding layer" if best == 0 else f"layer {best}"
+    st.markdown(
+        f"A **probe** is a small classifier trained to read the sense off the vectors: here a logistic "
+        f"regression, trained on {p.folds - 1} of {p.folds} parts of the {p.n} labelled sentences and tested on "
+        f"the part it did not see ({p.folds}-fold cross-validation). But with {tv.vectors.shape[2]} numbers per "
+        f"vector and {p.n} sentences, a probe can learn almost any labelling. The **control** trains the same "
+        f"probe on the same vectors with the senses **shuffled** ({p.shuffles} times): whatever it scores is "
+        f"what the probe manages without any real link between vector and sense. "
+        f"At **{layer_txt}** the probe gets **{p.accuracy[best]:.0%}** right and the shuffled control "
+        f"{p.shuffled[best]:.0%} (95 % of shuffles at most {p.shuffled_high[best]:.0%}): a **selectivity** of "
+        f"**{p.selectivity[best]:+.0%}** (Hewitt & Liang 2019). Always answering the most common sense scores "
+        f"{p.chance:.0%}."
+    )
+    if within:
+        st.markdown(
+            "Within the control's band (no evidence the layer encodes the sense beyond what shuffled labels "
+            "reach): " + ", ".join("the embedding layer" if i == 0 else f"layer {i}" for i in within) + "."
+        )
+    else:
+        st.markdown("Every layer beats the control's band.")
+    for note in p.notes:
+        st.caption(escape_md(note))
+
+
+# ------------------------------------------------------------------------------------------ maps
+def neighbour_caption(check: NeighbourCheck, method_label: str) -> None:
+    """One line under a map: how many of each point's nearest neighbours it keeps; a warning below half."""
+    text = (
+        f"This {escape_md(method_label)} map keeps **{check.preserved:.0%}** of each point's {check.k} nearest "
+        f"neighbours (cosine, in the full space); a random layout would keep about {check.chance:.0%}."
+    )
+    if check.trustworthiness is not None:
+        text += (
+            f" Trustworthiness {check.trustworthiness:.2f} (1 = no point looks close on the map without "
+            "being close in the full space)."
+        )
+    if check.poor:
+        st.warning(text + " **Less than half the neighbourhoods survive: do not read closeness off this map.**")
+    else:
+        st.caption(text)
+
+
+# ------------------------------------------------------------------------------------------ two models
+def other_model_key(model: str) -> str:
+    """The default model to compare with: the random-weights twin of a trained model, or the trained one."""
+    base, weights, _ = split_model_key(model)
+    return model_key(base, "random", 0) if weights == "trained" else base
+
+
+def compare_picker(page: str, model: str) -> str | None:
+    """A toggle and a model field for "compare with a second model"; returns the second model's key or None.
+
+    URL keys: ``<page>_compare`` (1/0) and ``<page>_other`` (a model key, e.g. "<id>#random-0").
+    """
+    k_on, k_other = f"{page}_compare", f"{page}_other"
+    on = state.url_bool(k_on, False)
+    default_other = other_model_key(model)
+    if k_other not in st.session_state:
+        raw = state._url_value(k_other)
+        st.session_state[k_other] = (raw or default_other).strip()[:220]
+    c1, c2 = st.columns([1, 2])
+    on = c1.toggle(
+        "Compare with a second model",
+        key=k_on,
+        help="The same sentences through two encoders. By default the same architecture with random weights: "
+        "what appears in both comes from the architecture, what appears only with training was learned.",
+    )
+    c2.text_input(
+        "Second model (id, or id#random-<seed> for random weights)",
+        key=k_other,
+        max_chars=220,
+        disabled=not on,
+        help=f"Default: {default_other}. Any model the Model panel accepts; add #random-0 for its random twin.",
+    )
+    other = (st.session_state.get(k_other) or "").strip() or default_other
+    state.sync_url({k_on: on, k_other: other})
+    if not on:
+        return None
+    try:
+        other = model_key(other)
+    except ModelLoadError as err:
+        st.error(escape_md(str(err)))
+        return None
+    enc, err = cache.try_encoder(other)
+    if enc is None:
+        st.error(escape_md(err or "The second model could not be loaded."))
+        return None
+    return enc.name
+
+
+def two_model_figure(
+    curves: Sequence[tuple[str, np.ndarray, str]], *, title: str, y_title: str, zero_line: bool = False
+):
+    """two_model_chart, by relative depth when the models' depths differ. Returns (figure, relative)."""
+    depths = {len(v) for _, v, _ in curves}
+    relative = len(depths) > 1
+    return (
+        two_model_chart(curves, title=title, y_title=y_title, relative=relative, zero_line=zero_line),
+        relative,
+    )
+
+
+def label(model: str) -> str:
+    return model_label(model or DEFAULT_MODEL)
