@@ -16,14 +16,17 @@ from lib.export import frame_csv
 from lib.projection import (
     METHOD_LABELS,
     MIN_POINTS,
+    NeighbourCheck,
     Projection,
     ProjectionError,
+    align_to,
+    neighbour_check,
     project,
     project_layers,
     same_sense_neighbours,
 )
 from lib.similarity import other_token_masks
-from ui import cache, state
+from ui import cache, controls, state
 from ui.widgets import chart, escape_md
 
 MAX_CONTEXT_POINTS = 400
@@ -37,8 +40,13 @@ PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-len
 
 # ------------------------------------------------------------------------------------------- caches
 @st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
-def cached_projection(X: np.ndarray, method: str, dims: int) -> Projection:
-    return project(X, method, dims)
+def cached_projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
+    return project(X, method, dims, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
+def cached_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
+    return neighbour_check(X, coords, k=5)
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=6 * 3600)
@@ -78,6 +86,7 @@ state.url_choice("proj_prep", "none", list(PREP_CHOICES))
 state.url_int("proj_k", max(1, min(10, round(d / 100))), 1, 10)
 state.url_bool("proj_context", False)
 state.url_bool("proj_across", True)
+state.url_bool("proj_seeds", False)
 
 c_method, c_dims, c_layer = st.columns([2, 1, 3])
 c_method.radio(
@@ -111,6 +120,13 @@ c_ctx.toggle(
     "Show the other words (grey)", key="proj_context", help="All other word pieces of your sentences."
 )
 c_ctx.toggle("Across layers", key="proj_across", help="One small 2-D map per layer, below the main one.")
+c_ctx.toggle(
+    "3 seeds",
+    key="proj_seeds",
+    disabled=st.session_state.proj_method == "pca",
+    help="UMAP and t-SNE start from a random state: draw the map with seeds 0, 1 and 2 to see which groups "
+    "survive a different start. (PCA has no seed.)",
+)
 
 method = st.session_state.proj_method
 dims = int(st.session_state.proj_dims)
@@ -119,6 +135,7 @@ prep = st.session_state.proj_prep
 k = st.session_state.proj_k
 show_context = st.session_state.proj_context
 across = st.session_state.proj_across
+seeds_view = st.session_state.proj_seeds
 state.sync_url(
     {
         "proj_method": method,
@@ -128,6 +145,7 @@ state.sync_url(
         "proj_k": k,
         "proj_context": show_context,
         "proj_across": across,
+        "proj_seeds": seeds_view,
     }
 )
 
@@ -204,6 +222,8 @@ fig = projection_scatter(
 chart(fig, key="proj_map", config=PNG_CONFIG)
 for note in proj.notes:
     st.caption(escape_md(note))
+check = cached_check(X_all, proj.coords)
+controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 
 hits_map, total = same_sense_neighbours(coords, senses)
 hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
@@ -251,6 +271,38 @@ if show_context and len(ctx_vectors):
 st.markdown(" ".join(parts))
 
 
+# ------------------------------------------------------------------------------------------- 3 seeds
+if seeds_view and method != "pca":
+    st.subheader("The same map from three random starts")
+    try:
+        with st.spinner(f"Computing {METHOD_LABELS[method]} with seeds 0, 1 and 2…"):
+            runs = [proj] + [cached_projection(X_all, method, dims, seed=s) for s in (1, 2)]
+    except ProjectionError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    seed_coords = [runs[0].coords[:n]] + [align_to(r.coords, runs[0].coords)[:n] for r in runs[1:]]
+    seed_checks = [cached_check(X_all, r.coords) for r in runs]
+    chart(
+        projection_small_multiples(
+            seed_coords,
+            senses,
+            hover,
+            numbers,
+            [f"seed {s} · keeps {c.preserved:.0%} of neighbours" for s, c in enumerate(seed_checks)],
+            cols=3,
+            title=f"“{ss.target}” at layer {layer}: {METHOD_LABELS[method]} with three seeds",
+        ),
+        key="proj_seeds_chart",
+        config=PNG_CONFIG,
+    )
+    st.markdown(
+        "Each panel is the same vectors, the same settings, only a different random start (turned to match "
+        "seed 0). Groups that appear in all three are in the data; a group, a gap or a position that changes "
+        f"from seed to seed is the method's choice, not the model's. The maps keep "
+        f"{', '.join(f'{c.preserved:.0%}' for c in seed_checks)} of each point's {seed_checks[0].k} nearest "
+        "neighbours."
+    )
+
 # ------------------------------------------------------------------------------------------- downloads
 def coordinates_table() -> pd.DataFrame:
     cols = ["x", "y", "z"][:dims]
@@ -295,7 +347,11 @@ else:
         st.stop()
     counts = [same_sense_neighbours(p.coords, senses) for p in per_layer]
     full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
-    titles = [f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") for j, (h, t) in enumerate(counts)]
+    kept_per_layer = [cached_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
+    titles = [
+        f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") + f" · keeps {kept_per_layer[j]:.0%}"
+        for j, (h, t) in enumerate(counts)
+    ]
     chart(
         projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
         key="proj_layers",
@@ -315,4 +371,12 @@ else:
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer. Label the "
             "sentences with senses to see the meanings separate."
         )
-    st.caption("The small maps are always 2-D and never show the grey context points.")
+    st.caption(
+        "The small maps are always 2-D and never show the grey context points. “keeps” is the share of each "
+        "point's 5 nearest neighbours (cosine, full space) that are also among its 5 nearest on the panel"
+        + (
+            f"; below half on {sum(v < 0.5 for v in kept_per_layer)} of {L + 1} panels: read those with care."
+            if any(v < 0.5 for v in kept_per_layer)
+            else "."
+        )
+    )
