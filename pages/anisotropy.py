@@ -29,7 +29,7 @@ from lib.encoder import DEFAULT_MODEL
 from lib.geometry import constant_dimensions, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
-from ui import cache, state
+from ui import cache, controls, state
 from ui.widgets import chart, escape_md
 
 CORPUS_CHOICES = {
@@ -116,6 +116,8 @@ state.sync_url(
 # ------------------------------------------------------------------------------------------- corpus
 stats: CorpusStats | None = None
 stats_key = ""
+corpus_sentences: tuple[str, ...] = ()
+use_set_stats = False
 corpus_label = CORPUS_CHOICES["builtin"]
 if corpus_choice == "set":
     ss0 = state.sentence_set()
@@ -126,6 +128,7 @@ if corpus_choice == "set":
         try:
             stats_key = "set-" + corpus_id(clean)
             stats = cache.set_stats(model, stats_key, clean)
+            corpus_sentences, use_set_stats = tuple(clean), True
             corpus_label = f"your {len(clean)} sentence(s)"
         except CorpusError as err:
             st.warning(escape_md(str(err)) + " The built-in corpus is used instead.")
@@ -154,6 +157,7 @@ elif corpus_choice == "upload":
             stats = cache.corpus_stats(model, stats_key, parsed.sentences)
             for note in stats.notes:
                 st.info(escape_md(note))
+            corpus_sentences = tuple(parsed.sentences)
             corpus_label = f"the uploaded file ({len(parsed)} sentences)"
         except (CorpusError, UploadError) as err:
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
@@ -165,6 +169,7 @@ if stats is None:
         st.stop()
     stats_key = "builtin-" + builtin.corpus_id
     stats = cache.corpus_stats(model, stats_key, builtin.sentences)
+    corpus_sentences = tuple(builtin.sentences)
     corpus_label = f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
 
 curves = curves_for(model, stats_key, k, stats)
@@ -340,4 +345,44 @@ else:
 if treatment == "whiten" and stats.fits[layer].shrinkage > 0:
     st.caption(
         f"The covariance was regularized (shrinkage {stats.fits[layer].shrinkage:.3f}) before whitening."
+    )
+
+# ------------------------------------------------------------------------------------------- 4. two models
+st.header("4. Trained or random? The same corpus through two models")
+other = controls.compare_picker("aniso", model)
+if other is None:
+    st.caption(
+        "Switch on the comparison to measure the cone of a second encoder on the same corpus, by default the "
+        "same architecture with random weights."
+    )
+else:
+    with st.spinner("Running the second model over the corpus (once per model and corpus)…"):
+        stats2 = (
+            cache.set_stats(other, stats_key, corpus_sentences)
+            if use_set_stats
+            else cache.corpus_stats(other, stats_key, corpus_sentences)
+        )
+    curves2 = curves_for(other, stats_key, k, stats2)
+    n1, n2 = controls.label(model), controls.label(other)
+    fig2, relative = controls.two_model_figure(
+        [
+            (f"{n1} · raw", curves["raw"], "solid"),
+            (f"{n1} · z-scored", curves["zscore"], "dot"),
+            (f"{n2} · raw", curves2["raw"], "solid"),
+            (f"{n2} · z-scored", curves2["zscore"], "dot"),
+        ],
+        title="Mean cosine of random word-piece pairs, two models",
+        y_title="mean cosine of random pairs",
+        zero_line=True,
+    )
+    chart(fig2, key="aniso_compare_chart", name_model=False)
+    r1, r2 = curves["raw"], curves2["raw"]
+    st.markdown(
+        f"On {escape_md(corpus_label)}: **{escape_md(n1)}** (blue) goes from {fmt(float(r1[0]))} at the embedding "
+        f"layer to **{fmt(float(r1[-1]))}** at its last layer, raw; **{escape_md(n2)}** (red) from "
+        f"{fmt(float(r2[0]))} to **{fmt(float(r2[-1]))}**. Dotted: the same after z-scoring each dimension. "
+        "A cone that a randomly initialised copy shows too comes from the architecture (position embeddings, "
+        "LayerNorm, residual sums), not from what the model learned; a cone only the trained model has was "
+        "learned."
+        + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
