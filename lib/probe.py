@@ -145,10 +145,18 @@ def _fit_batch(A: np.ndarray, Y: np.ndarray, mask: np.ndarray, classes: int, C: 
         gb = G.sum(axis=2)
         return loss, np.concatenate([gW.ravel(), gb.ravel()])
 
-    theta0 = np.zeros(n_w + D * S * c)
-    res = minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-13, "gtol": 1e-7})
-    W = res.x[:n_w].reshape(D, S, r, c)
-    b = res.x[n_w:].reshape(D, S, c)
+    theta = np.zeros(n_w + D * S * c)
+    f_prev = np.inf
+    for _ in range(4):  # L-BFGS can stop early on a flat stretch; a restart (fresh memory) goes on
+        res = minimize(
+            objective, theta, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9}
+        )
+        theta = res.x
+        if f_prev - res.fun <= 1e-9 * max(1.0, abs(res.fun)):
+            break
+        f_prev = res.fun
+    W = theta[:n_w].reshape(D, S, r, c)
+    b = theta[n_w:].reshape(D, S, c)
     return W, b
 
 
@@ -167,10 +175,10 @@ def _fold_space(Xtr: np.ndarray, Xte: np.ndarray) -> tuple[np.ndarray, np.ndarra
     combination of the rows, and the penalty's is the weights themselves), so fitting there gives the
     same predictions with at most (training rows) columns instead of d.
     """
-    mu = Xtr.mean(axis=0)
-    sd = Xtr.std(axis=0)
-    sd = np.where(sd > 1e-8, sd, 1.0)
-    A, B = (Xtr - mu) / sd, (Xte - mu) / sd
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(Xtr)  # a constant dimension is centred, not divided by 0
+    A, B = scaler.transform(Xtr), scaler.transform(Xte)
     if A.shape[0] >= A.shape[1]:
         return A, B
     _, S, Vt = np.linalg.svd(A, full_matrices=False)
