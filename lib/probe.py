@@ -149,7 +149,7 @@ def _fit_batch(A: np.ndarray, Y: np.ndarray, mask: np.ndarray, classes: int, C: 
     f_prev = np.inf
     for _ in range(4):  # L-BFGS can stop early on a flat stretch; a restart (fresh memory) goes on
         res = minimize(
-            objective, theta, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-9}
+            objective, theta, jac=True, method="L-BFGS-B", options={"maxiter": 2000, "ftol": 1e-11, "gtol": 1e-7}
         )
         theta = res.x
         if f_prev - res.fun <= 1e-9 * max(1.0, abs(res.fun)):
@@ -275,8 +275,10 @@ def probe_layers(
                 for s in range(s_runs):
                     Y[g, 1 + s, : len(tr)] = y[tr][perms[s][f]]
                 truth[g, : len(te)] = y[te]
-        W, b = _fit_batch(A, Y, mask, C)
-        pred = _predict(B, W, b)  # (K*k, 1+S, t)
+        # one solver run per (layer, fold): its label sets share the design, so they converge together
+        pred = np.concatenate(
+            [_predict(B[g : g + 1], *_fit_batch(A[g : g + 1], Y[g : g + 1], mask[g : g + 1], C)) for g in range(K * k)]
+        )  # (K*k, 1+S, t)
     hits = (pred == truth[:, None, :]) & (truth[:, None, :] >= 0)
     hits = hits.sum(axis=2).reshape(K, k, 1 + s_runs).sum(axis=1)  # (K, 1+S) correct per layer and run
     correct = hits[:, 0].astype(float)
