@@ -371,7 +371,7 @@ else:
             (f"{n2} · raw", curves2["raw"], "solid"),
             (f"{n2} · z-scored", curves2["zscore"], "dot"),
         ],
-        title="Mean cosine of random word-piece pairs, two models",
+        title=f"Mean cosine of random word-piece pairs, {controls.pair_title(model, other)}",
         y_title="mean cosine of random pairs",
         zero_line=True,
     )

@@ -165,7 +165,7 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     n1, n2 = controls.label(model), controls.label(other)
     fig, relative = controls.two_model_figure(
         [(n1, y1, "solid"), (n2, y2, "dash")],
-        title=f"“{ss.target}”: {what}, two models",
+        title=f"“{ss.target}”: {what}, {controls.pair_title(model, other)}",
         y_title=what,
         zero_line=labelled,
     )

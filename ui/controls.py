@@ -146,3 +146,14 @@ def two_model_figure(
 
 def label(model: str) -> str:
     return model_label(model or DEFAULT_MODEL)
+
+
+def pair_title(model: str, other: str) -> str:
+    """"trained vs random weights, seed 0" for twins of one model, else "<label> vs <label>"."""
+    (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)
+    if b1 == b2:
+        def short(w, s):
+            return "trained weights" if w == "trained" else f"random weights, seed {s}"
+
+        return f"{short(w1, s1)} vs {short(w2, s2)}"
+    return f"{label(model)} vs {label(other)}"

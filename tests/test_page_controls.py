@@ -1,0 +1,86 @@
+"""AppTests for the controls of issue 14: random weights from the link and the sidebar, the probe and the
+second model on Layer by layer, the neighbour check and the 3-seeds view on Projections."""
+
+from __future__ import annotations
+
+import json
+
+import pandas  # noqa: F401  (see test_concurrency: the UMAP warm-up thread must not be the first to import it)
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib.encoder import DEFAULT_MODEL
+from tests.conftest import ROOT, page_test
+
+pytestmark = pytest.mark.slow
+RANDOM0 = f"{DEFAULT_MODEL}#random-0"
+
+
+def titles(at) -> list[str]:
+    out = []
+    for c in at.get("plotly_chart"):
+        title = json.loads(c.proto.spec).get("layout", {}).get("title", {})
+        out.append(title.get("text", "") if isinstance(title, dict) else str(title))
+    return out
+
+
+def test_link_with_random_weights_names_them_everywhere():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params.update({"preset": "apple", "weights": "random", "seed": "3"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["cl_model_active"] == f"{DEFAULT_MODEL}#random-3"
+    assert at.sidebar.radio(key="cl_weights").value == "random"
+    assert at.sidebar.number_input(key="cl_seed").value == 3
+    assert any("Random weights (seed 3)" in w.value for w in at.sidebar.warning)
+    assert {k: at.query_params[k] for k in at.query_params} == {"preset": "apple", "weights": "random", "seed": "3"}
+    shown = titles(at)
+    assert shown and all("random weights, seed 3" in t for t in shown), shown
+
+
+def test_a_bad_weights_link_falls_back_with_a_note():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params.update({"weights": "pretrained", "seed": "-4"})
+    at.run()
+    assert not at.exception
+    assert at.session_state["cl_model_active"] == DEFAULT_MODEL
+    notes = " ".join(w.value for w in at.sidebar.warning)
+    assert "weights" in notes and "seed" in notes
+    assert "weights" not in {k for k in at.query_params}
+
+
+def test_layers_probe_and_two_models():
+    at = page_test("pages/layers.py", preset="apple")
+    at.session_state["cl_model_active"] = RANDOM0
+    at.query_params["layers_compare"] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "A trained probe, and its control" in [h.value for h in at.subheader]
+    text = " ".join(m.value for m in at.markdown)
+    assert "selectivity" in text and "shuffled" in text
+    shown = titles(at)
+    # every chart names the random weights; the comparison names both models itself
+    for t in shown:
+        assert "random weights, seed 0" in t.replace("\\", ""), t
+    assert any("random weights, seed 0 vs trained weights" in t for t in shown)
+    # the default second model is the trained twin of the random one, and the link keeps the choice
+    assert at.text_input(key="layers_other").value == DEFAULT_MODEL
+    page_url = at.session_state["_cl_page_url"]
+    assert page_url["layers_compare"] == "1" and page_url["layers_other"] == DEFAULT_MODEL
+    assert "Blue: **" in text and "red, dashed" in text
+
+
+def test_projections_neighbour_check_and_three_seeds():
+    at = page_test("pages/projections.py", preset="bank")
+    at.query_params.update({"proj_method": "tsne", "proj_seeds": "1", "proj_across": "0"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = " ".join(c.value for c in at.caption) + " ".join(w.value for w in at.warning)
+    assert "nearest neighbours" in captions and "random layout would keep about 45%" in captions
+    assert "The same map from three random starts" in [h.value for h in at.subheader]
+    assert any("three seeds" in t for t in titles(at))
+    assert at.session_state["_cl_page_url"]["proj_seeds"] == "1"
+    # PCA has no seed: the toggle is disabled and the view is not drawn
+    at.radio(key="proj_method").set_value("pca").run()
+    assert at.toggle(key="proj_seeds").disabled
+    assert "The same map from three random starts" not in [h.value for h in at.subheader]
