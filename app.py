@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, state
+from ui import cache, state, timing
 
 ROOT = Path(__file__).resolve().parent
 
@@ -23,6 +23,7 @@ PAGES = [
     ("pages/lesson.py", "Guided lesson", ":material/school:", False),
 ]
 
+_timer = timing.start()
 presenter_url = st.query_params.get("presenter") in ("1", "true")
 st.set_page_config(
     page_title="Context Lens",
@@ -48,3 +49,5 @@ try:
 finally:
     state.finish_run()
     cache.warm_up_in_background()
+    cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
+    timing.stop(_timer, nav.url_path)

@@ -260,3 +260,75 @@ def probe(
         lambda: probe_layers(vectors, list(senses)),
         "Training the sense probe and its shuffled-label control (once per set)…",
     )
+
+
+# --------------------------------------------------------------------------- speed (issue 16)
+_frozen_stages: set[str] = set()
+
+
+def freeze_heap() -> str | None:
+    """Move the long-lived objects out of the garbage collector's way, once per stage and process.
+
+    The model, torch, transformers and plotly leave ~500,000 objects that live as long as the server; every
+    full collection (Python's own, or Streamlit's after each script run) walks all of them. ``gc.freeze()``
+    puts the objects alive now into a permanent generation that collections skip. Called by app.py after a
+    page has run: once when the model is loaded ("model"), once more when the UMAP warm-up has imported
+    umap, numba and pandas ("umap"). A collection first, so garbage is not frozen with them. Returns the
+    stage frozen now, or None. ``CONTEXT_LENS_GC_FREEZE=0`` switches it off (the benchmark's "before").
+    """
+    import gc
+    import os
+    import sys
+
+    if os.environ.get("CONTEXT_LENS_GC_FREEZE", "1").strip() == "0":
+        return None
+    if "umap_seconds" in WARM_UP:
+        stage = "umap"
+    elif sum(ENCODE_CALLS.values()) and "torch" in sys.modules:
+        stage = "model"
+    else:
+        return None
+    with _lock:
+        if stage in _frozen_stages:
+            return None
+        _frozen_stages.add(stage)
+        _frozen_stages.add("model")  # a later "model" call has nothing left to do
+    gc.collect()
+    gc.freeze()
+    return stage
+
+
+def umap_status() -> str:
+    """'ready' when the background warm-up has compiled UMAP, 'warming' while it runs, else 'idle'.
+
+    'idle' means no warm-up runs in this process (a page run on its own, or a failed warm-up): computing a
+    UMAP then does the import and compilation itself (and shows any error).
+    """
+    if "umap_seconds" in WARM_UP:
+        return "ready"
+    if any(t.name == "context-lens-umap-warmup" and t.is_alive() for t in threading.enumerate()):
+        return "warming"
+    return "idle"
+
+
+class SharedFigure:
+    """A plotly figure built once per input and shared by every session (see :func:`shared_figure`).
+
+    ``lock`` serialises the few runs that change its layout (e.g. an outline) just before drawing it.
+    """
+
+    def __init__(self, fig) -> None:
+        self.fig = fig
+        self.lock = threading.Lock()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64, ttl=6 * 3600)
+def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> SharedFigure:
+    """The figure ``_build()`` returns, built once per (kind, key) for the whole process.
+
+    For charts that do not change with a page's controls: a rerun (a slider moved elsewhere on the page)
+    then skips building the figure. ``key`` must name everything the figure is made from (model, sentences,
+    target, labels...); ``kind`` names the chart. Draw it with ui.widgets.shared_chart, never mutate it
+    elsewhere.
+    """
+    return SharedFigure(_build())

@@ -108,17 +108,29 @@ def _healthy(base: str) -> bool:
         return False
 
 
-def start_server(app: str = "app.py", cwd: Path = ROOT, timeout: float = 180.0):
-    """Start `streamlit run <app>` on a free port; return (process, base URL, log path) once healthy."""
+def start_server(
+    app: str = "app.py",
+    cwd: Path = ROOT,
+    timeout: float = 180.0,
+    *,
+    extra_args: list[str] | None = None,
+    env: dict[str, str] | None = None,
+):
+    """Start `streamlit run <app>` on a free port; return (process, base URL, log path) once healthy.
+
+    ``extra_args``: more command-line options (e.g. ``["--runner.postScriptGC", "true"]``); ``env``:
+    extra environment variables for the server.
+    """
     port = _free_port()
     fd, log_path = tempfile.mkstemp(prefix="context-lens-server-", suffix=".log")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", **(env or {}))
     cmd = [
         sys.executable, "-m", "streamlit", "run", app,
         "--server.headless", "true",
         "--server.port", str(port),
         "--server.address", "127.0.0.1",
         "--browser.gatherUsageStats", "false",
+        *(extra_args or []),
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=fd, stderr=subprocess.STDOUT, env=env)
     os.close(fd)  # the child keeps its own copy
