@@ -31,7 +31,7 @@ from lib.charts.attention import (
     target_attention_by_layer,
 )
 from ui import cache, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
@@ -52,13 +52,6 @@ encoding = tv.encoding
 n_sent = len(ss)
 L, H = enc.num_layers, enc.num_heads
 word = escape_md(ss.target or "the target")
-
-
-@st.cache_resource(show_spinner=False, max_entries=32, ttl=6 * 3600)
-def _overview_base(model_name: str, sentence: str, labels: tuple[str, ...], _att) -> dict:
-    """The layers x heads overview for one sentence, built once (78 subplots take ~1 s to build); the
-    outline of the chosen head is added per run. Treated as read-only."""
-    return attention_overview(_att, list(labels), selected=None, max_tokens=OVERVIEW_MAX_TOKENS).to_dict()
 
 
 def sentence_label(k: int) -> str:
@@ -136,9 +129,15 @@ if n > MAX_TICK_LABELS:
 
 # ------------------------------------------------------------------------------------------- 2. overview
 st.header("All layers and heads at once")
-overview = dict(_overview_base(a.model, encoding.sentences[i], tuple(labels), att))
-overview["layout"] = {**overview["layout"], "shapes": [overview_outline(H, layer, head)]}
-chart(overview, key="attn_overview")
+# Charts that depend on the sentence only are built once per sentence (ui.cache.shared_figure) and reused by
+# every rerun and every session; the overview gets the chosen head's outline just before it is drawn.
+fig_key = (a.model, encoding.sentences[i], tuple(tokens))
+overview = cache.shared_figure(
+    "attn_overview",
+    fig_key,
+    lambda: attention_overview(att, labels, selected=None, max_tokens=OVERVIEW_MAX_TOKENS),
+)
+shared_chart(overview, key="attn_overview", layout={"shapes": [overview_outline(H, layer, head)]})
 st.markdown(
     f"Each small square is one head's heatmap, like the one above; rows are layers 1–{L}, columns heads "
     f"1–{H}, and the last column is the **mean over the {H} heads** of that layer (its rows still add up to 1). "
@@ -186,12 +185,21 @@ if others:
     )
 else:
     st.markdown("This sentence has only the target itself (plus [CLS] and [SEP]) to look at.")
-chart(target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, labels), key="attn_target_layers")
+shared_chart(
+    cache.shared_figure(
+        "attn_target_layers",
+        (*fig_key, tuple(tpos)),
+        lambda: target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, labels),
+    ),
+    key="attn_target_layers",
+)
 st.caption("The same two views for every layer (mean over heads): read a row to follow one layer.")
 
 st.subheader("Attention that goes to [CLS], [SEP] and punctuation")
 share = special_token_share(att, tokens)
-chart(special_token_share_chart(share), key="attn_special")
+shared_chart(
+    cache.shared_figure("attn_special", fig_key, lambda: special_token_share_chart(share)), key="attn_special"
+)
 spec = share.cls_mean + share.sep_mean
 peak = int(np.argmax(spec))
 st.markdown(

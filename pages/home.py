@@ -6,7 +6,7 @@ import streamlit as st
 from lib.charts.home import before_after_heatmaps
 from lib.similarity import cosine_matrix, sense_similarity
 from ui import cache, state
-from ui.widgets import chart, escape_md
+from ui.widgets import escape_md, shared_chart
 
 st.title("Context Lens")
 st.markdown(
@@ -25,14 +25,18 @@ last_cos = cosine_matrix(tv.vectors[:, last, :])
 word = escape_md(ss.target or "the target")
 
 st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
-fig = before_after_heatmaps(
-    first_cos,
-    last_cos,
-    ss.labels,
-    ss.senses,
-    ("Layer 0: embeddings (word piece + position)", f"Layer {last}: after {last} layers of attention"),
+fig = cache.shared_figure(  # built once per set and model, shared by reruns and sessions
+    "home_heatmaps",
+    (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels)),
+    lambda: before_after_heatmaps(
+        first_cos,
+        last_cos,
+        ss.labels,
+        ss.senses,
+        ("Layer 0: embeddings (word piece + position)", f"Layer {last}: after {last} layers of attention"),
+    ),
 )
-chart(fig, key="home_heatmaps", download="context_lens_before_after")
+shared_chart(fig, key="home_heatmaps", download="context_lens_before_after")
 
 iu = np.triu_indices(len(ss), k=1)
 lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())

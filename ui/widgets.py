@@ -74,3 +74,15 @@ def download_figure(fig: go.Figure, name: str, *, key: str, label: str = "Downlo
     st.download_button(
         label, data=html, file_name=f"{name}.html", mime="text/html", key=key, icon=":material/download:"
     )
+
+
+def shared_chart(shared, *, key: str, layout: dict | None = None, download: str | None = None, **kwargs) -> None:
+    """Draw a ui.cache.SharedFigure (built once per input), after setting ``layout`` (e.g. shapes) on it.
+
+    The layout change and Streamlit's copy of the figure happen under the figure's lock, so two sessions
+    drawing the same figure with different outlines never see each other's.
+    """
+    with shared.lock:
+        if layout:
+            shared.fig.update_layout(**layout)
+        chart(shared.fig, key=key, download=download, **kwargs)
