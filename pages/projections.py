@@ -187,7 +187,23 @@ if show_context:
         ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in chosen]
 
 X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
-if method == "umap" and "umap_seconds" not in getattr(cache, "WARM_UP", {"umap_seconds": 0}):
+umap_waiting = method == "umap" and cache.umap_status() == "warming"
+if umap_waiting:
+    # UMAP never blocks the page: while the server compiles it (once, after a start), show PCA and switch
+    # to UMAP by itself as soon as the warm-up is done (a fragment polls the warm-up once a second).
+    method = "pca"
+    st.info(
+        "UMAP is being prepared on this server (once after a start, usually under half a minute). Meanwhile "
+        "the map below is **PCA**; it switches to UMAP by itself when UMAP is ready, nothing to click."
+    )
+
+    @st.fragment(run_every=1.0)
+    def _switch_when_umap_ready() -> None:
+        if cache.umap_status() != "warming":
+            st.rerun()
+
+    _switch_when_umap_ready()
+if method == "umap" and cache.umap_status() != "ready":
     spinner = "Computing UMAP (the first UMAP after a server start also compiles it, up to a minute)…"
 else:
     spinner = f"Computing {METHOD_LABELS[method]}…"
