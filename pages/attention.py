@@ -24,7 +24,6 @@ from lib.charts.attention import (
     MAX_TICK_LABELS,
     attention_heatmap,
     attention_overview,
-    overview_outline,
     side_by_side_heatmaps,
     special_token_share_chart,
     target_attention_bars,
@@ -130,18 +129,20 @@ if n > MAX_TICK_LABELS:
 # ------------------------------------------------------------------------------------------- 2. overview
 st.header("All layers and heads at once")
 # Charts that depend on the sentence only are built once per sentence (ui.cache.shared_figure) and reused by
-# every rerun and every session; the overview gets the chosen head's outline just before it is drawn.
+# every rerun and every session. The overview carries no mark of the chosen head: unchanged, it goes to the
+# browser as a short reference and is not redrawn when a slider moves (78 heatmaps; 170 kB of JSON).
 fig_key = (a.model, encoding.sentences[i], tuple(tokens))
 overview = cache.shared_figure(
     "attn_overview",
     fig_key,
     lambda: attention_overview(att, labels, selected=None, max_tokens=OVERVIEW_MAX_TOKENS),
 )
-shared_chart(overview, key="attn_overview", layout={"shapes": [overview_outline(H, layer, head)]})
+shared_chart(overview, key="attn_overview")
 st.markdown(
     f"Each small square is one head's heatmap, like the one above; rows are layers 1–{L}, columns heads "
     f"1–{H}, and the last column is the **mean over the {H} heads** of that layer (its rows still add up to 1). "
-    f"The outlined square is layer {layer_num}, head {head_num}: pick another with the sliders to enlarge it. "
+    f"The head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}: pick "
+    "another with the sliders. "
     "Look for heads with a bright diagonal next to the main one (each word looks at its neighbour) and heads "
     "with a bright first or last column (everyone looks at [CLS] or [SEP])."
 )

@@ -199,30 +199,47 @@ def attention_overview(
     grid = np.concatenate([att, mean], axis=1)  # (L, H + 1, n, n)
     pooled = pool_attention(grid, max_tokens)
     lab = _safe(pooled.block_labels(list(labels)))
-    fig = make_subplots(
-        rows=num_layers,
-        cols=cols,
-        column_titles=[f"H{h + 1}" for h in range(num_heads)] + ["mean"],
-        row_titles=[f"L{layer + 1}" for layer in range(num_layers)],
-        horizontal_spacing=0.006,
-        vertical_spacing=0.012,
-    )
+    # The same grid make_subplots would lay out (row 1 at the top), written as plain dicts and validated once:
+    # make_subplots plus 78 add_trace calls took ~0.8 s of CPU per sentence, this ~0.1 s.
+    h_space, v_space = 0.006, 0.012
+    width = (1 - h_space * (cols - 1)) / cols
+    height = (1 - v_space * (num_layers - 1)) / num_layers
+    axis = {"showticklabels": False, "ticks": "", "showgrid": False, "type": "category"}
+    layout: dict = {"annotations": []}
+    traces = []
     for layer in range(num_layers):
+        y1 = 1 - layer * (height + v_space)
         for h in range(cols):
+            k = layer * cols + h + 1
+            suffix = "" if k == 1 else str(k)
+            x0 = h * (width + h_space)
+            layout[f"xaxis{suffix}"] = {**axis, "domain": [x0, x0 + width], "anchor": f"y{suffix}"}
+            layout[f"yaxis{suffix}"] = {**axis, "domain": [y1 - height, y1], "anchor": f"x{suffix}",
+                                        "autorange": "reversed"}  # fmt: skip
             name = f"layer {layer + 1}, " + (f"head {h + 1}" if h < num_heads else "mean over heads")
-            fig.add_trace(
-                go.Heatmap(
-                    z=pooled.weights[layer, h].astype(np.float32),
-                    x=lab,
-                    y=lab,
-                    coloraxis="coloraxis",
-                    hovertemplate=f"{name}<br>query %{{y}} → key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
-                ),
-                row=layer + 1,
-                col=h + 1,
+            traces.append(
+                {
+                    "type": "heatmap",
+                    "z": pooled.weights[layer, h].astype(np.float32),
+                    "x": lab,
+                    "y": lab,
+                    "xaxis": f"x{suffix}",
+                    "yaxis": f"y{suffix}",
+                    "coloraxis": "coloraxis",
+                    "hovertemplate": f"{name}<br>query %{{y}} → key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
+                }
             )
-    fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, type="category")
-    fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, type="category", autorange="reversed")
+            if layer == 0:
+                layout["annotations"].append(
+                    {"text": f"H{h + 1}" if h < num_heads else "mean", "x": x0 + width / 2, "y": 1.0,
+                     "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
+                     "showarrow": False, "font": {"size": 11}}  # fmt: skip
+                )
+        layout["annotations"].append(
+            {"text": f"L{layer + 1}", "x": 1.0, "y": y1 - height / 2, "xref": "paper", "yref": "paper",
+             "xanchor": "left", "yanchor": "middle", "showarrow": False, "font": {"size": 11}}  # fmt: skip
+        )
+    fig = go.Figure(data=traces, layout=layout)
     if selected is not None:
         fig.add_shape(overview_outline(num_heads, *selected))
     apply_layout(fig)
@@ -236,8 +253,6 @@ def attention_overview(
         height=int(70 * num_layers + 90),
         margin={"l": 20, "r": 40, "t": 50, "b": 20},
     )
-    fig.update_annotations(font_size=11)
-    fig.for_each_annotation(lambda a: a.update(textangle=0) if a.text.startswith("L") else None)
     return fig
 
 
