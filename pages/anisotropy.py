@@ -30,7 +30,7 @@ from lib.geometry import constant_dimensions, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, shared_chart
 
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
@@ -242,8 +242,12 @@ order = np.argsort(-var, kind="stable")
 top3 = [int(j) for j in order[:3]]
 total = float(var.sum())
 share = float(var[top3].sum() / total) if total > 0 else 0.0
-chart(
-    dimension_profile(var, stats.mean[layer], rd.cosine_contribution, title=f"Layer {layer}"),
+shared_chart(  # 3 x 384 bars: built once per corpus and layer, then reused by every rerun and session
+    cache.shared_figure(
+        "aniso_dims",
+        (model, stats_key, layer),
+        lambda: dimension_profile(var, stats.mean[layer], rd.cosine_contribution, title=f"Layer {layer}"),
+    ),
     key="aniso_dims",
 )
 contrib = rd.cosine_contribution

@@ -27,7 +27,7 @@ from lib.projection import (
 )
 from lib.similarity import other_token_masks
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, shared_chart
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -368,8 +368,12 @@ else:
         f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") + f" · keeps {kept_per_layer[j]:.0%}"
         for j, (h, t) in enumerate(counts)
     ]
-    chart(
-        projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
+    shared_chart(  # does not change with the layer slider: built once per set, method and preparation
+        cache.shared_figure(
+            "proj_layers",
+            (a.model, ss.sentences, ss.target, tuple(senses), method, prep, k if prep == "topk" else 0),
+            lambda: projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
+        ),
         key="proj_layers",
         config=PNG_CONFIG,
     )
