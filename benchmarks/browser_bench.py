@@ -1,0 +1,789 @@
+"""Context Lens in a real browser against a real server (issues 16 and 11 §7b): a script, not tests.
+
+    python benchmarks/browser_bench.py                      # every section, writes browser_results.json
+    python benchmarks/browser_bench.py --only interactions  # some sections: config, interactions, big, class
+    python benchmarks/browser_bench.py --repeats 5 --class-sizes 1,10,30
+
+What is measured (Playwright driving Debian's /usr/bin/chromium, `streamlit run` on a free port, the
+repository's .streamlit/config.toml):
+
+* **interactions**: on every page with the default preset, after the model is warm and the UMAP warm-up has
+  finished: a rerun (key "r") and changing each page's main controls (layer, head, method, pooling...).
+  Per interaction: time from the input to the server's "script finished" message arriving in the browser
+  (``input``), the same from the browser sending its rerun request (``request``, which leaves out the
+  widgets' own client-side debounce), the server process's CPU seconds (/proc/<pid>/stat, user + system, read
+  after the server went quiet), and the bytes the server sent for the rerun (websocket frames; ``plotly`` =
+  the plotly JSON among them, sent in full; figures the browser already holds go as a short reference).
+  The **floor**: an empty Streamlit page (a title) served by a second server with the same configuration, in
+  the same browser, same run. Then the server's RSS after every page has been visited.
+* **big**: the same interactions on Layer by layer, Start here and Attention with 500 sentences.
+* **config**: before/after for the speed settings: a fresh server per configuration (file watcher,
+  Streamlit's post-script gc.collect(), ui.cache.freeze_heap's gc.freeze()), reruns of Start here and
+  Attention in each.
+* **class**: N students (N = 1, 10, 30 by default) in one headless Chromium, a browser context each, open
+  a link with their own 8 sentences at the same moment, then click "Attention". Time to the first chart
+  (p50 / p95 / max) and to the Attention page's charts, the server's CPU seconds for the class, its peak RSS,
+  and the server-side time of each session's script runs (``CONTEXT_LENS_RUN_LOG=1``, see ui/timing.py).
+
+Seconds on a shared two-core machine are noisy: compare with the floor measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from tests.browser._browser import (  # noqa: E402  (the repository root is put on the path first)
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    JS_CHARTS_DRAWN,
+    JS_IDLE,
+    LOAD_MS,
+    _missing_browser_reason,
+    start_server,
+    stop_server,
+)
+
+RESULTS = ROOT / "benchmarks" / "browser_results.json"
+TICK = os.sysconf("SC_CLK_TCK")
+FLOOR_APP = 'import streamlit as st\n\nst.title("Floor")\n'
+OUT: dict = {"sections": {}}
+
+# The configurations compared in the "config" section: (name, command-line options, environment).
+BEFORE = ["--server.fileWatcherType", "auto", "--runner.postScriptGC", "true"]
+CONFIGS = [
+    ("before: watcher on, post-script GC, no freeze", BEFORE, {"CONTEXT_LENS_GC_FREEZE": "0"}),
+    ("watcher off", ["--runner.postScriptGC", "true"], {"CONTEXT_LENS_GC_FREEZE": "0"}),
+    ("watcher off + no post-script GC", [], {"CONTEXT_LENS_GC_FREEZE": "0"}),
+    ("watcher off + gc.freeze (post-script GC kept)", ["--runner.postScriptGC", "true"], {}),
+    ("shipped: watcher off + no post-script GC + gc.freeze", [], {}),
+]
+
+
+def median(xs) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return float(statistics.median(xs)) if xs else None
+
+
+def pct(xs: list[float], q: float) -> float | None:
+    """The q-quantile (0..1) by the nearest-rank method (p95 of 10 values is the largest)."""
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    k = max(0, min(len(xs) - 1, int(-(-q * len(xs) // 1)) - 1))
+    return xs[k]
+
+
+def r3(x):
+    return None if x is None else round(float(x), 4)
+
+
+# =========================================================================================== the server
+class Server:
+    """A `streamlit run` process: its CPU seconds, RSS and run log, read from /proc and its log file."""
+
+    def __init__(self, app: str = "app.py", cwd: Path = ROOT, extra_args=None, env=None):
+        self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env)
+        self.pid = self.proc.pid
+        self._peak = 0
+        self._sampling = False
+
+    def cpu(self) -> float:
+        """User + system CPU seconds of the server process so far (all its threads)."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+
+    def _status(self, key: str) -> float:
+        with open(f"/proc/{self.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024**2  # kB -> GB
+        return float("nan")
+
+    def rss(self) -> float:
+        return self._status("VmRSS")
+
+    def hwm(self) -> float:
+        """Peak RSS since the process started (GB)."""
+        return self._status("VmHWM")
+
+    def wait_quiet(self, span: float = 1.0, below: float = 0.03, timeout: float = 180.0) -> float:
+        """Wait until the server spends less than ``below`` CPU seconds in ``span`` seconds; return the wait."""
+        t0 = time.perf_counter()
+        last = self.cpu()
+        while time.perf_counter() - t0 < timeout:
+            time.sleep(span)
+            now = self.cpu()
+            if now - last < below:
+                break
+            last = now
+        return time.perf_counter() - t0
+
+    def start_peak(self) -> None:
+        """Sample RSS every 50 ms in a thread until stop_peak() (VmHWM cannot be reset between phases)."""
+        self._peak = self.rss()
+        self._sampling = True
+
+        def run():
+            while self._sampling:
+                try:
+                    self._peak = max(self._peak, self.rss())
+                except OSError:
+                    return
+                time.sleep(0.05)
+
+        self._thread = threading.Thread(target=run, daemon=True)
+        self._thread.start()
+
+    def stop_peak(self) -> float:
+        self._sampling = False
+        self._thread.join(timeout=2)
+        return self._peak
+
+    def log_size(self) -> int:
+        return Path(self.log).stat().st_size
+
+    def run_lines(self, since: int = 0) -> list[dict]:
+        """The ``context-lens-run`` lines (ui/timing.py) written after byte offset ``since``."""
+        with open(self.log, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        out = []
+        for m in re.finditer(r"context-lens-run session=(\S+) page=(\S+) wall=([\d.]+) cpu=([\d.]+)", text):
+            out.append({"session": m[1], "page": m[2], "wall": float(m[3]), "cpu": float(m[4])})
+        return out
+
+    def stop(self) -> None:
+        stop_server(self.proc)
+        text = Path(self.log).read_text(errors="replace")
+        if "Traceback" in text:
+            print(f"  (server log with a traceback kept: {self.log})", flush=True)
+        else:
+            Path(self.log).unlink(missing_ok=True)
+
+
+# =========================================================================================== a browser tab
+def _forward_kind(payload: bytes) -> tuple[str, int, str]:
+    """(message type, plotly JSON bytes in it, script-finished status) of one websocket frame."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    msg = ForwardMsg()
+    try:
+        msg.ParseFromString(payload)
+    except Exception:  # not a ForwardMsg: count its bytes only
+        return "other", 0, ""
+    kind = msg.WhichOneof("type") or "none"
+    plotly = 0
+    status = ""
+    if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+        el = msg.delta.new_element
+        if el.WhichOneof("type") == "plotly_chart":
+            plotly = len(el.plotly_chart.spec)
+    elif kind == "script_finished":
+        status = ForwardMsg.ScriptFinishedStatus.Name(msg.script_finished)
+    return kind, plotly, status
+
+
+@dataclass
+class Frame:
+    t: float
+    sent: bool
+    nbytes: int
+    kind: str = ""
+    plotly: int = 0
+    status: str = ""
+
+
+@dataclass
+class Tab:
+    """A Playwright page (one Streamlit session) whose websocket frames are recorded with timestamps."""
+
+    page: object
+    frames: list[Frame] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.page.on("websocket", self._on_ws)
+        self.cdp = None
+        try:
+            self.cdp = self.page.context.new_cdp_session(self.page)
+            self.cdp.send("Performance.enable")
+        except Exception:  # not Chromium: no renderer figures
+            self.cdp = None
+
+    def renderer_busy(self) -> float | None:
+        """Seconds the page's renderer main thread has spent on tasks so far (CDP TaskDuration)."""
+        if self.cdp is None:
+            return None
+        metrics = self.cdp.send("Performance.getMetrics")["metrics"]
+        return next((m["value"] for m in metrics if m["name"] == "TaskDuration"), None)
+
+    def _on_ws(self, ws) -> None:
+        if "_stcore/stream" not in ws.url:
+            return
+
+        def received(payload):
+            t = time.perf_counter()
+            data = payload if isinstance(payload, bytes) else payload.encode()
+            kind, plotly, status = _forward_kind(data)
+            self.frames.append(Frame(t, False, len(data), kind, plotly, status))
+
+        def sent(payload):
+            t = time.perf_counter()
+            data = payload if isinstance(payload, bytes) else payload.encode()
+            self.frames.append(Frame(t, True, len(data), "back"))
+
+        ws.on("framereceived", received)
+        ws.on("framesent", sent)
+
+    def finished_after(self, i0: int) -> Frame | None:
+        for f in self.frames[i0:]:
+            if f.kind == "script_finished" and f.status == "FINISHED_SUCCESSFULLY":
+                return f
+        return None
+
+
+def new_tab(ctx) -> Tab:
+    page = ctx.new_page()
+    page.set_default_timeout(LOAD_MS)
+    return Tab(page)
+
+
+def open_page(tab: Tab, url: str, charts: bool = True) -> None:
+    tab.page.goto(url)
+    tab.page.wait_for_selector("[data-testid='stApp']")
+    tab.page.wait_for_function(JS_IDLE)
+    if charts:
+        tab.page.wait_for_function(JS_CHARTS_DRAWN)
+    tab.page.wait_for_function(JS_IDLE)
+
+
+def goto_nav(tab: Tab, title: str, server: Server | None = None) -> None:
+    """Open a page through the sidebar navigation (same session), and wait until it has finished."""
+    i0 = len(tab.frames)
+    tab.page.locator("[data-testid='stSidebarNav'] a", has_text=title).first.click()
+    _wait_finished(tab, i0)
+    tab.page.wait_for_function(JS_IDLE)
+
+
+def _wait_finished(tab: Tab, i0: int, timeout: float = LOAD_MS / 1000) -> Frame:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        f = tab.finished_after(i0)
+        if f is not None:
+            return f
+        tab.page.wait_for_timeout(3)  # lets Playwright deliver the websocket events meanwhile
+    raise TimeoutError("the script run did not finish")
+
+
+# =========================================================================================== interactions
+# An interaction is (prepare, act): ``prepare`` (not timed) finds and focuses the control, ``act`` is the input.
+def _slider(label: str):
+    state = {"key": "ArrowLeft"}
+
+    def prepare(pg):
+        box = pg.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
+        thumb = box.get_by_role("slider").first
+        thumb.focus()
+        now, top = thumb.evaluate("e => [e.value, e.max]")  # an <input type=range> in Streamlit 1.67
+        state["key"] = "ArrowLeft" if now == top else "ArrowRight"  # one step, back and forth
+
+    def act(pg):
+        pg.keyboard.press(state["key"])
+
+    return prepare, act
+
+
+def _radio(label: str, a: str, b: str):
+    state = {"next": b}
+    found = {}
+
+    def prepare(pg):
+        group = pg.locator("[data-testid='stMain'] [data-testid='stRadio']", has_text=label).first
+        found["el"] = group.locator("label", has_text=state["next"]).first
+        found["el"].scroll_into_view_if_needed()
+
+    def act(pg):
+        found["el"].click()
+        state["next"] = a if state["next"] == b else b
+
+    return prepare, act
+
+
+def _toggle(label: str):
+    found = {}
+
+    def prepare(pg):
+        box = pg.locator("[data-testid='stMain'] [data-testid='stCheckbox']", has_text=label).first
+        found["el"] = box.locator("label").first
+        found["el"].scroll_into_view_if_needed()
+
+    def act(pg):
+        found["el"].click()
+
+    return prepare, act
+
+
+def _button(a: str, b: str):
+    state = {"next": a}
+    found = {}
+
+    def prepare(pg):
+        found["el"] = pg.get_by_role("button", name=state["next"]).first
+        found["el"].scroll_into_view_if_needed()
+
+    def act(pg):
+        found["el"].click()
+        state["next"] = b if state["next"] == a else a
+
+    return prepare, act
+
+
+def _rerun_prepare(pg):
+    pg.locator("[data-testid='stMain'] h1").first.click()  # focus the page, not a text box
+
+
+def _rerun_act(pg):
+    pg.keyboard.press("r")
+
+
+_rerun = (_rerun_prepare, _rerun_act)
+
+# page title -> [(interaction name, (prepare, act))]; the controls each page's learner moves most
+PAGE_ACTIONS = {
+    "Start here": [("rerun (r)", _rerun)],
+    "Layer by layer": [
+        ("rerun (r)", _rerun),
+        ("layer slider", _slider("Layer")),
+        ("pooling", _radio("Vector of the word", "one layer", "mean of last 4 layers")),
+    ],
+    "Attention": [("rerun (r)", _rerun), ("layer slider", _slider("Layer")), ("head slider", _slider("Head"))],
+    "Anisotropy": [("rerun (r)", _rerun), ("layer slider", _slider("Layer"))],
+    "Projections": [
+        ("rerun (r)", _rerun),
+        ("layer slider", _slider("Layer")),
+        ("method PCA/UMAP", _radio("Method", "PCA", "UMAP")),
+    ],
+    "Attention by hand": [("rerun (r)", _rerun), ("scaling toggle", _toggle("scaling"))],
+    "Guided lesson": [("rerun (r)", _rerun), ("next/back step", _button("Next →", "← Back"))],
+}
+
+
+def _once(tab: Tab, server: Server, action, timeout: float = 120.0) -> dict:
+    """One interaction: time from the input / from the rerun request to "script finished", CPU, bytes."""
+    server.wait_quiet(span=0.4, below=0.02, timeout=20)
+    tab.page.wait_for_function(JS_IDLE)
+    prepare, act = action
+    prepare(tab.page)
+    i0 = len(tab.frames)
+    cpu0 = server.cpu()
+    busy0 = tab.renderer_busy()
+    t0 = time.perf_counter()
+    act(tab.page)
+    fin = _wait_finished(tab, i0, timeout=timeout)
+    sent = [f for f in tab.frames[i0:] if f.sent and f.t <= fin.t]
+    got = [f for f in tab.frames[i0:] if not f.sent and f.t <= fin.t]
+    tab.page.wait_for_function(JS_IDLE)
+    tab.page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))")  # drawn
+    drawn = time.perf_counter() - t0
+    busy1 = tab.renderer_busy()
+    server.wait_quiet(span=0.3, below=0.02, timeout=20)
+    return {
+        "drawn_s": drawn,
+        "browser_busy_s": None if busy0 is None or busy1 is None else busy1 - busy0,
+        "input_s": fin.t - t0,
+        "request_s": fin.t - sent[0].t if sent else None,
+        "cpu_s": server.cpu() - cpu0,
+        "bytes": sum(f.nbytes for f in got),
+        "plotly_bytes": sum(f.plotly for f in got),
+        "messages": len(got),
+    }
+
+
+def _summary(runs: list[dict]) -> dict:
+    out = {k: r3(median(r.get(k) for r in runs)) for k in ("input_s", "request_s", "cpu_s", "drawn_s", "browser_busy_s")}
+    out["bytes"] = int(median(r["bytes"] for r in runs) or 0)
+    out["plotly_bytes"] = int(median(r["plotly_bytes"] for r in runs) or 0)
+    return out
+
+
+def measure(tab: Tab, server: Server, action, repeats: int, warm: int = 1, floor=None) -> dict:
+    """Repeat one interaction; medians of time (from input, from request), server CPU and bytes.
+
+    ``floor`` = (tab, server) of the empty page: a floor rerun is measured just before each repetition, so
+    the page and its floor see the same load on the machine; ``ratio`` is the median of the paired ratios.
+    """
+    runs, floors = [], []
+    for k in range(warm + repeats):
+        f = _once(floor[0], floor[1], _rerun) if floor is not None and k >= warm else None
+        try:
+            r = _once(tab, server, action)
+        except TimeoutError:
+            r = None
+        if k < warm:
+            continue
+        if r is None:
+            return {"failed": "the run did not finish within 120 s", "runs": runs}
+        runs.append(r)
+        if f is not None:
+            floors.append(f)
+    out = _summary(runs)
+    if floors:
+        out["floor"] = _summary(floors)
+        out["ratio_input"] = r3(median(r["input_s"] / f["input_s"] for r, f in zip(runs, floors, strict=True)))
+    out["runs"] = runs
+    return out
+
+
+def _launch(p):
+    return p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+
+
+def _context(browser):
+    return browser.new_context(viewport={"width": 1400, "height": 1000})
+
+
+@contextlib.contextmanager
+def floor_server(browser):
+    """The floor: an empty Streamlit page (a title) on a second server with the same configuration, open in
+    its own tab of the same browser for the whole section; yields (tab, server)."""
+    with tempfile.TemporaryDirectory(prefix="context-lens-floor-") as tmp:
+        (Path(tmp) / "floor.py").write_text(FLOOR_APP)
+        srv = Server(app=str(Path(tmp) / "floor.py"), cwd=ROOT)
+        ctx = _context(browser)
+        try:
+            tab = new_tab(ctx)
+            open_page(tab, srv.base + "/", charts=False)
+            yield tab, srv
+        finally:
+            ctx.close()
+            srv.stop()
+
+
+def _pages() -> list[tuple[str, str, bool]]:
+    from tests.browser._browser import app_pages
+
+    return app_pages()
+
+
+def _line(title: str, name: str, m: dict) -> str:
+    if "failed" in m:
+        return f"  {title:<18} {name:<18} FAILED: {m['failed']}"
+    fl = m.get("floor", {})
+    return (f"  {title:<18} {name:<18} {m['input_s']:.3f} s from input ({m['request_s']:.3f} s from request; "
+            f"floor {fl.get('input_s', float('nan')):.3f} s, ratio {m.get('ratio_input')}), {m['cpu_s']:.3f} s CPU, "
+            f"browser busy {m.get('browser_busy_s')} s, drawn after {m.get('drawn_s')} s, "
+            f"{m['bytes'] / 1e3:.0f} kB sent ({m['plotly_bytes'] / 1e3:.0f} kB plotly JSON)")  # fmt: skip
+
+
+def bench_interactions(browser, repeats: int) -> None:
+    print("interactions: every page, default preset, warm server", flush=True)
+    rows = []
+    with floor_server(browser) as floor:
+        srv = Server()
+        ctx = _context(browser)
+        try:
+            tab = new_tab(ctx)
+            t0 = time.perf_counter()
+            open_page(tab, srv.base + "/")
+            print(f"  first chart after {time.perf_counter() - t0:.1f} s; waiting for the UMAP warm-up", flush=True)
+            srv.wait_quiet(span=2.0, below=0.05, timeout=300)
+            for _path, title, _default in _pages():
+                goto_nav(tab, title)
+                tab.page.wait_for_timeout(200)
+                for name, action in PAGE_ACTIONS.get(title, [("rerun (r)", _rerun)]):
+                    m = measure(tab, srv, action, repeats, floor=floor)
+                    rows.append({"page": title, "interaction": name, **m})
+                    print(_line(title, name, m), flush=True)
+            srv.wait_quiet()
+            rss, peak = srv.rss(), srv.hwm()
+            print(f"  server RSS after every page: {rss:.2f} GB (peak {peak:.2f} GB)", flush=True)
+        finally:
+            ctx.close()
+            srv.stop()
+    OUT["sections"]["interactions"] = {"rows": rows, "rss_after_every_page_gb": r3(rss), "peak_rss_gb": r3(peak)}
+
+
+# =========================================================================================== 500 sentences
+def big_text(n: int = 500) -> tuple[str, str]:
+    """``n`` labelled lines with "bank" (presets' sentences varied), and the target."""
+    from lib.presets import preset_by_id
+
+    p = preset_by_id("bank")
+    rows = list(p.rows)
+    lines = []
+    for k in range(n):
+        sense, s = rows[k % len(rows)]
+        lines.append(f"{sense} | In example {k + 1}, {s[0].lower()}{s[1:]}" if sense else f"In example {k + 1}, {s}")
+    return "\n".join(lines), p.target
+
+
+def bench_big(browser, repeats: int) -> None:
+    print("big: 500 sentences", flush=True)
+    text, _target = big_text(500)
+    srv = Server()
+    ctx = _context(browser)
+    rows = []
+    floor_cm = floor_server(browser)
+    floor = floor_cm.__enter__()
+    try:
+        tab = new_tab(ctx)
+        open_page(tab, srv.base + "/")
+        srv.wait_quiet(span=2.0, below=0.05, timeout=300)
+        box = tab.page.get_by_label("Sentences, one per line")
+        i0 = len(tab.frames)
+        t0 = time.perf_counter()
+        box.fill(text)
+        tab.page.keyboard.press("Control+Enter")
+        _wait_finished(tab, i0, timeout=600)
+        tab.page.wait_for_function(JS_CHARTS_DRAWN)
+        to_charts = time.perf_counter() - t0
+        print(f"  500 sentences to the start page's chart: {to_charts:.1f} s", flush=True)
+        for title in ("Start here", "Layer by layer", "Attention"):
+            goto_nav(tab, title)
+            for name, action in PAGE_ACTIONS[title]:
+                m = measure(tab, srv, action, max(2, repeats // 2), floor=floor)
+                rows.append({"page": title, "interaction": name, **m})
+                print(_line("500: " + title, name, m), flush=True)
+        rss = srv.rss()
+        peak = srv.hwm()
+    finally:
+        ctx.close()
+        srv.stop()
+        floor_cm.__exit__(None, None, None)
+    OUT["sections"]["big"] = {"to_charts_s": r3(to_charts), "rows": rows, "rss_gb": r3(rss), "peak_rss_gb": r3(peak)}
+
+
+# =========================================================================================== configurations
+def bench_config(browser, repeats: int) -> None:
+    print("config: before/after for the speed settings (a fresh server each)", flush=True)
+    out = []
+    with floor_server(browser) as floor:
+        for name, args, env in CONFIGS:
+            srv = Server(extra_args=args, env=env)
+            ctx = _context(browser)
+            try:
+                tab = new_tab(ctx)
+                open_page(tab, srv.base + "/")
+                srv.wait_quiet(span=2.0, below=0.05, timeout=300)
+                res = {"config": name, "args": args, "env": env}
+                for title in ("Start here", "Attention"):
+                    goto_nav(tab, title)
+                    m = measure(tab, srv, _rerun, repeats, floor=floor)
+                    res[title] = {k: m.get(k) for k in ("input_s", "request_s", "cpu_s", "ratio_input", "floor")}
+                    print(_line(title, name[:18], m), flush=True)
+                srv.wait_quiet()
+                res["rss_gb"] = r3(srv.rss())
+                out.append(res)
+            finally:
+                ctx.close()
+                srv.stop()
+    OUT["sections"]["config"] = {"rows": out}
+
+
+# =========================================================================================== a class
+def student_link(base: str, k: int) -> str:
+    """A link with student k's own 8 sentences: 8 of a preset's rows, in the student's own words."""
+    from lib.presets import load_presets
+    from lib.sentences import pack_text
+
+    presets = [p for p in load_presets() if len(p.rows) >= 8]
+    p = presets[k % len(presets)]
+    rng = random.Random(k)
+    rows = rng.sample(list(p.rows), 8)
+    lines = [f"{sense} | Student {k} wrote: {s}" if sense else f"Student {k} wrote: {s}" for sense, s in rows]
+    from urllib.parse import urlencode
+
+    return base + "/?" + urlencode({"target": p.target, "text": pack_text("\n".join(lines))})
+
+
+JS_ONE_CHART = """() => { const g = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+    return g !== null && Array.isArray(g.data) && g.data.length > 0; }"""
+
+
+async def _student(browser, url: str, start: asyncio.Event, t_start: list[float]) -> dict:
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = await ctx.new_page()
+    page.set_default_timeout(600_000)
+    out: dict = {}
+    try:
+        await start.wait()
+        await page.goto(url)
+        await page.wait_for_function(JS_ONE_CHART, polling=100)
+        out["home_chart_s"] = time.perf_counter() - t_start[0]
+        await page.wait_for_function(JS_IDLE, polling=100)
+        t1 = time.perf_counter()
+        await page.locator("[data-testid='stSidebarNav'] a", has_text="Attention").first.click()
+        await page.wait_for_function("() => location.pathname.endsWith('/attention')", polling=100)
+        await page.wait_for_function(JS_CHARTS_DRAWN, polling=100)
+        await page.wait_for_function(JS_IDLE, polling=100)
+        out["attention_charts_s"] = time.perf_counter() - t_start[0]
+        out["attention_after_click_s"] = time.perf_counter() - t1
+        out["errors"] = await page.locator("[data-testid='stException']").count()
+    except Exception as err:  # a student who never sees a chart is reported, not raised
+        out["failed"] = f"{type(err).__name__}: {str(err)[:200]}"
+    finally:
+        await ctx.close()
+    return out
+
+
+async def _class(browser, srv: Server, n: int, first: int) -> dict:
+    start = asyncio.Event()
+    t_start = [0.0]
+    urls = [student_link(srv.base, first + k) for k in range(n)]
+    tasks = [asyncio.create_task(_student(browser, u, start, t_start)) for u in urls]
+    await asyncio.sleep(1.0 + 0.05 * n)  # contexts and tabs open before the bell
+    srv.wait_quiet(span=0.5, below=0.03, timeout=60)
+    log0 = srv.log_size()
+    cpu0 = srv.cpu()
+    srv.start_peak()
+    t_start[0] = time.perf_counter()
+    start.set()
+    results = await asyncio.gather(*tasks)
+    wall = time.perf_counter() - t_start[0]
+    await asyncio.sleep(0.5)
+    srv.wait_quiet(span=0.5, below=0.03, timeout=120)
+    cpu = srv.cpu() - cpu0
+    peak = srv.stop_peak()
+    lines = srv.run_lines(log0)
+    per_session: dict[str, dict] = {}
+    for ln in lines:
+        s = per_session.setdefault(ln["session"], {"cpu": 0.0, "wall": 0.0, "runs": 0})
+        s["cpu"] += ln["cpu"]
+        s["wall"] += ln["wall"]
+        s["runs"] += 1
+    ok = [r for r in results if "failed" not in r and not r.get("errors")]
+    home = [r["home_chart_s"] for r in results if "home_chart_s" in r]
+    att = [r["attention_charts_s"] for r in results if "attention_charts_s" in r]
+    cpus = [s["cpu"] for s in per_session.values()]
+    walls = [s["wall"] for s in per_session.values()]
+    return {
+        "students": n,
+        "charted": len(ok),
+        "failed": [r.get("failed") for r in results if "failed" in r][:3],
+        "home_chart_s": {"p50": r3(pct(home, 0.5)), "p95": r3(pct(home, 0.95)), "max": r3(max(home, default=None))},
+        "attention_charts_s": {"p50": r3(pct(att, 0.5)), "p95": r3(pct(att, 0.95)), "max": r3(max(att, default=None))},
+        "wall_s": r3(wall),
+        "server_cpu_s": r3(cpu),
+        "server_cpu_per_student_s": r3(cpu / n),
+        "peak_rss_gb": r3(peak),
+        "sessions_logged": len(per_session),
+        "script_cpu_per_session_s": {"p50": r3(pct(cpus, 0.5)), "max": r3(max(cpus, default=None))},
+        "script_wall_per_session_s": {"p50": r3(pct(walls, 0.5)), "max": r3(max(walls, default=None))},
+        "runs_per_session": r3(median(s["runs"] for s in per_session.values())),
+    }
+
+
+def bench_class(sizes: list[int]) -> None:
+    from playwright.async_api import async_playwright
+
+    print(f"class: {sizes} students opening their own links at once, then Attention", flush=True)
+    srv = Server(env={"CONTEXT_LENS_RUN_LOG": "1"})
+    out = []
+
+    async def run():
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                # the teacher's tab first: model loaded, UMAP warm-up done (not part of any student's cost)
+                ctx = await browser.new_context()
+                page = await ctx.new_page()
+                page.set_default_timeout(LOAD_MS)
+                await page.goto(srv.base + "/")
+                await page.wait_for_function(JS_CHARTS_DRAWN, polling=200)
+                await ctx.close()
+                srv.wait_quiet(span=2.0, below=0.05, timeout=300)
+                first = 1000
+                for n in sizes:
+                    r = await _class(browser, srv, n, first)
+                    first += n
+                    out.append(r)
+                    print(f"  N={n}: {r['charted']}/{n} charted; first chart p50 {r['home_chart_s']['p50']} s, "
+                          f"p95 {r['home_chart_s']['p95']}, max {r['home_chart_s']['max']}; Attention max "
+                          f"{r['attention_charts_s']['max']} s; server CPU {r['server_cpu_s']} s "
+                          f"({r['server_cpu_per_student_s']} s a student), peak RSS {r['peak_rss_gb']} GB; "
+                          f"script CPU per session p50 {r['script_cpu_per_session_s']['p50']} s", flush=True)  # fmt: skip
+            finally:
+                await browser.close()
+
+    try:
+        base_rss = srv.rss()
+        asyncio.run(run())
+        OUT["sections"]["class"] = {"rows": out, "rss_before_gb": r3(base_rss), "process_peak_rss_gb": r3(srv.hwm())}
+    finally:
+        srv.stop()
+
+
+# =========================================================================================== main
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=10).stdout.strip()  # fmt: skip
+    except OSError:
+        return ""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="config,interactions,big,class")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--class-sizes", default="1,10,30")
+    ap.add_argument("--out", default=str(RESULTS))
+    a = ap.parse_args()
+    reason = _missing_browser_reason()
+    if reason:
+        sys.exit(reason)
+    sections = [s.strip() for s in a.only.split(",") if s.strip()]
+    OUT["meta"] = {
+        "started_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": _git_commit(),
+        "cpus": os.cpu_count(),
+        "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+        "repeats": a.repeats,
+    }
+    t0 = time.perf_counter()
+    from playwright.sync_api import sync_playwright
+
+    sync_sections = [s for s in sections if s != "class"]
+    if sync_sections:
+        with sync_playwright() as p:
+            browser = _launch(p)
+            try:
+                for s in sync_sections:
+                    {"interactions": bench_interactions, "big": bench_big, "config": bench_config}[s](
+                        browser, a.repeats
+                    )
+            finally:
+                browser.close()
+    if "class" in sections:
+        bench_class([int(x) for x in a.class_sizes.split(",")])
+    OUT["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    OUT["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)
+    old = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
+    merged = {"meta": OUT["meta"], "sections": {**old.get("sections", {}), **OUT["sections"]}}
+    Path(a.out).write_text(json.dumps(merged, indent=2) + "\n")
+    print(f"wrote {a.out} ({OUT['meta']['duration_s']} s)")
+
+
+if __name__ == "__main__":
+    main()
