@@ -67,6 +67,7 @@ from tests.browser._browser import (  # noqa: E402  (the repository root is put 
 RESULTS = ROOT / "benchmarks" / "browser_results.json"
 TICK = os.sysconf("SC_CLK_TCK")
 FLOOR_APP = 'import streamlit as st\n\nst.title("Floor")\n'
+PAGES_ONLY: set[str] = set()  # --pages: measure only these page titles
 OUT: dict = {"sections": {}}
 
 # The configurations compared in the "config" section: (name, command-line options, environment).
@@ -286,7 +287,7 @@ def goto_nav(tab: Tab, title: str, server: Server | None = None) -> None:
     tab.page.wait_for_function(JS_IDLE)
 
 
-def _wait_finished(tab: Tab, i0: int, timeout: float = LOAD_MS / 1000) -> Frame:
+def _wait_finished(tab: Tab, i0: int, timeout: float = 600.0) -> Frame:
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
         f = tab.finished_after(i0)
@@ -509,12 +510,20 @@ def bench_interactions(browser, repeats: int) -> None:
             print(f"  first chart after {time.perf_counter() - t0:.1f} s; waiting for the UMAP warm-up", flush=True)
             srv.wait_quiet(span=2.0, below=0.05, timeout=300)
             for _path, title, _default in _pages():
-                goto_nav(tab, title)
+                if PAGES_ONLY and title not in PAGES_ONLY:
+                    continue
+                try:
+                    goto_nav(tab, title)
+                except TimeoutError:
+                    rows.append({"page": title, "interaction": "open the page", "failed": "no answer in 600 s"})
+                    print(f"  {title}: the page did not finish within 600 s", flush=True)
+                    continue
                 tab.page.wait_for_timeout(200)
                 for name, action in PAGE_ACTIONS.get(title, [("rerun (r)", _rerun)]):
                     m = measure(tab, srv, action, repeats, floor=floor)
                     rows.append({"page": title, "interaction": name, **m})
                     print(_line(title, name, m), flush=True)
+                    print("  ROW " + json.dumps({"page": title, "interaction": name, **m}), flush=True)
             srv.wait_quiet()
             rss, peak = srv.rss(), srv.hwm()
             print(f"  server RSS after every page: {rss:.2f} GB (peak {peak:.2f} GB)", flush=True)
@@ -575,11 +584,11 @@ def bench_big(browser, repeats: int) -> None:
 
 
 # =========================================================================================== configurations
-def bench_config(browser, repeats: int) -> None:
+def bench_config(browser, repeats: int, which: list[int] | None = None) -> None:
     print("config: before/after for the speed settings (a fresh server each)", flush=True)
     out = []
     with floor_server(browser) as floor:
-        for name, args, env in CONFIGS:
+        for name, args, env in [c for i, c in enumerate(CONFIGS) if which is None or i in which]:
             srv = Server(extra_args=args, env=env)
             ctx = _context(browser)
             try:
@@ -743,17 +752,66 @@ def _git_commit() -> str:
         return ""
 
 
+def _f(x, unit="", nd=2):
+    return "n/a" if x is None else f"{x:.{nd}f}{unit}"
+
+
+def markdown(res: dict) -> str:
+    """The tables of benchmarks/README.md from a browser_results.json."""
+    out = []
+    sec = res.get("sections", {})
+    if "interactions" in sec:
+        out += ["| page | interaction | from input | from request | floor (same moments) | ratio | server CPU | "
+                "browser busy | kB sent (plotly JSON) |", "|---|---|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
+        for r in sec["interactions"]["rows"] + [{**x, "page": "500 sentences: " + x["page"]}
+                                               for x in sec.get("big", {}).get("rows", [])]:  # fmt: skip
+            if "failed" in r:
+                out.append(f"| {r['page']} | {r['interaction']} | failed | | | | | | |")
+                continue
+            fl = r.get("floor", {})
+            out.append(f"| {r['page']} | {r['interaction']} | {_f(r['input_s'], ' s')} | {_f(r['request_s'], ' s')} | "
+                       f"{_f(fl.get('input_s'), ' s')} | {_f(r.get('ratio_input'), '', 1)} | {_f(r['cpu_s'], ' s')} | "
+                       f"{_f(r.get('browser_busy_s'), ' s')} | {r['bytes'] / 1e3:.0f} ({r['plotly_bytes'] / 1e3:.0f}) |")  # fmt: skip
+        out.append("")
+    if "config" in sec:
+        out += ["| configuration | Start here rerun | its CPU | Attention rerun | its CPU | RSS after |",
+                "|---|--:|--:|--:|--:|--:|"]  # fmt: skip
+        for r in sec["config"]["rows"]:
+            h, a = r.get("Start here", {}), r.get("Attention", {})
+            out.append(f"| {r['config']} | {_f(h.get('input_s'), ' s')} | {_f(h.get('cpu_s'), ' s')} | "
+                       f"{_f(a.get('input_s'), ' s')} | {_f(a.get('cpu_s'), ' s')} | {_f(r.get('rss_gb'), ' GB')} |")  # fmt: skip
+        out.append("")
+    if "class" in sec:
+        out += ["| students | charted | first chart p50 / p95 / max | Attention charts p50 / p95 / max | server CPU "
+                "(per student) | script CPU per session p50 / max | peak RSS |", "|--:|--:|--|--|--|--|--:|"]  # fmt: skip
+        for r in sec["class"]["rows"]:
+            h, a = r["home_chart_s"], r["attention_charts_s"]
+            s = r["script_cpu_per_session_s"]
+            out.append(f"| {r['students']} | {r['charted']} | {_f(h['p50'], '', 1)} / {_f(h['p95'], '', 1)} / "
+                       f"{_f(h['max'], ' s', 1)} | {_f(a['p50'], '', 1)} / {_f(a['p95'], '', 1)} / {_f(a['max'], ' s', 1)} | "
+                       f"{_f(r['server_cpu_s'], ' s', 1)} ({_f(r['server_cpu_per_student_s'], ' s')}) | "
+                       f"{_f(s['p50'], '', 2)} / {_f(s['max'], ' s', 2)} | {_f(r['peak_rss_gb'], ' GB')} |")  # fmt: skip
+    return "\n".join(out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="config,interactions,big,class")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--class-sizes", default="1,10,30")
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
+    ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
+    ap.add_argument("--table", action="store_true", help="print the README tables of --out and stop")
     a = ap.parse_args()
+    if a.table:
+        print(markdown(json.loads(Path(a.out).read_text())))
+        return
     reason = _missing_browser_reason()
     if reason:
         sys.exit(reason)
     sections = [s.strip() for s in a.only.split(",") if s.strip()]
+    PAGES_ONLY.update(x.strip() for x in a.pages.split(",") if x.strip())
     OUT["meta"] = {
         "started_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git_commit": _git_commit(),
@@ -770,9 +828,11 @@ def main() -> None:
             browser = _launch(p)
             try:
                 for s in sync_sections:
-                    {"interactions": bench_interactions, "big": bench_big, "config": bench_config}[s](
-                        browser, a.repeats
-                    )
+                    if s == "config":
+                        which = [int(x) for x in a.configs.split(",")] if a.configs else None
+                        bench_config(browser, a.repeats, which)
+                    else:
+                        {"interactions": bench_interactions, "big": bench_big}[s](browser, a.repeats)
             finally:
                 browser.close()
     if "class" in sections:
