@@ -343,8 +343,8 @@ class TokenBaseline:
     def description(self) -> str:
         """What was sampled, in one phrase for the page text."""
         return (
-            f"{self.n_pairs:,} pairs, each one word piece from each of two different sentences (never the same "
-            f"word piece twice), drawn from {self.n_tokens:,} word pieces in {self.n_sentences} sentences"
+            f"{self.n_pairs:,} pairs, each one word piece from each of two different sentences and never the same "
+            f"word piece twice, drawn from {self.n_tokens:,} word pieces in {self.n_sentences} sentences"
         )
 
 
