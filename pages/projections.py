@@ -58,9 +58,12 @@ def cached_layers(H: np.ndarray, method: str) -> list[Projection]:
 st.title("Projections: the word's vectors on a flat map")
 st.markdown(
     "A vector has hundreds of numbers; to look at it we squash it to 2 or 3. **PCA** turns the space so that "
-    "its first axes carry the most variance and drops the rest: distances on the map are real, but only part "
-    "of the picture. **UMAP** and **t-SNE** bend the space to keep each point's nearest neighbours together: "
-    "good at showing groups, but the size of a cluster and the distance between clusters mean little (§8.3)."
+    "its first axes carry the most variance and drops the rest. Distances on its map are straight-line "
+    "(Euclidean) distances of the projected points: they can only be shorter than in the full space, never "
+    "longer, and they are not the cosines the rest of the app uses. **UMAP** and **t-SNE** bend the space to "
+    "keep each point's nearest neighbours together: good at showing groups, but the size of a cluster and "
+    "the distance between clusters mean little. The course (§8.3) suggests standardizing the vectors, or "
+    "removing the top components, before any of the three."
 )
 
 state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
