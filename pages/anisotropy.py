@@ -202,16 +202,24 @@ st.markdown(
     f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
     f"top {k} components removed. Vectors pointing in random directions of a {d}-dimensional space would "
     f"give about 0, so everything above 0 is the shared “cone”. Whitening uses the covariance of this same "
-    f"corpus, so it brings the value to about 0 by construction; z-scoring gets most of the way with only "
-    "a rescaling of each dimension."
+    f"corpus, so it brings the value to about 0 by construction; z-scoring, only a shift and rescaling of "
+    "each dimension, "
+    + (
+        "gets most of the way."
+        if abs(z) < abs(raw) / 2
+        else f"does less here ({fmt(z)} against {fmt(raw)} raw)."
+    )
 )
 raw_curve = np.asarray(curves["raw"], dtype=float)
 bert_peak = max(ETHAYARAJH_2019_BERT_BASE.anisotropy)
+ratio = float(raw_curve.max()) / bert_peak
 strength = (
     "mild next to BERT-base's"
-    if raw_curve.max() < bert_peak / 2
+    if ratio < 0.4
+    else "weaker than BERT-base's"
+    if ratio < 0.8
     else "comparable to BERT-base's"
-    if raw_curve.max() < bert_peak * 1.2
+    if ratio < 1.25
     else "stronger than BERT-base's"
 )
 st.markdown(
@@ -237,8 +245,8 @@ if show_bert:
         )
     else:
         text += (
-            "Models fine-tuned for sentence similarity (like the default all-MiniLM-L6-v2) are usually far "
-            "less anisotropic than raw masked-language models such as BERT."
+            "For a comparison, switch to the default model, all-MiniLM-L6-v2: it was fine-tuned for sentence "
+            "similarity, and its raw curve stays far below BERT-base's."
         )
     st.markdown(text)
 st.caption(
@@ -317,8 +325,9 @@ chart(norms_by_layer(stats.mean_norm, layer=layer, title="Mean vector length per
 nm = stats.mean_norm
 st.markdown(
     f"Vector length goes from {fmt(float(nm[0]), 1)} at the embeddings to {fmt(float(nm[L]), 1)} at layer {L} "
-    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length, but a few "
-    "large components that every vector shares set its direction, which is exactly what the cone is."
+    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length and sees only "
+    "direction; components that every vector shares pull all the directions together, which is what the "
+    "cone is."
 )
 
 # ------------------------------------------------------------------------------------------- 3. your word

@@ -379,7 +379,12 @@ st.markdown(
     + f"After {L} layers of attention the average is **{pair_means[L]:.2f}**"
     + (
         f", with same-sense pairs at {sims.same[L]:.2f} and different-sense pairs at {sims.different[L]:.2f}: "
-        "the vector now depends on the context, and the context carries the sense."
+        + (
+            "the vector now depends on the context, and the context carries the sense."
+            if sims.gap[L] > sims.gap[0] + 0.01
+            else "the vector now depends on the context, but here the senses are no further apart than at "
+            "layer 0."
+        )
         if "same sense" in kinds
         else ": the vector now depends on the context."
     )

@@ -366,7 +366,7 @@ else:
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
             f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
-            f"(the word alone, plus its position) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"(the word piece and its position, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
             f"at layer {best}; the panel titles give the same count on each map."
         )
     else:
