@@ -112,3 +112,27 @@ def test_presets_layer0_readout_against_its_chance_band(encoder, preset):
         assert rc.within_chance[0] and rc.accuracy[0] < rc.majority
     best = int(np.argmax(rc.accuracy))
     assert not rc.within_chance[best]  # the senses are really read somewhere
+
+
+def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
+    import json
+
+    from tests.conftest import ROOT, page_test
+
+    at = page_test(str(ROOT / "pages" / "layers.py"), preset="apple").run()
+    assert not at.exception and not at.error
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    readout = next(f for f in figs if any("nearest-centroid" in str(t.get("name", "")) for t in f["data"]))
+    assert any("chance band" in str(t.get("name", "")) for t in readout["data"])
+    text = "\n".join(m.value for m in at.markdown)
+    from lib.presets import preset_by_id
+
+    ss = preset_by_id("apple").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    rc = sim.readout_chance(sim.with_pooled(tv.vectors), [ss.senses[i] for i in tv.kept])
+    assert rc.within_chance[0]
+    assert "At the embedding layer the readout (0%) is within chance" in text
+    assert f"Sense readout (leave-one-out nearest centroid) at layer 0: {sim.chance_phrase(rc, 0)}" in text
+    assert "EvidenceCard" not in text
+    card = sim.EvidenceCard("apple", "layer 0", "layer 6", (), None, "", notes=("readout note",))
+    assert "readout note" in card.to_markdown()
