@@ -29,6 +29,7 @@ from lib.export import dict_rows_csv
 from lib.projection import pca_projection
 from lib.similarity import (
     SPECIAL_TOKENS,
+    ReadoutChance,
     cosine_matrix,
     evidence_card,
     layer_cosine_matrices,
@@ -695,10 +696,12 @@ class ReadoutCurve:
         return None if self.chance_p95 is None else self.accuracy <= self.chance_p95 + 1e-12
 
 
-def readout_curve(name: str, vectors: np.ndarray, senses: Sequence[str | None]) -> ReadoutCurve:
+def readout_curve(
+    name: str, vectors: np.ndarray, senses: Sequence[str | None], chance: ReadoutChance | None = None
+) -> ReadoutCurve:
     """Per-layer sense readout (lib.similarity.readout_chance, with its chance band); every layer with the
-    top score is best."""
-    rc = readout_chance(vectors, senses)
+    top score is best. ``chance`` may pass the readout_chance of the same vectors when already computed."""
+    rc = chance if chance is not None else readout_chance(vectors, senses)
     if rc is None:
         raise ValueError(f"'{name}' needs two senses with at least two sentences each")
     acc = np.asarray(rc.accuracy, dtype=np.float64)

@@ -206,7 +206,9 @@ def readout_curves() -> list[lesson.ReadoutCurve]:
     curves = []
     for pid in ("bat", "bank", "apple"):
         d = LessonSet(pid)
-        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses))
+        ss = preset_by_id(pid).sentence_set()
+        rc = cache.readout_chance(model, ss.sentences, tuple(d.senses), ss.target, "target", d.tv.vectors)
+        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses, chance=rc))
     return curves
 
 
