@@ -29,12 +29,15 @@ from lib.export import dict_rows_csv
 from lib.projection import pca_projection
 from lib.similarity import (
     SPECIAL_TOKENS,
+    ReadoutChance,
     cosine_matrix,
     evidence_card,
     layer_cosine_matrices,
-    leave_one_out_readout,
+    layer_list,
     other_token_masks,
+    pair_ranking_auc,
     random_token_baseline,
+    readout_chance,
     sense_similarity,
     unit_rows,
 )
@@ -119,11 +122,11 @@ STEPS: tuple[Step, ...] = (
         "Layer by layer",
         False,
         "bat",
-        "The model builds its vectors in layers: layer 0 is the word piece plus its position, and each "
-        "layer mixes in more context. Probing studies find surface features early and meaning later, but "
-        "only roughly. The lines follow the average cosine of *bat* pairs with the **same** sense and "
-        "with **different** senses through the layers; the gap between them is how well the senses are "
-        "pulled apart.",
+        "The model builds its vectors in layers: layer 0 is the word piece plus its position (and a segment "
+        "embedding, then a LayerNorm), and each layer mixes in more context. Probing studies find surface "
+        "features early and meaning later, but only roughly. The lines follow the average cosine of *bat* "
+        "pairs with the **same** sense and with **different** senses through the layers; the gap between "
+        "them is how far apart the senses are *on average*.",
     ),
     Step(
         "deeper",
@@ -134,7 +137,9 @@ STEPS: tuple[Step, ...] = (
         "A common belief: the last layer is always the best one to use. The course warns that the best "
         "layer depends on the task. Here the task is reading the sense: each sentence is given the sense "
         "whose average vector (built without it) is closest, at every layer. The lines are the share of "
-        "sentences read correctly for three presets; a dotted line is always guessing the commonest sense.",
+        "sentences read correctly for three presets; a dotted line is always guessing the commonest sense, "
+        "and the shaded band is chance: the same readout with the sense labels shuffled, up to its 95th "
+        "percentile.",
     ),
     Step(
         "cls",
@@ -144,9 +149,13 @@ STEPS: tuple[Step, ...] = (
         None,
         "BERT puts a **[CLS]** token in front of every sentence, and it is tempting to take its vector as "
         "the sentence's meaning. It was trained for a different job (next-sentence prediction in BERT), "
-        "and the course says to test it against **mean pooling**, the average of the word pieces. The "
-        "lesson encodes fifteen sentences of its own on five topics and compares same-topic pairs with "
-        "different-topic pairs under both choices.",
+        "and the course says to test it against **mean pooling**, the average of the word pieces (here "
+        "without [CLS] and [SEP]; sentence-transformers' own mean pooling includes them). The lesson encodes "
+        "fifteen sentences of its own on five topics and compares same-topic pairs with different-topic "
+        "pairs under both choices. On the default model the contest is built in favour of the mean: "
+        "all-MiniLM-L6-v2 was never trained with next-sentence prediction and was fine-tuned so that the "
+        "mean of its word pieces is the sentence vector. Choose a raw BERT (e.g. bert-base-uncased) in the "
+        "sidebar for a fairer test.",
     ),
     Step(
         "anisotropy",
@@ -159,7 +168,8 @@ STEPS: tuple[Step, ...] = (
         "own. How high this floor is depends on the model and the layer (Ethayarajh, 2019, measured up to 0.68 "
         "in BERT-base). "
         "The grey dashed line is the average cosine of random pairs of other word "
-        "pieces in the *bat* sentences (band: 10th to 90th percentile); the coloured lines are the *bat* "
+        "pieces in the *bat* sentences, one from each of two different sentences as in Ethayarajh (2019) "
+        "(band: 10th to 90th percentile); the coloured lines are the *bat* "
         "pairs. z-scoring, whitening or removing top components fix this (see the **Anisotropy** page).",
     ),
     Step(
@@ -217,7 +227,8 @@ STEPS: tuple[Step, ...] = (
         False,
         None,
         "What you found, question by question, with the model's own numbers. Keep it: the course's "
-        "*evidence card* is a small table with at least one surprising result, and this one has three.",
+        "*evidence card* is a small table with at least one surprising result. Below the table, the "
+        "results this model showed are sorted into surprises and what the course predicts.",
     ),
 )
 
@@ -632,10 +643,18 @@ def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: 
     expl = (
         f"The gap is largest at layer {top}: same-sense pairs {sims.same[top]:.2f}, different-sense pairs "
         f"{sims.different[top]:.2f} (gap {gap[top]:.3f}). At layer 0 the gap is {gap[0]:.3f}: the input vector "
-        f"is the word piece plus its position, so the senses ({' and '.join(names)}) cannot differ."
+        f"is the word piece plus its position, with no context, so the senses ({' and '.join(names)}) can only "
+        "differ there if the word's position happens to go with its sense."
     )
     if top != last:
         expl += f" At the last layer, {last}, it is {gap[last]:.3f}."
+    auc = pair_ranking_auc(layer_cosine_matrices(v), senses)
+    if auc is not None:
+        expl += (
+            f" The gap is an average: at layer {top}, a same-sense pair is closer than a different-sense pair "
+            f"in {auc[top]:.0%} of comparisons (50% would be chance), so single sentences can still sit nearer "
+            "the other sense. The next step reads each sentence on its own, and its best layer can differ."
+        )
     question = _choice(
         f"At which layer do the senses of '{target}' separate most (the largest gap between the two lines)?",
         [layer_name(k) for k in range(v.shape[1])],
@@ -653,21 +672,43 @@ def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: 
 
 @dataclass(frozen=True)
 class ReadoutCurve:
-    """Leave-one-out nearest-average sense readout of one preset: accuracy (L+1,) and the majority baseline."""
+    """Leave-one-out nearest-average sense readout of one preset: accuracy (L+1,) and the majority baseline.
+
+    n_evaluated: how many sentences were scored; chance_mean, chance_p95: (L+1,) the same readout with
+    shuffled labels (lib.similarity.readout_chance), or None when not computed.
+    """
 
     name: str
     accuracy: np.ndarray
     majority_baseline: float
     best_layers: tuple[int, ...]
+    n_evaluated: int = 0
+    chance_mean: np.ndarray | None = None
+    chance_p95: np.ndarray | None = None
+
+    def sentences(self, share: float) -> int:
+        """A share of the scored sentences as a count (e.g. 0.0833 of 12 -> 1)."""
+        return int(round(share * self.n_evaluated))
+
+    @property
+    def within_chance(self) -> np.ndarray | None:
+        """(L+1,) bool: the readout is at or below the shuffled-label 95th percentile."""
+        return None if self.chance_p95 is None else self.accuracy <= self.chance_p95 + 1e-12
 
 
-def readout_curve(name: str, vectors: np.ndarray, senses: Sequence[str | None]) -> ReadoutCurve:
-    """Per-layer sense readout (lib.similarity.leave_one_out_readout); every layer with the top score is best."""
-    ro = leave_one_out_readout(vectors, senses)
-    if ro is None:
+def readout_curve(
+    name: str, vectors: np.ndarray, senses: Sequence[str | None], chance: ReadoutChance | None = None
+) -> ReadoutCurve:
+    """Per-layer sense readout (lib.similarity.readout_chance, with its chance band); every layer with the
+    top score is best. ``chance`` may pass the readout_chance of the same vectors when already computed."""
+    rc = chance if chance is not None else readout_chance(vectors, senses)
+    if rc is None:
         raise ValueError(f"'{name}' needs two senses with at least two sentences each")
-    best = tuple(int(i) for i in np.flatnonzero(np.isclose(ro.accuracy, ro.accuracy.max())))
-    return ReadoutCurve(name, np.asarray(ro.accuracy, dtype=np.float64), float(ro.majority_baseline), best)
+    acc = np.asarray(rc.accuracy, dtype=np.float64)
+    best = tuple(int(i) for i in np.flatnonzero(np.isclose(acc, acc.max())))
+    return ReadoutCurve(
+        name, acc, float(rc.majority), best, rc.n_evaluated, rc.shuffled_mean, rc.shuffled_p95
+    )
 
 
 @dataclass(frozen=True)
@@ -680,25 +721,81 @@ class DeeperCheck:
     finding: str | None = None
 
 
-def deeper_check(curves: Sequence[ReadoutCurve]) -> DeeperCheck:
-    """Ask which layer reads the first preset's sense best; the others are evidence beside it."""
+def _sentences_phrase(k: int, n: int) -> str:
+    return f"{k} sentence{'s' if k != 1 else ''} of {n}"
+
+
+def deeper_check(
+    curves: Sequence[ReadoutCurve],
+    intra_sentence: np.ndarray | None = None,
+    sentence_model: bool = False,
+) -> DeeperCheck:
+    """Ask which layer reads the first preset's sense best; the others are evidence beside it.
+
+    intra_sentence: (L+1,) Ethayarajh's intra-sentence similarity of one lesson set (how close each word is
+    to its sentence's average), to say whether the last layer drifts towards the sentence; sentence_model:
+    True when the model was fine-tuned for mean-pooled sentence vectors (the default model), so the text
+    may name that as the likely cause.
+    """
     if not curves:
         raise ValueError("need at least one readout curve")
     c = curves[0]
     last = len(c.accuracy) - 1
-    best = ", ".join(str(k) for k in c.best_layers)
+    top = c.accuracy[c.best_layers[0]]
     parts = [
-        f"For '{c.name}' the best layer is {best} ({c.accuracy[c.best_layers[0]]:.0%} read correctly); the last "
-        f"layer reads {c.accuracy[last]:.0%}."
-    ]
-    for o in curves[1:]:
-        ob = ", ".join(str(k) for k in o.best_layers)
-        parts.append(
-            f"'{o.name}': best at layer {ob} ({o.accuracy.max():.0%}), last layer {o.accuracy[-1]:.0%}."
+        f"For '{c.name}' the best is {layer_list(c.best_layers)} ({top:.0%} read correctly); the last layer reads "
+        f"{c.accuracy[last]:.0%}"
+        + (
+            f", {_sentences_phrase(c.sentences(top - c.accuracy[last]), c.n_evaluated)} fewer."
+            if c.n_evaluated and last not in c.best_layers
+            else "."
         )
-    not_last = [o.name for o in curves if last not in o.best_layers]
+    ]
+    w = c.within_chance
+    if w is not None:
+        inside = [int(i) for i in np.flatnonzero(w)]
+        parts.append(
+            f"Against chance (shuffled labels, 95th percentile): for '{c.name}' "
+            + (
+                f"{layer_list(inside)} {'are' if len(inside) > 1 else 'is'} within the band"
+                if inside
+                else "every layer is above the band"
+            )
+            + (
+                "; layer 0 holds no context, so a readout above chance there can only come from the word's "
+                "position going with its sense, which small hand-written sets allow."
+                if not w[0]
+                else "."
+            )
+        )
+    for o in curves[1:]:
+        gap = o.accuracy.max() - o.accuracy[last]
+        parts.append(
+            f"'{o.name}': best at {layer_list(o.best_layers)} ({o.accuracy.max():.0%}), last layer {o.accuracy[last]:.0%}"
+            + (f" ({_sentences_phrase(o.sentences(gap), o.n_evaluated)} fewer)." if o.n_evaluated and gap > 0 else ".")
+        )
+    not_last = [o for o in curves if last not in o.best_layers]
     if not_last:
-        parts.append(f"So for {', '.join(repr(x) for x in not_last)} the last layer is not the best one.")
+        by = [
+            f"'{o.name}'"
+            + (f" (by {_sentences_phrase(o.sentences(o.accuracy.max() - o.accuracy[last]), o.n_evaluated)})" if o.n_evaluated else "")
+            for o in not_last
+        ]
+        parts.append("So the last layer is not the best one for " + ", ".join(by) + ".")
+        if intra_sentence is not None and len(intra_sentence) == last + 1:
+            intra = np.asarray(intra_sentence, dtype=np.float64)
+            if last > 0 and int(np.argmax(intra)) == last:
+                parts.append(
+                    f"In the last layer the words sit closest to their sentence's average vector (intra-sentence "
+                    f"similarity {intra[0]:.2f} at layer 0, {intra[last - 1]:.2f} at layer {last - 1}, "
+                    f"{intra[last]:.2f} at layer {last}), so what the word means on its own counts for less there"
+                    + (
+                        ": a likely cause is that this model was fine-tuned to make the mean of its last-layer "
+                        "vectors a sentence vector."
+                        if sentence_model
+                        else "."
+                    )
+                )
     else:
         parts.append("Here the last layer does tie for best, but check per layer: it does not have to.")
     question = _choice(
@@ -711,9 +808,11 @@ def deeper_check(curves: Sequence[ReadoutCurve]) -> DeeperCheck:
     finding = None
     for o in curves:
         if last not in o.best_layers:
+            k = o.sentences(o.accuracy.max() - o.accuracy[last])
             finding = (
                 f"The sense of '{o.name}' reads best at layer {o.best_layers[0]} ({o.accuracy.max():.0%}), not at "
-                f"the last layer ({o.accuracy[last]:.0%})."
+                f"the last layer ({o.accuracy[last]:.0%})"
+                + (f": {_sentences_phrase(k, o.n_evaluated)}." if o.n_evaluated else ".")
             )
             break
     return DeeperCheck(tuple(curves), question, finding)
@@ -768,6 +867,11 @@ class PoolingComparison:
     @property
     def cls_gap(self) -> np.ndarray:
         return self.cls_same - self.cls_different
+
+    @property
+    def as_predicted(self) -> bool:
+        """True when the mean beats [CLS] at the last layer, as the course predicts (no surprise)."""
+        return bool(self.mean_gap[-1] - self.cls_gap[-1] >= POOLING_TIE)
 
     @property
     def mean_gap(self) -> np.ndarray:
@@ -879,7 +983,7 @@ def anisotropy_floor(
     target: str,
 ) -> AnisotropyFloor:
     """The mean cosine of unrelated word pieces per layer (lib.similarity.random_token_baseline)."""
-    base = random_token_baseline(hidden_states, other_token_masks(tokens, target_positions))
+    base = random_token_baseline(hidden_states, other_token_masks(tokens, target_positions), tokens=tokens)
     if base is None:
         raise ValueError("the sentences have too few other word pieces")
     sims = sense_similarity(layer_cosine_matrices(vectors), senses)
@@ -889,12 +993,11 @@ def anisotropy_floor(
     fl = float(base.mean[last])
     expl = (
         f"At layer {peak}, where the floor is highest, two random other word pieces have cosine {f:.2f} on "
-        f"average (from {base.n_pairs} pairs of {base.n_tokens} word pieces); random directions in "
+        f"average ({base.description}); random directions in "
         f"{np.asarray(vectors).shape[2]} dimensions would give about 0.00. At the last layer, {last}, it is "
         f"{fl:.2f}; measured from there, '{target}' pairs of different senses ({sims.different[last]:.2f}) sit "
-        f"{sims.different[last] - fl:+.2f} above it and same-sense pairs {sims.same[last] - fl:+.2f}. These "
-        "word pieces come from only a dozen sentences, some from the same one; the Anisotropy page measures "
-        "the floor on a larger corpus."
+        f"{sims.different[last] - fl:+.2f} above it and same-sense pairs {sims.same[last] - fl:+.2f}. With only "
+        f"{len(hidden_states)} sentences the floor is rough; the Anisotropy page measures it on a larger corpus."
     )
     question = _number(
         f"At layer {peak}, where the grey dashed line is highest, what is the average cosine between two "
@@ -1155,6 +1258,28 @@ def toy_cell(query: str = "cat", key: str = "sat") -> ToyCell:
 # --------------------------------------------------------------------------------------------------
 # Summary
 # --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One result for the summary: its sentence, and whether it is a surprise or what the course predicts."""
+
+    text: str
+    surprising: bool
+
+
+def summary_findings(results: Sequence[object]) -> list[Finding]:
+    """The findings of the steps' results (those that have one), each marked surprising or not.
+
+    A result with ``as_predicted`` True (e.g. mean pooling beating [CLS]) is what the course predicts;
+    every other finding (a misread sentence, a better earlier layer, a hard case) is a surprise.
+    """
+    out = []
+    for r in results:
+        text = getattr(r, "finding", None)
+        if text:
+            out.append(Finding(text, not bool(getattr(r, "as_predicted", False))))
+    return out
 
 
 @dataclass(frozen=True)

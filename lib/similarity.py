@@ -319,12 +319,17 @@ def pair_trajectories(
 
 @dataclass(frozen=True)
 class TokenBaseline:
-    """Cosine of random pairs of *other* tokens in the sentences, per layer.
+    """Cosine of random pairs of *other* words in the sentences, per layer (Ethayarajh 2019's baseline).
+
+    Each pair is one word piece from each of two different, randomly chosen sentences, and the two word
+    pieces are never the same string (so "the" is not compared with another "the"); see
+    :func:`random_token_baseline`.
 
     mean: (K,) mean cosine of the sampled pairs at each layer (the anisotropy estimate).
     low, high: (K,) 10th and 90th percentile of the sampled cosines (a band for charts).
     n_pairs: how many token pairs were sampled (the same pairs at every layer).
     n_tokens: how many candidate tokens they were drawn from.
+    n_sentences: how many sentences had a candidate token.
     """
 
     mean: np.ndarray
@@ -332,6 +337,15 @@ class TokenBaseline:
     high: np.ndarray
     n_pairs: int
     n_tokens: int
+    n_sentences: int = 0
+
+    @property
+    def description(self) -> str:
+        """What was sampled, in one phrase for the page text."""
+        return (
+            f"{self.n_pairs:,} pairs, each one word piece from each of two different sentences and never the same "
+            f"word piece twice, drawn from {self.n_tokens:,} word pieces in {self.n_sentences} sentences"
+        )
 
 
 SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
@@ -366,31 +380,77 @@ def _candidates(hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray]
     return np.concatenate(out) if out else np.zeros((0, 2), dtype=int)
 
 
+def sample_cross_sentence_pairs(
+    cand: np.ndarray,
+    n_pairs: int,
+    seed: int = 0,
+    tokens: Sequence[Sequence[str]] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Ethayarajh (2019)'s random-word pairs: one word from each of two different random sentences.
+
+    cand: (T, 2) (sentence, token) positions that may be drawn. A pair picks two different sentences
+    uniformly among those with a candidate, then one candidate uniformly within each. With ``tokens``
+    (per sentence the token strings), pairs of the same word piece string are drawn again, so repeated
+    word types are not compared with themselves. Returns (a, b): (P,) indices into ``cand``, P <= n_pairs
+    (P < n_pairs only when too few different-type pairs exist); empty when fewer than two sentences have
+    a candidate.
+    """
+    cand = np.asarray(cand, dtype=int).reshape(-1, 2)
+    sents, counts = np.unique(cand[:, 0], return_counts=True)
+    order = np.argsort(cand[:, 0], kind="stable")  # candidates grouped by sentence
+    starts = np.searchsorted(cand[order, 0], sents)
+    s = len(sents)
+    if s < 2 or n_pairs <= 0:
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int)
+    rng = np.random.default_rng(seed)
+    kept_a: list[np.ndarray] = []
+    kept_b: list[np.ndarray] = []
+    have = 0
+    for _ in range(8):  # rejection rounds for same-type pairs; a handful always suffice in real text
+        m = 2 * (n_pairs - have) + 16
+        sa = rng.integers(0, s, size=m)
+        sb = rng.integers(0, s - 1, size=m)
+        sb = np.where(sb >= sa, sb + 1, sb)  # a different sentence, uniform over the others
+        a = order[starts[sa] + (rng.random(m) * counts[sa]).astype(int)]
+        b = order[starts[sb] + (rng.random(m) * counts[sb]).astype(int)]
+        if tokens is not None:
+            ta = np.array([tokens[i][k] for i, k in cand[a]], dtype=object)
+            tb = np.array([tokens[i][k] for i, k in cand[b]], dtype=object)
+            ok = ta != tb
+            a, b = a[ok], b[ok]
+        take = min(len(a), n_pairs - have)
+        kept_a.append(a[:take])
+        kept_b.append(b[:take])
+        have += take
+        if have >= n_pairs:
+            break
+    return np.concatenate(kept_a), np.concatenate(kept_b)
+
+
 def random_token_baseline(
     hidden_states: Sequence[np.ndarray],
     masks: Sequence[np.ndarray] | None = None,
     n_pairs: int = 2000,
     seed: int = 0,
     pooled: bool = False,
+    tokens: Sequence[Sequence[str]] | None = None,
 ) -> TokenBaseline | None:
-    """Mean cosine of random pairs of distinct tokens, pooled over all sentences, at each layer.
+    """Mean cosine of random word pairs from different sentences, at each layer (Ethayarajh 2019).
 
     hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
-    tokens that may be drawn (see :func:`other_token_masks`), or None for all tokens.
+    tokens that may be drawn (see :func:`other_token_masks`), or None for all tokens; tokens: per
+    sentence the token strings, to skip pairs of the same word piece (see
+    :func:`sample_cross_sentence_pairs`, the one definition of the pairs for the whole app).
     The pairs are drawn once (seeded, reproducible) and reused at every layer, so the curve moves
     only because the vectors change. Only the drawn tokens are read (memory stays small).
     With ``pooled=True`` the result has K + 2 entries: the layers, then the mean of the last four
     layers and the mean of all layers (see :func:`with_pooled`).
-    Returns None if fewer than two tokens are available.
+    Returns None unless two sentences have a usable token (and a pair of different word pieces exists).
     """
     cand = _candidates(hidden_states, masks)
-    t = len(cand)
-    if t < 2:
+    a, b = sample_cross_sentence_pairs(cand, n_pairs, seed, tokens)
+    if len(a) == 0:
         return None
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, t, size=n_pairs)
-    b = rng.integers(0, t - 1, size=n_pairs)
-    b = np.where(b >= a, b + 1, b)  # distinct partner, uniform over the others
 
     def gather(idx: np.ndarray) -> np.ndarray:  # (P, K, H)
         out = np.stack([np.asarray(hidden_states[s])[:, k, :] for s, k in cand[idx]]).astype(np.float64)
@@ -401,8 +461,9 @@ def random_token_baseline(
         mean=cos.mean(axis=0),
         low=np.percentile(cos, 10, axis=0),
         high=np.percentile(cos, 90, axis=0),
-        n_pairs=int(n_pairs),
-        n_tokens=int(t),
+        n_pairs=int(len(a)),
+        n_tokens=int(len(cand)),
+        n_sentences=int(len(np.unique(cand[:, 0]))),
     )
 
 
@@ -581,6 +642,196 @@ def centroid_readout(
 
 
 # --------------------------------------------------------------------------------------------
+# Readouts against chance, and a scale-free separation measure
+# --------------------------------------------------------------------------------------------
+
+CHANCE_PERMUTATIONS = 200  # label shuffles for the chance band (fixed seed, so every run shows the same band)
+CHANCE_BUDGET = 2.5e8  # multiply-adds for the shuffles: 12 sentences get 200, 500 sentences about 20 (never fewer)
+
+
+@dataclass(frozen=True)
+class ReadoutChance:
+    """A leave-one-out nearest-centroid readout per layer, read against chance.
+
+    accuracy:      (K,) the readout with the real labels (the same numbers as :func:`leave_one_out_readout`).
+    majority:      accuracy of always answering the most common sense.
+    shuffled_mean: (K,) mean accuracy of the same readout over label permutations (same sense sizes).
+    shuffled_p95:  (K,) 95th percentile of those accuracies: the top of the chance band.
+    n_permutations, n_evaluated: how many shuffles, how many sentences were scored.
+    With no signal a left-out sentence's own centroid moves away from it, so the shuffled readout can
+    sit *below* the majority rate (two equal senses: near 0 %), which is why both are reported.
+    """
+
+    accuracy: np.ndarray
+    majority: float
+    shuffled_mean: np.ndarray
+    shuffled_p95: np.ndarray
+    n_permutations: int
+    n_evaluated: int
+
+    @property
+    def within_chance(self) -> np.ndarray:
+        """(K,) bool: the real readout is no better than the 95th percentile of shuffled labels."""
+        return self.accuracy <= self.shuffled_p95 + 1e-12
+
+    def chance_layers(self, k: int | None = None) -> list[int]:
+        """Indices (of the first ``k`` entries, default all) where the readout is within the chance band."""
+        w = self.within_chance if k is None else self.within_chance[:k]
+        return [int(i) for i in np.flatnonzero(w)]
+
+
+def _loo_accuracy_from_gram(gram: np.ndarray, onehot: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Leave-one-out nearest-centroid accuracy for many labellings at once, from the Gram matrices.
+
+    gram: (K, m, m) dot products of the (raw) vectors; onehot: (P, m, S) labellings (sense sizes >= 2);
+    labels: (P, m) the same as integers. Returns (P, K). The cosine of x_i with a centroid is that with
+    the sense's *sum* (scale does not change a cosine): x_i.sum_s = (G Y)[i, s] and
+    |sum_s|^2 = (Yᵀ G Y)[s, s]; the own sense drops x_i: x_i.(sum - x_i) = (G Y)[i, s] - G[i, i] and
+    |sum - x_i|^2 = |sum|^2 - 2 (G Y)[i, s] + G[i, i].
+    """
+    p, m, n_s = onehot.shape
+    k = gram.shape[0]
+    y = np.transpose(onehot, (1, 0, 2)).reshape(m, p * n_s)  # (m, P*S)
+    gy = (gram @ y).reshape(k, m, p, n_s)  # (K, m, P, S)
+    sq = np.einsum("kmps,mps->kps", gy, np.transpose(onehot, (1, 0, 2)))  # (K, P, S) |sum_s|^2
+    diag = np.einsum("kmm->km", gram)  # (K, m) |x_i|^2
+    own = np.transpose(onehot, (1, 0, 2)).astype(bool)  # (m, P, S)
+    dots = np.where(own[None], gy - diag[:, :, None, None], gy)
+    norms2 = np.where(own[None], sq[:, None] - 2 * gy + diag[:, :, None, None], sq[:, None])
+    xnorm = np.sqrt(np.maximum(diag, 0.0))[:, :, None, None]
+    denom = np.sqrt(np.maximum(norms2, 0.0)) * xnorm
+    cos = np.where(denom > _EPS, dots / np.where(denom > _EPS, denom, 1.0), 0.0)  # (K, m, P, S)
+    pred = np.argmax(cos, axis=3)  # (K, m, P)
+    return (pred == labels.T[None]).mean(axis=1).T  # (P, K)
+
+
+def readout_chance(
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    n_permutations: int = CHANCE_PERMUTATIONS,
+    seed: int = 0,
+) -> ReadoutChance | None:
+    """The leave-one-out nearest-centroid readout per layer next to two chance levels.
+
+    Chance is (1) the majority-sense rate and (2) the same readout on shuffled labels: the labels of the
+    scored sentences are permuted ``n_permutations`` times (seeded), keeping each sense's size, and the
+    mean and 95th percentile accuracy per layer are kept. A readout at or below that 95th percentile is
+    within chance: the labels could have been random. Large sets get fewer shuffles (``CHANCE_BUDGET``).
+    vectors: (n, K, H); senses: n labels (None/"" ignored). Same sentences and senses as
+    :func:`leave_one_out_readout`; None when it is None.
+    """
+    v = _check_vectors(vectors).astype(np.float64)
+    ro = leave_one_out_readout(v, senses)
+    if ro is None:
+        return None
+    idx = ro.evaluated
+    names = list(ro.senses)
+    labels = np.array([names.index(senses[i]) for i in idx])
+    x = v[idx]  # (m, K, H)
+    m, k = x.shape[0], x.shape[1]
+    xk = np.ascontiguousarray(np.transpose(x, (1, 0, 2)))  # (K, m, H)
+    gram = xk @ np.transpose(xk, (0, 2, 1))  # (K, m, m), batched BLAS
+    cost = k * m * m * len(names)  # multiply-adds per shuffle
+    n_perm = int(max(20, min(n_permutations, CHANCE_BUDGET // max(cost, 1))))
+    rng = np.random.default_rng(seed)
+    perms = np.stack([rng.permutation(labels) for _ in range(n_perm)])  # (P, m)
+    eye = np.eye(len(names), dtype=np.float64)
+    acc = np.concatenate(
+        [
+            _loo_accuracy_from_gram(gram, eye[chunk], chunk)
+            for chunk in np.array_split(perms, max(1, int(np.ceil(n_perm * m * len(names) * k / 2e6))))
+        ]
+    )  # (P, K), in chunks so memory stays bounded for large sets
+    return ReadoutChance(
+        accuracy=np.asarray(ro.accuracy, dtype=np.float64),
+        majority=float(ro.majority_baseline),
+        shuffled_mean=acc.mean(axis=0),
+        shuffled_p95=np.percentile(acc, 95, axis=0),
+        n_permutations=n_perm,
+        n_evaluated=m,
+    )
+
+
+def chance_phrase(rc: ReadoutChance, i: int) -> str:
+    """The readout at index ``i`` against chance, as a phrase: '67 % (shuffled labels: mean 48 %, 95th
+    percentile 75 %; always the commonest sense: 42 %), within chance'."""
+    verdict = "within chance" if rc.within_chance[i] else "above chance"
+    return (
+        f"{rc.accuracy[i]:.0%} (shuffled labels: mean {rc.shuffled_mean[i]:.0%}, 95th percentile "
+        f"{rc.shuffled_p95[i]:.0%}; always the commonest sense: {rc.majority:.0%}), {verdict}"
+    )
+
+
+def layer_list(indices: Sequence[int]) -> str:
+    """'layer 0', 'layers 0 and 3', 'layers 0, 2 and 5'."""
+    idx = [str(int(i)) for i in indices]
+    if len(idx) == 1:
+        return f"layer {idx[0]}"
+    return f"layers {', '.join(idx[:-1])} and {idx[-1]}"
+
+
+def position_note(rc: ReadoutChance) -> str:
+    """What the readout at the embedding layer (index 0) says, in words.
+
+    Layer 0 is LayerNorm(word piece + position + segment embedding): no context, so a readout above
+    chance there can only come from the word's position (or its form) going with its sense.
+    """
+    a0 = rc.accuracy[0]
+    if not rc.within_chance[0]:
+        return (
+            f"At the embedding layer the readout is already above chance ({a0:.0%}), although that vector "
+            "holds no context: only the word's position in the sentence (and which form of the word it is) "
+            "differs there, so in this set position happens to go with sense. Small hand-written sets leak "
+            "sense this way easily; compare the other layers with layer 0, not only with chance."
+        )
+    text = (
+        f"At the embedding layer the readout ({a0:.0%}) is within chance, as it should be: that vector holds "
+        "no context, only the word and its position. (In a small hand-written set, position alone can go "
+        "with sense and lift layer 0 above chance; then compare the other layers with layer 0.)"
+    )
+    if a0 < rc.majority:
+        text += (
+            " It is below always answering the commonest sense: with no signal, leaving a sentence out moves "
+            "its own sense's average away from it, so it tends to be given another sense."
+        )
+    return text
+
+
+def pair_ranking_auc(cosines: np.ndarray, senses: Sequence[str | None]) -> np.ndarray | None:
+    """Per layer, the chance that a same-sense pair has a higher cosine than a different-sense pair.
+
+    cosines: (K, n, n) (or one (n, n) matrix); senses: n labels (unlabelled sentences take part in no
+    pair). Over every (same-sense pair, different-sense pair) combination, ties counting half: 1.0 means
+    every same-sense pair beats every different-sense pair, 0.5 is chance. It depends only on the order
+    of the cosines, so any rescaling or shift of the cosines leaves it unchanged (the gap does not).
+    Returns (K,), or None without both kinds of pairs.
+    """
+    cos = np.asarray(cosines, dtype=np.float64)
+    if cos.ndim == 2:
+        cos = cos[None]
+    pairs, same, labelled = _pair_kinds(senses)
+    diff = labelled & ~same
+    if not same.any() or not diff.any():
+        return None
+    vals = cos[:, pairs[:, 0], pairs[:, 1]]  # (K, P)
+    a, b = vals[:, same], vals[:, diff]
+    both = np.concatenate([a, b], axis=1)
+    # ranks with ties averaged (Mann-Whitney U), one layer at a time
+    out = np.empty(len(both))
+    na, nb = a.shape[1], b.shape[1]
+    for r, row in enumerate(both):
+        order = np.argsort(row, kind="mergesort")
+        sorted_row = row[order]
+        ranks = np.empty(len(row))
+        _, first, counts = np.unique(sorted_row, return_index=True, return_counts=True)
+        avg = first + (counts + 1) / 2.0  # 1-based average rank of each tie group
+        ranks[order] = np.repeat(avg, counts)
+        u = ranks[:na].sum() - na * (na + 1) / 2.0
+        out[r] = u / (na * nb)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Nearest neighbours
 # --------------------------------------------------------------------------------------------
 
@@ -663,13 +914,15 @@ def layer_profile(
     word_masks: Sequence[np.ndarray] | None = None,
     n_pairs: int = 2000,
     seed: int = 0,
+    tokens: Sequence[Sequence[str]] | None = None,
 ) -> LayerProfile:
     """Compute a :class:`LayerProfile`.
 
     vectors: (n, L+1, H) target vectors; static: (n, H) input word-piece embeddings of the target;
     senses: n labels or None; hidden_states: per sentence (L+1, n_tokens_i, H);
     other_masks: per sentence, tokens for the random baseline (not special, not the target);
-    word_masks: per sentence, tokens for intra-sentence similarity (not special).
+    word_masks: per sentence, tokens for intra-sentence similarity (not special);
+    tokens: per sentence the token strings, so the baseline never pairs a word piece with itself.
     """
     v = _check_vectors(vectors)
     n, k = v.shape[0], v.shape[1]
@@ -680,7 +933,9 @@ def layer_profile(
         cosines=cos,
         static_cosines=cosine_matrix(static),
         senses=sense_similarity(cos, senses),
-        baseline=random_token_baseline(hidden_states, other_masks, n_pairs=n_pairs, seed=seed, pooled=True),
+        baseline=random_token_baseline(
+            hidden_states, other_masks, n_pairs=n_pairs, seed=seed, pooled=True, tokens=tokens
+        ),
         self_similarity=self_similarity(aug) if n >= 2 else None,
         intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
         readout=leave_one_out_readout(aug, senses),
@@ -718,7 +973,8 @@ class EvidenceCard:
 
     rows: the pairs shown; surprising: index into ``rows`` of the most surprising pair;
     reason: one sentence saying why it is surprising; first_name / chosen_name: the two
-    representations compared (e.g. "embedding layer (0)" and "layer 4").
+    representations compared (e.g. "embedding layer (0)" and "layer 4"); notes: further lines for the
+    Markdown card (e.g. the sense readout against chance), added with ``dataclasses.replace``.
     """
 
     target: str
@@ -727,6 +983,7 @@ class EvidenceCard:
     rows: tuple[EvidenceRow, ...]
     surprising: int | None
     reason: str
+    notes: tuple[str, ...] = ()
 
     _HEADER = ("sentence A", "sentence B", "sense A", "sense B", "same sense")
 
@@ -770,6 +1027,8 @@ class EvidenceCard:
             lines.append("| " + " | ".join(cell(c) for c in rec) + " |")
         if self.reason:
             lines += ["", f"Most surprising: {cell(self.reason)}"]
+        for note in self.notes:
+            lines += ["", cell(note)]
         return "\n".join(lines) + "\n"
 
 

@@ -27,7 +27,13 @@ from lib.corpus import (
 )
 from lib.encoder import DEFAULT_MODEL
 from lib.geometry import constant_dimensions, rogue_dimensions
-from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
+from lib.similarity import (
+    ETHAYARAJH_2019_BERT_BASE,
+    cosine_matrix,
+    leave_one_out_readout,
+    pair_ranking_auc,
+    sense_similarity,
+)
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, controls, state
 from ui.widgets import chart, escape_md, shared_chart
@@ -53,11 +59,13 @@ def fmt(x: float, digits: int = 2) -> str:
 # ------------------------------------------------------------------------------------------- intro
 st.title("Anisotropy: why raw cosine misleads")
 st.markdown(
-    "Contextual vectors do not spread evenly in all directions: they sit in a narrow cone, and a few "
-    "“rogue” dimensions with very large values dominate every cosine (course §4.2). Then two unrelated "
-    "words already score well above 0, and a similarity of 0.6 says less than it seems. This page measures "
-    "that on ordinary text and shows the three fixes of §5: **z-scoring** each dimension, **whitening**, and "
-    "**removing the top principal components**."
+    "In many contextual models the vectors do not spread evenly in all directions: they sit in a narrow "
+    "cone, and a few “rogue” dimensions with very large values dominate cosine (course §4.2). In BERT-base, "
+    f"two random words average a cosine of up to {max(ETHAYARAJH_2019_BERT_BASE.anisotropy):.2f} "
+    "(Ethayarajh 2019); then a similarity of 0.6 says less than it seems. How strong this is differs a lot "
+    "between models and layers, so this page measures it in the model you are using, on ordinary text, and "
+    "shows the three fixes of §5: **z-scoring** each dimension, **whitening**, and **removing the top "
+    "principal components**."
 )
 
 state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
@@ -194,8 +202,29 @@ st.markdown(
     f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
     f"top {k} components removed. Vectors pointing in random directions of a {d}-dimensional space would "
     f"give about 0, so everything above 0 is the shared “cone”. Whitening uses the covariance of this same "
-    f"corpus, so it brings the value to about 0 by construction; z-scoring gets most of the way with only "
-    "a rescaling of each dimension."
+    f"corpus, so it brings the value to about 0 by construction; z-scoring, only a shift and rescaling of "
+    "each dimension, "
+    + (
+        "gets most of the way."
+        if abs(z) < abs(raw) / 2
+        else f"does less here ({fmt(z)} against {fmt(raw)} raw)."
+    )
+)
+raw_curve = np.asarray(curves["raw"], dtype=float)
+bert_peak = max(ETHAYARAJH_2019_BERT_BASE.anisotropy)
+ratio = float(raw_curve.max()) / bert_peak
+strength = (
+    "mild next to BERT-base's"
+    if ratio < 0.4
+    else "weaker than BERT-base's"
+    if ratio < 0.8
+    else "comparable to BERT-base's"
+    if ratio < 1.25
+    else "stronger than BERT-base's"
+)
+st.markdown(
+    f"This model's raw curve, layer 0 to {L}: {', '.join(fmt(float(x)) for x in raw_curve)}. Its highest value, "
+    f"{fmt(float(raw_curve[peak]))} at layer {peak}, is {strength} {bert_peak:.2f}."
 )
 if show_bert:
     bert = ETHAYARAJH_2019_BERT_BASE.anisotropy
@@ -207,16 +236,17 @@ if show_bert:
     )
     if is_default:
         text += (
-            "Why so much lower? all-MiniLM-L6-v2 was fine-tuned with a **contrastive sentence-similarity "
-            "objective**: the mean of its last-layer token vectors must be close for paraphrases and far "
-            "for unrelated sentences, which pushes vectors of unrelated text apart, most of all in the last "
-            "layer that the objective acts on. Raw BERT was trained only to predict masked words, and nothing "
-            "stops all its vectors from drifting into one narrow cone."
+            "Why so much lower? A likely reason (not measured here): all-MiniLM-L6-v2 was fine-tuned with a "
+            "**contrastive objective** on about a billion sentence pairs of many kinds (question and answer, "
+            "title and body, paraphrases, …): the mean of its last-layer token vectors must be closer to its "
+            "partner's than to the other sentences in the batch, which rewards spreading unrelated text apart. "
+            "Raw BERT was pre-trained on masked-word prediction and next-sentence prediction, and neither "
+            "objective asks its vectors to spread out."
         )
     else:
         text += (
-            "Models fine-tuned for sentence similarity (like the default all-MiniLM-L6-v2) are usually far "
-            "less anisotropic than raw masked-language models such as BERT."
+            "For a comparison, switch to the default model, all-MiniLM-L6-v2: it was fine-tuned for sentence "
+            "similarity, and its raw curve stays far below BERT-base's."
         )
     st.markdown(text)
 st.caption(
@@ -279,6 +309,15 @@ else:
     text += (
         ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
     )
+shares = []
+for lay in range(L + 1):
+    v_l = stats.std[lay] ** 2
+    tot = float(v_l.sum())
+    shares.append(float(np.sort(v_l)[-3:].sum() / tot) if tot > 0 else 0.0)
+text += (
+    f" Across the layers the top three dimensions hold between {min(shares):.1%} and {max(shares):.1%} of the "
+    f"variance (an even share: {3 / d:.1%})."
+)
 text += " Z-scoring subtracts each dimension's mean and divides by its σ, so afterwards every dimension counts the same."
 if n_const:
     text += (
@@ -290,8 +329,9 @@ chart(norms_by_layer(stats.mean_norm, layer=layer, title="Mean vector length per
 nm = stats.mean_norm
 st.markdown(
     f"Vector length goes from {fmt(float(nm[0]), 1)} at the embeddings to {fmt(float(nm[L]), 1)} at layer {L} "
-    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length, but a few "
-    "large components that every vector shares set its direction, which is exactly what the cone is."
+    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length and sees only "
+    "direction; components that every vector shares pull all the directions together, which is what the "
+    "cone is."
 )
 
 # ------------------------------------------------------------------------------------------- 3. your word
@@ -314,7 +354,7 @@ mb, ma = float(before[iu].mean()), float(after[iu].mean())
 sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None
 if sims is not None and sims.gap is not None:
     cols = st.columns(3)
-    # deltas against raw; only a larger gap is "good" (green), the two means just move
+    # deltas against raw, all neutral: a larger gap in cosine units is not by itself a better separation
     cols[0].metric(
         f"same-sense pairs, {t_name}",
         fmt(float(sims.same[1])),
@@ -331,14 +371,58 @@ if sims is not None and sims.gap is not None:
         f"gap (same − different), {t_name}",
         fmt(float(sims.gap[1])),
         f"{float(sims.gap[1] - sims.gap[0]):+.2f} vs raw",
+        delta_color="off",
     )
+    # scale-free measures: the order of the pairs (AUC) and the per-sentence readout, before and after
+    auc = pair_ranking_auc(np.stack([before, after]), ss.senses)
+    treated = stats.treat(X, layer, treatment, k)
+    ro_b = leave_one_out_readout(X[:, None, :], list(ss.senses))
+    ro_a = leave_one_out_readout(np.asarray(treated)[:, None, :], list(ss.senses))
+    c2 = st.columns(3)
+    c2[0].metric(
+        f"pair ranking (AUC), {t_name}",
+        fmt(float(auc[1]), 3),
+        f"{float(auc[1] - auc[0]):+.3f} vs raw ({fmt(float(auc[0]), 3)})",
+        delta_color="off",
+        help="The share of (same-sense pair, different-sense pair) comparisons that the same-sense pair wins; "
+        "0.5 is chance, 1 is perfect. It reads only the order of the cosines, not their scale.",
+    )
+    if ro_b is not None and ro_a is not None:
+        c2[1].metric(
+            f"sense readout, {t_name}",
+            f"{float(ro_a.accuracy[0]):.0%}",
+            f"{float(ro_a.accuracy[0] - ro_b.accuracy[0]) * 100:+.0f} points vs raw ({float(ro_b.accuracy[0]):.0%})",
+            delta_color="off",
+            help="Leave-one-out nearest centroid, as on the Layer by layer page, at this layer.",
+        )
     st.markdown(
         f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
         f"{t_name} with the statistics of {escape_md(corpus_label)}, **{fmt(ma)}**. Same-sense pairs go from "
         f"{fmt(float(sims.same[0]))} to {fmt(float(sims.same[1]))} and different-sense pairs from "
         f"{fmt(float(sims.different[0]))} to {fmt(float(sims.different[1]))}, so the gap goes from "
-        f"**{fmt(float(sims.gap[0]))}** to **{fmt(float(sims.gap[1]))}**. The fix removes what every vector "
-        "shares; what is left is what tells the occurrences apart. Both maps use one colour scale."
+        f"**{fmt(float(sims.gap[0]))}** to **{fmt(float(sims.gap[1]))}**. Both maps use one colour scale."
+    )
+    d_auc = float(auc[1] - auc[0])
+    st.markdown(
+        f"**What the fix changes, and what it does not.** It removes what every vector shares: the average "
+        f"pair goes from {fmt(mb)} to {fmt(ma)} and the spread of the pairs (standard deviation) from "
+        f"{fmt(float(before[iu].std()), 3)} to {fmt(float(after[iu].std()), 3)}. The gap is measured in cosine "
+        "units, so it changes with that scale even where no pair changes place. A scale-free measure asks only "
+        "which pairs are closer: "
+        f"the pair ranking (AUC) goes from {fmt(float(auc[0]), 3)} to {fmt(float(auc[1]), 3)}"
+        + (
+            f" and the sense readout from {float(ro_b.accuracy[0]):.0%} to {float(ro_a.accuracy[0]):.0%}"
+            if ro_b is not None and ro_a is not None
+            else ""
+        )
+        + (
+            ". So here the fix mostly changes the scale of the cosines, not which occurrences are nearer "
+            "each other."
+            if abs(d_auc) < 0.02
+            else f". So here the fix also changes which occurrences are nearer each other (AUC "
+            f"{'up' if d_auc > 0 else 'down'} by {abs(d_auc):.3f}): reweighting the dimensions reorders "
+            "some pairs."
+        )
     )
 else:
     st.markdown(

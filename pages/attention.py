@@ -205,9 +205,10 @@ spec = share.cls_mean + share.sep_mean
 peak = int(np.argmax(spec))
 st.markdown(
     f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on [CLS] and [SEP], "
-    "word pieces that carry no word at all. Clark et al. (2019, “What does BERT look at?”) found the same in "
-    "BERT: a head that finds nothing relevant for a word parks its attention on a special token or a "
-    "punctuation mark, a way of doing (almost) nothing. So a bright [CLS] or [SEP] column is usually not a "
+    "word pieces that carry no word at all. Clark et al. (2019, “What does BERT look at?”) saw the same in "
+    "BERT and argue that a head that finds nothing relevant for a word parks its attention on [SEP] (or a "
+    "punctuation mark) as a way of doing (almost) nothing: a hypothesis they back with a gradient analysis, "
+    "not a proven mechanism. So a bright [CLS] or [SEP] column is usually not a "
     "sign of meaning."
 )
 
@@ -278,7 +279,11 @@ st.header("From numbers to maths")
 st.markdown(
     f"The heatmap above is not a picture the model draws: it is arithmetic you can redo. Take the input of "
     f"layer {layer_num}, the matrix H of the {n} word pieces' vectors ({n} × {enc.hidden_size}) that "
-    + ("the embedding step produced (word piece + position)" if layer == 0 else f"layer {layer} produced")
+    + (
+        "the embedding step produced (LayerNorm of word piece + position + segment embeddings)"
+        if layer == 0
+        else f"layer {layer} produced"
+    )
     + ", and the layer's own weights read from the model file."
 )
 st.latex(
@@ -326,7 +331,9 @@ else:
         st.caption(f"The 15 largest of {n} weights in this row.")
     st.caption(
         "Each new vector is then the weighted mix Σⱼ αᵢⱼ Vⱼ of the values, one head per slice, followed by "
-        "the output projection, the residual connection and LayerNorm (course §3.2)."
+        "the output projection, a residual connection and LayerNorm; then a feed-forward network (FFN, two "
+        "linear layers with a nonlinearity between them) applied to each word piece, with its own residual connection "
+        "and LayerNorm. That is one layer (course §3.2)."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")

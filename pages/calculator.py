@@ -38,7 +38,10 @@ APPLE_ROWS = [
     {"word": "apple", "context": "fruit", "base x": 0.3, "base y": 0.3, "shift x": None, "shift y": None},
     {"word": "apple", "context": "company", "base x": 0.3, "base y": 0.3, "shift x": None, "shift y": None},
 ]
-APPLE_ANSWER = {"fruit": (-0.1, 0.4), "company": (0.4, -0.1)}
+# The exercise asks for food and technology words, so the chart gets those markers once "apple" is in the
+# table, and the answer moves each apple towards its own marker (never towards bank's money/river).
+APPLE_REFERENCES = {"pear (food)": (-0.1, 0.6), "laptop (technology)": (0.6, -0.1)}
+APPLE_ANSWER = {"fruit": (-0.35, 0.25), "company": (0.25, -0.35)}
 MATRIX_NAMES = ("W_Q", "W_K", "W_V")
 FFN_NAMES = ("W1", "W2")
 
@@ -192,7 +195,8 @@ with warm_chart:
             [r[1] for r in warm_rows],
             np.array([r[2] for r in warm_rows]),
             np.array([r[4] if r[4] is not None else [np.nan, np.nan] for r in warm_rows]),
-            references=WARMUP_REFERENCES,
+            references=WARMUP_REFERENCES
+            | (APPLE_REFERENCES if any(r[0].lower() == "apple" for r in warm_rows) else {}),
             height=420,
         )
         chart(fig_warm, key="calc_warm_chart", width="stretch")
@@ -210,8 +214,9 @@ with warm_text:
         st.markdown("\n".join(lines))
     st.caption(
     "Exercise (lesson 002): add “apple” and choose shifts for a *fruit* and a *company* context — fruit "
-    "should pull it towards food words, company towards technology. Grey: base vectors; diamonds: fixed "
-    "reference words. The same word starts from one base vector; only the context differs."
+    "should pull it towards food words (the *pear* marker), company towards technology (the *laptop* "
+    "marker). Grey: base vectors; diamonds: fixed reference words. The same word starts from one base "
+    "vector; only the context differs."
     )
 
 # ---- 2. inputs -----------------------------------------------------------------------------------------

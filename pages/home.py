@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from lib.charts.home import before_after_heatmaps
-from lib.similarity import cosine_matrix, sense_similarity
+from lib.similarity import chance_phrase, cosine_matrix, sense_similarity
 from ui import cache, state
 from ui.widgets import escape_md, shared_chart
 
@@ -33,7 +33,7 @@ fig = cache.shared_figure(  # built once per set and model, shared by reruns and
         last_cos,
         ss.labels,
         ss.senses,
-        ("Layer 0: embeddings (word piece + position)", f"Layer {last}: after {last} layers of attention"),
+        ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers of attention"),
     ),
 )
 shared_chart(fig, key="home_heatmaps", download="context_lens_before_after")
@@ -43,13 +43,31 @@ lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())
 if ss.has_senses:
     sims = sense_similarity(np.stack([first_cos, last_cos]), ss.senses)
     if sims.same is not None and sims.different is not None:
-        st.markdown(
-            f"**Reading it.** At layer 0 every pair scores between {lo0:.2f} and {hi0:.2f}: the vector is almost "
-            f"only the word itself (plus its position), so the senses cannot be told apart "
-            f"(same-sense pairs {sims.same[0]:.2f} vs different-sense {sims.different[0]:.2f} on average). "
-            f"After layer {last}, same-sense pairs average **{sims.same[1]:.2f}** and different-sense pairs "
-            f"**{sims.different[1]:.2f}**: the context has pulled the occurrences apart by meaning."
+        separated = sims.gap[1] > sims.gap[0] + 0.01
+        text = (
+            f"**Reading it.** At layer 0 every pair scores between {lo0:.2f} and {hi0:.2f}: the vector holds "
+            f"the word piece and its position in the sentence, no context yet (same-sense pairs "
+            f"{sims.same[0]:.2f} vs different-sense {sims.different[0]:.2f} on average). After layer {last}, "
+            f"same-sense pairs average **{sims.same[1]:.2f}** and different-sense pairs "
+            f"**{sims.different[1]:.2f}**"
+            + (
+                ": the context has pulled the occurrences apart by meaning."
+                if separated
+                else ": in these sentences the context has not pulled the senses further apart than at layer 0."
+            )
         )
+        rc = cache.readout_chance(a.model, tuple(ss.sentences), tuple(ss.senses), ss.target, "target", tv.vectors)
+        if rc is not None:
+            text += (
+                f" Giving each sentence the sense whose average vector (without it) is nearest reads "
+                f"{chance_phrase(rc, 0)} at layer 0, and {chance_phrase(rc, last)} at layer {last}."
+            )
+            if not rc.within_chance[0]:
+                text += (
+                    " Above chance at layer 0 can only mean that the word's position goes with its sense in "
+                    "these sentences, which small hand-written sets allow easily."
+                )
+        st.markdown(text)
     else:
         st.markdown(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
 else:
@@ -73,8 +91,8 @@ st.markdown(
     "static vs contextual, and which layer reads the sense best.\n"
     "- **Attention**: which words each word looks at, per layer and head, and a check that the heatmap is "
     "exactly softmax(QKᵀ/√dₖ) from the model's own weights.\n"
-    "- **Anisotropy**: why raw cosine misleads (all vectors point into a narrow cone) and how z-scoring, "
-    "whitening or removing top components fix it.\n"
+    "- **Anisotropy**: why raw cosine can mislead (in many models the vectors crowd into a narrow cone; the "
+    "page measures how narrow in this one) and what z-scoring, whitening or removing top components change.\n"
     "- **Projections**: the word's vectors in 2-D or 3-D (PCA, UMAP, t-SNE), coloured by sense.\n"
     "- **Attention by hand**: the course's worked example (“The cat sat”), step by step, with your own numbers.\n"
     "- **Guided lesson**: the course in order, with questions checked against what the model computed."

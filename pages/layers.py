@@ -8,6 +8,7 @@ or the view only slices that profile.
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -32,12 +33,15 @@ from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
     LayerProfile,
+    chance_phrase,
     evidence_card,
     layer_cosine_matrices,
+    layer_list,
     layer_profile,
     nearest_neighbours,
     other_token_masks,
     pooling_label,
+    position_note,
     sense_similarity,
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
@@ -63,6 +67,7 @@ def _profile(
         enc.hidden_states,
         other_masks=other_token_masks(enc.tokens, targets),
         word_masks=other_token_masks(enc.tokens, [()] * len(targets)),
+        tokens=enc.tokens,
     )
 
 
@@ -236,7 +241,8 @@ layer = c1.slider(
     L,
     key="layers_layer",
     disabled=pooling != "layer",
-    help=f"0 = the embedding layer (word piece + position), {L} = the last layer.",
+    help=f"0 = the embedding layer (LayerNorm of word piece + position + segment embeddings), {L} = the last "
+    "layer.",
 )
 view = c3.radio(
     "Similarity view",
@@ -362,8 +368,10 @@ st.markdown(
         "forms of the word are not all the same word piece. "
     )
     + (
-        f"Layer 0 adds the position: the pairs average **{pair_means[0]:.2f}**, below 1 only because the word "
-        "sits at different positions; nothing about the meaning has entered yet. "
+        f"Layer 0 adds the position (and a segment embedding that is the same in every sentence, then a "
+        f"LayerNorm): the pairs average **{pair_means[0]:.2f}**, below 1 "
+        + ("only because the word sits at different positions" if identical else "because of the positions and forms")
+        + "; no context has entered yet. "
         if pair_means[0] < 0.995
         else f"Layer 0 adds the position, and here the word sits at the same place in (almost) every sentence, "
         f"so the pairs still average **{pair_means[0]:.2f}**: nothing about the meaning has entered yet. "
@@ -371,7 +379,12 @@ st.markdown(
     + f"After {L} layers of attention the average is **{pair_means[L]:.2f}**"
     + (
         f", with same-sense pairs at {sims.same[L]:.2f} and different-sense pairs at {sims.different[L]:.2f}: "
-        "the vector now depends on the context, and the context carries the sense."
+        + (
+            "the vector now depends on the context, and the context carries the sense."
+            if sims.gap[L] > sims.gap[0] + 0.01
+            else "the vector now depends on the context, but here the senses are no further apart than at "
+            "layer 0."
+        )
         if "same sense" in kinds
         else ": the vector now depends on the context."
     )
@@ -436,8 +449,15 @@ if labelled and sims.gap is not None:
     st.markdown(
         f"The green line is the mean cosine of pairs with the **same** sense ({sims.n_same_pairs} pairs), the "
         f"red line of pairs with **different** senses ({sims.n_different_pairs} pairs); the shaded band between "
-        f"them is the gap. It grows from {g[0]:+.2f} at the embedding layer to **{g[top]:+.2f} at layer "
-        f"{top}**" + (f" and is {g[L]:+.2f} at the last layer." if top != L else ", the last layer.")
+        f"them is the gap. "
+        + (
+            f"It is largest at the embedding layer ({g[0]:+.2f}) and {g[L]:+.2f} at the last layer."
+            if top == 0
+            else f"It grows from {g[0]:+.2f} at the embedding layer to its largest, **{g[top]:+.2f} at layer "
+            f"{top}**" + (f", and is {g[L]:+.2f} at the last layer." if top != L else ", the last layer.")
+        )
+        + " The gap is an average over pairs; section 6 asks the per-sentence question, and the two can pick "
+        "different layers."
     )
 else:
     st.markdown(
@@ -450,12 +470,12 @@ st.header("4. Is a high cosine high? Compare with random words")
 if prof.baseline is not None:
     b = prof.baseline
     st.markdown(
-        f"The grey band is the cosine between **random pairs of other words** in these sentences "
-        f"({b.n_pairs:,} pairs drawn from {b.n_tokens:,} word pieces): {b.mean[0]:.2f} on average at the "
-        f"embedding layer, **{b.mean[L]:.2f} at layer {L}**. In many encoders the vectors crowd into a narrow "
-        "cone (anisotropy), so even unrelated words score well above 0 and a raw cosine means little on its "
-        f"own: in BERT-base, random words average {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at layer 11 "
-        "(section 5). Switch on *Minus baseline* above to read every number relative to the band"
+        f"The grey band is the cosine between **random pairs of other words** in these sentences, sampled as "
+        f"Ethayarajh (2019) does ({escape_md(b.description)}; band: 10th to 90th percentile): "
+        f"{b.mean[0]:.2f} on average at the embedding layer, **{b.mean[L]:.2f} at layer {L}**. In many encoders "
+        "the vectors crowd into a narrow cone (anisotropy), so even unrelated words score well above 0 and a raw "
+        f"cosine means little on its own: in BERT-base, random words average "
+        f"{ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at layer 11 (section 5). Switch on *Minus baseline* above to read every number relative to the band"
         + (
             f": at {rep} same-sense pairs sit {sims.same[r] - b.mean[r]:+.2f} and different-sense pairs "
             f"{sims.different[r] - b.mean[r]:+.2f} above it."
@@ -524,6 +544,7 @@ if ro is None:
         "“sense | sentence” in the sidebar, or pick a preset."
     )
 else:
+    rc = cache.readout_chance(model, tuple(ss.sentences), tuple(senses), ss.target, "layers", prof.vectors)
     chart(
         readout_chart(
             names,
@@ -532,12 +553,14 @@ else:
             best=int(np.argmax(ro.accuracy[:K])),
             pooled=(rep_names[r], float(ro.accuracy[r])) if r >= K else None,
             selected=r,
+            chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
         ),
         key="layers_readout",
     )
     best = int(np.argmax(ro.accuracy[:K]))
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
     m = len(ro.evaluated)
+    chance_at = rc.chance_layers(K)
     st.markdown(
         f"Leave one sentence out, average the vectors of each sense over the remaining sentences (the "
         f"sense **centroids**), and guess the sense whose centroid is closest (cosine) to the left-out "
@@ -547,6 +570,19 @@ else:
         + f", against {ro.accuracy[0]:.0%} at the embedding layer and "
         f"{ro.majority_baseline:.0%} for always answering the most common sense (“{escape_md(ro.majority_sense)}”)."
         + (f" At {rep}: {ro.accuracy[r]:.0%}." if r not in (best, 0) else "")
+    )
+    st.markdown(
+        f"**Against chance.** The grey band is the same readout with the sense labels shuffled "
+        f"({rc.n_permutations} shuffles, each sense keeping its size): anything at or below its top edge (the "
+        f"95th percentile) could have come from random labels. At the best layer: "
+        f"{chance_phrase(rc, best)}. "
+        + (
+            f"Within chance: {layer_list(chance_at)}. "
+            if chance_at
+            else "Every layer is above the chance band. "
+        )
+        + position_note(rc)
+        + (f" At {rep}: {chance_phrase(rc, r)}." if r not in (best, 0) else "")
     )
     if m < n:
         st.caption(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.")
@@ -601,6 +637,12 @@ card = evidence_card(
     chosen_name=rep,
     cosines=(prof.cosines[0], prof.cosines[r]),
 )
+if ro is not None:
+    card_readout = (
+        f"Sense readout (leave-one-out nearest centroid) at layer 0: {chance_phrase(rc, 0)}; at {rep}: "
+        f"{chance_phrase(rc, r)}."
+    )
+    card = replace(card, notes=(card_readout,))
 if card.rows:
     rows = card.rows
     chosen_col = f"cosine at {rep}"
@@ -631,6 +673,8 @@ if card.rows:
         },
     )
     st.markdown("★ Most surprising: " + escape_md(card.reason))
+    for note in card.notes:  # our own numbers and words, no user text
+        st.markdown(note)
     d1, d2 = st.columns(2)
     stem = f"evidence_{''.join(ch for ch in ss.target if ch.isalnum()) or 'word'}"
     d1.download_button("Download CSV", card.to_csv(), f"{stem}.csv", "text/csv", key="layers_card_csv")

@@ -16,8 +16,10 @@ from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
+from lib.encoder import DEFAULT_MODEL
 from lib.export import frame_csv
 from lib.presets import preset_by_id
+from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, state
 from ui.widgets import chart, download_figure, escape_md
 
@@ -29,8 +31,8 @@ st.title("Guided lesson")
 st.markdown(
     f"{N - 1} short steps through the course, from one word's many vectors to attention worked out by hand. "
     "Each step shows the real model at work and asks one question; your answer is checked against the "
-    "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat** and "
-    "**apple** presets and a few sentences on five topics), not the set in the sidebar, so everyone in a "
+    "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat**, **bank** "
+    "and **apple** presets and a few sentences on five topics), not the set in the sidebar, so everyone in a "
     "class sees the same thing. The model is the one chosen in the sidebar."
 )
 
@@ -204,18 +206,32 @@ def readout_curves() -> list[lesson.ReadoutCurve]:
     curves = []
     for pid in ("bat", "bank", "apple"):
         d = LessonSet(pid)
-        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses))
+        ss = preset_by_id(pid).sentence_set()
+        rc = cache.readout_chance(model, ss.sentences, tuple(d.senses), ss.target, "target", d.tv.vectors)
+        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses, chance=rc))
     return curves
+
+
+def bat_intra_sentence():
+    """Intra-sentence similarity per layer of the bat sentences (how close each word is to its sentence's mean)."""
+    d = LessonSet("bat")
+    enc_out = d.tv.encoding
+    return intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.tokens, [()] * len(enc_out.tokens)))
+
+
+def deeper_result(curves: list[lesson.ReadoutCurve]) -> lesson.DeeperCheck:
+    return lesson.deeper_check(curves, bat_intra_sentence(), sentence_model=model == DEFAULT_MODEL)
 
 
 def step_deeper() -> lesson.Question:
     curves = readout_curves()
-    r = lesson.deeper_check(curves)
+    r = deeper_result(curves)
     fig = readout_lines(
         [c.name for c in curves],
         [c.accuracy for c in curves],
         [c.majority_baseline for c in curves],
         title="Share of sentences whose sense is read correctly, layer by layer",
+        chance=[c.chance_p95 for c in curves],
     )
     show(fig, "deeper")
     table = pd.DataFrame(
@@ -224,6 +240,11 @@ def step_deeper() -> lesson.Question:
         columns=[f"layer {i}" for i in range(L + 1)],
     )
     st.table(table.map(lambda a: f"{a:.0%}"))
+    st.caption(
+        "Each sentence is "
+        + ", ".join(f"{1 / c.n_evaluated:.0%} of '{c.name}'" for c in curves if c.n_evaluated)
+        + ": a difference of one step in a line is one sentence."
+    )
     st.download_button(
         "Download the table (CSV)",
         data=frame_csv(table, index_label="preset"),
@@ -272,7 +293,10 @@ def step_anisotropy() -> lesson.Question:
         title="“bat” pairs against random pairs of other word pieces",
     )
     show(fig, "anisotropy")
-    st.caption("The grey dashed line is the floor: unrelated word pieces from the same sentences.")
+    st.caption(
+        "The grey dashed line is the floor: unrelated word pieces of the bat sentences, each pair from two "
+        "different sentences."
+    )
     return r.question
 
 
@@ -361,7 +385,7 @@ def step_context() -> lesson.Question:
     return r.question
 
 
-def findings() -> list[str]:
+def findings() -> list[lesson.Finding]:
     """The surprising results of this model, recomputed from the lesson sets (cached, so cheap)."""
     apple, bat = LessonSet("apple"), LessonSet("bat")
     topics = [t for t, _ in lesson.TOPIC_SENTENCES]
@@ -369,11 +393,11 @@ def findings() -> list[str]:
     curves = readout_curves()
     results = [
         lesson.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
-        lesson.deeper_check(curves),
+        deeper_result(curves),
         lesson.pooling_comparison(enc_out.hidden_states, enc_out.tokens, topics),
         lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
-    return [r.finding for r in results if r.finding]
+    return lesson.summary_findings(results)
 
 
 def step_summary() -> None:
@@ -391,10 +415,17 @@ def step_summary() -> None:
     )
     found = findings()
     if found:
-        st.markdown(
-            "**What this model showed** (recomputed just now; test each claim on your own sentences on the "
-            "other pages):\n" + "\n".join(f"- {escape_md(f)}" for f in found)
+        surprises = [f.text for f in found if f.surprising]
+        expected = [f.text for f in found if not f.surprising]
+        text = (
+            f"**What this model showed**: {len(found)} result{'s' if len(found) != 1 else ''}, recomputed just "
+            f"now, {len(surprises)} of them surprising. Test each claim on your own sentences on the other pages."
         )
+        if surprises:
+            text += "\n\n*Surprises*\n" + "\n".join(f"- {escape_md(f)}" for f in surprises)
+        if expected:
+            text += "\n\n*As the course predicts*\n" + "\n".join(f"- {escape_md(f)}" for f in expected)
+        st.markdown(text)
 
 
 RENDER = {

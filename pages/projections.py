@@ -58,9 +58,12 @@ def cached_layers(H: np.ndarray, method: str) -> list[Projection]:
 st.title("Projections: the word's vectors on a flat map")
 st.markdown(
     "A vector has hundreds of numbers; to look at it we squash it to 2 or 3. **PCA** turns the space so that "
-    "its first axes carry the most variance and drops the rest: distances on the map are real, but only part "
-    "of the picture. **UMAP** and **t-SNE** bend the space to keep each point's nearest neighbours together: "
-    "good at showing groups, but the size of a cluster and the distance between clusters mean little (§8.3)."
+    "its first axes carry the most variance and drops the rest. Distances on its map are straight-line "
+    "(Euclidean) distances of the projected points: they can only be shorter than in the full space, never "
+    "longer, and they are not the cosines the rest of the app uses. **UMAP** and **t-SNE** bend the space to "
+    "keep each point's nearest neighbours together: good at showing groups, but the size of a cluster and "
+    "the distance between clusters mean little. The course (§8.3) suggests standardizing the vectors, or "
+    "removing the top components, before any of the three."
 )
 
 state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
@@ -383,7 +386,7 @@ else:
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
             f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
-            f"(the word alone, plus its position) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"(the word piece and its position, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
             f"at layer {best}; the panel titles give the same count on each map."
         )
     else:

@@ -440,3 +440,71 @@ def test_context_prediction_by_hand_and_on_the_model(encoder):
     top = max(range(len(occ.words)), key=lambda j: occ.shift[-1, j] if occ.words[j].isalpha() else -1)
     assert occ.words[top] in r.question.accepted
     assert "layer 6" in r.question.prompt or f"layer {encoder.num_layers}" in r.question.prompt
+
+# ---------------------------------------------------------------- issue 12: every sentence is true
+
+
+def _preset_curve(encoder, pid):
+    from lib.presets import preset_by_id
+
+    ss = preset_by_id(pid).sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    return lesson.readout_curve(pid, tv.vectors, [ss.senses[i] for i in tv.kept]), tv
+
+
+def test_deeper_check_counts_the_drop_in_sentences(encoder):
+    curves, tvs = zip(*(_preset_curve(encoder, p) for p in ("bat", "bank", "apple")), strict=True)
+    from lib.similarity import intra_sentence_similarity, other_token_masks
+
+    enc_out = tvs[0].encoding
+    intra = intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.tokens, [()] * len(enc_out.tokens)))
+    d = lesson.deeper_check(list(curves), intra, sentence_model=True)
+    expl = d.question.explanation
+    for c in curves:
+        assert c.n_evaluated == 12 and c.chance_p95 is not None
+        drop = int(round((c.accuracy.max() - c.accuracy[-1]) * 12))
+        if drop:
+            assert f"'{c.name}' (by {drop} sentence{'s' if drop != 1 else ''} of 12)" in expl
+    # the chance verdict for the asked preset names exactly the layers at or below its band
+    inside = [i for i in range(len(curves[0].accuracy)) if curves[0].accuracy[i] <= curves[0].chance_p95[i] + 1e-12]
+    if inside:
+        from lib.similarity import layer_list
+
+        assert f"for 'bat' {layer_list(inside)} " in expl
+    if int(np.argmax(intra)) == len(intra) - 1:
+        assert "fine-tuned to make the mean of its last-layer vectors a sentence vector" in expl
+    assert "fine-tuned" not in lesson.deeper_check(list(curves), intra, sentence_model=False).question.explanation
+
+
+def test_summary_findings_sort_predictions_from_surprises():
+    class R:
+        def __init__(self, finding, as_predicted=None):
+            self.finding = finding
+            if as_predicted is not None:
+                self.as_predicted = as_predicted
+
+    found = lesson.summary_findings([R("a"), R(None), R("mean beats [CLS]", True), R("[CLS] wins", False)])
+    assert [(f.text, f.surprising) for f in found] == [("a", True), ("mean beats [CLS]", False), ("[CLS] wins", True)]
+    assert "has three" not in lesson.step_by_id("summary").text
+
+
+def test_cls_step_says_the_default_model_favours_the_mean_and_which_mean():
+    text = lesson.step_by_id("cls").text
+    assert "built in favour of the mean" in text
+    assert "without [CLS] and [SEP]" in text and "includes them" in text
+
+
+def test_layers_step_explains_average_gap_against_single_sentences(encoder):
+    from lib.presets import preset_by_id
+    from lib.similarity import layer_cosine_matrices, pair_ranking_auc
+
+    ss = preset_by_id("bat").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    senses = [ss.senses[i] for i in tv.kept]
+    r = lesson.sense_separation(tv.vectors, senses, "bat")
+    top = int(np.argmax(r.gap))
+    auc = pair_ranking_auc(layer_cosine_matrices(tv.vectors), senses)
+    assert f"at layer {top}, a same-sense pair is closer than a different-sense pair in {auc[top]:.0%}" in (
+        r.question.explanation
+    )
+    assert "cannot differ" not in r.question.explanation

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lib.encoder import Encoder
-from lib.presets import default_preset
+from lib.presets import default_preset, preset_by_id
 from tests.conftest import page_test
 
 PAGE = "pages/anisotropy.py"
@@ -64,8 +64,8 @@ def test_default_preset_with_builtin_corpus(encode_calls):
     assert [len(_values(t["y"])) for t in curves["data"][:4]] == [7] * 4
     bert = _values(curves["data"][4]["y"])
     assert len(bert) == 13 and bert[11] == pytest.approx(0.675)
-    assert "contrastive sentence-similarity" in _text(at)
-    assert len(at.metric) == 3  # the preset has sense labels: same, different, gap
+    assert "contrastive objective" in _text(at) and "next-sentence prediction" in _text(at)
+    assert len(at.metric) == 5  # sense labels: same, different, gap, then the scale-free AUC and readout
 
     # moving the controls does not run the model again
     calls = encode_calls["n"]
@@ -119,3 +119,42 @@ def test_user_text_is_escaped():
     _assert_ok(at)
     for m in at.markdown:
         assert "<b>" not in m.value
+
+
+def test_scale_free_measure_next_to_the_gap(encoder):
+    """Issue 12, finding 7: the pair-ranking AUC and the readout stand next to the gap, before and after."""
+    import itertools
+
+    from lib.corpus import compute_corpus_statistics, load_reference_corpus
+    from lib.similarity import cosine_matrix
+
+    at = page_test(PAGE, preset="bank").run()
+    _assert_ok(at)
+    layer = at.session_state["aniso_layer"]
+    metrics = {m.label: m for m in at.metric}
+    auc_label = next(lab for lab in metrics if lab.startswith("pair ranking (AUC)"))
+    shown_after = float(metrics[auc_label].value)
+    # independent: every (same-sense, different-sense) pair comparison, counted by hand
+    p = preset_by_id("bank").sentence_set()
+    tv = encoder.target_vectors(list(p.sentences), p.target)
+    senses = [p.senses[i] for i in tv.kept]
+    stats = compute_corpus_statistics(encoder, load_reference_corpus().sentences)
+    X = tv.vectors[:, layer, :]
+
+    def auc(cos):
+        same, diff = [], []
+        for i, j in itertools.combinations(range(len(senses)), 2):
+            (same if senses[i] == senses[j] else diff).append(cos[i, j])
+        wins = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in same for b in diff)
+        return wins / (len(same) * len(diff))
+
+    before = auc(cosine_matrix(X))
+    after = auc(cosine_matrix(stats.treat(X, layer, "zscore", at.session_state["aniso_k"])))
+    assert shown_after == pytest.approx(after, abs=6e-4)
+    assert f"{before:.3f}" in metrics[auc_label].delta
+    text = _text(at)
+    assert f"the pair ranking (AUC) goes from {before:.3f} to {after:.3f}" in text
+    if abs(after - before) < 0.02:
+        assert "mostly changes the scale of the cosines" in text
+    # finding 8: the raw curve is shown in full, and called mild only when it is
+    assert "This model's raw curve, layer 0 to 6:" in text

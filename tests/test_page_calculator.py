@@ -178,3 +178,31 @@ def test_warm_up_exercise():
     _assert_ok(at)
     lines = " ".join(m.value for m in at.markdown)
     assert "apple in a fruit context" in lines and "apple in a company context" in lines
+
+
+def test_apple_answer_moves_towards_food_and_technology_markers():
+    """Issue 12, finding 11: the shown answer pulls fruit-apple to the food marker, company-apple to technology."""
+    import json
+    import re
+
+    at = _run()
+    at.button(key="calc_warm_answer").click().run()
+    _assert_ok(at)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    markers = {}
+    for trace in fig["data"]:
+        for t, x, y in zip(trace.get("text") or [], trace.get("x") or [], trace.get("y") or [], strict=False):
+            if t and trace.get("marker", {}).get("symbol") == "diamond":  # the fixed reference words
+                markers[t] = (float(x), float(y))
+    assert "pear (food)" in markers and "laptop (technology)" in markers
+    text = " ".join(m.value for m in at.markdown)
+
+    def result(ctx: str) -> tuple[float, float]:
+        m = re.search(rf"apple in a {ctx} context: .*? = \*\*\[([-\d.]+), ([-\d.]+)\]\*\*", text)
+        return float(m.group(1)), float(m.group(2))
+
+    def nearest(p: tuple[float, float]) -> str:
+        return min(markers, key=lambda k: (markers[k][0] - p[0]) ** 2 + (markers[k][1] - p[1]) ** 2)
+
+    assert nearest(result("fruit")) == "pear (food)"
+    assert nearest(result("company")) == "laptop (technology)"

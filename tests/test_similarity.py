@@ -114,15 +114,17 @@ def test_pair_trajectories():
 
 
 def test_random_token_baseline_two_tokens_is_exact():
-    # one sentence, two usable tokens: parallel at layer 0, orthogonal at layer 1; the third is masked
-    hs = np.array([[[1, 0], [2, 0], [5, 5]], [[1, 0], [0, 3], [5, 5]]], dtype=float)  # (K=2, T=3, H=2)
-    b = sim.random_token_baseline([hs], [np.array([True, True, False])], n_pairs=50, seed=1)
+    # two sentences, one usable token each: parallel at layer 0, orthogonal at layer 1; the rest is masked
+    s1 = np.array([[[1, 0], [5, 5]], [[1, 0], [5, 5]]], dtype=float)  # (K=2, T=2, H=2)
+    s2 = np.array([[[2, 0], [5, 5]], [[0, 3], [5, 5]]], dtype=float)
+    masks = [np.array([True, False]), np.array([True, False])]
+    b = sim.random_token_baseline([s1, s2], masks, n_pairs=50, seed=1)
     np.testing.assert_allclose(b.mean, [1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(b.low, [1.0, 0.0], atol=1e-12)
-    assert b.n_tokens == 2 and b.n_pairs == 50
+    assert b.n_tokens == 2 and b.n_pairs == 50 and b.n_sentences == 2
 
 
-def test_random_token_baseline_is_seeded_and_needs_two_tokens():
+def test_random_token_baseline_is_seeded_and_needs_two_sentences():
     rng = np.random.default_rng(0)
     hs = [rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4, 4))]
     a = sim.random_token_baseline(hs, seed=7)
@@ -130,6 +132,26 @@ def test_random_token_baseline_is_seeded_and_needs_two_tokens():
     np.testing.assert_array_equal(a.mean, b.mean)
     assert (a.low <= a.mean).all() and (a.mean <= a.high).all()
     assert sim.random_token_baseline([np.ones((2, 1, 3))]) is None
+    # one sentence with many tokens: Ethayarajh's pairs come from two different sentences, so none
+    assert sim.random_token_baseline([rng.normal(size=(2, 6, 3))]) is None
+
+
+def test_cross_sentence_pairs_never_share_a_sentence_or_a_word_piece():
+    tokens = [["the", "bank", "the"], ["the", "river"], ["a", "the", "loan"]]
+    cand = np.array([(s, k) for s, toks in enumerate(tokens) for k in range(len(toks))])
+    a, b = sim.sample_cross_sentence_pairs(cand, 500, seed=3, tokens=tokens)
+    assert len(a) == 500
+    assert (cand[a, 0] != cand[b, 0]).all()  # one word from each of two different sentences
+    words_a = [tokens[s][k] for s, k in cand[a]]
+    words_b = [tokens[s][k] for s, k in cand[b]]
+    assert all(x != y for x, y in zip(words_a, words_b, strict=True))  # never "the" with "the"
+    # every sentence is drawn about equally often (sentences first, then a word in each)
+    counts = np.bincount(np.concatenate([cand[a, 0], cand[b, 0]]), minlength=3)
+    assert counts.min() > 0.2 * counts.sum()
+    # only one type in the whole set: no valid pair
+    same = [["x"], ["x"]]
+    a, _ = sim.sample_cross_sentence_pairs(np.array([[0, 0], [1, 0]]), 10, tokens=same)
+    assert len(a) == 0
 
 
 def test_other_token_masks_drop_special_and_target():
@@ -300,7 +322,7 @@ def test_with_pooled_appends_last_four_and_all():
 def test_pooled_baseline_and_intra_sentence():
     # tokens: layer 0 parallel, layer 1 orthogonal -> pooled (last4 = layer 1; all = mean of both)
     hs = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]]], dtype=float)  # (K=2, T=2, H=2)
-    b = sim.random_token_baseline([hs], n_pairs=10, pooled=True)
+    b = sim.random_token_baseline([hs[:, :1], hs[:, 1:]], n_pairs=10, pooled=True)
     # all-mean vectors: [1, 0] and [.5, .5] -> cosine 1/sqrt2
     np.testing.assert_allclose(b.mean, [1.0, 0.0, 0.0, R2], atol=1e-12)
     intra = sim.intra_sentence_similarity([hs], pooled=True)

@@ -332,3 +332,27 @@ def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> Shared
     elsewhere.
     """
     return SharedFigure(_build())
+
+
+# --------------------------------------------------------------------------- readouts against chance
+def readout_chance(
+    model_name: str,
+    sentences: tuple[str, ...],
+    senses: tuple[str | None, ...],
+    target: str | None,
+    kind: str,
+    vectors,
+):
+    """lib.similarity.readout_chance of ``vectors`` (a few kB), once per set, in the RESULTS cache.
+
+    The key names the vectors instead of hashing them: ``kind`` says which ones they are ("layers" for the
+    target's layers plus the pooled ones, "target" for the layers alone), so two views of one set do not
+    share an entry.
+    """
+    from lib.similarity import readout_chance as _readout_chance
+
+    return _cached(
+        ("readout_chance", model_name, sentences, senses, target, kind),
+        lambda: _readout_chance(vectors, list(senses)),
+        "Shuffling the sense labels for the chance band…",
+    )

@@ -567,16 +567,46 @@ def readout_chart(
     best: int,
     pooled: tuple[str, float] | None = None,
     selected: int | None = None,
+    chance: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> go.Figure:
     """Nearest-centroid accuracy per layer with the majority-sense baseline and the best layer marked.
 
     names: K layer names; accuracy: (K,) in [0, 1]; majority: the majority baseline; best: index of the
-    best layer; pooled: (name, accuracy) of the pooled representation, drawn apart.
+    best layer; pooled: (name, accuracy) of the pooled representation, drawn apart; chance: (mean, p95),
+    each (K,), the readout on shuffled labels (lib.similarity.readout_chance), drawn as a grey band up to
+    the 95th percentile with the mean dotted: a point inside the band is within chance.
     """
     k = len(names)
     x = list(range(k))
     acc = np.asarray(accuracy, dtype=float)
-    fig = go.Figure(
+    fig = go.Figure()
+    if chance is not None:
+        c_mean = np.asarray(chance[0], dtype=float)[:k]
+        c_top = np.asarray(chance[1], dtype=float)[:k]
+        fig.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=list(c_top) + [0.0] * k,
+                fill="toself",
+                fillcolor="rgba(120,120,120,0.18)",
+                line={"width": 0},
+                name="chance band: shuffled labels, up to the 95th percentile",
+                hoverinfo="skip",
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=c_mean,
+                mode="lines",
+                line={"color": BASELINE_COLOR, "dash": "dot", "width": 2},
+                name="shuffled labels: mean",
+                customdata=np.stack([c_mean, c_top], axis=1),
+                hovertemplate="layer %{x}, shuffled labels: mean %{customdata[0]:.0%}, "
+                "95th percentile %{customdata[1]:.0%}<extra></extra>",
+            )
+        )
+    fig.add_trace(
         go.Scatter(
             x=x,
             y=acc,

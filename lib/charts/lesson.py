@@ -116,15 +116,35 @@ def readout_lines(
     majority: Sequence[float],
     *,
     title: str | None = None,
+    chance: Sequence[np.ndarray | None] | None = None,
 ) -> go.Figure:
     """Accuracy per layer for several presets, one line each (the best layer is left for the reader to find).
 
     names: one name per preset; accuracies: per preset (L+1,) in [0, 1]; majority: per preset the share of
-    its commonest sense (drawn dashed in the same colour).
+    its commonest sense (drawn dashed in the same colour); chance: per preset (L+1,) the 95th percentile of
+    the readout on shuffled labels (lib.similarity.readout_chance), shaded from 0 in the preset's colour.
     """
     if not (len(names) == len(accuracies) == len(majority)):
         raise ValueError("one name, one accuracy curve and one majority share per preset")
     fig = go.Figure()
+    for k, top in enumerate(chance or []):
+        if top is None:
+            continue
+        t = _finite(top)
+        x = list(range(len(t)))
+        color = SENSE_COLORS[k % len(SENSE_COLORS)]
+        r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+        fig.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=list(t) + [0.0] * len(t),
+                fill="toself",
+                fillcolor=f"rgba({r},{g},{b},0.10)",
+                line={"width": 1, "color": f"rgba({r},{g},{b},0.45)", "dash": "dash"},
+                name=f"{_esc(names[k])}: chance band (shuffled labels, 95th percentile)",
+                hoverinfo="skip",
+            )
+        )
     for k, (name, acc, maj) in enumerate(zip(names, accuracies, majority, strict=True)):
         a = _finite(acc)
         color = SENSE_COLORS[k % len(SENSE_COLORS)]
