@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lib.errors import ContextLensError
 from lib.geometry import (
     CovarianceFit,
     anisotropy,
@@ -32,6 +33,7 @@ from lib.geometry import (
     standardize,
     whiten,
 )
+from lib.targets import strip_markup
 
 DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
@@ -46,7 +48,7 @@ TREATMENTS = {
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(A-Z0-9])")
 
 
-class CorpusError(ValueError):
+class CorpusError(ContextLensError):
     """The corpus cannot be used; the message says what to do."""
 
 
@@ -85,7 +87,7 @@ def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusTe
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        line = line.replace("[", "").replace("]", "")
+        line = strip_markup(line, strict=False)[0]
         for part in _SENTENCE_END.split(line):
             part = " ".join(part.split())
             if part:
@@ -141,8 +143,8 @@ class CorpusStats:
     notes: tuple[str, ...] = ()
 
     @property
-    def n_layers(self) -> int:
-        """num_layers + 1 (the embedding output is layer 0)."""
+    def num_hidden_states(self) -> int:
+        """L + 1 (the embedding output is index 0), as ``Encoder.num_hidden_states``."""
         return int(self.mean.shape[0])
 
     @property
@@ -164,16 +166,10 @@ class CorpusStats:
         if treatment == "zscore":
             return standardize(X, self.mean[layer], self.std[layer])
         if treatment == "whiten":
-            return whiten(X, self.fits[layer]).vectors
+            return whiten(X, self.fits[layer])
         if treatment == "topk":
             return remove_top_components(X, k, self.fits[layer])
         raise ValueError(f"Unknown treatment {treatment!r}; choose one of {', '.join(TREATMENTS)}.")
-
-
-def _is_special(offsets: np.ndarray) -> np.ndarray:
-    """Special tokens ([CLS], [SEP], ...) have an empty character span (the Encoding's convention)."""
-    offsets = np.asarray(offsets)
-    return offsets[:, 1] <= offsets[:, 0]
 
 
 def corpus_statistics(
@@ -204,11 +200,11 @@ class _TokenVectors:
         self.n_sentences = 0
 
     def add(self, encoding) -> None:
-        for hs, ids, offs, toks in zip(
-            encoding.hidden_states, encoding.token_ids, encoding.offsets, encoding.tokens, strict=True
+        for hs, ids, special, toks in zip(
+            encoding.hidden_states, encoding.token_ids, encoding.special, encoding.tokens, strict=True
         ):
             self.n_sentences += 1
-            keep = ~_is_special(offs)
+            keep = ~np.asarray(special, dtype=bool)
             if not keep.any():
                 continue
             self.per_sentence.append(np.asarray(hs)[:, keep, :].astype(np.float32))
@@ -221,7 +217,7 @@ class _TokenVectors:
         H = np.concatenate(self.per_sentence, axis=1)  # (L+1, n_tokens, hidden) float32
         self.per_sentence = []
         ids = np.concatenate(self.ids)
-        n_layers, n_tokens, _ = H.shape
+        num_hidden_states, n_tokens, _ = H.shape
 
         # one random occurrence of each distinct word piece, then at most sample_size of them
         rng = np.random.default_rng(seed)
@@ -239,7 +235,7 @@ class _TokenVectors:
 
         # float64 one layer at a time: a whole-corpus float64 copy would double the peak memory
         means, stds, fits, norms = [], [], [], []
-        for layer in range(n_layers):
+        for layer in range(num_hidden_states):
             X = H[layer].astype(np.float64)  # (n_tokens, hidden)
             means.append(X.mean(axis=0))
             stds.append(X.std(axis=0))
@@ -302,7 +298,7 @@ def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:
     """
     return {
         t: np.array(
-            [anisotropy(stats.treat(stats.sample[layer], layer, t, k)) for layer in range(stats.n_layers)]
+            [anisotropy(stats.treat(stats.sample[layer], layer, t, k)) for layer in range(stats.num_hidden_states)]
         )
         for t in TREATMENTS
     }

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lib.errors import ContextLensError
+
 METHODS = ("pca", "umap", "tsne")
 METHOD_LABELS = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
 MIN_POINTS = 3
 DEFAULT_SEED = 0
 
 
-class ProjectionError(ValueError):
+class ProjectionError(ContextLensError):
     """The input cannot be projected; the message says what to do."""
 
 
@@ -86,33 +88,34 @@ def _all_identical(A: np.ndarray) -> bool:
 
 
 def pca_projection(X, dims: int = 2) -> Projection:
-    """Principal component analysis by SVD of the centred vectors. X: (n, d) -> coords (n, dims).
+    """Principal component analysis (scikit-learn's ``PCA``, exact SVD). X: (n, d) -> coords (n, dims).
 
     Invariants: the coordinates are centred; explained_variance_ratio is descending, each in [0, 1]
-    and sums to at most 1. Each axis has a deterministic sign (its largest loading is positive). If
-    the points span fewer than `dims` directions, the missing axes are zero.
+    and sums to at most 1. Each axis has a deterministic sign (its largest loading is positive), so the
+    same vectors draw the same picture whatever the library version. If the points span fewer than
+    `dims` directions, the missing axes are (numerically) zero.
     """
     A = _check_input(X, dims)
-    C = A - A.mean(axis=0)
-    n, d = C.shape
+    n, d = A.shape
+    notes: list[str] = []
+    if _all_identical(A):
+        notes.append("All points are identical, so every coordinate is 0.")
+        zeros = np.zeros(dims)
+        return Projection(np.zeros((n, dims)), "pca", dims, explained_variance_ratio=zeros, notes=tuple(notes))
+    from sklearn.decomposition import PCA
     from threadpoolctl import threadpool_limits
 
+    m = min(dims, n, d)
     with threadpool_limits(limits=1):  # a small SVD: BLAS threads only add contention on shared cores
-        U, S, Vt = np.linalg.svd(C, full_matrices=False)
-    flip = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
+        pca = PCA(n_components=m, svd_solver="full")
+        scores = pca.fit_transform(A)
+    components = pca.components_  # (m, d)
+    flip = np.sign(components[np.arange(m), np.argmax(np.abs(components), axis=1)])
     flip = np.where(flip == 0, 1.0, flip)
-    U, Vt = U * flip, Vt * flip[:, None]
-    m = min(dims, S.shape[0])
     coords = np.zeros((n, dims))
-    coords[:, :m] = U[:, :m] * S[:m]
-    var = S**2
-    total = float(var.sum())
+    coords[:, :m] = scores * flip
     ratio = np.zeros(dims)
-    notes: list[str] = []
-    if total > 0:
-        ratio[:m] = var[:m] / total
-    else:
-        notes.append("All points are identical, so every coordinate is 0.")
+    ratio[:m] = np.nan_to_num(pca.explained_variance_ratio_)
     return Projection(
         coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio, notes=tuple(notes)
     )

@@ -102,14 +102,30 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Pairwise cosine similarity between rows.
+    """Pairwise cosine similarity between rows: the app's one definition.
 
-    a: (n, H); b: (m, H) or None (then b = a). Returns (n, m) in [-1, 1].
-    A zero row has cosine 0 with everything, itself included.
+    a: (n, H); b: (m, H), or None for the rows of ``a`` against themselves. Returns (n, m) float64.
+    Invariants: every entry lies in [-1, 1] (clipped against rounding); a (numerically) zero row has
+    cosine 0 with everything, itself included; with ``b=None`` the matrix is exactly symmetric and its
+    diagonal is 1 for non-zero rows. Raises ValueError for input that is not 2-D or not finite.
     """
-    ua = unit_rows(a)
-    ub = ua if b is None else unit_rows(b)
+    ua = unit_rows(_finite_rows(a, "a"))
+    if b is None:
+        c = np.clip(ua @ ua.T, -1.0, 1.0)
+        return (c + c.T) / 2  # BLAS may round c[i, j] and c[j, i] differently
+    ub = unit_rows(_finite_rows(b, "b"))
+    if ub.shape[1] != ua.shape[1]:
+        raise ValueError(f"a has {ua.shape[1]} dimensions but b has {ub.shape[1]}.")
     return np.clip(ua @ ub.T, -1.0, 1.0)
+
+
+def _finite_rows(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_vectors, hidden); got shape {a.shape}.")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return a
 
 
 def layer_cosine_matrices(vectors: np.ndarray) -> np.ndarray:
@@ -334,20 +350,17 @@ class TokenBaseline:
     n_tokens: int
 
 
-SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
-
-
 def other_token_masks(
-    tokens: Sequence[Sequence[str]], target_indices: Sequence[Sequence[int]]
+    special: Sequence[np.ndarray], target_indices: Sequence[Sequence[int]]
 ) -> list[np.ndarray]:
     """Per sentence, a bool mask over its tokens: True for ordinary tokens that are not the target.
 
-    tokens: per sentence the token strings (special tokens included);
-    target_indices: per sentence the token positions of the target's word pieces.
+    special: per sentence (n_tokens_i,) bool, True for special tokens (``Encoding.special``);
+    target_indices: per sentence the token positions of the target's word pieces (``()`` for none).
     """
     masks = []
-    for toks, tgt in zip(tokens, target_indices, strict=True):
-        m = np.array([t not in SPECIAL_TOKENS for t in toks], dtype=bool)
+    for sp, tgt in zip(special, target_indices, strict=True):
+        m = ~np.asarray(sp, dtype=bool)
         m[list(tgt)] = False
         masks.append(m)
     return masks

@@ -61,8 +61,8 @@ def _profile(
         _tv.static,
         list(senses),
         enc.hidden_states,
-        other_masks=other_token_masks(enc.tokens, targets),
-        word_masks=other_token_masks(enc.tokens, [()] * len(targets)),
+        other_masks=other_token_masks(enc.special, targets),
+        word_masks=other_token_masks(enc.special, [()] * len(targets)),
     )
 
 
@@ -594,7 +594,7 @@ st.header("8. Evidence card")
 card = evidence_card(
     prof.vectors[:, 0, :],
     prof.vectors[:, r, :],
-    [s.replace("[", "").replace("]", "") for s in ss.sentences],
+    ss.clean_sentences,
     senses,
     target=ss.target,
     first_name="layer 0",

@@ -176,7 +176,7 @@ ctx_vectors = np.zeros((0, d), dtype=np.float32)
 ctx_hover: list[str] = []
 if show_context:
     encoding = tv.encoding
-    masks = other_token_masks(encoding.tokens, [s.token_indices for s in tv.spans])
+    masks = other_token_masks(encoding.special, [s.token_indices for s in tv.spans])
     where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]
     if where:
         pick = np.arange(len(where))

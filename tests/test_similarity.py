@@ -133,8 +133,10 @@ def test_random_token_baseline_is_seeded_and_needs_two_tokens():
 
 
 def test_other_token_masks_drop_special_and_target():
-    masks = sim.other_token_masks([["[CLS]", "the", "bank", "##s", "[SEP]"]], [[2, 3]])
+    special = [np.array([True, False, False, False, True])]  # [CLS] the bank ##s [SEP]
+    masks = sim.other_token_masks(special, [[2, 3]])
     np.testing.assert_array_equal(masks[0], [False, True, False, False, False])
+    np.testing.assert_array_equal(special[0], [True, False, False, False, True])  # the input is not changed
 
 
 def test_adjusted_subtracts_per_layer():
