@@ -38,9 +38,11 @@ from lib.targets import strip_markup
 DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
 DEFAULT_SAMPLE_SIZE = 500  # distinct word pieces used for the mean cosine: 124,750 pairs
-# The four ways of measuring similarity that the Anisotropy page compares (course §5).
+# The four ways of measuring similarity that the Anisotropy page compares (course §5). "none" is the one
+# name for untreated vectors everywhere (the Projections page's "proj_prep=none" links use it too).
+UNTREATED = "none"
 TREATMENTS = {
-    "raw": "raw",
+    UNTREATED: "raw",
     "zscore": "z-scored (§5.1)",
     "whiten": "whitened (§5.2)",
     "topk": "top components removed",
@@ -158,10 +160,10 @@ class CorpusStats:
     def treat(self, X, layer: int, treatment: str, k: int = 0) -> np.ndarray:
         """Apply one of TREATMENTS to vectors X (n, hidden) of `layer`, with this corpus's statistics.
 
-        "raw": X unchanged; "zscore": (x - μ) / σ; "whiten": Σ^(-1/2) (x - μ) (regularized as the fit
+        "none": X unchanged; "zscore": (x - μ) / σ; "whiten": Σ^(-1/2) (x - μ) (regularized as the fit
         says); "topk": centre and remove the top-k principal directions. Returns float64 (n, hidden).
         """
-        if treatment == "raw":
+        if treatment == UNTREATED:
             return np.asarray(X, dtype=np.float64)
         if treatment == "zscore":
             return standardize(X, self.mean[layer], self.std[layer])

@@ -35,6 +35,16 @@ ROUNDING_RTOL = 1e-9
 SINGULAR_RTOL = 1e-9
 
 
+# The most principal components the pages let a learner remove.
+MAX_TOP_COMPONENTS = 10
+
+
+def default_top_k(hidden: int) -> int:
+    """How many top components `remove_top_components` removes by default: about d/100 (Mu & Viswanath
+    2018), at least 1 and at most MAX_TOP_COMPONENTS. 384 dimensions -> 4, 768 -> 8."""
+    return max(1, min(MAX_TOP_COMPONENTS, round(int(hidden) / 100)))
+
+
 def _as_matrix(X, name: str = "X") -> np.ndarray:
     """X as a finite float64 array of shape (n_vectors, hidden); raise ValueError otherwise."""
     A = np.asarray(X, dtype=np.float64)

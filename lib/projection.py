@@ -98,7 +98,8 @@ def pca_projection(X, dims: int = 2) -> Projection:
     A = _check_input(X, dims)
     n, d = A.shape
     notes: list[str] = []
-    if _all_identical(A):
+    C = A - A.mean(axis=0)
+    if float(np.sum(C * C)) == 0.0:  # no variance at all (or below float64's range): nothing to show
         notes.append("All points are identical, so every coordinate is 0.")
         zeros = np.zeros(dims)
         return Projection(np.zeros((n, dims)), "pca", dims, explained_variance_ratio=zeros, notes=tuple(notes))
@@ -115,7 +116,7 @@ def pca_projection(X, dims: int = 2) -> Projection:
     coords = np.zeros((n, dims))
     coords[:, :m] = scores * flip
     ratio = np.zeros(dims)
-    ratio[:m] = np.nan_to_num(pca.explained_variance_ratio_)
+    ratio[:m] = pca.explained_variance_ratio_
     return Projection(
         coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio, notes=tuple(notes)
     )

@@ -165,15 +165,15 @@ def _check_vectors(vectors: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def pooled_layers(num_representations: int, pooling: Pooling, layer: int | None = None) -> tuple[int, ...]:
-    """Which layer indices a pooling choice averages, for arrays with ``num_representations = L + 1``.
+def pooled_layers(num_hidden_states: int, pooling: Pooling, layer: int | None = None) -> tuple[int, ...]:
+    """Which layer indices a pooling choice averages, for arrays with ``num_hidden_states = L + 1``.
 
     * ``"layer"``: just ``layer`` (required).
     * ``"last4"``: the last four transformer layers ``L-3 .. L`` (fewer if the model has fewer than
       four layers; the embedding layer 0 is never included unless the model has no layers).
     * ``"all"``: every representation ``0 .. L``, the embedding output included.
     """
-    k = num_representations
+    k = num_hidden_states
     if k < 1:
         raise ValueError("need at least one layer")
     if pooling == "layer":
@@ -224,12 +224,50 @@ def with_pooled(x: np.ndarray, axis: int = 1) -> np.ndarray:
     return np.concatenate([x.astype(np.float64), *extra], axis=axis)
 
 
-def representation_index(num_representations: int, pooling: Pooling, layer: int | None = None) -> int:
+def representation_index(num_hidden_states: int, pooling: Pooling, layer: int | None = None) -> int:
     """Index into a :func:`with_pooled` axis: the layer itself, K for last-four, K + 1 for all."""
     if pooling == "layer":
-        pooled_layers(num_representations, pooling, layer)  # validates the layer
+        pooled_layers(num_hidden_states, pooling, layer)  # validates the layer
         return int(layer)
-    return num_representations + POOLED.index(pooling)
+    return num_hidden_states + POOLED.index(pooling)
+
+
+@dataclass(frozen=True)
+class Representation:
+    """One choice of word vector: a single hidden state, or a mean over several (pooled).
+
+    pooling: "layer" (one hidden state), "last4" or "all" (pooled, see :func:`pooled_layers`);
+    layer:   the 0-based hidden-state index when ``pooling == "layer"`` (0 = embedding output), else None.
+    Use this instead of reading "index >= L + 1 means pooled" off a :func:`with_pooled` axis.
+    """
+
+    pooling: Pooling
+    layer: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pooling not in POOLING_NAMES:
+            raise ValueError(f"unknown pooling {self.pooling!r}; use 'layer', 'last4' or 'all'")
+        if self.pooling == "layer" and self.layer is None:
+            raise ValueError("a single-layer representation needs its layer")
+        if self.pooling != "layer":
+            object.__setattr__(self, "layer", None)  # a pooled choice has no single layer
+
+    @property
+    def is_pooled(self) -> bool:
+        return self.pooling != "layer"
+
+    @property
+    def label(self) -> str:
+        """'layer 4', 'embedding layer (0)' or 'mean of the last four layers'."""
+        return pooling_label(self.pooling, self.layer)
+
+    def layers(self, num_hidden_states: int) -> tuple[int, ...]:
+        """The hidden-state indices this representation averages (one for a single layer)."""
+        return pooled_layers(num_hidden_states, self.pooling, self.layer)
+
+    def index(self, num_hidden_states: int) -> int:
+        """Its index on a :func:`with_pooled` axis of ``num_hidden_states + 2`` entries."""
+        return representation_index(num_hidden_states, self.pooling, self.layer)
 
 
 # --------------------------------------------------------------------------------------------
@@ -659,12 +697,15 @@ class LayerProfile:
     num_layers: int
 
     @property
-    def num_representations(self) -> int:
-        """K = L + 1, the number of hidden-state layers (without the pooled extras)."""
+    def num_hidden_states(self) -> int:
+        """K = L + 1, the number of hidden states (without the pooled extras)."""
         return self.num_layers + 1
 
-    def index(self, pooling: Pooling, layer: int | None = None) -> int:
-        return representation_index(self.num_representations, pooling, layer)
+    def index(self, pooling: Pooling | Representation, layer: int | None = None) -> int:
+        """Index of a representation on the R axis; pass a :class:`Representation` or (pooling, layer)."""
+        if isinstance(pooling, Representation):
+            return pooling.index(self.num_hidden_states)
+        return representation_index(self.num_hidden_states, pooling, layer)
 
 
 def layer_profile(

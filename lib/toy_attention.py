@@ -183,6 +183,7 @@ def attention_steps(
     W_q: object | None = None,
     W_k: object | None = None,
     W_v: object | None = None,
+    *,
     scale: bool = False,
     causal: bool = False,
     temperature: float = 1.0,

@@ -18,6 +18,7 @@ from lib.charts.geometry import (
 )
 from lib.corpus import (
     TREATMENTS,
+    UNTREATED,
     CorpusError,
     CorpusStats,
     anisotropy_curves,
@@ -26,7 +27,7 @@ from lib.corpus import (
     parse_corpus_text,
 )
 from lib.encoder import DEFAULT_MODEL
-from lib.geometry import constant_dimensions, rogue_dimensions
+from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions
 from lib.similarity import ETHAYARAJH_2019_BERT_BASE, cosine_matrix, sense_similarity
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, controls, state
@@ -64,12 +65,12 @@ state.init_session()  # no-op inside the app; lets the page run on its own (test
 model = state.model_name()
 enc = cache.encoder(model)
 L, d = enc.num_layers, enc.hidden_size
-default_k = max(1, min(10, round(d / 100)))
+default_k = default_top_k(d)
 
 # ------------------------------------------------------------------------------------------- controls
 state.url_choice("aniso_corpus", "builtin", list(CORPUS_CHOICES))
 state.url_int("aniso_layer", L // 2, 0, L)
-state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != "raw"])
+state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != UNTREATED])
 state.url_int("aniso_k", default_k, 0, 10)
 state.url_bool("aniso_bert", True)
 
@@ -86,7 +87,7 @@ c_layer.slider("Layer", 0, L, key="aniso_layer", help=f"0 = the embedding layer,
 c_treat, c_k, c_bert = st.columns([2, 2, 1])
 c_treat.selectbox(
     "Fix to apply to your word (section 3)",
-    options=[t for t in TREATMENTS if t != "raw"],
+    options=[t for t in TREATMENTS if t != UNTREATED],
     format_func=TREATMENTS.get,
     key="aniso_treatment",
 )
@@ -187,8 +188,8 @@ chart(
     key="aniso_curves",
     download="context_lens_anisotropy",
 )
-raw, z, w, t = (float(curves[x][layer]) for x in ("raw", "zscore", "whiten", "topk"))
-peak = int(np.argmax(curves["raw"]))
+raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
+peak = int(np.argmax(curves[UNTREATED]))
 st.markdown(
     f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
     f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
@@ -203,7 +204,7 @@ if show_bert:
     text = (
         f"The grey line is raw **BERT-base** (Ethayarajh 2019), stretched to the same depth: it climbs to "
         f"{bert[b_peak]:.2f} at its layer {b_peak} of 12, while this model's raw curve peaks at "
-        f"{fmt(float(curves['raw'][peak]))} (layer {peak}) and ends at {fmt(float(curves['raw'][L]))}. "
+        f"{fmt(float(curves[UNTREATED][peak]))} (layer {peak}) and ends at {fmt(float(curves[UNTREATED][L]))}. "
     )
     if is_default:
         text += (

@@ -32,12 +32,12 @@ from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
     LayerProfile,
+    Representation,
     evidence_card,
     layer_cosine_matrices,
     layer_profile,
     nearest_neighbours,
     other_token_masks,
-    pooling_label,
     sense_similarity,
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
@@ -249,8 +249,9 @@ adjust = c4.toggle(
     key="layers_adjust",
     help="Show cosine minus the mean cosine of random pairs of other words at the same layer (anisotropy).",
 )
-r = prof.index(pooling, layer)
-rep = pooling_label(pooling, layer)
+choice = Representation(pooling, layer)
+r = prof.index(choice)
+rep = choice.label
 rep_names = names + ["mean of last 4", "mean of all"]
 base_mean = prof.baseline.mean if prof.baseline is not None else np.zeros(K + 2)
 if adjust and prof.baseline is None:
@@ -291,7 +292,7 @@ if view == "one":
 else:
     order = sense_order(senses)
     sample = subsample(order, SMALL_MULTIPLES_MAX)
-    panels = list(range(K)) + ([r] if r >= K else [])
+    panels = list(range(K)) + ([r] if choice.is_pooled else [])
     chart(
         layer_small_multiples(
             np.stack([shown(prof.cosines[i], i) for i in panels]),
@@ -402,7 +403,7 @@ if show_pairs or not labelled:
         same_sense = (senses[i] == senses[j]) if labelled else None
         pairs.append(PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], same_sense))
 pooled_point = None
-if r >= K:
+if choice.is_pooled:
     pooled_point = PooledPoint(
         rep_names[r],
         same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
@@ -487,7 +488,7 @@ chart(
         intra_sentence=prof.intra_sentence[:K],
         baseline=None if prof.baseline is None else prof.baseline.mean[:K],
         reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
-        selected=r if r < K else None,
+        selected=None if choice.is_pooled else r,
     ),
     key="layers_ethayarajh",
 )
@@ -530,7 +531,7 @@ else:
             ro.accuracy[:K],
             ro.majority_baseline,
             best=int(np.argmax(ro.accuracy[:K])),
-            pooled=(rep_names[r], float(ro.accuracy[r])) if r >= K else None,
+            pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
             selected=r,
         ),
         key="layers_readout",

@@ -176,7 +176,7 @@ def test_statistics_are_reproducible(encoder):
 def test_treat_uses_the_corpus_statistics():
     st = corpus_statistics(_hand_encoding())
     X = np.array([[3.0, 4 / 3], [5.0, 4.0]])
-    np.testing.assert_allclose(st.treat(X, 0, "raw"), X)
+    np.testing.assert_allclose(st.treat(X, 0, "none"), X)
     np.testing.assert_allclose(st.treat(X, 0, "zscore")[0], [0.0, 0.0])  # the corpus mean maps to 0
     np.testing.assert_allclose(st.treat(X, 0, "zscore")[1], (X[1] - st.mean[0]) / st.std[0])
     top = st.fits[0].eigenvectors[:, :1]
@@ -204,4 +204,4 @@ def test_anisotropy_curves_real_model(encoder):
         assert np.all(np.isfinite(values)) and np.all(np.abs(values) <= 1.0)
     # centring alone (part of every fix) removes the shared direction: the fixes sit below raw
     for t in ("zscore", "whiten", "topk"):
-        assert np.all(curves[t][1:] < curves["raw"][1:])
+        assert np.all(curves[t][1:] < curves["none"][1:])

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from lib.geometry import (
+    MAX_TOP_COMPONENTS,
     anisotropy,
+    default_top_k,
     fit_covariance,
     remove_top_components,
     rogue_dimensions,
@@ -316,9 +318,9 @@ def test_before_after_heatmaps_share_one_scale_and_escape_labels():
 def test_anisotropy_chart_stretches_the_reference_to_the_same_depth():
     from lib.charts.geometry import anisotropy_by_layer
 
-    curves = {"raw": [0.1, 0.2, 0.3, 0.2], "zscore": [0.0, 0.01, 0.02, 0.01]}
+    curves = {"none": [0.1, 0.2, 0.3, 0.2], "zscore": [0.0, 0.01, 0.02, 0.01]}
     fig = anisotropy_by_layer(
-        curves, {"raw": "raw", "zscore": "z"}, layer=2, reference=[0.1, 0.3, 0.5, 0.4, 0.6]
+        curves, {"none": "raw", "zscore": "z"}, layer=2, reference=[0.1, 0.3, 0.5, 0.4, 0.6]
     )
     ref = fig.data[-1]
     assert list(ref.x) == [0.0, 0.75, 1.5, 2.25, 3.0]  # 4 reference layers over our 3
@@ -335,3 +337,6 @@ def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
     colors = list(fig.data[0].marker.color)
     assert colors[1] == colors[2] != colors[0]  # dim 1 (variance) and dim 2 (mean, cosine) highlighted
     assert {a.text for a in fig.layout.annotations if a.text.startswith("dim")} == {"dim 1", "dim 2"}
+
+def test_default_top_k_is_about_d_over_100_within_bounds():
+    assert [default_top_k(d) for d in (2, 128, 384, 768, 1024, 4096)] == [1, 1, 4, 8, 10, MAX_TOP_COMPONENTS]
