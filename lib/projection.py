@@ -87,6 +87,24 @@ def _all_identical(A: np.ndarray) -> bool:
     return bool(np.all(np.ptp(A, axis=0) == 0))
 
 
+IDENTICAL_NOTE = "All points are identical, so every coordinate is 0."
+
+
+def _all_zero(method: str, n: int, dims: int, notes: list[str], **fields) -> Projection:
+    """The projection of n identical points: every coordinate 0, with a note saying why."""
+    return Projection(np.zeros((n, dims)), method, dims, notes=(*notes, IDENTICAL_NOTE), **fields)
+
+
+def _converged(coords, method: str) -> np.ndarray:
+    """The fitted coordinates as float64; ProjectionError when the fit produced NaN or infinity."""
+    out = np.asarray(coords, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        raise ProjectionError(
+            f"{METHOD_LABELS[method]} did not converge on these points. Try PCA, or add more sentences."
+        )
+    return out
+
+
 def pca_projection(X, dims: int = 2) -> Projection:
     """Principal component analysis (scikit-learn's ``PCA``, exact SVD). X: (n, d) -> coords (n, dims).
 
@@ -97,12 +115,9 @@ def pca_projection(X, dims: int = 2) -> Projection:
     """
     A = _check_input(X, dims)
     n, d = A.shape
-    notes: list[str] = []
     C = A - A.mean(axis=0)
     if float(np.sum(C * C)) == 0.0:  # no variance at all (or below float64's range): nothing to show
-        notes.append("All points are identical, so every coordinate is 0.")
-        zeros = np.zeros(dims)
-        return Projection(np.zeros((n, dims)), "pca", dims, explained_variance_ratio=zeros, notes=tuple(notes))
+        return _all_zero("pca", n, dims, [], explained_variance_ratio=np.zeros(dims))
     from sklearn.decomposition import PCA
     from threadpoolctl import threadpool_limits
 
@@ -117,9 +132,7 @@ def pca_projection(X, dims: int = 2) -> Projection:
     coords[:, :m] = scores * flip
     ratio = np.zeros(dims)
     ratio[:m] = pca.explained_variance_ratio_
-    return Projection(
-        coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio, notes=tuple(notes)
-    )
+    return Projection(coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio)
 
 
 def ensure_numba_cache_dir() -> str:
@@ -166,6 +179,11 @@ def clamp_perplexity(perplexity: float, n_points: int) -> float:
     return float(max(1.0, min(float(perplexity), (n_points - 1) / 3)))
 
 
+def _clamp_notes(what: str, used: str, asked: str, n: int) -> list[str]:
+    """The note for a parameter clamped to what n points allow (none when it was not changed)."""
+    return [] if used == asked else [f"{what} was set to {used} (asked {asked}) because there are {n} points."]
+
+
 def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFAULT_SEED) -> Projection:
     """UMAP with cosine distance and a fixed seed. X: (n, d) -> coords (n, dims).
 
@@ -176,14 +194,9 @@ def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFA
     A = _check_input(X, dims)
     n = A.shape[0]
     k = clamp_n_neighbors(n_neighbors, n)
-    notes: list[str] = []
-    if k != int(n_neighbors):
-        notes.append(
-            f"UMAP's n_neighbors was set to {k} (asked {int(n_neighbors)}) because there are {n} points."
-        )
+    notes = _clamp_notes("UMAP's n_neighbors", str(k), str(int(n_neighbors)), n)
     if _all_identical(A):
-        notes.append("All points are identical, so every coordinate is 0.")
-        return Projection(np.zeros((n, dims)), "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
+        return _all_zero("umap", n, dims, notes, n_neighbors=k, seed=seed)
     umap = _import_umap()
     init = "spectral" if n > dims + 3 else "random"
     reducer = umap.UMAP(
@@ -197,9 +210,7 @@ def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFA
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        coords = np.asarray(reducer.fit_transform(A), dtype=np.float64)
-    if not np.all(np.isfinite(coords)):
-        raise ProjectionError("UMAP did not converge on these points. Try PCA, or add more sentences.")
+        coords = _converged(reducer.fit_transform(A), "umap")
     return Projection(coords, "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
 
 
@@ -211,14 +222,9 @@ def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = D
     A = _check_input(X, dims)
     n = A.shape[0]
     p = clamp_perplexity(perplexity, n)
-    notes: list[str] = []
-    if p != float(perplexity):
-        notes.append(
-            f"t-SNE's perplexity was set to {p:.1f} (asked {float(perplexity):g}) because there are {n} points."
-        )
+    notes = _clamp_notes("t-SNE's perplexity", f"{p:.1f}", f"{float(perplexity):g}", n) if p != float(perplexity) else []
     if _all_identical(A):
-        notes.append("All points are identical, so every coordinate is 0.")
-        return Projection(np.zeros((n, dims)), "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
+        return _all_zero("tsne", n, dims, notes, perplexity=p, seed=seed)
     from sklearn.manifold import TSNE
     from threadpoolctl import threadpool_limits
 
@@ -235,9 +241,7 @@ def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = D
     # slowed a 120-point fit from 0.6 s to 29 s when other processes were busy
     with warnings.catch_warnings(), threadpool_limits(limits=1):
         warnings.simplefilter("ignore")
-        coords = np.asarray(tsne.fit_transform(A), dtype=np.float64)
-    if not np.all(np.isfinite(coords)):
-        raise ProjectionError("t-SNE did not converge on these points. Try PCA, or add more sentences.")
+        coords = _converged(tsne.fit_transform(A), "tsne")
     return Projection(coords, "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
 
 

@@ -28,6 +28,7 @@ from lib.encoder import (
     model_label,
     split_model_key,
 )
+from lib.errors import ContextLensError
 from lib.presets import default_preset, load_presets, preset_by_id
 from lib.sentences import (
     MAX_TEXT_CHARS,
@@ -262,7 +263,7 @@ def init_session() -> None:
             text = unpack_text(raw_text)
             target = (_url_value("target") or "")[:100]
             preset_id = CUSTOM
-        except ValueError as err:
+        except ContextLensError as err:  # a garbled or cut-off link
             _url_note(f"{err} The “{preset.target}” preset is shown instead.")
             target, text, preset_id = preset.target, preset.text, preset.id
     elif "toolong" in url:
