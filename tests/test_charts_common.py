@@ -24,3 +24,18 @@ def test_same_and_different_sense_colours_are_shared():
     fig = geometry.gap_bars({"raw": (0.8, 0.3)})
     colours = {t.name: t.marker.color for t in fig.data}
     assert colours == {"same sense": common.SAME_COLOR, "different sense": common.DIFFERENT_COLOR}
+
+
+def test_sense_ticks_colour_by_first_appearance_whatever_the_order():
+    labels = ["S1 <b>", "S2", "S3"]
+    senses = ["river", None, "money"]
+    ticks = common.sense_ticks(labels, senses)
+    blue, orange = common.SENSE_COLORS[0], common.SENSE_COLORS[1]
+    assert ticks == [
+        f"<span style='color:{blue}'>river ▍</span>S1 &lt;b&gt;",
+        "S2",
+        f"<span style='color:{orange}'>money ▍</span>S3",
+    ]
+    # reordered axis: money keeps its colour, because colours follow the full list
+    assert common.sense_ticks(labels, senses, order=[2, 0]) == [ticks[2], ticks[0]]
+    assert common.sense_ticks(labels, senses, names=False)[0] == f"<span style='color:{blue}'>▍</span>S1 &lt;b&gt;"

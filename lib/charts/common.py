@@ -86,6 +86,29 @@ def sense_color_map(senses: Sequence[str | None]) -> dict[str | None, str]:
     return colors
 
 
+def sense_ticks(
+    labels: Sequence[str],
+    senses: Sequence[str | None],
+    *,
+    order: Sequence[int] | None = None,
+    names: bool = True,
+) -> list[str]:
+    """Tick labels (escaped) that start with a bar in their sentence's sense colour, for heatmap axes.
+
+    labels, senses: one per sentence; order: which sentences to label, in axis order (default all, as
+    given); colours are assigned over the full ``senses`` in order of first appearance, so a sense keeps
+    its colour whatever the order. ``names=False`` draws the bar without the sense name. A sentence
+    without a sense gets its plain label.
+    """
+    colors = sense_color_map(senses)
+    out = []
+    for i in range(len(labels)) if order is None else order:
+        s, lab = senses[i], esc(labels[i])
+        name = f"{esc(s)} " if names else ""
+        out.append(f"<span style='color:{colors[s]}'>{name}▍</span>{lab}" if s else lab)
+    return out
+
+
 def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:
     """Readable defaults: title, margins, font size, hover label; returns the same figure."""
     fig.update_layout(

@@ -12,7 +12,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import DIFFERENT_COLOR, SAME_COLOR, SEQUENTIAL, apply_layout, sense_color_map
+from lib.charts.common import (
+    DIFFERENT_COLOR,
+    SAME_COLOR,
+    SEQUENTIAL,
+    apply_layout,
+    sense_ticks,
+)
 from lib.charts.common import esc as escape
 from lib.charts.common import finite as _finite
 
@@ -112,14 +118,8 @@ def similarity_before_after(
     """
     A, B = _finite(before), _finite(after)
     n = len(labels)
-    safe = [escape(str(x)) for x in labels]
-    colors = sense_color_map(senses)
-    if any(senses):
-        ticks = [
-            f"<span style='color:{colors[s]}'>▍</span>{lab}" for s, lab in zip(senses, safe, strict=True)
-        ]
-    else:
-        ticks = safe
+    safe = [escape(x) for x in labels]
+    ticks = sense_ticks(labels, senses, names=False)
     off = ~np.eye(n, dtype=bool)
     both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
     lo = float(np.floor(both.min() * 10) / 10)

@@ -26,7 +26,7 @@ from lib.charts.common import (
     SEQUENTIAL,
     apply_layout,
     group_senses,
-    sense_color_map,
+    sense_ticks,
 )
 from lib.charts.common import esc as _esc
 from lib.similarity import LayerReference
@@ -78,13 +78,7 @@ def subsample(order: Sequence[int], max_items: int) -> list[int]:
 
 
 def _sense_ticks(labels: Sequence[str], senses: Sequence[str | None], order: Sequence[int]) -> list[str]:
-    colors = sense_color_map(senses)
-    out = []
-    for i in order:
-        lab = _esc(labels[i])
-        s = senses[i]
-        out.append(f"<span style='color:{colors[s]}'>{_esc(s)} ▍</span>{lab}" if s else lab)
-    return out
+    return sense_ticks(labels, senses, order=order)
 
 
 def _thin(values: list, max_labels: int) -> list:
