@@ -5,7 +5,8 @@
   (``lib.upload.UploadError``), an unusable corpus (``lib.corpus.CorpusError``), a projection with too few
   points (``lib.projection.ProjectionError``), bad numbers in the attention calculator
   (``lib.toy_attention.ToyAttentionError``), a model that cannot be loaded (``lib.encoder.ModelLoadError``),
-  a model whose attention cannot be recomputed (``lib.attention.UnsupportedArchitectureError``).
+  a model whose attention cannot be recomputed (``lib.attention.UnsupportedArchitectureError``), a sentence
+  the "What moves the word" experiment cannot use (``lib.context.ContextError``).
 * :class:`StepNotApplicable` says that the data in hand cannot support one lesson step (a model without a
   [CLS] token, a set with too few senses); the lesson page shows its message and moves on.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lib.attention import UnsupportedArchitectureError
+from lib.context import ContextError
 from lib.corpus import CorpusError, parse_corpus_text
 from lib.encoder import ModelLoadError
 from lib.errors import ContextLensError, StepNotApplicable
@@ -28,6 +29,7 @@ from lib.upload import UploadError, parse_upload
         ToyAttentionError,
         ModelLoadError,
         UnsupportedArchitectureError,
+        ContextError,
         StepNotApplicable,
     ],
 )

@@ -217,7 +217,8 @@ def test_clean_sentences_raises_or_drops_a_line_without_the_target():
     lines = ("The [bank] rose.", "No target here.", "We sat by the bank.")
     with pytest.raises(TargetError, match="No target here"):
         clean_sentences(lines, "bank")
-    assert clean_sentences(lines, "bank", drop_bad=True) == ("The bank rose.", "We sat by the bank.")
+    assert clean_sentences(lines, "bank", bad="drop") == ("The bank rose.", "We sat by the bank.")
+    assert clean_sentences(lines, "bank", bad="keep") == ("The bank rose.", "No target here.", "We sat by the bank.")
     ss = parse_sentence_set("money | The [bank] rose.\nriver | We sat by the bank.", "bank")
     assert ss.clean_sentences == ["The bank rose.", "We sat by the bank."]
 
