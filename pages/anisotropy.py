@@ -367,9 +367,9 @@ else:
     n1, n2 = controls.label(model), controls.label(other)
     fig2, relative = controls.two_model_figure(
         [
-            (f"{n1} · raw", curves["raw"], "solid"),
+            (f"{n1} · raw", curves[UNTREATED], "solid"),
             (f"{n1} · z-scored", curves["zscore"], "dot"),
-            (f"{n2} · raw", curves2["raw"], "solid"),
+            (f"{n2} · raw", curves2[UNTREATED], "solid"),
             (f"{n2} · z-scored", curves2["zscore"], "dot"),
         ],
         title=f"Mean cosine of random word-piece pairs, {controls.pair_title(model, other)}",
@@ -377,7 +377,7 @@ else:
         zero_line=True,
     )
     chart(fig2, key="aniso_compare_chart", name_model=False)
-    r1, r2 = curves["raw"], curves2["raw"]
+    r1, r2 = curves[UNTREATED], curves2[UNTREATED]
     st.markdown(
         f"On {escape_md(corpus_label)}: **{escape_md(n1)}** (blue) goes from {fmt(float(r1[0]))} at the embedding "
         f"layer to **{fmt(float(r1[-1]))}** at its last layer, raw; **{escape_md(n2)}** (red) from "
