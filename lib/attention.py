@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.errors import ContextLensError
+
 __all__ = [
     "AttentionRecomputation",
     "PooledAttention",
@@ -44,7 +46,7 @@ CLS_TOKENS = frozenset({"[CLS]", "<s>"})
 SEP_TOKENS = frozenset({"[SEP]", "</s>"})
 
 
-class UnsupportedArchitectureError(ValueError):
+class UnsupportedArchitectureError(ContextLensError):
     """The model's attention layers are not laid out in a way `recompute_attention` knows."""
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lib.encoder import Encoder
+from lib.errors import ContextLensError
 from lib.similarity import unit_rows
 from lib.targets import (
     SPECIAL_TOKENS_IN_TEXT,
@@ -73,7 +74,7 @@ _FUNCTION_WORDS = """a an the and or but if so of to in on at by for from with w
 FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 
 
-class ContextError(ValueError):
+class ContextError(ContextLensError):
     """The sentence cannot be used for the experiment (too long, no context words, bad replacement).
 
     The message says what to do.

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lib.errors import ContextLensError
 from lib.geometry import (
     CovarianceFit,
     anisotropy,
@@ -32,13 +33,16 @@ from lib.geometry import (
     standardize,
     whiten,
 )
+from lib.targets import strip_markup
 
 DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
 DEFAULT_SAMPLE_SIZE = 500  # distinct word pieces used for the mean cosine: 124,750 pairs
-# The four ways of measuring similarity that the Anisotropy page compares (course §5).
+# The four ways of measuring similarity that the Anisotropy page compares (course §5). "none" is the one
+# name for untreated vectors everywhere (the Projections page's "proj_prep=none" links use it too).
+UNTREATED = "none"
 TREATMENTS = {
-    "raw": "raw",
+    UNTREATED: "raw",
     "zscore": "z-scored (§5.1)",
     "whiten": "whitened (§5.2)",
     "topk": "top components removed",
@@ -46,7 +50,7 @@ TREATMENTS = {
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“(A-Z0-9])")
 
 
-class CorpusError(ValueError):
+class CorpusError(ContextLensError):
     """The corpus cannot be used; the message says what to do."""
 
 
@@ -85,7 +89,7 @@ def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusTe
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        line = line.replace("[", "").replace("]", "")
+        line = strip_markup(line, strict=False)[0]
         for part in _SENTENCE_END.split(line):
             part = " ".join(part.split())
             if part:
@@ -141,8 +145,8 @@ class CorpusStats:
     notes: tuple[str, ...] = ()
 
     @property
-    def n_layers(self) -> int:
-        """num_layers + 1 (the embedding output is layer 0)."""
+    def num_hidden_states(self) -> int:
+        """L + 1 (the embedding output is index 0), as ``Encoder.num_hidden_states``."""
         return int(self.mean.shape[0])
 
     @property
@@ -156,24 +160,18 @@ class CorpusStats:
     def treat(self, X, layer: int, treatment: str, k: int = 0) -> np.ndarray:
         """Apply one of TREATMENTS to vectors X (n, hidden) of `layer`, with this corpus's statistics.
 
-        "raw": X unchanged; "zscore": (x - μ) / σ; "whiten": Σ^(-1/2) (x - μ) (regularized as the fit
+        "none": X unchanged; "zscore": (x - μ) / σ; "whiten": Σ^(-1/2) (x - μ) (regularized as the fit
         says); "topk": centre and remove the top-k principal directions. Returns float64 (n, hidden).
         """
-        if treatment == "raw":
+        if treatment == UNTREATED:
             return np.asarray(X, dtype=np.float64)
         if treatment == "zscore":
             return standardize(X, self.mean[layer], self.std[layer])
         if treatment == "whiten":
-            return whiten(X, self.fits[layer]).vectors
+            return whiten(X, self.fits[layer])
         if treatment == "topk":
             return remove_top_components(X, k, self.fits[layer])
         raise ValueError(f"Unknown treatment {treatment!r}; choose one of {', '.join(TREATMENTS)}.")
-
-
-def _is_special(offsets: np.ndarray) -> np.ndarray:
-    """Special tokens ([CLS], [SEP], ...) have an empty character span (the Encoding's convention)."""
-    offsets = np.asarray(offsets)
-    return offsets[:, 1] <= offsets[:, 0]
 
 
 def corpus_statistics(
@@ -204,11 +202,11 @@ class _TokenVectors:
         self.n_sentences = 0
 
     def add(self, encoding) -> None:
-        for hs, ids, offs, toks in zip(
-            encoding.hidden_states, encoding.token_ids, encoding.offsets, encoding.tokens, strict=True
+        for hs, ids, special, toks in zip(
+            encoding.hidden_states, encoding.token_ids, encoding.special, encoding.tokens, strict=True
         ):
             self.n_sentences += 1
-            keep = ~_is_special(offs)
+            keep = ~np.asarray(special, dtype=bool)
             if not keep.any():
                 continue
             self.per_sentence.append(np.asarray(hs)[:, keep, :].astype(np.float32))
@@ -221,7 +219,7 @@ class _TokenVectors:
         H = np.concatenate(self.per_sentence, axis=1)  # (L+1, n_tokens, hidden) float32
         self.per_sentence = []
         ids = np.concatenate(self.ids)
-        n_layers, n_tokens, _ = H.shape
+        num_hidden_states, n_tokens, _ = H.shape
 
         # one random occurrence of each distinct word piece, then at most sample_size of them
         rng = np.random.default_rng(seed)
@@ -239,7 +237,7 @@ class _TokenVectors:
 
         # float64 one layer at a time: a whole-corpus float64 copy would double the peak memory
         means, stds, fits, norms = [], [], [], []
-        for layer in range(n_layers):
+        for layer in range(num_hidden_states):
             X = H[layer].astype(np.float64)  # (n_tokens, hidden)
             means.append(X.mean(axis=0))
             stds.append(X.std(axis=0))
@@ -302,7 +300,7 @@ def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:
     """
     return {
         t: np.array(
-            [anisotropy(stats.treat(stats.sample[layer], layer, t, k)) for layer in range(stats.n_layers)]
+            [anisotropy(stats.treat(stats.sample[layer], layer, t, k)) for layer in range(stats.num_hidden_states)]
         )
         for t in TREATMENTS
     }

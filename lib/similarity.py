@@ -102,14 +102,30 @@ def unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def cosine_matrix(a: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """Pairwise cosine similarity between rows.
+    """Pairwise cosine similarity between rows: the app's one definition.
 
-    a: (n, H); b: (m, H) or None (then b = a). Returns (n, m) in [-1, 1].
-    A zero row has cosine 0 with everything, itself included.
+    a: (n, H); b: (m, H), or None for the rows of ``a`` against themselves. Returns (n, m) float64.
+    Invariants: every entry lies in [-1, 1] (clipped against rounding); a (numerically) zero row has
+    cosine 0 with everything, itself included; with ``b=None`` the matrix is exactly symmetric and its
+    diagonal is 1 for non-zero rows. Raises ValueError for input that is not 2-D or not finite.
     """
-    ua = unit_rows(a)
-    ub = ua if b is None else unit_rows(b)
+    ua = unit_rows(_finite_rows(a, "a"))
+    if b is None:
+        c = np.clip(ua @ ua.T, -1.0, 1.0)
+        return (c + c.T) / 2  # BLAS may round c[i, j] and c[j, i] differently
+    ub = unit_rows(_finite_rows(b, "b"))
+    if ub.shape[1] != ua.shape[1]:
+        raise ValueError(f"a has {ua.shape[1]} dimensions but b has {ub.shape[1]}.")
     return np.clip(ua @ ub.T, -1.0, 1.0)
+
+
+def _finite_rows(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_vectors, hidden); got shape {a.shape}.")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite values.")
+    return a
 
 
 def layer_cosine_matrices(vectors: np.ndarray) -> np.ndarray:
@@ -149,15 +165,15 @@ def _check_vectors(vectors: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-def pooled_layers(num_representations: int, pooling: Pooling, layer: int | None = None) -> tuple[int, ...]:
-    """Which layer indices a pooling choice averages, for arrays with ``num_representations = L + 1``.
+def pooled_layers(num_hidden_states: int, pooling: Pooling, layer: int | None = None) -> tuple[int, ...]:
+    """Which layer indices a pooling choice averages, for arrays with ``num_hidden_states = L + 1``.
 
     * ``"layer"``: just ``layer`` (required).
     * ``"last4"``: the last four transformer layers ``L-3 .. L`` (fewer if the model has fewer than
       four layers; the embedding layer 0 is never included unless the model has no layers).
     * ``"all"``: every representation ``0 .. L``, the embedding output included.
     """
-    k = num_representations
+    k = num_hidden_states
     if k < 1:
         raise ValueError("need at least one layer")
     if pooling == "layer":
@@ -208,12 +224,50 @@ def with_pooled(x: np.ndarray, axis: int = 1) -> np.ndarray:
     return np.concatenate([x.astype(np.float64), *extra], axis=axis)
 
 
-def representation_index(num_representations: int, pooling: Pooling, layer: int | None = None) -> int:
+def representation_index(num_hidden_states: int, pooling: Pooling, layer: int | None = None) -> int:
     """Index into a :func:`with_pooled` axis: the layer itself, K for last-four, K + 1 for all."""
     if pooling == "layer":
-        pooled_layers(num_representations, pooling, layer)  # validates the layer
+        pooled_layers(num_hidden_states, pooling, layer)  # validates the layer
         return int(layer)
-    return num_representations + POOLED.index(pooling)
+    return num_hidden_states + POOLED.index(pooling)
+
+
+@dataclass(frozen=True)
+class Representation:
+    """One choice of word vector: a single hidden state, or a mean over several (pooled).
+
+    pooling: "layer" (one hidden state), "last4" or "all" (pooled, see :func:`pooled_layers`);
+    layer:   the 0-based hidden-state index when ``pooling == "layer"`` (0 = embedding output), else None.
+    Use this instead of reading "index >= L + 1 means pooled" off a :func:`with_pooled` axis.
+    """
+
+    pooling: Pooling
+    layer: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pooling not in POOLING_NAMES:
+            raise ValueError(f"unknown pooling {self.pooling!r}; use 'layer', 'last4' or 'all'")
+        if self.pooling == "layer" and self.layer is None:
+            raise ValueError("a single-layer representation needs its layer")
+        if self.pooling != "layer":
+            object.__setattr__(self, "layer", None)  # a pooled choice has no single layer
+
+    @property
+    def is_pooled(self) -> bool:
+        return self.pooling != "layer"
+
+    @property
+    def label(self) -> str:
+        """'layer 4', 'embedding layer (0)' or 'mean of the last four layers'."""
+        return pooling_label(self.pooling, self.layer)
+
+    def layers(self, num_hidden_states: int) -> tuple[int, ...]:
+        """The hidden-state indices this representation averages (one for a single layer)."""
+        return pooled_layers(num_hidden_states, self.pooling, self.layer)
+
+    def index(self, num_hidden_states: int) -> int:
+        """Its index on a :func:`with_pooled` axis of ``num_hidden_states + 2`` entries."""
+        return representation_index(num_hidden_states, self.pooling, self.layer)
 
 
 # --------------------------------------------------------------------------------------------
@@ -348,20 +402,17 @@ class TokenBaseline:
         )
 
 
-SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>"})
-
-
 def other_token_masks(
-    tokens: Sequence[Sequence[str]], target_indices: Sequence[Sequence[int]]
+    special: Sequence[np.ndarray], target_indices: Sequence[Sequence[int]]
 ) -> list[np.ndarray]:
     """Per sentence, a bool mask over its tokens: True for ordinary tokens that are not the target.
 
-    tokens: per sentence the token strings (special tokens included);
-    target_indices: per sentence the token positions of the target's word pieces.
+    special: per sentence (n_tokens_i,) bool, True for special tokens (``Encoding.special``);
+    target_indices: per sentence the token positions of the target's word pieces (``()`` for none).
     """
     masks = []
-    for toks, tgt in zip(tokens, target_indices, strict=True):
-        m = np.array([t not in SPECIAL_TOKENS for t in toks], dtype=bool)
+    for sp, tgt in zip(special, target_indices, strict=True):
+        m = ~np.asarray(sp, dtype=bool)
         m[list(tgt)] = False
         masks.append(m)
     return masks
@@ -897,12 +948,15 @@ class LayerProfile:
     num_layers: int
 
     @property
-    def num_representations(self) -> int:
-        """K = L + 1, the number of hidden-state layers (without the pooled extras)."""
+    def num_hidden_states(self) -> int:
+        """K = L + 1, the number of hidden states (without the pooled extras)."""
         return self.num_layers + 1
 
-    def index(self, pooling: Pooling, layer: int | None = None) -> int:
-        return representation_index(self.num_representations, pooling, layer)
+    def index(self, pooling: Pooling | Representation, layer: int | None = None) -> int:
+        """Index of a representation on the R axis; pass a :class:`Representation` or (pooling, layer)."""
+        if isinstance(pooling, Representation):
+            return pooling.index(self.num_hidden_states)
+        return representation_index(self.num_hidden_states, pooling, layer)
 
 
 def layer_profile(

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.errors import ContextLensError
+
 # BERT's special tokens as written in text. The uncased tokenizer matches them only in capitals ("[mask]" is
 # the three pieces "[", "mask", "]"), so only the capitalised forms are kept out of the markup.
 SPECIAL_TOKENS_IN_TEXT = ("[MASK]", "[CLS]", "[SEP]", "[UNK]", "[PAD]")
 
 
-class TargetError(ValueError):
+class TargetError(ContextLensError):
     """The target word cannot be found or marked in a sentence. The message says what to do."""
 
     def __init__(self, message: str, sentence: str = ""):
@@ -72,14 +74,19 @@ class CharSpan:
         return self.sentence[self.start : self.end]
 
 
-def strip_markup(text: str) -> tuple[str, tuple[int, int] | None]:
-    """Remove one ``[...]`` span from ``text``.
+def strip_markup(text: str, *, strict: bool = True) -> tuple[str, tuple[int, int] | None]:
+    """Remove one ``[...]`` span from ``text``: the one place the app removes target markup.
 
     Returns the cleaned text and the (start, end) of the bracketed content in it, or None when the text
     has no brackets. Special tokens (:data:`SPECIAL_TOKENS_IN_TEXT`) are text, not markup, and stay.
-    Raises :class:`MarkupError` for unbalanced, nested, empty or repeated brackets.
+    Raises :class:`MarkupError` for unbalanced, nested, empty or repeated brackets; with ``strict=False``
+    (plain text such as a reference corpus, where a bracket is no markup) every markup bracket is dropped
+    instead and the span is None.
     """
     opens, closes = markup_brackets(text)
+    if not strict:
+        drop = set(opens) | set(closes)
+        return "".join(ch for i, ch in enumerate(text) if i not in drop), None
     if not opens and not closes:
         return text, None
     where = short(text)

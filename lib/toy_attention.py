@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.errors import ContextLensError
+
 # --- the course's worked example (manual, section 9) --------------------------------------------------
 
 COURSE_TOKENS: tuple[str, ...] = ("The", "cat", "sat")
@@ -39,7 +41,7 @@ COURSE_POSITIONS: tuple[tuple[float, ...], ...] = ((0.1, 0.0), (0.0, 0.1), (0.1,
 EXP_SHIFT_LIMIT = 30.0
 
 
-class ToyAttentionError(ValueError):
+class ToyAttentionError(ContextLensError):
     """Bad input for the toy calculator; the message says what to change."""
 
 
@@ -181,6 +183,7 @@ def attention_steps(
     W_q: object | None = None,
     W_k: object | None = None,
     W_v: object | None = None,
+    *,
     scale: bool = False,
     causal: bool = False,
     temperature: float = 1.0,

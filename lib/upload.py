@@ -28,6 +28,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from lib.errors import ContextLensError
 from lib.sentences import MAX_LABEL_CHARS, MAX_SENTENCES, SEPARATOR, LineProblem, rows_to_text
 from lib.targets import TargetError, find_target, short
 
@@ -56,7 +57,7 @@ FORMAT_HELP = (
 )
 
 
-class UploadError(ValueError):
+class UploadError(ContextLensError):
     """The whole file cannot be used. The message says what to do."""
 
 

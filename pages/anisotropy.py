@@ -18,6 +18,7 @@ from lib.charts.geometry import (
 )
 from lib.corpus import (
     TREATMENTS,
+    UNTREATED,
     CorpusError,
     CorpusStats,
     anisotropy_curves,
@@ -26,7 +27,7 @@ from lib.corpus import (
     parse_corpus_text,
 )
 from lib.encoder import DEFAULT_MODEL
-from lib.geometry import constant_dimensions, rogue_dimensions
+from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     cosine_matrix,
@@ -72,12 +73,12 @@ state.init_session()  # no-op inside the app; lets the page run on its own (test
 model = state.model_name()
 enc = cache.encoder(model)
 L, d = enc.num_layers, enc.hidden_size
-default_k = max(1, min(10, round(d / 100)))
+default_k = default_top_k(d)
 
 # ------------------------------------------------------------------------------------------- controls
 state.url_choice("aniso_corpus", "builtin", list(CORPUS_CHOICES))
 state.url_int("aniso_layer", L // 2, 0, L)
-state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != "raw"])
+state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != UNTREATED])
 state.url_int("aniso_k", default_k, 0, 10)
 state.url_bool("aniso_bert", True)
 
@@ -94,7 +95,7 @@ c_layer.slider("Layer", 0, L, key="aniso_layer", help=f"0 = the embedding layer,
 c_treat, c_k, c_bert = st.columns([2, 2, 1])
 c_treat.selectbox(
     "Fix to apply to your word (section 3)",
-    options=[t for t in TREATMENTS if t != "raw"],
+    options=[t for t in TREATMENTS if t != UNTREATED],
     format_func=TREATMENTS.get,
     key="aniso_treatment",
 )
@@ -195,8 +196,8 @@ chart(
     key="aniso_curves",
     download="context_lens_anisotropy",
 )
-raw, z, w, t = (float(curves[x][layer]) for x in ("raw", "zscore", "whiten", "topk"))
-peak = int(np.argmax(curves["raw"]))
+raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
+peak = int(np.argmax(curves[UNTREATED]))
 st.markdown(
     f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
     f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
@@ -210,7 +211,7 @@ st.markdown(
         else f"does less here ({fmt(z)} against {fmt(raw)} raw)."
     )
 )
-raw_curve = np.asarray(curves["raw"], dtype=float)
+raw_curve = np.asarray(curves[UNTREATED], dtype=float)
 bert_peak = max(ETHAYARAJH_2019_BERT_BASE.anisotropy)
 ratio = float(raw_curve.max()) / bert_peak
 strength = (
@@ -232,7 +233,7 @@ if show_bert:
     text = (
         f"The grey line is raw **BERT-base** (Ethayarajh 2019), stretched to the same depth: it climbs to "
         f"{bert[b_peak]:.2f} at its layer {b_peak} of 12, while this model's raw curve peaks at "
-        f"{fmt(float(curves['raw'][peak]))} (layer {peak}) and ends at {fmt(float(curves['raw'][L]))}. "
+        f"{fmt(float(curves[UNTREATED][peak]))} (layer {peak}) and ends at {fmt(float(curves[UNTREATED][L]))}. "
     )
     if is_default:
         text += (
@@ -454,9 +455,9 @@ else:
     n1, n2 = controls.label(model), controls.label(other)
     fig2, relative = controls.two_model_figure(
         [
-            (f"{n1} · raw", curves["raw"], "solid"),
+            (f"{n1} · raw", curves[UNTREATED], "solid"),
             (f"{n1} · z-scored", curves["zscore"], "dot"),
-            (f"{n2} · raw", curves2["raw"], "solid"),
+            (f"{n2} · raw", curves2[UNTREATED], "solid"),
             (f"{n2} · z-scored", curves2["zscore"], "dot"),
         ],
         title=f"Mean cosine of random word-piece pairs, {controls.pair_title(model, other)}",
@@ -464,7 +465,7 @@ else:
         zero_line=True,
     )
     chart(fig2, key="aniso_compare_chart", name_model=False)
-    r1, r2 = curves["raw"], curves2["raw"]
+    r1, r2 = curves[UNTREATED], curves2[UNTREATED]
     st.markdown(
         f"On {escape_md(corpus_label)}: **{escape_md(n1)}** (blue) goes from {fmt(float(r1[0]))} at the embedding "
         f"layer to **{fmt(float(r1[-1]))}** at its last layer, raw; **{escape_md(n2)}** (red) from "

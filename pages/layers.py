@@ -33,6 +33,7 @@ from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
     LayerProfile,
+    Representation,
     chance_phrase,
     evidence_card,
     layer_cosine_matrices,
@@ -40,7 +41,6 @@ from lib.similarity import (
     layer_profile,
     nearest_neighbours,
     other_token_masks,
-    pooling_label,
     position_note,
     sense_similarity,
 )
@@ -65,8 +65,8 @@ def _profile(
         _tv.static,
         list(senses),
         enc.hidden_states,
-        other_masks=other_token_masks(enc.tokens, targets),
-        word_masks=other_token_masks(enc.tokens, [()] * len(targets)),
+        other_masks=other_token_masks(enc.special, targets),
+        word_masks=other_token_masks(enc.special, [()] * len(targets)),
         tokens=enc.tokens,
     )
 
@@ -255,8 +255,9 @@ adjust = c4.toggle(
     key="layers_adjust",
     help="Show cosine minus the mean cosine of random pairs of other words at the same layer (anisotropy).",
 )
-r = prof.index(pooling, layer)
-rep = pooling_label(pooling, layer)
+choice = Representation(pooling, layer)
+r = prof.index(choice)
+rep = choice.label
 rep_names = names + ["mean of last 4", "mean of all"]
 base_mean = prof.baseline.mean if prof.baseline is not None else np.zeros(K + 2)
 if adjust and prof.baseline is None:
@@ -297,7 +298,7 @@ if view == "one":
 else:
     order = sense_order(senses)
     sample = subsample(order, SMALL_MULTIPLES_MAX)
-    panels = list(range(K)) + ([r] if r >= K else [])
+    panels = list(range(K)) + ([r] if choice.is_pooled else [])
     chart(
         layer_small_multiples(
             np.stack([shown(prof.cosines[i], i) for i in panels]),
@@ -415,7 +416,7 @@ if show_pairs or not labelled:
         same_sense = (senses[i] == senses[j]) if labelled else None
         pairs.append(PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], same_sense))
 pooled_point = None
-if r >= K:
+if choice.is_pooled:
     pooled_point = PooledPoint(
         rep_names[r],
         same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
@@ -507,7 +508,7 @@ chart(
         intra_sentence=prof.intra_sentence[:K],
         baseline=None if prof.baseline is None else prof.baseline.mean[:K],
         reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
-        selected=r if r < K else None,
+        selected=None if choice.is_pooled else r,
     ),
     key="layers_ethayarajh",
 )
@@ -551,7 +552,7 @@ else:
             ro.accuracy[:K],
             ro.majority_baseline,
             best=int(np.argmax(ro.accuracy[:K])),
-            pooled=(rep_names[r], float(ro.accuracy[r])) if r >= K else None,
+            pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
             selected=r,
             chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
         ),
@@ -630,7 +631,7 @@ st.header("8. Evidence card")
 card = evidence_card(
     prof.vectors[:, 0, :],
     prof.vectors[:, r, :],
-    [s.replace("[", "").replace("]", "") for s in ss.sentences],
+    ss.clean_sentences,
     senses,
     target=ss.target,
     first_name="layer 0",

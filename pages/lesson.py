@@ -17,6 +17,7 @@ from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, read
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
 from lib.encoder import DEFAULT_MODEL
+from lib.errors import ContextLensError
 from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
@@ -76,8 +77,9 @@ class LessonSet:
         self.target = ss.target
         self.tv = cache.target_vectors(model, ss.sentences, ss.target)
         kept = self.tv.kept
-        self.senses = [ss.senses[i] for i in kept]
-        self.labels = [ss.labels[i] for i in kept]
+        sub = ss.subset(kept)
+        self.senses = list(sub.senses)
+        self.labels = sub.labels
         self.sentences = [sp.sentence for sp in self.tv.spans]
         self.numbers = [f"S{i + 1}" for i in kept]
 
@@ -174,14 +176,16 @@ def step_apple() -> lesson.Question:
 def step_attention() -> lesson.Question:
     tv = cache.target_vectors(model, (lesson.ATTENTION_SENTENCE,), "bat")
     enc_out, span = cache.sentence_attention(model, tv.encoding.sentences[0]), tv.spans[0]
-    r = lesson.attention_look(enc_out.attentions[0], enc_out.tokens[0], span.token_indices, "bat", layer=1)
+    r = lesson.attention_look(
+        enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
+    )
     st.markdown(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
     fig = target_attention_bars(
         r.weights,
         r.attended_by,
         list(r.labels),
         r.target_positions,
-        title=f"Layer {r.layer}, mean of the heads",
+        title=f"Layer {r.layer_number}, mean of the heads",
     )
     show(fig, "attention")
     st.caption(
@@ -216,7 +220,7 @@ def bat_intra_sentence():
     """Intra-sentence similarity per layer of the bat sentences (how close each word is to its sentence's mean)."""
     d = LessonSet("bat")
     enc_out = d.tv.encoding
-    return intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.tokens, [()] * len(enc_out.tokens)))
+    return intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.special, [()] * len(enc_out.special)))
 
 
 def deeper_result(curves: list[lesson.ReadoutCurve]) -> lesson.DeeperCheck:
@@ -260,7 +264,7 @@ def step_cls() -> lesson.Question:
     topics = [t for t, _ in lesson.TOPIC_SENTENCES]
     sentences = tuple(s for _, s in lesson.TOPIC_SENTENCES)
     enc_out = cache.encoding(model, sentences)
-    r = lesson.pooling_comparison(enc_out.hidden_states, enc_out.tokens, topics)
+    r = lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
     fig = pooling_panels(
         r.cls_same,
         r.cls_different,
@@ -279,11 +283,12 @@ def step_anisotropy() -> lesson.Question:
     enc_out = d.tv.encoding
     r = lesson.anisotropy_floor(
         enc_out.hidden_states,
-        enc_out.tokens,
+        enc_out.special,
         [sp.token_indices for sp in d.tv.spans],
         d.tv.vectors,
         d.senses,
         d.target,
+        tokens=enc_out.tokens,
     )
     fig = trajectory_chart(
         layer_names(L),
@@ -394,7 +399,7 @@ def findings() -> list[lesson.Finding]:
     results = [
         lesson.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
         deeper_result(curves),
-        lesson.pooling_comparison(enc_out.hidden_states, enc_out.tokens, topics),
+        lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics),
         lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
     return lesson.summary_findings(results)
@@ -449,7 +454,7 @@ st.caption(("Misconception check · " if step.misconception else "") + f"Part of
 st.markdown(step.text)
 try:
     question = RENDER[step.id]()
-except ValueError as err:  # e.g. a model without a [CLS] token, or a set this step cannot use
+except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug
     st.warning(f"This step cannot run with the model {escape_md(state.model_display(model))}: {escape_md(str(err))}")
     question = None
 if question is not None:

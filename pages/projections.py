@@ -11,8 +11,9 @@ import pandas as pd
 import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
-from lib.corpus import CorpusError, CorpusStats, load_reference_corpus
+from lib.corpus import UNTREATED, CorpusError, CorpusStats, load_reference_corpus
 from lib.export import frame_csv
+from lib.geometry import default_top_k
 from lib.projection import (
     METHOD_LABELS,
     MIN_POINTS,
@@ -31,7 +32,7 @@ from ui.widgets import chart, escape_md, shared_chart
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
-    "none": "nothing (raw vectors)",
+    UNTREATED: "nothing (raw vectors)",
     "zscore": "z-score each dimension (§5.1)",
     "topk": "remove the top principal components",
 }
@@ -85,8 +86,8 @@ if n < MIN_POINTS:
 state.url_choice("proj_method", "pca", list(METHOD_LABELS))
 state.url_int("proj_dims", 2, 2, 3)
 state.url_int("proj_layer", L, 0, L)
-state.url_choice("proj_prep", "none", list(PREP_CHOICES))
-state.url_int("proj_k", max(1, min(10, round(d / 100))), 1, 10)
+state.url_choice("proj_prep", UNTREATED, list(PREP_CHOICES))
+state.url_int("proj_k", default_top_k(d), 1, 10)
 state.url_bool("proj_context", False)
 state.url_bool("proj_across", True)
 state.url_bool("proj_seeds", False)
@@ -154,18 +155,18 @@ state.sync_url(
 
 # ------------------------------------------------------------------------------------------- data
 stats: CorpusStats | None = None
-if prep != "none":
+if prep != UNTREATED:
     try:
         corpus = load_reference_corpus()
         stats = cache.corpus_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
     except CorpusError as err:
         st.warning(escape_md(str(err)) + " The vectors are projected without preparation.")
-        prep = "none"
+        prep = UNTREATED
 
 
 def prepared(X: np.ndarray, at_layer: int) -> np.ndarray:
     """The vectors of one layer after the chosen preparation, float32 to keep the cache keys small."""
-    if stats is None or prep == "none":
+    if stats is None or prep == UNTREATED:
         return np.asarray(X, dtype=np.float32)
     return stats.treat(X, at_layer, prep, k).astype(np.float32)
 
@@ -179,7 +180,7 @@ ctx_vectors = np.zeros((0, d), dtype=np.float32)
 ctx_hover: list[str] = []
 if show_context:
     encoding = tv.encoding
-    masks = other_token_masks(encoding.tokens, [s.token_indices for s in tv.spans])
+    masks = other_token_masks(encoding.special, [s.token_indices for s in tv.spans])
     where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]
     if where:
         pick = np.arange(len(where))
@@ -221,7 +222,7 @@ coords = proj.coords[:n]
 ctx_coords = proj.coords[n:] if len(ctx_vectors) else None
 
 # ------------------------------------------------------------------------------------------- 1. the map
-prep_txt = {"none": "", "zscore": ", z-scored", "topk": f", top {k} components removed"}[prep]
+prep_txt = {UNTREATED: "", "zscore": ", z-scored", "topk": f", top {k} components removed"}[prep]
 st.header(f"“{word}” at layer {layer}: {METHOD_LABELS[method]}, {dims}-D{prep_txt}")
 axis_titles = (
     explained_variance_titles(proj.explained_variance_ratio, dims)

@@ -67,7 +67,7 @@ def test_missing_corpus_file_says_so(tmp_path):
 
 
 def _hand_encoding() -> Encoding:
-    """Two 'sentences' with hand-written 2-D vectors in 2 layers; [CLS]/[SEP] have empty offsets."""
+    """Two 'sentences' with hand-written 2-D vectors in 2 layers; [CLS]/[SEP] are marked special."""
     cls = [0, 0]
     s1 = np.array(
         [
@@ -83,6 +83,7 @@ def _hand_encoding() -> Encoding:
         tokens=(["[CLS]", "a", "b", "[SEP]"], ["[CLS]", "a", "[SEP]"]),
         token_ids=(np.array([101, 7, 8, 102]), np.array([101, 7, 102])),
         offsets=(np.array([cls, [0, 1], [2, 3], cls]), np.array([cls, [0, 1], cls])),
+        special=(np.array([True, False, False, True]), np.array([True, False, True])),
         hidden_states=(s1, s2),
         attentions=(np.zeros((1, 1, 4, 4)), np.zeros((1, 1, 3, 3))),
         truncated=(False, False),
@@ -92,7 +93,7 @@ def _hand_encoding() -> Encoding:
 def test_statistics_by_hand():
     st = corpus_statistics(_hand_encoding())
     # special tokens excluded: layer 0 tokens are (1,0), (3,0), (5,4)
-    assert st.n_tokens == 3 and st.n_sentences == 2 and st.n_layers == 2 and st.hidden == 2
+    assert st.n_tokens == 3 and st.n_sentences == 2 and st.num_hidden_states == 2 and st.hidden == 2
     np.testing.assert_allclose(st.mean[0], [3.0, 4 / 3])
     np.testing.assert_allclose(st.std[0], [np.sqrt(8 / 3), np.sqrt(32 / 9)])
     np.testing.assert_allclose(st.mean[1], [4 / 3, 3.0])
@@ -121,6 +122,7 @@ def test_one_distinct_token_is_rejected():
         tokens=enc.tokens[1:],
         token_ids=enc.token_ids[1:],
         offsets=enc.offsets[1:],
+        special=enc.special[1:],
         hidden_states=enc.hidden_states[1:],
         attentions=enc.attentions[1:],
         truncated=enc.truncated[1:],
@@ -135,7 +137,7 @@ def test_one_distinct_token_is_rejected():
 def test_real_model_one_sentence_corpus_is_regularized_and_finite(encoder):
     st = compute_corpus_statistics(encoder, CorpusText(("The river bank was muddy after the rain.",), "x"))
     assert st.n_sentences == 1
-    assert st.n_layers == encoder.num_layers + 1 and st.hidden == encoder.hidden_size
+    assert st.num_hidden_states == encoder.num_hidden_states and st.hidden == encoder.hidden_size
     assert st.n_tokens < encoder.hidden_size
     for fit in st.fits:
         assert fit.shrinkage > 0 and "vectors for" in fit.note  # fewer vectors than dimensions
@@ -174,7 +176,7 @@ def test_statistics_are_reproducible(encoder):
 def test_treat_uses_the_corpus_statistics():
     st = corpus_statistics(_hand_encoding())
     X = np.array([[3.0, 4 / 3], [5.0, 4.0]])
-    np.testing.assert_allclose(st.treat(X, 0, "raw"), X)
+    np.testing.assert_allclose(st.treat(X, 0, "none"), X)
     np.testing.assert_allclose(st.treat(X, 0, "zscore")[0], [0.0, 0.0])  # the corpus mean maps to 0
     np.testing.assert_allclose(st.treat(X, 0, "zscore")[1], (X[1] - st.mean[0]) / st.std[0])
     top = st.fits[0].eigenvectors[:, :1]
@@ -202,4 +204,4 @@ def test_anisotropy_curves_real_model(encoder):
         assert np.all(np.isfinite(values)) and np.all(np.abs(values) <= 1.0)
     # centring alone (part of every fix) removes the shared direction: the fixes sit below raw
     for t in ("zscore", "whiten", "topk"):
-        assert np.all(curves[t][1:] < curves["raw"][1:])
+        assert np.all(curves[t][1:] < curves["none"][1:])

@@ -9,7 +9,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib.encoder import DEFAULT_MODEL, Encoder, Encoding, ModelLoadError, TargetVectors, load_encoder
+from lib.encoder import (
+    DEFAULT_MODEL,
+    Encoder,
+    Encoding,
+    ModelLoadError,
+    TargetVectors,
+    concat_encodings,
+    load_encoder,
+)
+from lib.errors import ContextLensError
 from lib.presets import preset_by_id
 from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError
 
@@ -95,11 +104,57 @@ def test_more_sentences_than_one_batch_keep_input_order(encoder):
         np.testing.assert_allclose(alone.hidden_states[0], out.hidden_states[i], atol=1e-4)
 
 
-def test_encode_a_single_string_and_empty_list(encoder):
-    out = encoder.encode("The bank raised its rates.")
-    assert len(out) == 1
-    with pytest.raises(ValueError):
+def test_encode_refuses_a_bare_string_and_an_empty_list(encoder):
+    with pytest.raises(TypeError, match=r"list of sentences.*\['The bank raised its rates.'\]"):
+        encoder.encode("The bank raised its rates.")
+    with pytest.raises(TypeError, match="list of sentences"):
+        encoder.target_vectors("The bank raised its rates.", "bank")
+    with pytest.raises(ContextLensError):
         encoder.encode([])
+    assert len(encoder.encode(["The bank raised its rates."])) == 1
+
+
+def test_special_mask_comes_from_the_tokenizer(encoder):
+    out = encoder.encode(["The bank raised its rates.", "Hi", "We sat on the [bank] for a long, long time."])
+    special_ids = set(encoder.tokenizer.all_special_ids)
+    for ids, special, tokens in zip(out.token_ids, out.special, out.tokens, strict=True):
+        assert special.dtype == bool and special.shape == ids.shape and not special.flags.writeable
+        np.testing.assert_array_equal(special, [int(i) in special_ids for i in ids])
+        assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+        assert special[0] and special[-1] and not special[1:-1].any()  # no padding, nothing else special
+    # a special token is exactly one with an empty character span in this tokenizer
+    for offs, special in zip(out.offsets, out.special, strict=True):
+        np.testing.assert_array_equal(special, offs[:, 1] <= offs[:, 0])
+
+
+def test_subset_and_concat_keep_every_field_aligned(encoder):
+    out = encoder.encode(["The bank raised its rates.", "Hi", "We sat on the river bank."])
+    sub = out.subset([2, 0])
+    assert sub.sentences == (out.sentences[2], out.sentences[0])
+    for field in ("token_ids", "offsets", "special", "hidden_states", "attentions"):
+        for got, i in zip(getattr(sub, field), (2, 0), strict=True):
+            np.testing.assert_array_equal(got, getattr(out, field)[i])
+    assert sub.tokens == (out.tokens[2], out.tokens[0]) and sub.truncated == (out.truncated[2], out.truncated[0])
+    joined = concat_encodings([out.subset([0]), out.subset([1, 2])])
+    assert joined.sentences == out.sentences and len(joined.special) == 3
+    assert out.num_hidden_states == encoder.num_hidden_states == encoder.num_layers + 1
+
+
+def test_model_load_message_says_whether_downloads_were_tried(monkeypatch):
+    import transformers
+
+    def refuse(*args, **kwargs):
+        raise OSError("not found")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", staticmethod(refuse))
+    monkeypatch.delenv("CONTEXT_LENS_ALLOW_DOWNLOADS", raising=False)
+    with pytest.raises(ModelLoadError, match=r"downloads are off") as off:
+        load_encoder("someone/no-such-model")
+    assert isinstance(off.value, ContextLensError)
+    monkeypatch.setenv("CONTEXT_LENS_ALLOW_DOWNLOADS", "1")
+    with pytest.raises(ModelLoadError, match="could not be downloaded") as on:
+        load_encoder("someone/no-such-model")
+    assert "downloads are off" not in str(on.value)
 
 
 def test_encode_strips_brackets(encoder):

@@ -11,14 +11,16 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from lib.geometry import (
+    MAX_TOP_COMPONENTS,
     anisotropy,
-    cosine_matrix,
+    default_top_k,
     fit_covariance,
     remove_top_components,
     rogue_dimensions,
     standardize,
     whiten,
 )
+from lib.similarity import cosine_matrix
 
 # ---------------------------------------------------------------- hand-computed cases
 
@@ -81,17 +83,19 @@ def test_whiten_by_hand():
     X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 2.0], [0.0, -2.0]])
     w = whiten(X)
     # n = 4 > d = 2 and Σ invertible: no regularization
-    assert w.shrinkage == 0.0 and w.note == ""
+    fit = fit_covariance(X)
+    assert fit.shrinkage == 0.0 and fit.note == ""
     s = math.sqrt(2)
-    np.testing.assert_allclose(w.vectors, [[s, 0], [-s, 0], [0, s], [0, -s]], atol=1e-12)
+    np.testing.assert_allclose(w, [[s, 0], [-s, 0], [0, s], [0, -s]], atol=1e-12)
+    np.testing.assert_array_equal(whiten(X, fit), w)
 
 
 def test_whiten_fewer_vectors_than_dimensions_is_regularized_and_says_so():
     X = np.array([[1.0, 2.0, 3.0, 4.0], [2.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 5.0]])
-    w = whiten(X)
-    assert 0 < w.shrinkage <= 1
-    assert "regularized" in w.note and "3 vectors for 4 dimensions" in w.note
-    assert np.all(np.isfinite(w.vectors))
+    fit = fit_covariance(X)
+    assert 0 < fit.shrinkage <= 1
+    assert "regularized" in fit.note and "3 vectors for 4 dimensions" in fit.note
+    assert np.all(np.isfinite(whiten(X)))
 
 
 def test_whiten_constant_dimension_stays_zero_and_the_rest_is_white():
@@ -99,10 +103,11 @@ def test_whiten_constant_dimension_stays_zero_and_the_rest_is_white():
     X = rng.normal(size=(50, 3))
     X[:, 1] = 7.0  # σ = 0, as real models have
     w = whiten(X)
-    assert w.shrinkage == 0 and "1 of the 3 directions have no variance" in w.note
-    assert np.all(np.isfinite(w.vectors))
-    np.testing.assert_allclose(w.vectors[:, 1], 0.0, atol=1e-9)
-    cov = np.cov(w.vectors, rowvar=False, bias=True)
+    fit = fit_covariance(X)
+    assert fit.shrinkage == 0 and "1 of the 3 directions have no variance" in fit.note
+    assert np.all(np.isfinite(w))
+    np.testing.assert_allclose(w[:, 1], 0.0, atol=1e-9)
+    cov = np.cov(w, rowvar=False, bias=True)
     np.testing.assert_allclose(cov, np.diag([1.0, 0.0, 1.0]), atol=1e-9)
 
 
@@ -114,29 +119,49 @@ def test_whiten_flat_slice_like_layernorm():
     X = A - A.mean(axis=1, keepdims=True)
     fit = fit_covariance(X)
     assert fit.n_null == 1 and fit.shrinkage == 0
-    Z = whiten(X, fit).vectors
+    Z = whiten(X, fit)
     np.testing.assert_allclose(Z.sum(axis=1), 0.0, atol=1e-9)  # still in the slice
     eig = np.sort(np.linalg.eigvalsh(np.cov(Z, rowvar=False, bias=True)))
     np.testing.assert_allclose(eig, [0.0, 1.0, 1.0], atol=1e-9)
 
 
-@pytest.mark.parametrize(("n", "d"), [(3, 4), (5, 10), (60, 10), (400, 30)])
-def test_ledoit_wolf_shrinkage_matches_scikit_learn(n, d):
-    from sklearn.covariance import ledoit_wolf_shrinkage
+def _closed_form_ledoit_wolf(C: np.ndarray) -> float:
+    """The hand-written estimate the app used before it called scikit-learn (Ledoit & Wolf 2004):
+    with S = CᵀC / n and m = tr S / d, δ = ‖S - m I‖²_F / d, β = min(δ, (Σ_i ‖c_i‖⁴ / n - ‖S‖²_F) / (n d)),
+    α = β / δ."""
+    n, d = C.shape
+    S = (C.T @ C) / n
+    m = float(np.trace(S)) / d
+    s_fro2 = float(np.sum(S * S))
+    delta = (s_fro2 - 2.0 * m * float(np.trace(S)) + d * m * m) / d
+    row4 = float(np.sum(np.sum(C * C, axis=1) ** 2))
+    beta = min(delta, (row4 / n - s_fro2) / (n * d))
+    return max(beta, 0.0) / delta
 
+
+@pytest.mark.parametrize(("n", "d"), [(2, 3), (3, 4), (5, 10), (20, 384), (60, 10), (400, 30)])
+def test_ledoit_wolf_shrinkage_equals_the_former_closed_form(n, d):
     from lib.geometry import _ledoit_wolf_shrinkage
 
     rng = np.random.default_rng(n + d)
     X = rng.normal(size=(n, d)) * np.linspace(0.1, 5.0, d)
     C = X - X.mean(axis=0)
-    assert _ledoit_wolf_shrinkage(C) == pytest.approx(
-        ledoit_wolf_shrinkage(C, assume_centered=True), rel=1e-9
-    )
+    assert _ledoit_wolf_shrinkage(C) == pytest.approx(_closed_form_ledoit_wolf(C), rel=1e-9)
+
+
+def test_whitening_shrinkage_on_real_vectors_is_unchanged(encoder):
+    # a handful of real target vectors (n <= d): the α the fit reports equals the former closed form
+    tv = encoder.target_vectors(["We sat by the [bank].", "The bank raised rates.", "A bank of fog."], "bank")
+    X = tv.vectors[:, -1, :].astype(np.float64)
+    fit = fit_covariance(X)
+    expected = min(1.0, max(_closed_form_ledoit_wolf(X - X.mean(axis=0)), 1e-3))
+    assert fit.shrinkage == pytest.approx(expected, rel=1e-9)
 
 
 def test_whiten_single_vector_is_finite():
     w = whiten([[1.0, 2.0, 3.0]])
-    np.testing.assert_array_equal(w.vectors, np.zeros((1, 3)))
+    np.testing.assert_array_equal(w, np.zeros((1, 3)))
+    assert "identical" in fit_covariance([[1.0, 2.0, 3.0]]).note
 
 
 def test_remove_top_components_by_hand():
@@ -229,7 +254,7 @@ def test_standardize_is_finite_and_unit_where_not_constant(X, const_col):
 def test_whitened_covariance_is_identity(X):
     fit = fit_covariance(X)
     assert fit.shrinkage == 0  # n > d
-    Z = whiten(X, fit).vectors
+    Z = whiten(X, fit)
     d = X.shape[1]
     np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-8)
     # identity on the directions that vary (all of them here unless a scale underflowed)
@@ -240,7 +265,7 @@ def test_whitened_covariance_is_identity(X):
 @settings(max_examples=60, deadline=None)
 @given(matrices(), st.integers(1, 2))
 def test_whiten_is_always_finite(X, _):
-    assert np.all(np.isfinite(whiten(X).vectors))
+    assert np.all(np.isfinite(whiten(X)))
 
 
 @settings(max_examples=60, deadline=None)
@@ -293,9 +318,9 @@ def test_before_after_heatmaps_share_one_scale_and_escape_labels():
 def test_anisotropy_chart_stretches_the_reference_to_the_same_depth():
     from lib.charts.geometry import anisotropy_by_layer
 
-    curves = {"raw": [0.1, 0.2, 0.3, 0.2], "zscore": [0.0, 0.01, 0.02, 0.01]}
+    curves = {"none": [0.1, 0.2, 0.3, 0.2], "zscore": [0.0, 0.01, 0.02, 0.01]}
     fig = anisotropy_by_layer(
-        curves, {"raw": "raw", "zscore": "z"}, layer=2, reference=[0.1, 0.3, 0.5, 0.4, 0.6]
+        curves, {"none": "raw", "zscore": "z"}, layer=2, reference=[0.1, 0.3, 0.5, 0.4, 0.6]
     )
     ref = fig.data[-1]
     assert list(ref.x) == [0.0, 0.75, 1.5, 2.25, 3.0]  # 4 reference layers over our 3
@@ -312,3 +337,6 @@ def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
     colors = list(fig.data[0].marker.color)
     assert colors[1] == colors[2] != colors[0]  # dim 1 (variance) and dim 2 (mean, cosine) highlighted
     assert {a.text for a in fig.layout.annotations if a.text.startswith("dim")} == {"dim 1", "dim 2"}
+
+def test_default_top_k_is_about_d_over_100_within_bounds():
+    assert [default_top_k(d) for d in (2, 128, 384, 768, 1024, 4096)] == [1, 1, 4, 8, 10, MAX_TOP_COMPONENTS]

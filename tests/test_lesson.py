@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from lib import lesson
+from lib.errors import StepNotApplicable
 from lib.presets import preset_by_id
 from lib.similarity import leave_one_out_readout
 
@@ -173,7 +174,7 @@ def test_centroid_reading_with_nothing_misread_accepts_none():
 
 
 def test_centroid_reading_needs_two_sentences_per_sense():
-    with pytest.raises(ValueError):
+    with pytest.raises(StepNotApplicable):
         lesson.centroid_reading(layers([[1, 0], [1, 0.1], [0, 1]]), ["x", "x", "y"], ["a", "b", "c"], "w")
 
 
@@ -182,21 +183,23 @@ def test_attention_look_by_hand():
     att = np.full((1, 2, 5, 5), 0.2)
     att[0, 0, 2] = [0.5, 0.1, 0.1, 0.2, 0.1]
     att[0, 1, 2] = [0.3, 0.05, 0.05, 0.5, 0.1]  # mean over heads: [0.4, 0.075, 0.075, 0.35, 0.1]
-    r = lesson.attention_look(att, tokens, (2,), "bat", layer=1)
+    special = [True, False, False, False, True]
+    r = lesson.attention_look(att, tokens, special, (2,), "bat", layer=0)
+    assert r.layer == 0 and r.layer_number == 1 and "In layer 1," in r.question.explanation
     np.testing.assert_allclose(r.weights, [0.4, 0.075, 0.075, 0.35, 0.1])
     assert r.question.options == ("the·1", "flew·3")  # no [CLS], [SEP] or the target itself
     assert r.question.accepted == {"flew·3"}
     assert "0.50 goes to [CLS] and [SEP]" in r.question.explanation  # 0.4 + 0.1
     assert_checks(r.question)
     with pytest.raises(ValueError):
-        lesson.attention_look(att, tokens, (2,), "bat", layer=2)
+        lesson.attention_look(att, tokens, special, (2,), "bat", layer=1)
 
 
 def test_attention_look_near_tie_accepts_both():
     tokens = ["[CLS]", "the", "bat", "flew", "[SEP]"]
     att = np.full((1, 1, 5, 5), 0.2)
     att[0, 0, 2] = [0.2, 0.305, 0.1, 0.3, 0.095]
-    r = lesson.attention_look(att, tokens, (2,), "bat")
+    r = lesson.attention_look(att, tokens, [True, False, False, False, True], (2,), "bat")
     assert r.question.accepted == {"the·1", "flew·3"}
 
 
@@ -239,25 +242,25 @@ def test_readout_and_deeper_check_by_hand():
 def test_pooling_comparison_by_hand():
     # [CLS] is [1, 1] in every sentence: no topic gap at all. The one ordinary word piece separates topics.
     words = {"x": [[1, 0], [1, 0.1]], "y": [[0, 1], [0.1, 1]]}
-    hidden, tokens, topics = [], [], []
+    hidden, special, topics = [], [], []
     for topic, rows in words.items():
         for w in rows:
-            h = np.array([[[1, 1], w, [5, -5]]] * 2, dtype=float)  # (K=2, 3 tokens, H=2)
+            h = np.array([[[1, 1], w, [5, -5]]] * 2, dtype=float)  # (K=2, 3 tokens, H=2): [CLS] w [SEP]
             hidden.append(h)
-            tokens.append(["[CLS]", "w", "[SEP]"])
+            special.append(np.array([True, False, True]))
             topics.append(topic)
-    cls, mean = lesson.sentence_vectors(hidden, tokens)
+    cls, mean = lesson.sentence_vectors(hidden, special)
     assert cls.shape == mean.shape == (4, 2, 2)
     np.testing.assert_allclose(mean[:, 1], [w for rows in words.values() for w in rows])
-    r = lesson.pooling_comparison(hidden, tokens, topics)
+    r = lesson.pooling_comparison(hidden, special, topics)
     np.testing.assert_allclose(r.cls_gap, 0, atol=1e-12)
     assert r.mean_gap[-1] > 0.8
     assert r.question.accepted == {lesson.MEAN_CHOICE}
     assert r.finding and "less than the mean" in r.finding
     assert "at least 1.000" in r.question.explanation  # [CLS] is the same vector before the last layer
     assert_checks(r.question)
-    with pytest.raises(ValueError):
-        lesson.sentence_vectors(hidden[:1], [["w", "w", "[SEP]"]])
+    with pytest.raises(StepNotApplicable, match="no \\[CLS\\] token first"):
+        lesson.sentence_vectors(hidden[:1], [np.array([False, False, True])])
 
 
 def test_line_margin_by_hand():
@@ -358,7 +361,9 @@ def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
 def test_real_attention_look_matches_the_encoding(encoder):
     tv = encoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
     enc_out, span = tv.encoding, tv.spans[0]
-    r = lesson.attention_look(enc_out.attentions[0], enc_out.tokens[0], span.token_indices, "bat", layer=1)
+    r = lesson.attention_look(
+        enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
+    )
     row = enc_out.attentions[0][0][:, span.token_indices, :].mean(axis=(0, 1))  # heads, target pieces
     np.testing.assert_allclose(r.weights, row, atol=1e-6)
     assert r.weights.sum() == pytest.approx(1.0, abs=1e-5)
@@ -375,11 +380,11 @@ def test_real_pooling_comparison_uses_the_cls_row(encoder):
     sentences = [s for _, s in lesson.TOPIC_SENTENCES]
     topics = [t for t, _ in lesson.TOPIC_SENTENCES]
     out = encoder.encode(sentences)
-    cls, mean = lesson.sentence_vectors(out.hidden_states, out.tokens)
+    cls, mean = lesson.sentence_vectors(out.hidden_states, out.special)
     for i, h in enumerate(out.hidden_states):
         np.testing.assert_allclose(cls[i], h[:, 0, :], atol=1e-6)
         np.testing.assert_allclose(mean[i], h[:, 1:-1, :].mean(axis=1), atol=1e-5)
-    r = lesson.pooling_comparison(out.hidden_states, out.tokens, topics)
+    r = lesson.pooling_comparison(out.hidden_states, out.special, topics)
     assert np.all(np.abs(r.cls_same) <= 1) and np.all(np.abs(r.mean_different) <= 1)
     assert r.finding
     assert_checks(r.question)
@@ -390,7 +395,7 @@ def test_real_anisotropy_projection_hard_case_and_first_step(bat):
     enc_out = tv.encoding
     a = lesson.anisotropy_floor(
         enc_out.hidden_states,
-        enc_out.tokens,
+        enc_out.special,
         [sp.token_indices for sp in tv.spans],
         tv.vectors,
         ss.senses,
@@ -457,7 +462,7 @@ def test_deeper_check_counts_the_drop_in_sentences(encoder):
     from lib.similarity import intra_sentence_similarity, other_token_masks
 
     enc_out = tvs[0].encoding
-    intra = intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.tokens, [()] * len(enc_out.tokens)))
+    intra = intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.special, [()] * len(enc_out.special)))
     d = lesson.deeper_check(list(curves), intra, sentence_model=True)
     expl = d.question.explanation
     for c in curves:

@@ -42,15 +42,20 @@ def questions(encoder) -> dict[str, lesson.Question]:
         "static": lesson.static_vs_contextual(tv.static, tv.vectors, bat.labels, bat.senses, "bat").question,
         "apple": lesson.centroid_reading(tva.vectors, apple.senses, apple.labels, "apple").question,
         "attention": lesson.attention_look(
-            att.encoding.attentions[0], att.encoding.tokens[0], att.spans[0].token_indices, "bat", layer=1
+            att.encoding.attentions[0],
+            att.encoding.tokens[0],
+            att.encoding.special[0],
+            att.spans[0].token_indices,
+            "bat",
+            layer=0,
         ).question,
         "layers": lesson.sense_separation(tv.vectors, bat.senses, "bat").question,
         "deeper": lesson.deeper_check(curves).question,
         "cls": lesson.pooling_comparison(
-            topics.hidden_states, topics.tokens, [t for t, _ in lesson.TOPIC_SENTENCES]
+            topics.hidden_states, topics.special, [t for t, _ in lesson.TOPIC_SENTENCES]
         ).question,
         "anisotropy": lesson.anisotropy_floor(
-            e.hidden_states, e.tokens, [sp.token_indices for sp in tv.spans], tv.vectors, bat.senses, "bat"
+            e.hidden_states, e.special, [sp.token_indices for sp in tv.spans], tv.vectors, bat.senses, "bat"
         ).question,
         "projection": lesson.projection_look(tv.vectors, bat.senses, "bat").question,
         "polysemy": lesson.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,

@@ -209,3 +209,32 @@ def test_scatter_3d_and_small_multiples():
     y = layers[0][:, 1]
     lo, hi = fig.layout.yaxis.range
     assert lo < y.min() and hi > y.max()  # margin: no marker cut at the edge
+
+def _svd_pca(X, dims):
+    """An independent PCA: numpy's SVD of the centred data, each axis signed by its largest loading."""
+    C = X - X.mean(axis=0)
+    U, S, Vt = np.linalg.svd(C, full_matrices=False)
+    sign = np.sign(Vt[np.arange(len(S)), np.argmax(np.abs(Vt), axis=1)])
+    return (U * S * sign)[:, :dims], (S**2 / np.sum(S**2))[:dims]
+
+
+@pytest.mark.parametrize(("n", "dims"), [(3, 2), (12, 2), (40, 3)])
+def test_pca_matches_an_independent_svd_with_a_deterministic_sign(n, dims):
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 384)) * np.linspace(0.1, 3.0, 384)
+    p = pca_projection(X, dims)
+    coords, ratio = _svd_pca(X, dims)
+    m = min(dims, n - 1)  # n points span at most n - 1 directions
+    np.testing.assert_allclose(p.coords[:, :m], coords[:, :m], atol=1e-9)
+    np.testing.assert_allclose(p.explained_variance_ratio[:m], ratio[:m], atol=1e-12)
+    # the sign does not depend on the order of the points or on which way the data were written down
+    perm = rng.permutation(n)
+    np.testing.assert_allclose(pca_projection(X[perm], dims).coords, p.coords[perm], atol=1e-9)
+    np.testing.assert_allclose(pca_projection(-X, dims).coords, -p.coords, atol=1e-9)
+    np.testing.assert_array_equal(pca_projection(X, dims).coords, p.coords)  # run twice, same picture
+
+
+def test_pca_of_identical_points_is_zero_with_a_note():
+    p = pca_projection(np.ones((4, 5)), 2)
+    assert np.array_equal(p.coords, np.zeros((4, 2))) and np.array_equal(p.explained_variance_ratio, [0, 0])
+    assert "identical" in p.notes[0]

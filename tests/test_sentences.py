@@ -13,12 +13,14 @@ from lib.sentences import (
     MAX_TEXT_CHARS,
     LineProblem,
     SentenceSet,
+    clean_sentences,
     pack_text,
     parse_sentence_set,
     rows_to_text,
     split_label,
     unpack_text,
 )
+from lib.targets import TargetError
 
 TEXT = """money | The bank raised its rates.
 river | We sat on the river [bank].
@@ -210,3 +212,23 @@ def test_a_link_cut_short_is_refused_not_silently_shortened():
         except ValueError:
             continue
         assert got == text, f"cut at {cut} of {len(packed)} decoded to a shorter text"
+
+def test_clean_sentences_raises_or_drops_a_line_without_the_target():
+    lines = ("The [bank] rose.", "No target here.", "We sat by the bank.")
+    with pytest.raises(TargetError, match="No target here"):
+        clean_sentences(lines, "bank")
+    assert clean_sentences(lines, "bank", bad="drop") == ("The bank rose.", "We sat by the bank.")
+    assert clean_sentences(lines, "bank", bad="keep") == ("The bank rose.", "No target here.", "We sat by the bank.")
+    ss = parse_sentence_set("money | The [bank] rose.\nriver | We sat by the bank.", "bank")
+    assert ss.clean_sentences == ["The bank rose.", "We sat by the bank."]
+
+
+def test_subset_keeps_sentences_senses_and_lines_aligned():
+    ss = parse_sentence_set("a | one bank\n# comment\nb | two bank\nthree bank\nc | four bank", "bank")
+    sub = ss.subset([3, 1])
+    assert sub.sentences == ("four bank", "two bank")
+    assert sub.senses == ("c", "b")
+    assert sub.lines == (5, 3)
+    assert sub.target == ss.target and sub.notes == ss.notes
+    assert sub.labels[0].startswith("S1 · four bank")  # labels are renumbered for the subset
+    assert ss.subset(range(len(ss))) == ss

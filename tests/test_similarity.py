@@ -36,6 +36,49 @@ def test_cosine_matrix_two_sets_and_range():
     assert c.max() <= 1 and c.min() >= -1
 
 
+def test_cosine_matrix_is_exactly_symmetric_and_in_range_on_awkward_rows():
+    # one definition for the whole app (lib.geometry has none of its own): symmetric to the last bit,
+    # even where BLAS rounds c[i, j] and c[j, i] differently, and clipped into [-1, 1]
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(40, 384)) * np.logspace(-3, 3, 384)
+    a[5] = 0.0
+    a[7] = a[6] * 1e6  # parallel rows of very different length
+    c = sim.cosine_matrix(a)
+    assert np.array_equal(c, c.T)
+    assert c.min() >= -1.0 and c.max() <= 1.0
+    assert c[6, 7] == pytest.approx(1.0, abs=1e-12) and (c[5] == 0).all()
+    np.testing.assert_allclose(np.diag(c)[np.arange(40) != 5], 1.0, atol=1e-12)
+    # the two-argument form gives the same numbers (up to rounding) for the same rows
+    np.testing.assert_allclose(sim.cosine_matrix(a, a), c, atol=1e-12)
+
+
+def test_cosine_matrix_refuses_bad_input():
+    with pytest.raises(ValueError, match="2-D"):
+        sim.cosine_matrix(np.ones(3))
+    with pytest.raises(ValueError, match="NaN"):
+        sim.cosine_matrix([[1.0, np.nan]])
+    with pytest.raises(ValueError, match="dimensions"):
+        sim.cosine_matrix(np.ones((2, 3)), np.ones((2, 4)))
+
+
+def test_representation_names_a_pooled_choice_explicitly():
+    k = 7  # L = 6
+    one = sim.Representation("layer", 4)
+    assert not one.is_pooled and one.index(k) == 4 and one.layers(k) == (4,) and one.label == "layer 4"
+    last4 = sim.Representation("last4", layer=3)  # a pooled choice drops the slider's layer
+    assert last4.is_pooled and last4.layer is None and last4.index(k) == k and last4.layers(k) == (3, 4, 5, 6)
+    every = sim.Representation("all")
+    assert every.index(k) == k + 1 and every.layers(k) == tuple(range(k))
+    # its index points at the same vectors as with_pooled's pooled entries
+    v = np.random.default_rng(0).normal(size=(3, k, 5))
+    aug = sim.with_pooled(v)
+    np.testing.assert_allclose(aug[:, last4.index(k)], v[:, list(last4.layers(k))].mean(axis=1))
+    with pytest.raises(ValueError):
+        sim.Representation("layer")
+    with pytest.raises(ValueError):
+        sim.Representation("max")
+
+
 def test_layer_cosine_matrices_shape_and_values():
     v = np.array([[[1, 0], [1, 0]], [[0, 1], [1, 1]]], dtype=float)  # (n=2, K=2, H=2)
     m = sim.layer_cosine_matrices(v)
@@ -155,8 +198,10 @@ def test_cross_sentence_pairs_never_share_a_sentence_or_a_word_piece():
 
 
 def test_other_token_masks_drop_special_and_target():
-    masks = sim.other_token_masks([["[CLS]", "the", "bank", "##s", "[SEP]"]], [[2, 3]])
+    special = [np.array([True, False, False, False, True])]  # [CLS] the bank ##s [SEP]
+    masks = sim.other_token_masks(special, [[2, 3]])
     np.testing.assert_array_equal(masks[0], [False, True, False, False, False])
+    np.testing.assert_array_equal(special[0], [True, False, False, False, True])  # the input is not changed
 
 
 def test_adjusted_subtracts_per_layer():

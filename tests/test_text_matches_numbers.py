@@ -204,7 +204,7 @@ def test_lesson_explanations_match_the_numbers(random_bert):
         ptv, psenses = _preset_vectors(enc, p)
         curves.append(lesson.readout_curve(p, ptv.vectors, psenses))
     intra = sim.intra_sentence_similarity(
-        tv.encoding.hidden_states, sim.other_token_masks(tv.encoding.tokens, [()] * len(tv.encoding.tokens))
+        tv.encoding.hidden_states, sim.other_token_masks(tv.encoding.special, [()] * len(tv.encoding.special))
     )
     d = lesson.deeper_check(curves, intra, sentence_model=False)
     expl = d.question.explanation

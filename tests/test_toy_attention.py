@@ -365,3 +365,10 @@ def test_warmup_arrows_draws_only_complete_rows():
     # base arrows: bank once, apple once; contextual arrows: the two complete bank rows
     assert len(fig.layout.annotations) == 4
     assert fig.layout.yaxis.scaleanchor == "x"
+
+def test_switches_are_keyword_only():
+    X = [[1.0, 0.0], [0.0, 1.0]]
+    with pytest.raises(TypeError):
+        attention_steps(X, None, None, None, True)  # scale must be named
+    s = attention_steps(X, scale=True, causal=True, temperature=2.0)
+    np.testing.assert_allclose(s.weights.sum(axis=1), 1.0)

@@ -33,7 +33,7 @@ from lib.encoder import (
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
 from lib.memory import release_memory
 from lib.probe import ProbeResult, probe_layers
-from lib.targets import TargetError, find_target
+from lib.sentences import clean_sentences as _clean_sentences
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -116,13 +116,7 @@ def sentence_attention(model_name: str, sentence: str) -> Encoding:
 
 def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str, ...]:
     """The sentences as the model sees them (brackets removed). Lines without a target are dropped."""
-    out = []
-    for s in sentences:
-        try:
-            out.append(find_target(s, target).sentence)
-        except TargetError:
-            continue
-    return tuple(out)
+    return _clean_sentences(sentences, target, bad="drop")
 
 
 CHUNK = 50  # sentences per model call: large sets are encoded (and cached) chunk by chunk

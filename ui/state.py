@@ -13,7 +13,7 @@ Page controls:  value = url_int("layers_layer", default, lo, hi)  # before the w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -28,9 +28,16 @@ from lib.encoder import (
     model_label,
     split_model_key,
 )
+from lib.errors import ContextLensError
 from lib.presets import default_preset, load_presets, preset_by_id
-from lib.sentences import MAX_TEXT_CHARS, SentenceSet, pack_text, parse_sentence_set, unpack_text
-from lib.targets import find_target
+from lib.sentences import (
+    MAX_TEXT_CHARS,
+    SentenceSet,
+    clean_sentences,
+    pack_text,
+    parse_sentence_set,
+    unpack_text,
+)
 from ui import cache
 from ui.widgets import escape_md
 
@@ -256,7 +263,7 @@ def init_session() -> None:
             text = unpack_text(raw_text)
             target = (_url_value("target") or "")[:100]
             preset_id = CUSTOM
-        except ValueError as err:
+        except ContextLensError as err:  # a garbled or cut-off link
             _url_note(f"{err} The “{preset.target}” preset is shown instead.")
             target, text, preset_id = preset.target, preset.text, preset.id
     elif "toolong" in url:
@@ -467,18 +474,13 @@ def within_budget(ss: SentenceSet, model: str) -> tuple[SentenceSet, str]:
     """The set cut to the word-piece budget (lib.budget): the first sentences that fit, and what was cut."""
     if not ss.sentences:
         return ss, ""
-    clean = []
-    for s in ss.sentences:
-        try:
-            clean.append(find_target(s, ss.target).sentence)
-        except TargetError:
-            clean.append(s)
+    clean = list(clean_sentences(ss.sentences, ss.target, bad="keep"))
     counts = [len(ids) for ids in cache.encoder(model).tokenizer(clean, add_special_tokens=True)["input_ids"]]
     cut = budget.fit_to_budget(counts)
     if not cut.dropped_note:  # shortened sentences are said by analysis() (Encoding.truncated)
         return ss, ""
     k = cut.kept
-    kept = replace(ss, sentences=ss.sentences[:k], senses=ss.senses[:k], lines=ss.lines[:k] if ss.lines else ())
+    kept = ss.subset(range(k))
     return kept, cut.dropped_note
 
 
@@ -549,12 +551,7 @@ def analysis(min_sentences: int = 1) -> Analysis:
     if len(tv.kept) < len(ss):
         for msg in tv.problems:
             st.warning(escape_md(msg))
-        ss = replace(
-            ss,
-            sentences=tuple(ss.sentences[i] for i in tv.kept),
-            senses=tuple(ss.senses[i] for i in tv.kept),
-            lines=tuple(ss.lines[i] for i in tv.kept) if ss.lines else (),
-        )
+        ss = ss.subset(tv.kept)
         if len(ss) < min_sentences:
             st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
             st.stop()

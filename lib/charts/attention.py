@@ -7,7 +7,6 @@ Rows are queries (the token that looks), columns are keys (the token looked at).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from lib.attention import SpecialTokenShare, downsample_labels, pool_attention
-from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, SEQUENTIAL, apply_layout
+from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, SEQUENTIAL, apply_layout, esc
 
 __all__ = [
     "ATTENTION_COLORSCALE",
@@ -37,7 +36,7 @@ _CELL_TEXT_MAX_TOKENS = 14  # write the value into each cell up to this many tok
 
 def _safe(labels: Sequence[str]) -> list[str]:
     """Labels as plotly shows them: its hover and tick text understand a little HTML, so escape it."""
-    return [html.escape(str(s), quote=False) for s in labels]
+    return [esc(s) for s in labels]
 
 
 def _ticks(axis_labels: list[str], max_labels: int) -> dict:
@@ -111,7 +110,7 @@ def attention_heatmap(
         **_ticks(lab, max_labels),
     )
     apply_layout(fig)
-    fig.update_layout(title={"text": html.escape(title, quote=False)}, height=height or heatmap_height(n))
+    fig.update_layout(title={"text": esc(title)}, height=height or heatmap_height(n))
     return fig
 
 
@@ -133,7 +132,7 @@ def side_by_side_heatmaps(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=(html.escape(title_a, quote=False), html.escape(title_b, quote=False)),
+        subplot_titles=(esc(title_a), esc(title_b)),
         horizontal_spacing=0.14,
     )
     small = max(len(la), len(lb)) <= 10
@@ -307,7 +306,7 @@ def target_attention_bars(
     fig.update_xaxes(type="category", tickangle=-60 if n > 8 else 0, **_ticks(lab, max_labels))
     apply_layout(fig)
     fig.update_layout(
-        title={"text": html.escape(title, quote=False)},
+        title={"text": esc(title)},
         height=560,
         bargap=0.15,
         margin={"t": 100 if title else 50},
@@ -388,7 +387,7 @@ def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = No
                 y=np.asarray(values, dtype=float),
                 name=name,
                 marker_color=color,
-                hovertemplate=f"%{{x}}: {html.escape(name)} gets %{{y:.1%}} of the attention<extra></extra>",
+                hovertemplate=f"%{{x}}: {esc(name)} gets %{{y:.1%}} of the attention<extra></extra>",
             )
         )
     fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="share of attention")

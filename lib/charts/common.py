@@ -7,8 +7,10 @@ the same sense keeps its colour on every chart of a page.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
+import numpy as np
 import plotly.graph_objects as go
 
 # Okabe-Ito, reordered so the first colours are the most distinct on a projector.
@@ -23,6 +25,9 @@ SENSE_COLORS = (
     "#000000",  # black
 )
 NO_SENSE_COLOR = "#7F7F7F"
+# Pairs of sentences: the same two colours on every chart that compares same- and different-sense pairs.
+SAME_COLOR = SENSE_COLORS[2]  # bluish green
+DIFFERENT_COLOR = SENSE_COLORS[4]  # vermillion
 CONTEXT_COLOR = "#BBBBBB"
 # Sequential scale for similarities and attention weights (perceptually uniform, colour-blind safe).
 SEQUENTIAL = "Viridis"
@@ -56,6 +61,19 @@ def group_senses(senses: Sequence[str | None], max_senses: int = MAX_SENSES) -> 
     return [s if (not s or s in keep) else other for s in senses]
 
 
+def esc(text: object) -> str:
+    """User text made safe for plotly, whose titles, ticks, legends and hovers read a little HTML.
+
+    The one escape for every chart module (``<``, ``>`` and ``&`` become entities; quotes stay).
+    """
+    return html.escape(str(text), quote=False)
+
+
+def finite(values) -> np.ndarray:
+    """Values as float64 with NaN and ±inf replaced by 0: a chart never shows NaN."""
+    return np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+
+
 def sense_color_map(senses: Sequence[str | None]) -> dict[str | None, str]:
     """A colour for each distinct sense, in order of first appearance; None (no label) is grey."""
     colors: dict[str | None, str] = {}
@@ -66,6 +84,29 @@ def sense_color_map(senses: Sequence[str | None]) -> dict[str | None, str]:
             named = [k for k in colors if k is not None]
             colors[s] = SENSE_COLORS[len(named) % len(SENSE_COLORS)]
     return colors
+
+
+def sense_ticks(
+    labels: Sequence[str],
+    senses: Sequence[str | None],
+    *,
+    order: Sequence[int] | None = None,
+    names: bool = True,
+) -> list[str]:
+    """Tick labels (escaped) that start with a bar in their sentence's sense colour, for heatmap axes.
+
+    labels, senses: one per sentence; order: which sentences to label, in axis order (default all, as
+    given); colours are assigned over the full ``senses`` in order of first appearance, so a sense keeps
+    its colour whatever the order. ``names=False`` draws the bar without the sense name. A sentence
+    without a sense gets its plain label.
+    """
+    colors = sense_color_map(senses)
+    out = []
+    for i in range(len(labels)) if order is None else order:
+        s, lab = senses[i], esc(labels[i])
+        name = f"{esc(s)} " if names else ""
+        out.append(f"<span style='color:{colors[s]}'>{name}▍</span>{lab}" if s else lab)
+    return out
 
 
 def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:

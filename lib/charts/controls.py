@@ -6,13 +6,12 @@ escaped here (model names can be typed by a learner).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import SENSE_COLORS, apply_layout
+from lib.charts.common import SENSE_COLORS, apply_layout, esc
 
 PROBE_COLOR = SENSE_COLORS[0]
 CONTROL_COLOR = "#7F7F7F"
@@ -77,7 +76,7 @@ def probe_chart(
             hoverinfo="skip",
         )
     )
-    apply_layout(fig, title=html.escape(title), height=420)
+    apply_layout(fig, title=esc(title), height=420)
     fig.update_layout(
         xaxis={"title": {"text": "layer"}, "tickvals": x, "ticktext": list(names)},
         yaxis={"title": {"text": "share of held-out sentences right"}, "range": [0, 1.08], "tickformat": ".0%"},
@@ -112,14 +111,14 @@ def two_model_chart(
                 y=v,
                 mode="lines+markers",
                 line={"color": color, "dash": dash, "width": 3},
-                name=html.escape(label),
+                name=esc(label),
                 customdata=np.arange(L + 1),
-                hovertemplate=f"{html.escape(label)}<br>layer %{{customdata}}: %{{y:.3f}}<extra></extra>",
+                hovertemplate=f"{esc(label)}<br>layer %{{customdata}}: %{{y:.3f}}<extra></extra>",
             )
         )
     if zero_line:
         fig.add_hline(y=0, line={"color": "#999999", "width": 1})
-    apply_layout(fig, title=html.escape(title), height=440)
+    apply_layout(fig, title=esc(title), height=440)
     fig.update_layout(
         xaxis={
             "title": {"text": "relative depth (layer / number of layers)" if relative else "layer"},

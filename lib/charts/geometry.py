@@ -7,28 +7,30 @@ Builders take plain arrays and labels and return plotly Figures; user text is es
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from html import escape
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import SEQUENTIAL, apply_layout, sense_color_map
+from lib.charts.common import (
+    DIFFERENT_COLOR,
+    SAME_COLOR,
+    SEQUENTIAL,
+    apply_layout,
+    sense_ticks,
+)
+from lib.charts.common import esc as escape
+from lib.charts.common import finite as _finite
 
 # One colour and dash per treatment, the same on every chart (Okabe-Ito colours).
 TREATMENT_STYLE = {
-    "raw": ("#000000", "solid"),
+    "none": ("#000000", "solid"),
     "zscore": ("#0072B2", "solid"),
     "whiten": ("#009E73", "dash"),
     "topk": ("#D55E00", "dot"),
 }
 REFERENCE_COLOR = "#999999"
 DETAILED_HOVER_MAX = 60  # up to this many sentences the heatmap hover shows the sentences themselves
-
-
-def _finite(a) -> np.ndarray:
-    """Values as float with NaN/inf replaced by 0: a chart never shows NaN."""
-    return np.nan_to_num(np.asarray(a, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def anisotropy_by_layer(
@@ -116,14 +118,8 @@ def similarity_before_after(
     """
     A, B = _finite(before), _finite(after)
     n = len(labels)
-    safe = [escape(str(x)) for x in labels]
-    colors = sense_color_map(senses)
-    if any(senses):
-        ticks = [
-            f"<span style='color:{colors[s]}'>▍</span>{lab}" for s, lab in zip(senses, safe, strict=True)
-        ]
-    else:
-        ticks = safe
+    safe = [escape(x) for x in labels]
+    ticks = sense_ticks(labels, senses, names=False)
     off = ~np.eye(n, dtype=bool)
     both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
     lo = float(np.floor(both.min() * 10) / 10)
@@ -285,7 +281,7 @@ def gap_bars(
     same = [values[k][0] for k in names]
     diff = [values[k][1] for k in names]
     fig = go.Figure()
-    for ys, label, color in ((same, "same sense", "#0072B2"), (diff, "different sense", "#E69F00")):
+    for ys, label, color in ((same, "same sense", SAME_COLOR), (diff, "different sense", DIFFERENT_COLOR)):
         y = [float(_finite(v)) if v is not None else None for v in ys]
         fig.add_trace(
             go.Bar(

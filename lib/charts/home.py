@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import SEQUENTIAL, apply_layout, group_senses, sense_color_map
+from lib.charts.common import SEQUENTIAL, apply_layout, esc, group_senses, sense_ticks
 from lib.charts.layers import CELL_TEXT_MAX, HOVER_MAX, MAX_TICK_LABELS, _thin
 
 
@@ -28,14 +27,8 @@ def before_after_heatmaps(
     """
     n = len(labels)
     senses = group_senses(senses)
-    safe = [escape(x) for x in labels]
-    colors = sense_color_map(senses)
-    if any(senses):
-        ticks = [
-            f"<span style='color:{colors[s]}'>{escape(s or '–')} ▍</span>{lab}" for s, lab in zip(senses, safe, strict=True)
-        ]
-    else:
-        ticks = safe
+    safe = [esc(x) for x in labels]
+    ticks = sense_ticks(labels, senses)
     both = np.concatenate([np.asarray(first).ravel(), np.asarray(last).ravel()])
     lo = float(np.floor(both.min() * 10) / 10) if both.size else 0.0
     lo = min(lo, 0.9)

@@ -9,7 +9,6 @@ to the layer lines, because they are not a further layer.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,14 +18,17 @@ from plotly.subplots import make_subplots
 
 from lib.charts.common import (
     CONTEXT_COLOR,
+    DIFFERENT_COLOR,
     DIVERGING,
     NO_SENSE_COLOR,
+    SAME_COLOR,
     SENSE_COLORS,
     SEQUENTIAL,
     apply_layout,
     group_senses,
-    sense_color_map,
+    sense_ticks,
 )
+from lib.charts.common import esc as _esc
 from lib.similarity import LayerReference
 
 __all__ = [
@@ -45,8 +47,6 @@ __all__ = [
     "readout_chart",
 ]
 
-SAME_COLOR = SENSE_COLORS[2]  # bluish green
-DIFFERENT_COLOR = SENSE_COLORS[4]  # vermillion
 ALL_PAIRS_COLOR = SENSE_COLORS[0]  # blue
 BASELINE_COLOR = NO_SENSE_COLOR
 REFERENCE_COLOR = "#555555"
@@ -54,10 +54,6 @@ BLOCK_LINE = "#222222"  # lines between sense blocks
 MAX_TICK_LABELS = 40
 CELL_TEXT_MAX = 14  # write the cosine into each cell up to this many sentences
 HOVER_MAX = 120  # above this many sentences a cell's hover names its row and column, not both sentences
-
-
-def _esc(text: str) -> str:
-    return html.escape(str(text), quote=False)
 
 
 def layer_names(num_layers: int) -> list[str]:
@@ -82,13 +78,7 @@ def subsample(order: Sequence[int], max_items: int) -> list[int]:
 
 
 def _sense_ticks(labels: Sequence[str], senses: Sequence[str | None], order: Sequence[int]) -> list[str]:
-    colors = sense_color_map(senses)
-    out = []
-    for i in order:
-        lab = _esc(labels[i])
-        s = senses[i]
-        out.append(f"<span style='color:{colors[s]}'>{_esc(s)} ▍</span>{lab}" if s else lab)
-    return out
+    return sense_ticks(labels, senses, order=order)
 
 
 def _thin(values: list, max_labels: int) -> list:

@@ -13,30 +13,25 @@ escaped here, because plotly reads a little HTML in hover and tick text.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from lib.charts.common import NO_SENSE_COLOR, SENSE_COLORS, apply_layout, sense_color_map
+from lib.charts.common import (
+    DIFFERENT_COLOR,
+    NO_SENSE_COLOR,
+    SAME_COLOR,
+    SENSE_COLORS,
+    apply_layout,
+    sense_color_map,
+)
+from lib.charts.common import esc as _esc
+from lib.charts.common import finite as _finite
 
-SAME_COLOR = SENSE_COLORS[2]  # bluish green, as on the Layer by layer page
-DIFFERENT_COLOR = SENSE_COLORS[4]  # vermillion
 HIGHLIGHT_COLOR = "#000000"
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "x", "star", "cross", "hexagon")
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=False)
-
-
-def _finite(a) -> np.ndarray:
-    arr = np.asarray(a, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError("the values to draw contain NaN or infinity")
-    return arr
 
 
 def centroid_scatter(

@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Sequence
-from html import escape
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from lib.charts.common import CONTEXT_COLOR, apply_layout, group_senses, sense_color_map
+from lib.charts.common import esc as escape
+from lib.charts.common import finite as _finite
 
 SYMBOLS_2D = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
 SYMBOLS_3D = ("circle", "square", "diamond", "cross", "x", "circle-open", "square-open", "diamond-open")
@@ -39,10 +40,6 @@ def _groups(senses: Sequence[str | None]) -> list[tuple[str | None, list[int]]]:
     for i, s in enumerate(senses):
         order.setdefault(s or None, []).append(i)
     return list(order.items())
-
-
-def _finite(coords) -> np.ndarray:
-    return np.nan_to_num(np.asarray(coords, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
 
 
 def projection_scatter(

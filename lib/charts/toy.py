@@ -8,13 +8,13 @@ Both use equal axis scales, so lengths and angles on screen are the true ones.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 
 from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, apply_layout
+from lib.charts.common import esc as _safe
 
 __all__ = ["token_colors", "vector_arrows", "warmup_arrows"]
 
@@ -24,10 +24,6 @@ _BASE_COLOR = "#555555"
 def token_colors(n: int) -> list[str]:
     """One colour per token, in order (the shared colour-blind-safe palette, repeating after 8)."""
     return [SENSE_COLORS[i % len(SENSE_COLORS)] for i in range(n)]
-
-
-def _safe(text: str) -> str:
-    return html.escape(str(text), quote=False)
 
 
 def _fmt(v: Sequence[float]) -> str:
