@@ -54,6 +54,8 @@ JS_ANSWER = """() => {
         .filter(g => Array.isArray(g.data) && g.data.length > 0);
     return alerts.length > 0 || charts.length > 0; }"""
 JS_MESSAGES = """() => Array.from(document.querySelectorAll('[data-testid="stAlert"]')).map(a => a.textContent)"""
+JS_CHANGED_MESSAGES = """(b) => JSON.stringify(Array.from(document.querySelectorAll('[data-testid="stAlert"]'))
+    .map(a => a.textContent)) !== JSON.stringify(b)"""
 
 
 def _status(pid: int, field: str) -> float:
@@ -121,8 +123,11 @@ def _upload(pg, data: bytes, name: str, apply_button: str | None):
     folder = Path(tempfile.mkdtemp(prefix="context-lens-bench-"))
     path = folder / name
     path.write_bytes(data)
+    before = pg.evaluate(JS_MESSAGES)
     t0 = time.perf_counter()
     pg.locator("input[type='file']").first.set_input_files(str(path))
+    if not apply_button:  # the page answers the upload itself: wait until its messages change
+        pg.wait_for_function(JS_CHANGED_MESSAGES, arg=before, timeout=TIMEOUT_MS)
     if apply_button:
         btn = pg.get_by_role("button", name=apply_button)
         btn.wait_for(timeout=TIMEOUT_MS)
@@ -131,12 +136,7 @@ def _upload(pg, data: bytes, name: str, apply_button: str | None):
         before = pg.evaluate(JS_MESSAGES)
         t0 = time.perf_counter()
         btn.click()
-        pg.wait_for_function(
-            "(b) => JSON.stringify(Array.from(document.querySelectorAll('[data-testid=\"stAlert\"]'))"
-            ".map(a => a.innerText)) !== JSON.stringify(b)",
-            arg=before,
-            timeout=TIMEOUT_MS,
-        )
+        pg.wait_for_function(JS_CHANGED_MESSAGES, arg=before, timeout=TIMEOUT_MS)
     return t0
 
 
@@ -230,7 +230,12 @@ def main(argv: list[str]) -> None:
         results.append(r)
         print(json.dumps(r, ensure_ascii=False), flush=True)
     out = ROOT / "benchmarks" / "hosting_results.json"
-    out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    old = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []
+    fresh = {r["case"] for r in results}
+    merged = [r for r in old if r["case"] not in fresh] + results  # a partial run replaces only its cases
+    merged.sort(key=lambda r: list(CASES).index(r["case"]) if r["case"] in CASES else len(CASES))
+    out.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    results = merged
     print("\n| input | answer | all charts | server CPU | floor: warm start page | peak RSS | server |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results:

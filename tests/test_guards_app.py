@@ -142,3 +142,20 @@ def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypat
     notes = " ".join(w.value for w in opened.sidebar.warning)
     assert "too long to travel in a link" in notes
     assert opened.session_state["cl_preset"] == default_preset().id
+
+
+def test_an_upload_longer_than_the_sentence_box_keeps_whole_lines_and_says_so(monkeypatch):
+    from ui import state
+
+    monkeypatch.setattr(state, "MAX_TEXT_CHARS", 400)
+    at = page_test("pages/layers.py", preset=default_preset().id).run()
+    rows = [f"river,The bank {k} of the wide and slow river was green." for k in range(20)]
+    csv = ("sense,sentence\n" + "\n".join(rows)).encode()
+    at.file_uploader(key="layers_upload").set_value(("long.csv", csv, "text/csv")).run()
+    at.button(key="layers_upload_apply").click().run()
+    assert not at.exception
+    text = at.session_state["cl_text"]
+    assert len(text) <= 400 and text.endswith(".")  # whole lines only
+    n_kept = text.count("\n") + 1
+    assert _warnings(at).count(f"only the first {n_kept} of 20 lines were kept") == 1
+    assert at.get("plotly_chart")

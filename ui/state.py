@@ -486,7 +486,16 @@ def within_budget(ss: SentenceSet, model: str) -> tuple[SentenceSet, str]:
 
 def set_sentences(text: str, target: str) -> None:
     """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'."""
-    st.session_state[K_TEXT] = text[:MAX_TEXT_CHARS]  # the sentence box's max_chars
+    if len(text) > MAX_TEXT_CHARS:  # the sentence box's max_chars: keep whole lines, and say so
+        kept = text[:MAX_TEXT_CHARS].rsplit("\n", 1)[0]
+        n_all, n_kept = text.count("\n") + 1, kept.count("\n") + 1
+        st.session_state["_cl_text_cut"] = (
+            kept,
+            f"The sentences were {len(text):,} characters long, more than the {MAX_TEXT_CHARS:,} the sentence box "
+            f"holds: only the first {n_kept} of {n_all} lines were kept.",
+        )
+        text = kept
+    st.session_state[K_TEXT] = text
     st.session_state[K_TARGET] = target
     st.session_state[K_PRESET] = CUSTOM
 
@@ -531,6 +540,9 @@ def analysis(min_sentences: int = 1) -> Analysis:
             )
         st.stop()
     model = model_name()
+    cut = st.session_state.get("_cl_text_cut")
+    if cut is not None and cut[0] == st.session_state.get(K_TEXT):
+        st.warning(escape_md(cut[1]))
     note = budget_note()
     if note:
         st.warning(escape_md(note))
