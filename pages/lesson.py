@@ -22,14 +22,14 @@ from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, state
-from ui.widgets import chart, download_figure, escape_md
+from ui.widgets import chart, download_figure, escape_md, intro
 
 STEPS = lesson.STEPS
 N = len(STEPS)
 K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
 
 st.title("Guided lesson")
-st.markdown(
+intro(
     f"{N - 1} short steps through the course, from one word's many vectors to attention worked out by hand. "
     "Each step shows the real model at work and asks one question; your answer is checked against the "
     "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat**, **bank** "
