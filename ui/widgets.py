@@ -39,8 +39,16 @@ def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
     return fig
 
 
-# plotly's toolbar only while the pointer is on the chart (a tap on a phone), without the plotly logo
-PLOTLY_CONFIG = {"displayModeBar": "hover", "displaylogo": False}
+# plotly's toolbar only while the pointer is on the chart (a tap on a phone), without the plotly logo, and
+# with two buttons (save as PNG, reset the axes) instead of ten, so it never spreads over a chart's title
+PLOTLY_CONFIG = {
+    "displayModeBar": "hover",
+    "displaylogo": False,
+    "modeBarButtonsToRemove": [
+        "zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d",
+        "zoom3d", "pan3d", "orbitRotation", "tableRotation", "resetCameraLastSave3d",
+    ],
+}
 
 
 def chart(
