@@ -42,6 +42,27 @@ JS_LAYOUT = """() => {
         viewportHeight: window.innerHeight,
     };
 }"""
+# Every visible control has an element that Tab reaches (a select's input, the checked radio of a group,
+# a slider's thumb, ...), unless the whole control is disabled.
+JS_KEYBOARD = """() => {
+  const widgets = ['stSelectbox', 'stRadio', 'stSlider', 'stNumberInput', 'stTextInput', 'stTextArea', 'stButton',
+    'stDownloadButton', 'stCheckbox', 'stToggle', 'stExpander', 'stFileUploader', 'stMultiSelect', 'stSelectSlider',
+    'stDataFrame', 'stBaseButton-headerNoPadding', 'stExpandSidebarButton'];
+  const tabbable = 'button, input, textarea, select, summary, a[href], [tabindex]';
+  const out = []; let checked = 0;
+  for (const id of widgets) {
+    for (const w of document.querySelectorAll(`[data-testid="${id}"]`)) {
+      const r = w.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      checked += 1;
+      const els = [w, ...w.querySelectorAll(tabbable)];
+      if (!els.some(e => e.tabIndex >= 0 && !e.disabled && e.getAttribute('aria-disabled') !== 'true')
+          && !els.some(e => e.disabled || e.getAttribute('aria-disabled') === 'true'))
+        out.push(id + ': ' + w.innerText.slice(0, 40));
+    }
+  }
+  return {checked, unreachable: out};
+}"""
 JS_AXE = """async (tags) => {
     const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
     return result.violations.map(v => ({
@@ -85,6 +106,12 @@ def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, titl
         assert layout["chartTop"] < layout["viewportHeight"], (
             f"{title}: the main chart starts at y = {layout['chartTop']:.0f} px, below the first screen"
         )
+    keyboard = page.evaluate(JS_KEYBOARD)
+    assert keyboard["checked"] > 0 and not keyboard["unreachable"], f"{title}: not reachable by Tab: {keyboard}"
+    if screen == "phone":  # a second picture with the main chart in view
+        page.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").first.scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        screenshot(page, shots_dir, f"{Path(path).stem}-{screen}-chart")
     violations = axe_violations(page)
     assert not violations, f"{title} ({screen}): axe-core found {violations}"
     assert not page.errors, page.errors
