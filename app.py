@@ -29,7 +29,7 @@ st.set_page_config(
     page_title="Context Lens",
     page_icon=":material/lens_blur:",
     layout="wide",
-    initial_sidebar_state="collapsed" if presenter_url else "expanded",
+    initial_sidebar_state="collapsed" if presenter_url else "auto",  # "auto": collapsed on a phone
 )
 
 state.begin_run()

@@ -37,7 +37,7 @@ from lib.similarity import (
 )
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, shared_chart
+from ui.widgets import chart, escape_md, intro, shared_chart
 
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
@@ -59,7 +59,7 @@ def fmt(x: float, digits: int = 2) -> str:
 
 # ------------------------------------------------------------------------------------------- intro
 st.title("Anisotropy: why raw cosine misleads")
-st.markdown(
+intro(
     "In many contextual models the vectors do not spread evenly in all directions: they sit in a narrow "
     "cone, and a few “rogue” dimensions with very large values dominate cosine (course §4.2). In BERT-base, "
     f"two random words average a cosine of up to {max(ETHAYARAJH_2019_BERT_BASE.anisotropy):.2f} "

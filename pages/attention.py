@@ -30,12 +30,12 @@ from lib.charts.attention import (
     target_attention_by_layer,
 )
 from ui import cache, state
-from ui.widgets import chart, escape_md, shared_chart
+from ui.widgets import chart, escape_md, intro, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
 st.title("Attention")
-st.markdown(
+intro(
     "In every layer, each word piece asks a question of all the others and takes a weighted mix of their "
     "answers. Its **query** (Q) says what it is looking for at this layer, each **key** (K) says what a word "
     "piece has to offer, and each **value** (V) is what gets passed on when that word piece is picked. "
@@ -286,9 +286,9 @@ st.markdown(
     )
     + ", and the layer's own weights read from the model file."
 )
-st.latex(
-    r"Q = H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V,\qquad "
-    r"\alpha = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)"
+st.latex(  # one line each, so the formula fits a phone's width without a scroll bar
+    r"\begin{aligned} Q &= H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V \\"
+    r"\alpha &= \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) \end{aligned}"
 )
 try:
     rec = recompute_attention(enc, att_encoding, 0, layer, head)

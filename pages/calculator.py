@@ -15,7 +15,7 @@ from lib import toy_attention as ta
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
 from ui import state
-from ui.widgets import chart
+from ui.widgets import chart, intro
 from ui.widgets import escape_md as md
 
 DEFAULTS = {
@@ -130,7 +130,7 @@ def reset_warmup() -> None:
 # --- page -----------------------------------------------------------------------------------------------
 
 st.title("Toy attention calculator")
-st.markdown(
+intro(
     "Self-attention by hand, on numbers small enough to check with a pencil. The page starts on the course's "
     "worked example (“The cat sat”, d = 2, Q = K = V = X, no scaling), walks through every step with one "
     "cell's arithmetic written out, and then lets you change anything: the words, every number, the "
@@ -139,11 +139,12 @@ st.markdown(
 
 # ---- 1. warm-up ----------------------------------------------------------------------------------------
 st.header("1. Warm-up: a base vector plus a context shift")
-st.markdown(
+intro(
     "Before any attention: the course's beginner lesson models a contextual vector as *the word's base "
     "vector + a shift that the context adds*. “bank” starts at [0.5, 0.5]; a finance context pushes it by "
     "[0.3, −0.2] towards *money*, a nature context by [−0.2, 0.3] towards *river*. Attention (below) is the "
-    "real mechanism that computes such a shift from the other words in the sentence."
+    "real mechanism that computes such a shift from the other words in the sentence.",
+    label="About the warm-up",
 )
 warm_edit = st.data_editor(
     ss["calc_warm_base"],

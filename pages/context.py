@@ -27,7 +27,7 @@ from lib.context import (
 )
 from lib.targets import TargetError, find_target
 from ui import cache, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, intro
 
 REPLACEMENTS = {
     "mask": "[MASK] (each word piece)",
@@ -39,7 +39,7 @@ DONE = {"mask": "masked", "unk": "replaced by [UNK]", "delete": "deleted"}
 MAX_TYPED = 300
 
 st.title("What moves the word")
-st.markdown(
+intro(
     "The course's whole argument is that **the context pushes a word towards one meaning**. Here you can "
     "test it on the real model: take one sentence, hide one word at a time, and measure how far the "
     "target's vector moves (1 − cosine between its vector in the full sentence and in the edited one). "

@@ -3,13 +3,13 @@
 import numpy as np
 import streamlit as st
 
-from lib.charts.home import before_after_heatmaps
+from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
 from lib.similarity import chance_phrase, cosine_matrix, sense_similarity
 from ui import cache, state
-from ui.widgets import escape_md, shared_chart
+from ui.widgets import download_figure, escape_md, intro, sentence_table, shared_chart
 
 st.title("Context Lens")
-st.markdown(
+intro(
     "A static word vector gives **bank** one fixed vector, whether you sit on a river bank or open an "
     "account at a bank. A transformer encoder gives every *occurrence* its own vector, computed from the "
     "whole sentence: the word keeps its identity and the context pushes it toward one meaning. This app "
@@ -25,18 +25,35 @@ last_cos = cosine_matrix(tv.vectors[:, last, :])
 word = escape_md(ss.target or "the target")
 
 st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
-fig = cache.shared_figure(  # built once per set and model, shared by reruns and sessions
-    "home_heatmaps",
-    (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels)),
-    lambda: before_after_heatmaps(
-        first_cos,
-        last_cos,
-        ss.labels,
-        ss.senses,
-        ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers of attention"),
-    ),
+# two charts in two columns: side by side on a laptop or projector, one under the other on a phone; each
+# figure is built once per set and model and shared by reruns and sessions (ui.cache.shared_figure)
+floor = shared_floor(first_cos, last_cos)
+titles = (
+    "Layer 0: embeddings (word piece + position + segment)",
+    f"Layer {last}: after {last} layers of attention",
 )
-shared_chart(fig, key="home_heatmaps", download="context_lens_before_after")
+fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
+for col, m, title, name, scale in zip(
+    st.columns(2, gap="medium"),
+    (first_cos, last_cos),
+    titles,
+    ("home_heatmap_first", "home_heatmap_last"),
+    (False, True),
+    strict=True,
+):
+    with col:
+        st.markdown(f"**{title}**")
+        shared = cache.shared_figure(
+            name,
+            fig_key,
+            lambda m=m, scale=scale: similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=floor, show_scale=scale),
+        )
+        shared_chart(shared, key=name, share=0.5)
+sentence_table(ss.sentences, ss.senses)
+both = cache.shared_figure(
+    "home_heatmaps", fig_key, lambda: before_after_heatmaps(first_cos, last_cos, ss.labels, ss.senses, titles)
+)
+download_figure(both.fig, "context_lens_before_after", key="home_heatmaps_download")
 
 iu = np.triu_indices(len(ss), k=1)
 lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())

@@ -46,7 +46,7 @@ from lib.similarity import (
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, intro, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -192,7 +192,7 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
 
 # ------------------------------------------------------------------------------------- page
 st.title("Layer by layer")
-st.markdown(
+intro(
     "The same word gets a new vector in every sentence, and the encoder builds it up layer by layer. "
     "This page follows **one word across all the sentences of the set**: how similar its vectors are at "
     "each layer, whether sentences with the same sense end up closer than sentences with different "
@@ -295,6 +295,7 @@ if view == "one":
         key="layers_matrix",
         download="context_lens_similarity",
     )
+    sentence_table(ss.sentences, ss.senses)
 else:
     order = sense_order(senses)
     sample = subsample(order, SMALL_MULTIPLES_MAX)

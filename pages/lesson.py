@@ -22,14 +22,14 @@ from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, state
-from ui.widgets import chart, download_figure, escape_md
+from ui.widgets import chart, download_figure, escape_md, intro
 
 STEPS = lesson.STEPS
 N = len(STEPS)
 K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
 
 st.title("Guided lesson")
-st.markdown(
+intro(
     f"{N - 1} short steps through the course, from one word's many vectors to attention worked out by hand. "
     "Each step shows the real model at work and asks one question; your answer is checked against the "
     "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat**, **bank** "
@@ -57,11 +57,12 @@ def _move(delta: int) -> None:
 
 
 titles = {k: f"{k}. {s.title}" + (" ✓" if s.id in solved() else "") for k, s in enumerate(STEPS, start=1)}
-st.selectbox("Step", options=list(range(1, N + 1)), key=K_STEP, format_func=titles.get)
+pick, progress = st.columns([3, 2], vertical_alignment="bottom")  # one row on a laptop, stacked on a phone
+pick.selectbox("Step", options=list(range(1, N + 1)), key=K_STEP, format_func=titles.get)
 k = st.session_state[K_STEP]
 step = STEPS[k - 1]
 n_questions = N - 1
-st.progress(
+progress.progress(
     len(solved() - {"summary"}) / n_questions,
     text=f"{len(solved() - {'summary'})} of {n_questions} questions solved",
 )
@@ -451,7 +452,7 @@ RENDER = {
 # ----------------------------------------------------------------------------------------- the page
 st.header(f"Step {k} of {N}: {step.title}")
 st.caption(("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
-st.markdown(step.text)
+intro(step.text, label="About this step")  # folded in presenter mode: the chart comes first on a projector
 try:
     question = RENDER[step.id]()
 except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug

@@ -28,7 +28,7 @@ from lib.projection import (
 )
 from lib.similarity import other_token_masks
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, shared_chart
+from ui.widgets import chart, escape_md, intro, shared_chart
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -57,7 +57,7 @@ def cached_layers(H: np.ndarray, method: str) -> list[Projection]:
 
 # ------------------------------------------------------------------------------------------- intro
 st.title("Projections: the word's vectors on a flat map")
-st.markdown(
+intro(
     "A vector has hundreds of numbers; to look at it we squash it to 2 or 3. **PCA** turns the space so that "
     "its first axes carry the most variance and drops the rest. Distances on its map are straight-line "
     "(Euclidean) distances of the projected points: they can only be shorter than in the full space, never "

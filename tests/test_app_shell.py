@@ -86,8 +86,10 @@ def test_unlabelled_set_suggests_labels():
 def test_presenter_link():
     at = run_app({"presenter": "1"})
     assert at.session_state["cl_presenter"] is True
-    styles = [m for m in at.markdown if m.proto.allow_html]
-    assert styles and all("<style>" in m.value for m in styles)  # only our own CSS is unsafe HTML
+    assert not [m for m in at.markdown if m.proto.allow_html]  # no unsafe markdown at all
+    styles = [h.proto.body for h in at.get("html")]
+    assert any("font-size: 22px" in b for b in styles)  # the presenter's large type (our own CSS only)
+    assert all(b.strip().startswith("<style>") for b in styles)
     assert query(at).get("presenter") == "1"
 
 

@@ -581,8 +581,8 @@ _PRESENTER_CSS = """
 <style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.5; }
-h1 { font-size: 3rem !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+h1 { font-size: 2.3rem !important; padding-top: 0 !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.2rem 2rem 4rem 2rem; }
 /* captions: larger and dark (Streamlit draws them at 60% opacity, which fades away on a projector) */
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.05rem !important; color: #222 !important; opacity: 1 !important; }
 /* widgets: labels, chosen values, dropdown options, radio options, buttons, expanders */
@@ -599,7 +599,23 @@ button p { font-size: 1.15rem !important; }
 """
 
 
+# Always: numbers in heatmap cells that plotly shrank below 9 px to fit a narrow screen are hidden (hover
+# still shows each value; lib.charts.common.fit_cell_text does the same on the server for the assumed width).
+_TINY_CELL_TEXT = ",\n".join(
+    f'.js-plotly-plot .heatmap-label text[style*="font-size: {px}px;"]' for px in range(1, 9)
+)
+_BASE_CSS = f"""
+<style>
+{_TINY_CELL_TEXT} {{ display: none; }}
+/* a disabled control's label: dimmed, but still readable (4.5:1 on white; Streamlit draws it at 2.6:1) */
+label[data-testid="stWidgetLabel"][disabled] p {{ color: #595959 !important; }}
+/* display formulas: no scroll region of their own (keyboard users could not scroll it); smaller on phones */
+.katex-display {{ overflow: visible !important; }}
+@media (max-width: 640px) {{ .katex-display {{ font-size: 0.85em; }} }}
+</style>
+"""
+
+
 def apply_presenter_style() -> None:
-    """Large type for a projector (static CSS of ours, no user text)."""
-    if presenter():
-        st.markdown(_PRESENTER_CSS, unsafe_allow_html=True)
+    """Large type for a projector, and the rules every screen needs (static CSS of ours, no user text)."""
+    st.html(_BASE_CSS + (_PRESENTER_CSS if presenter() else ""))

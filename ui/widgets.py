@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from lib.charts.common import presenter_layout
+from lib.charts.common import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, fit_cell_text, presenter_layout
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
 
@@ -39,12 +39,25 @@ def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
     return fig
 
 
+# plotly's toolbar only while the pointer is on the chart (a tap on a phone), without the plotly logo, and
+# with two buttons (save as PNG, reset the axes) instead of ten, so it never spreads over a chart's title
+PLOTLY_CONFIG = {
+    "displayModeBar": "hover",
+    "displaylogo": False,
+    "modeBarButtonsToRemove": [
+        "zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d",
+        "zoom3d", "pan3d", "orbitRotation", "tableRotation", "resetCameraLastSave3d",
+    ],
+}
+
+
 def chart(
     fig: go.Figure | dict,
     *,
     key: str | None = None,
     download: str | None = None,
     name_model: bool = True,
+    share: float = 1.0,
     **kwargs,
 ) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
@@ -52,11 +65,16 @@ def chart(
     ``download``: a file name stem; adds a button that saves the figure as interactive HTML (made only
     when clicked, so reruns stay fast). With random weights in use, the title says so ("… (random
     weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
+    ``share``: the fraction of the page's width the chart gets (0.5 in one of two columns); numbers in
+    heatmap cells are hidden when cells that narrow cannot hold them (lib.charts.common.fit_cell_text).
     """
     note = weights_note() if name_model else None
     if note:
         fig = name_weights(fig, note)
-    shown = presenter_layout(go.Figure(fig)) if st.session_state.get("cl_presenter") else fig
+    presenting = bool(st.session_state.get("cl_presenter"))
+    shown = presenter_layout(go.Figure(fig)) if presenting else go.Figure(fig)
+    fit_cell_text(shown, (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share)
+    kwargs.setdefault("config", PLOTLY_CONFIG)
     st.plotly_chart(shown, key=key, **kwargs)
     if download:
         download_figure(fig, download, key=f"{key or download}_download")
@@ -86,3 +104,27 @@ def shared_chart(shared, *, key: str, layout: dict | None = None, download: str 
         if layout:
             shared.fig.update_layout(**layout)
         chart(shared.fig, key=key, download=download, **kwargs)
+
+
+def intro(text: str, *, label: str = "About this page") -> None:
+    """A page's introduction: shown as is, or folded into an expander called ``label`` in presenter mode so
+    that the page's main chart fits on a 1280x720 projector without scrolling. ``text`` is the page's own
+    markdown."""
+    if st.session_state.get("cl_presenter"):
+        with st.expander(label, icon=":material/info:"):
+            st.markdown(text)
+    else:
+        st.markdown(text)
+
+
+def sentence_table(sentences, senses, *, label: str = "The sentences (S1, S2, …)", expanded: bool = False) -> None:
+    """The sentences behind a chart's S1…Sn labels, as a plain table (user text shown literally), in an
+    expander: the chart's text alternative, and the full labels a phone has no room for."""
+    import pandas as pd
+
+    rows = {"": [f"S{i + 1}" for i in range(len(sentences))]}
+    if any(senses):
+        rows["sense"] = [escape_md(s) if s else "–" for s in senses]
+    rows["sentence"] = [escape_md(s) for s in sentences]  # st.table renders markdown: show user text literally
+    with st.expander(label, expanded=expanded):
+        st.table(pd.DataFrame(rows).set_index(""))

@@ -8,6 +8,8 @@ the same sense keeps its colour on every chart of a page.
 from __future__ import annotations
 
 import html
+import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,8 +38,6 @@ DIVERGING = "RdBu_r"
 
 BASE_FONT = 14
 PRESENTER_FONT = 22
-# Numbers written inside heatmap cells: larger, but still fitting a 12 x 12 grid at full width.
-PRESENTER_CELL_FONT = 14
 PRESENTER_TEXT = "#111111"  # the theme's text colour (.streamlit/config.toml)
 
 
@@ -161,8 +161,8 @@ def presenter_layout(fig: go.Figure) -> go.Figure:
     big.update_coloraxes(colorbar=colorbar)
     for trace in big.data:
         if trace.type == "heatmap":
-            if trace.texttemplate or trace.text is not None:
-                trace.textfont.size = PRESENTER_CELL_FONT
+            # cell numbers keep plotly's automatic size: it fits the drawn cell, capped at the (larger)
+            # layout font, so they grow on a projector and never overlap (see fit_cell_text)
             if not trace.coloraxis:
                 trace.colorbar.update(colorbar)
         elif trace.type in ("scatter", "scattergl"):
@@ -179,3 +179,133 @@ def presenter_layout(fig: go.Figure) -> go.Figure:
     if big.layout.height:
         big.update_layout(height=int(big.layout.height * 1.25))
     return big
+
+
+# --------------------------------------------------------------------------- fitting charts to the screen
+# Numbers written in heatmap cells. plotly.js sizes them itself when textfont.size is unset ("auto"): the
+# largest font at which the widest text fits the drawn cell, capped at the layout font. A character is taken
+# as CHAR_WIDTH font sizes wide and a line as LINE_HEIGHT font sizes tall (plotly's LINE_SPACING = 1.3).
+CHAR_WIDTH = 0.65
+LINE_HEIGHT = 1.3
+MIN_CELL_FONT = 9  # px; numbers that would be drawn smaller are hidden (hover still gives them)
+# The width (px) a full-width chart gets when the server cannot know the screen: a laptop's main column with
+# the sidebar open (1366 - 300 - padding), and a 1280-px projector in presenter mode (sidebar closed,
+# 2rem side padding at 22-px type). Narrower screens shrink the numbers further (plotly's automatic size),
+# and the page's CSS hides any that end up below MIN_CELL_FONT (ui.state).
+ASSUMED_WIDTH_PX = 980
+PRESENTER_WIDTH_PX = 1190
+_PLOTLY_DEFAULT_HEIGHT = 450
+_PLOTLY_DEFAULT_MARGIN = 80
+_COLORBAR_PX = 90  # a colour bar with its tick labels and title
+_TAG = re.compile(r"<[^>]*>")
+
+
+def cell_text_size(
+    cell_w: float, cell_h: float, chars: int, *, lines: int = 1, max_size: int, min_size: int = MIN_CELL_FONT
+) -> int | None:
+    """Font size (px) for text of ``chars`` characters on ``lines`` lines in a ``cell_w`` x ``cell_h`` px
+    heatmap cell, or None when it would be smaller than ``min_size`` (the text should then be hidden).
+
+    The rule is plotly.js's own automatic heatmap text size, so the estimate agrees with what it draws:
+    size = min(cell_w / chars / CHAR_WIDTH, cell_h / lines / LINE_HEIGHT, max_size), rounded down.
+    """
+    if chars <= 0 or lines <= 0 or cell_w <= 0 or cell_h <= 0:
+        return None
+    size = min(math.floor(cell_w / chars / CHAR_WIDTH), math.floor(cell_h / lines / LINE_HEIGHT), int(max_size))
+    return size if size >= min_size else None
+
+
+def _axis_domain(fig: go.Figure, axis_ref: str | None, letter: str) -> tuple[float, float]:
+    name = (axis_ref or letter).replace(letter, f"{letter}axis", 1)
+    axis = fig.layout[name] if name in fig.layout else None  # noqa: SIM401 (a plotly Layout has no .get)
+    domain = axis.domain if axis is not None and axis.domain else (0.0, 1.0)
+    return float(domain[0]), float(domain[1])
+
+
+def _label_px(ticktext, font: float) -> float:
+    """Rough width (px) of the widest tick label (HTML tags stripped)."""
+    if not ticktext:
+        return 3 * font * CHAR_WIDTH
+    return max(len(_TAG.sub("", str(t))) for t in ticktext) * font * CHAR_WIDTH + 8
+
+
+def heatmap_cell_px(fig: go.Figure, trace: go.Heatmap, width_px: float) -> tuple[float, float]:
+    """Estimated width and height (px) of one cell of a heatmap trace when ``fig`` is drawn ``width_px`` wide.
+
+    Uses the figure's height and margins, the trace's axis domain, the widest y tick label and a colour bar.
+    """
+    z = trace.z if trace.z is not None else ()
+    rows = len(z)
+    cols = max((len(r) for r in z), default=0)
+    if rows == 0 or cols == 0:
+        return 0.0, 0.0
+    lay = fig.layout
+    font = float(lay.font.size or 12)
+    margin = lay.margin
+    left = margin.l if margin.l is not None else _PLOTLY_DEFAULT_MARGIN
+    right = margin.r if margin.r is not None else _PLOTLY_DEFAULT_MARGIN
+    top = margin.t if margin.t is not None else _PLOTLY_DEFAULT_MARGIN
+    bottom = margin.b if margin.b is not None else _PLOTLY_DEFAULT_MARGIN
+    yname = (trace.yaxis or "y").replace("y", "yaxis", 1)
+    yaxis = lay[yname] if yname in lay else None  # noqa: SIM401 (a plotly Layout has no .get)
+    ticks = yaxis.ticktext if yaxis is not None and yaxis.ticktext else None
+    has_bar = lay.coloraxis.showscale is not False if trace.coloraxis else trace.showscale is not False
+    plot_w = width_px - left - right - _label_px(ticks, font) - (_COLORBAR_PX if has_bar else 0)
+    plot_h = (lay.height or _PLOTLY_DEFAULT_HEIGHT) - top - bottom - 2.5 * font  # minus the x tick labels
+    x0, x1 = _axis_domain(fig, trace.xaxis, "x")
+    y0, y1 = _axis_domain(fig, trace.yaxis, "y")
+    return max(plot_w, 0.0) * (x1 - x0) / cols, max(plot_h, 0.0) * (y1 - y0) / rows
+
+
+def _cell_chars(trace: go.Heatmap) -> int:
+    """Characters in the widest number a heatmap trace writes in its cells (its text, else its z formatted
+    with the template's format, e.g. ``%{z:.2f}``)."""
+    if "%{text" in trace.texttemplate and trace.text is not None:
+        cells = (v for row in trace.text if row is not None for v in row)
+        return max((len(_TAG.sub("", str(v))) for v in cells), default=0)
+    spec = re.search(r"%\{z:([^}]*)\}", trace.texttemplate)
+    values = np.asarray(trace.z if trace.z is not None else [], dtype=float).ravel()
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0
+    try:
+        fmt = (spec.group(1) if spec else ".3g").replace("~", "")
+        return max(len(format(float(v), fmt)) for v in (values.min(), values.max()))
+    except ValueError:  # a d3 format Python does not read: assume four characters ("0.97")
+        return 4
+
+
+def fit_cell_text(fig: go.Figure, width_px: float, *, min_size: int = MIN_CELL_FONT) -> go.Figure:
+    """Numbers in heatmap cells that never overlap: changes ``fig`` in place and returns it.
+
+    For every heatmap trace that writes its values (``texttemplate``), estimate the cell size at
+    ``width_px`` (:func:`heatmap_cell_px`). If the widest number would be drawn below ``min_size`` px, the
+    numbers are hidden (the hover label still shows each value); otherwise the font size is left to plotly,
+    which fits it to the cell actually drawn (so it also shrinks on a narrower screen than assumed).
+    """
+    max_size = int(fig.layout.font.size or 12)
+    for trace in fig.data:
+        if trace.type != "heatmap" or not trace.texttemplate:
+            continue
+        chars = _cell_chars(trace)
+        lines = trace.texttemplate.count("<br>") + 1
+        w, h = heatmap_cell_px(fig, trace, width_px)
+        if cell_text_size(w, h, chars, lines=lines, max_size=max_size, min_size=min_size) is None:
+            trace.texttemplate = ""
+        else:
+            trace.textfont.size = None  # plotly's automatic size: fits the drawn cell
+    return fig
+
+
+def sentence_ticks(senses: Sequence[str | None]) -> list[str]:
+    """Short y tick labels S1…Sn, each after its sense label in the sense's colour (HTML for plotly).
+
+    Long sentence labels squeeze a chart to a strip on a phone; the full sentences go in the hover label and
+    in a table under the chart. Sense names are escaped here.
+    """
+    colors = sense_color_map(senses)
+    if not any(senses):
+        return [f"S{i + 1}" for i in range(len(senses))]
+    return [
+        f"<span style='color:{colors[s]}'>{esc(s or '–')} ▍</span>S{i + 1}" for i, s in enumerate(senses)
+    ]

@@ -78,7 +78,8 @@ def subsample(order: Sequence[int], max_items: int) -> list[int]:
 
 
 def _sense_ticks(labels: Sequence[str], senses: Sequence[str | None], order: Sequence[int]) -> list[str]:
-    return sense_ticks(labels, senses, order=order)
+    # "S3" only: a phone has no room for the sentence (it is in the hover)
+    return sense_ticks([lab.split(" ·")[0] for lab in labels], senses, order=order)
 
 
 def _thin(values: list, max_labels: int) -> list:
@@ -125,7 +126,7 @@ def similarity_heatmap(
     """The cosine matrix of one word's vectors across sentences.
 
     cosines: (n, n); labels: n unique short labels ('S3 · We sat on…'); senses: n labels or None.
-    Sentences are grouped by sense (``order``, default :func:`sense_order`) with thin dark lines
+    Rows are labelled by their number only (S3), the label is in the hover. Sentences are grouped by sense (``order``, default :func:`sense_order`) with thin dark lines
     between the sense blocks; tick labels carry the sense in its colour. ``zrange`` fixes the colour
     scale so that several layers can be compared; ``adjusted`` switches to a diverging scale centred
     on 0 (cosine minus the baseline).

@@ -151,7 +151,11 @@ def projection_scatter(
         if equal_axes:
             fig.update_yaxes(scaleanchor="x", scaleratio=1)
         height = 560
-    fig.update_layout(legend={"title_text": "sense", "itemsizing": "constant"})
+    # the legend under the plot: beside it, it would take a third of a phone's width
+    legend_y = -0.14 if dims == 2 else 0.0
+    fig.update_layout(
+        legend={"title_text": "sense", "itemsizing": "constant", "orientation": "h", "yanchor": "top", "y": legend_y, "x": 0}
+    )
     return apply_layout(fig, title=escape(title) if title else None, height=height)
 
 
