@@ -38,11 +38,18 @@ def hosted_mode(environ: dict[str, str] | None = None) -> bool:
 
 
 def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
-    """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id."""
+    """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
+
+    A random-weights key (``<id>#random-<seed>``, see lib.encoder.model_key) is allowed when its id is: it
+    has the same architecture and size, only fresh weights.
+    """
     allowed = allowed_models(environ)
     if allowed is None:
         return True
     wanted = (name or "").strip()
+    base, tag, seed = wanted.rpartition("#random-")
+    if tag and seed.isdigit() and len(seed) <= 10:
+        wanted = base.strip()
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
 
 

@@ -211,6 +211,10 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
+    # random weights of a listed model (or of the default) are that model's architecture: allowed
+    assert model_allowed("bert-base-uncased#random-3", env) and model_allowed("#random-0", env)
+    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", env)
+    assert not model_allowed("org/missing#random-0", env) and not model_allowed("/etc#random-1", env)
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):
