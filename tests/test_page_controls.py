@@ -120,3 +120,29 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
     i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or random"))
     i_two = next(i for i, v in enumerate(order) if str(v).startswith("2. Rogue dimensions"))
     assert i_note < i_two
+
+
+def test_layers_probe_on_the_pooled_vector(encoder):
+    """With "mean of last 4 layers" chosen, the probe and its control also run on that pooled vector; the
+    numbers match lib.probe on the mean of hidden states L-3..L computed here."""
+    import numpy as np
+
+    from lib.presets import preset_by_id
+    from lib.probe import probe_layers
+
+    at = page_test("pages/layers.py", preset="apple")
+    at.query_params["layers_pooling"] = "last4"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    ss = preset_by_id("apple").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    L = encoder.num_layers
+    pooled = tv.vectors[:, L - 3 : L + 1, :].mean(axis=1)
+    p = probe_layers(pooled[:, None, :], [ss.senses[i] for i in tv.kept])
+    line = next(m.value for m in at.markdown if m.value.startswith("On the pooled vector chosen above"))
+    assert f"the same probe gets **{p.accuracy[0]:.0%}**" in line
+    assert f"shuffled control {p.shuffled[0]:.0%} (95 % of shuffles at most {p.shuffled_high[0]:.0%})" in line
+    assert "last 4" in line
+    at.radio(key="layers_pooling").set_value("layer").run()
+    assert not any(m.value.startswith("On the pooled vector") for m in at.markdown)
+    assert np.isfinite(p.accuracy).all()
