@@ -225,6 +225,21 @@ STEPS: tuple[Step, ...] = (
         "the full sentence). The bars show where *bat* looks in the last layer (attention, mean over heads). "
         "Predict first, then see the measurement. The **What moves the word** page runs it on any sentence.",
     ),
+    # "Is the separation in the architecture or learned?" (issue 14): also before the summary, after
+    # "context", so every earlier step keeps its number and its progress bit.
+    Step(
+        "random",
+        "Is the separation in the architecture or learned?",
+        "Layer by layer",
+        False,
+        "bank",
+        "Compared to what? The same architecture with **random weights** (every weight drawn afresh by the "
+        "model's own initialiser, seed 0) reads the same *bank* sentences through the same tokenizer and the "
+        "same number of layers; only training is missing. Whatever the random copy shows too comes from the "
+        "architecture (mixing each word with its neighbours), not from anything learned. The blue line is the "
+        "trained model's same-sense minus different-sense cosine per layer, as in step 4. Predict the random "
+        "copy's line, then see it.",
+    ),
     Step(
         "summary",
         "Your evidence card",
@@ -1422,3 +1437,146 @@ def context_prediction(
         "hint, and not always a good one.",
     )
     return ContextPrediction(layer, options, values, question)
+
+
+# --------------------------------------------------------------------------------------------------
+# "Is the separation in the architecture or learned?" (issue 14): trained weights against random ones
+# --------------------------------------------------------------------------------------------------
+
+AS_TRAINED = "Yes, about as far as the trained model"
+SOME = "Yes, but clearly less far than the trained model"
+NOT_AT_ALL = "No: the gap stays where it is at layer 0"
+# A layer-0-to-last growth of the gap within this of another counts as "about the same" (cosine units).
+GROWTH_TIE = COSINE_TIE
+
+
+@dataclass(frozen=True)
+class ArchitectureCheck:
+    """The same sentences through trained and randomly initialised weights of one architecture.
+
+    trained_gap, random_gap: (L+1,) same-sense minus different-sense mean cosine per layer;
+    trained_auc, random_auc: (L+1,) pair-ranking AUC per layer (0.5 = chance; scale-free);
+    trained_growth, random_growth: gap at the last layer minus gap at layer 0, i.e. what the layers add;
+    finding: the result in one sentence for the summary; as_predicted: True when only training separates.
+    """
+
+    trained_gap: np.ndarray
+    random_gap: np.ndarray
+    trained_auc: np.ndarray
+    random_auc: np.ndarray
+    trained_growth: float
+    random_growth: float
+    question: Question
+    finding: str
+    as_predicted: bool
+
+    @property
+    def layer(self) -> int:
+        return len(self.trained_gap) - 1
+
+
+def _growth_choices(random_growth: float, trained_growth: float) -> set[str]:
+    """The choices that describe a random copy whose layers add ``random_growth`` to the gap."""
+    out = set()
+    if random_growth >= trained_growth - GROWTH_TIE:
+        out.add(AS_TRAINED)
+    if random_growth <= GROWTH_TIE:
+        out.add(NOT_AT_ALL)
+    if GROWTH_TIE < random_growth < trained_growth - GROWTH_TIE:
+        out.add(SOME)
+    return out
+
+
+def architecture_check(
+    trained: np.ndarray,
+    random: np.ndarray,
+    senses: Sequence[str | None],
+    target: str,
+    *,
+    seed: int = 0,
+    probes: tuple[object, object] | None = None,
+) -> ArchitectureCheck:
+    """Does a randomly initialised copy of the architecture separate the senses at the last layer?
+
+    trained, random: (n, L+1, H) the target's vectors of the same n sentences through the trained and the
+    random weights (same architecture, so the same L). The answer reads what the layers *add*: the gap at
+    the last layer minus the gap at layer 0, where there is no context yet; a growth within ``GROWTH_TIE``
+    of a boundary between two choices accepts both. probes: optionally the lib.probe.ProbeResult of the
+    trained and of the random vectors, quoted in the explanation (probe vs its shuffled-label control).
+    """
+    t, r = np.asarray(trained), np.asarray(random)
+    if t.shape[:2] != r.shape[:2]:
+        raise ValueError(f"the two models must read the same sentences at the same depth: {t.shape} vs {r.shape}")
+    _senses_ok(senses, t.shape[0])
+    ct, cr = layer_cosine_matrices(t), layer_cosine_matrices(r)
+    st_, sr = sense_similarity(ct, senses), sense_similarity(cr, senses)
+    if st_.gap is None or sr.gap is None:
+        raise StepNotApplicable("this step needs pairs of the same sense and pairs of different senses")
+    at, ar = pair_ranking_auc(ct, senses), pair_ranking_auc(cr, senses)
+    gt, gr = st_.gap, sr.gap
+    last = len(gt) - 1
+    grow_t, grow_r = float(gt[last] - gt[0]), float(gr[last] - gr[0])
+    h = GROWTH_TIE / 2
+    accepted = _growth_choices(grow_r - h, grow_t) | _growth_choices(grow_r, grow_t) | _growth_choices(grow_r + h, grow_t)
+    shown = _growth_choices(grow_r, grow_t)
+    answer = next(c for c in (NOT_AT_ALL, SOME, AS_TRAINED) if c in shown)
+    random_name = f"random weights (seed {seed})"
+    expl = (
+        f"With the trained weights the gap goes from {gt[0]:+.3f} at layer 0 to {gt[last]:+.3f} at layer {last} "
+        f"(the layers add {grow_t:+.3f}); with {random_name} from {gr[0]:+.3f} to {gr[last]:+.3f} (they add "
+        f"{grow_r:+.3f})."
+    )
+    if abs(gr[0]) > GROWTH_TIE:
+        expl += (
+            f" The random copy's gap at layer 0 ({gr[0]:+.3f}) holds no context: it comes from its random word "
+            f"piece and position vectors, i.e. from where '{target}' happens to sit in these sentences."
+        )
+    expl += (
+        f" Counted without the scale of the cosines: at layer {last}, a same-sense pair is closer than a "
+        f"different-sense pair in {at[last]:.0%} of comparisons with the trained weights and {ar[last]:.0%} "
+        "with random ones (50% is chance)."
+    )
+    if probes is not None:
+        pt, pr = probes
+        parts = []
+        for name, p in (("trained", pt), ("random", pr)):
+            acc, high = float(p.accuracy[last]), float(p.shuffled_high[last])
+            parts.append(
+                f"{name} {acc:.0%} against a control band up to {high:.0%}"
+                + (" (within the band)" if acc <= high + 1e-12 else "")
+            )
+        expl += f" A logistic-regression probe at layer {last} agrees: " + "; ".join(parts) + "."
+    if answer == NOT_AT_ALL:
+        expl += " What the trained model does here, it learned: the architecture alone does not do it."
+    elif answer == SOME:
+        expl += " Part of the separation comes from the architecture alone; training adds the rest."
+    else:
+        expl += " Here the architecture alone goes as far as training: the trained model's gap is no evidence of learning."
+    as_predicted = answer == NOT_AT_ALL and grow_t > GROWTH_TIE
+    if as_predicted:
+        finding = (
+            f"With {random_name} the layers add no separation to '{target}' (gap {gr[0]:+.3f} at layer 0, "
+            f"{gr[last]:+.3f} at layer {last}); the trained weights take it from {gt[0]:+.3f} to {gt[last]:+.3f}: "
+            "the separation was learned."
+        )
+    elif grow_t <= GROWTH_TIE:
+        finding = (
+            f"Between layer 0 and layer {last} the layers add no separation to '{target}' with the trained weights "
+            f"({grow_t:+.3f}) or with {random_name} ({grow_r:+.3f})."
+        )
+    else:
+        finding = (
+            f"A copy with {random_name} already adds {grow_r:+.3f} to the gap of '{target}' between layer 0 and "
+            f"layer {last}, against {grow_t:+.3f} with the trained weights: part of the separation comes from the architecture."
+        )
+    question = _choice(
+        f"A copy of this model with {random_name} reads the same '{target}' sentences. By the last layer "
+        f"(layer {last}), do its layers pull the senses apart?",
+        [AS_TRAINED, SOME, NOT_AT_ALL],
+        sorted(accepted),
+        expl,
+        "The blue line is what training gives. Ask yourself what random weights can know about meaning; "
+        "mixing each word with its neighbours is all they do.",
+        answer=answer,
+    )
+    return ArchitectureCheck(gt, gr, at, ar, grow_t, grow_r, question, finding, as_predicted)

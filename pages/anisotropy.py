@@ -26,7 +26,7 @@ from lib.corpus import (
     load_reference_corpus,
     parse_corpus_text,
 )
-from lib.encoder import DEFAULT_MODEL
+from lib.encoder import DEFAULT_MODEL, split_model_key
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
@@ -55,6 +55,36 @@ def curves_for(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) ->
 def fmt(x: float, digits: int = 2) -> str:
     """A number for the page text: never 'nan' or 'inf'."""
     return f"{x:.{digits}f}" if math.isfinite(x) else "–"
+
+
+# How much higher a random-weights twin's raw curve must peak to be "far more anisotropic": twice as high,
+# and at least this much higher in cosine.
+FAR_RATIO, FAR_DIFFERENCE = 2.0, 0.1
+
+
+def twin_sentence(model_name: str, other_name: str, curve: np.ndarray, other_curve: np.ndarray) -> str:
+    """Section 1's sentence on the trained vs random comparison of section 4 ("" for any other pair)."""
+    (b1, w1, _), (b2, w2, s2) = split_model_key(model_name), split_model_key(other_name)
+    if b1 != b2 or w1 == w2:
+        return ""
+    trained, random_ = (curve, other_curve) if w1 == "trained" else (other_curve, curve)
+    seed = s2 if w2 == "random" else split_model_key(model_name)[2]
+    pt, pr = float(np.max(trained)), float(np.max(random_))
+    kt, kr = int(np.argmax(trained)), int(np.argmax(random_))
+    head = (
+        f"**Trained or random (section 4).** With random weights (seed {seed}) the same architecture's raw "
+        f"curve peaks at {fmt(pr)} (layer {kr}); with the trained weights at {fmt(pt)} (layer {kt}). "
+    )
+    if pr >= FAR_RATIO * pt and pr - pt >= FAR_DIFFERENCE:
+        times = f"{pr / pt:.1f} times as high" if pt > 0 else "far higher"
+        return head + (
+            f"The random copy is **far more anisotropic** ({times}): much of the cone comes with the "
+            "architecture before any training (position embeddings, LayerNorm, residual sums), and training "
+            "spread these vectors out."
+        )
+    if pt >= FAR_RATIO * pr and pt - pr >= FAR_DIFFERENCE:
+        return head + "Here the cone is mostly learned: the random copy's vectors point in far more different directions."
+    return head + "The two cones are of a similar order here."
 
 
 # ------------------------------------------------------------------------------------------- intro
@@ -250,6 +280,7 @@ if show_bert:
             "similarity, and its raw curve stays far below BERT-base's."
         )
     st.markdown(text)
+twin_note = st.empty()  # filled by section 4 when it compares trained and random weights of one model
 st.caption(
     f"Measured on {m} distinct word pieces ({m * (m - 1) // 2:,} pairs), one occurrence each, from "
     f"{stats.n_sentences} sentences; the mean, σ and covariance come from all {stats.n_tokens:,} word pieces "
@@ -475,3 +506,5 @@ else:
         "learned."
         + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
+    if note := twin_sentence(model, other, r1, r2):
+        twin_note.markdown(note)

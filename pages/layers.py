@@ -591,7 +591,13 @@ else:
 
 # ------------------------------------------------------------------------------------- controls (issue 14)
 if labelled:
-    controls.probe_section(ss, tv, model, names)
+    controls.probe_section(
+        ss,
+        tv,
+        model,
+        names,
+        pooled=(pooling, rep_names[r], prof.vectors[:, r, :]) if choice.is_pooled else None,
+    )
 controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours

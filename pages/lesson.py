@@ -5,23 +5,26 @@ through ui.cache (the model runs once per set), draws the figures, and keeps pro
 in the URL (lesson_step, lesson_done).
 """
 
+import contextlib
+
 import pandas as pd
 import streamlit as st
 
 from lib import lesson
 from lib.charts.attention import attention_heatmap, target_attention_bars
 from lib.charts.context import shift_bars, word_bars
+from lib.charts.controls import two_model_chart
 from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
-from lib.encoder import DEFAULT_MODEL
-from lib.errors import ContextLensError
+from lib.encoder import DEFAULT_MODEL, model_key, split_model_key
+from lib.errors import ContextLensError, StepNotApplicable
 from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
-from ui import cache, state
+from ui import cache, controls, state
 from ui.widgets import chart, download_figure, escape_md, intro
 
 STEPS = lesson.STEPS
@@ -72,11 +75,12 @@ progress.progress(
 class LessonSet:
     """A fixed preset's vectors, with sense labels and chart labels aligned to the sentences kept."""
 
-    def __init__(self, preset_id: str):
+    def __init__(self, preset_id: str, model_name: str | None = None):
         p = preset_by_id(preset_id)
         ss = p.sentence_set()
         self.target = ss.target
-        self.tv = cache.target_vectors(model, ss.sentences, ss.target)
+        self.sentence_tuple = ss.sentences
+        self.tv = cache.target_vectors(model_name or model, ss.sentences, ss.target)
         kept = self.tv.kept
         sub = ss.subset(kept)
         self.senses = list(sub.senses)
@@ -85,8 +89,8 @@ class LessonSet:
         self.numbers = [f"S{i + 1}" for i in kept]
 
 
-def show(fig, name: str) -> None:
-    chart(fig, key=f"lesson_chart_{name}")
+def show(fig, name: str, *, name_model: bool = True) -> None:
+    chart(fig, key=f"lesson_chart_{name}", name_model=name_model)
     download_figure(fig, f"context_lens_lesson_{name}", key=f"lesson_dl_{name}")
 
 
@@ -391,6 +395,62 @@ def step_context() -> lesson.Question:
     return r.question
 
 
+def twin_keys() -> tuple[str, str, int]:
+    """The trained model and its random-weights twin (seed 0, or the sidebar's seed when it is random)."""
+    base, weights, seed = split_model_key(model)
+    seed = seed if weights == "random" else 0
+    return model_key(base), model_key(base, "random", seed), seed
+
+
+def architecture_result(*, with_probes: bool = False) -> tuple[lesson.ArchitectureCheck, LessonSet, LessonSet]:
+    """The trained and random-weights vectors of the step's preset, compared (lib.lesson.architecture_check)."""
+    trained_key, random_key, seed = twin_keys()
+    for key in (trained_key, random_key):
+        enc_k, err = cache.try_encoder(key)
+        if enc_k is None:
+            raise StepNotApplicable(err or "the second model could not be loaded")
+    pid = lesson.step_by_id("random").preset
+    dt, dr = LessonSet(pid, trained_key), LessonSet(pid, random_key)
+    if dt.tv.kept != dr.tv.kept:
+        raise StepNotApplicable("the two copies of the model did not keep the same sentences")
+    probes = None
+    if with_probes:
+        senses = tuple(dt.senses)
+        probes = (
+            cache.probe(trained_key, dt.sentence_tuple, senses, dt.target, dt.tv.vectors),
+            cache.probe(random_key, dr.sentence_tuple, senses, dr.target, dr.tv.vectors),
+        )
+    r = lesson.architecture_check(dt.tv.vectors, dr.tv.vectors, dt.senses, dt.target, seed=seed, probes=probes)
+    return r, dt, dr
+
+
+def step_random() -> lesson.Question:
+    """Predict what a randomly initialised copy does, then see its gap per layer (shown once answered)."""
+    revealed = bool(answers.get("random"))
+    r, dt, _ = architecture_result(with_probes=revealed)
+    trained_key, random_key, _ = twin_keys()
+    what = "same-sense minus different-sense cosine"
+    curves = [(controls.label(trained_key), r.trained_gap, "solid")]
+    if revealed:
+        curves.append((controls.label(random_key), r.random_gap, "dash"))
+    title = f"“{dt.target}”: {what}, " + (
+        controls.pair_title(trained_key, random_key) if revealed else "trained weights"
+    )
+    show(
+        two_model_chart(curves, title=title, y_title=what, relative=False, zero_line=True),
+        "random",
+        name_model=False,
+    )
+    if revealed:
+        st.caption(
+            "Blue: the trained weights; red, dashed: the same architecture with random weights. The **Layer by "
+            "layer** and **Anisotropy** pages can put any two models side by side."
+        )
+    else:
+        st.caption("The random copy's line appears once you have answered.")
+    return r.question
+
+
 def findings() -> list[lesson.Finding]:
     """The surprising results of this model, recomputed from the lesson sets (cached, so cheap)."""
     apple, bat = LessonSet("apple"), LessonSet("bat")
@@ -403,6 +463,8 @@ def findings() -> list[lesson.Finding]:
         lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics),
         lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
+    with contextlib.suppress(ContextLensError):  # the random copy cannot be loaded (e.g. a hosted model list)
+        results.append(architecture_result()[0])
     return lesson.summary_findings(results)
 
 
@@ -446,6 +508,7 @@ RENDER = {
     "polysemy": step_polysemy,
     "toy": step_toy,
     "context": step_context,
+    "random": step_random,
     "summary": step_summary,
 }
 

@@ -31,6 +31,14 @@ def encoder():
 
 
 @pytest.fixture(scope="session")
+def random_encoder():
+    """The same architecture and tokenizer with random weights, seed 0 (the control of issue 14)."""
+    from lib.encoder import load_encoder
+
+    return load_encoder(None, weights="random", seed=0)
+
+
+@pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
 

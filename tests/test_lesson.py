@@ -513,3 +513,92 @@ def test_layers_step_explains_average_gap_against_single_sentences(encoder):
         r.question.explanation
     )
     assert "cannot differ" not in r.question.explanation
+
+
+# ---------------------------------------------------------------- issue 14: architecture or learned?
+
+
+def _gap_vectors(gaps):
+    """(3, K, 2) unit vectors of senses a, a, b whose same-minus-different gap is ``gaps[k]`` at layer k:
+    the two a's coincide (cosine 1) and b sits at the angle whose cosine is 1 - gap (both different pairs)."""
+    out = np.zeros((3, len(gaps), 2))
+    for k, g in enumerate(gaps):
+        phi = np.arccos(1.0 - g)
+        out[0, k] = out[1, k] = [1.0, 0.0]
+        out[2, k] = [np.cos(phi), np.sin(phi)]
+    return out
+
+
+@pytest.mark.parametrize(
+    "random_last, accepted",
+    [
+        (0.0, {lesson.NOT_AT_ALL}),
+        (0.05, {lesson.SOME}),
+        (0.1, {lesson.AS_TRAINED}),
+        (0.13, {lesson.AS_TRAINED}),
+        (0.012, {lesson.NOT_AT_ALL, lesson.SOME}),  # within half a tie of the "no" boundary (0.01)
+        (0.093, {lesson.SOME, lesson.AS_TRAINED}),  # within half a tie of "as far as trained" (0.09)
+    ],
+)
+def test_architecture_check_by_hand(random_last, accepted):
+    senses = ["a", "a", "b"]
+    r = lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, random_last]), senses, "w")
+    assert np.allclose(r.trained_gap, [0.0, 0.1]) and np.allclose(r.random_gap, [0.0, random_last])
+    assert r.question.accepted == accepted
+    assert r.question.answer in accepted
+    assert r.as_predicted == (accepted == {lesson.NOT_AT_ALL})
+    assert ("the separation was learned" in r.finding) == r.as_predicted
+    assert f"to {random_last:+.3f} (they add {random_last:+.3f})" in r.question.explanation
+
+
+def test_architecture_check_counts_growth_from_layer_0_not_the_level():
+    # a random copy whose gap is high everywhere but never grows: its layers add nothing
+    r = lesson.architecture_check(
+        _gap_vectors([0.0, 0.1]), _gap_vectors([0.05, 0.05]), ["a", "a", "b"], "w"
+    )
+    assert r.question.accepted == {lesson.NOT_AT_ALL}
+    assert "holds no context" in r.question.explanation
+    with pytest.raises(ValueError):
+        lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1, 0.2]), ["a", "a", "b"], "w")
+    with pytest.raises(lesson.StepNotApplicable):
+        lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1]), ["a", "a", "a"], "w")
+
+
+def test_architecture_check_on_the_real_model(encoder, random_encoder):
+    """On the step's preset, the random copy's last-layer gap is recomputed here by hand; its layers add
+    far less than the trained ones, and the question accepts exactly what the numbers say."""
+    from lib.presets import preset_by_id
+    from lib.probe import probe_layers
+
+    pid = lesson.step_by_id("random").preset
+    ss = preset_by_id(pid).sentence_set()
+    tvt = encoder.target_vectors(list(ss.sentences), ss.target)
+    tvr = random_encoder.target_vectors(list(ss.sentences), ss.target)
+    assert tvt.kept == tvr.kept
+    senses = [ss.senses[i] for i in tvt.kept]
+    probes = (probe_layers(tvt.vectors, senses), probe_layers(tvr.vectors, senses))
+    r = lesson.architecture_check(tvt.vectors, tvr.vectors, senses, ss.target, probes=probes)
+
+    def gap(V, layer):
+        X = V[:, layer, :] / np.linalg.norm(V[:, layer, :], axis=1, keepdims=True)
+        C = X @ X.T
+        same = [C[i, j] for i in range(len(X)) for j in range(i + 1, len(X)) if senses[i] == senses[j]]
+        diff = [C[i, j] for i in range(len(X)) for j in range(i + 1, len(X)) if senses[i] != senses[j]]
+        return np.mean(same) - np.mean(diff)
+
+    L = encoder.num_layers
+    grow_t, grow_r = gap(tvt.vectors, L) - gap(tvt.vectors, 0), gap(tvr.vectors, L) - gap(tvr.vectors, 0)
+    assert r.trained_growth == pytest.approx(grow_t, abs=1e-6) and r.random_growth == pytest.approx(grow_r, abs=1e-6)
+    assert r.question.accepted == lesson._growth_choices(grow_r - 0.005, grow_t) | lesson._growth_choices(
+        grow_r, grow_t
+    ) | lesson._growth_choices(grow_r + 0.005, grow_t)
+    # the claim the step teaches, which could fail: training adds far more separation than the architecture
+    assert grow_t > 0.03 and grow_r < grow_t / 3
+    assert lesson.AS_TRAINED not in r.question.accepted
+    assert f"random {probes[1].accuracy[L]:.0%} against a control band up to {probes[1].shuffled_high[L]:.0%}" in (
+        r.question.explanation
+    )
+    assert lesson.check_answer(r.question, r.question.answer).correct
+    assert not lesson.check_answer(r.question, lesson.AS_TRAINED).correct
+    found = lesson.summary_findings([r])
+    assert len(found) == 1 and found[0].text == r.finding and found[0].surprising == (not r.as_predicted)

@@ -84,3 +84,65 @@ def test_projections_neighbour_check_and_three_seeds():
     at.radio(key="proj_method").set_value("pca").run()
     assert at.toggle(key="proj_seeds").disabled
     assert "The same map from three random starts" not in [h.value for h in at.subheader]
+
+
+def test_anisotropy_section_1_says_how_the_random_twin_compares():
+    """With section 4 comparing trained and random weights, section 1 names both peaks, read off the
+    comparison chart's raw curves, and calls the random copy far more anisotropic only when it is."""
+    import re
+
+    import numpy as np
+
+    at = page_test("pages/anisotropy.py", preset="bank")
+    at.query_params["aniso_compare"] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    compare = next(
+        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "random weights, seed 0" in json.dumps(
+            json.loads(c.proto.spec).get("layout", {}).get("title", {})
+        )
+    )
+    from tests.test_page_anisotropy import _values
+
+    raw = {t["name"].split(" · ")[0]: np.asarray(_values(t["y"])) for t in compare["data"] if t["name"].endswith("· raw")}
+    trained = raw[DEFAULT_MODEL]
+    random_ = raw[f"{DEFAULT_MODEL} (random weights, seed 0)"]
+    note = next(m.value for m in at.markdown if m.value.startswith("**Trained or random (section 4).**"))
+    pt, pr = trained.max(), random_.max()
+    assert f"peaks at {pr:.2f} (layer {int(np.argmax(random_))})" in note
+    assert f"trained weights at {pt:.2f} (layer {int(np.argmax(trained))})" in note
+    far = pr >= 2 * pt and pr - pt >= 0.1
+    assert ("far more anisotropic" in note) == far
+    if far:
+        assert re.search(rf"{pr / pt:.1f} times as high", note)
+    # it stands in section 1: before section 2's header in the page's order
+    order = [getattr(e, "value", "") for e in at.main]
+    i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or random"))
+    i_two = next(i for i, v in enumerate(order) if str(v).startswith("2. Rogue dimensions"))
+    assert i_note < i_two
+
+
+def test_layers_probe_on_the_pooled_vector(encoder):
+    """With "mean of last 4 layers" chosen, the probe and its control also run on that pooled vector; the
+    numbers match lib.probe on the mean of hidden states L-3..L computed here."""
+    import numpy as np
+
+    from lib.presets import preset_by_id
+    from lib.probe import probe_layers
+
+    at = page_test("pages/layers.py", preset="apple")
+    at.query_params["layers_pooling"] = "last4"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    ss = preset_by_id("apple").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    L = encoder.num_layers
+    pooled = tv.vectors[:, L - 3 : L + 1, :].mean(axis=1)
+    p = probe_layers(pooled[:, None, :], [ss.senses[i] for i in tv.kept])
+    line = next(m.value for m in at.markdown if m.value.startswith("On the pooled vector chosen above"))
+    assert f"the same probe gets **{p.accuracy[0]:.0%}**" in line
+    assert f"shuffled control {p.shuffled[0]:.0%} (95 % of shuffles at most {p.shuffled_high[0]:.0%})" in line
+    assert "last 4" in line
+    at.radio(key="layers_pooling").set_value("layer").run()
+    assert not any(m.value.startswith("On the pooled vector") for m in at.markdown)
+    assert np.isfinite(p.accuracy).all()

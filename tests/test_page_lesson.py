@@ -22,7 +22,7 @@ QUESTION_IDS = [s.id for s in lesson.STEPS if s.id != "summary"]
 
 
 @pytest.fixture(scope="module")
-def questions(encoder) -> dict[str, lesson.Question]:
+def questions(encoder, random_encoder) -> dict[str, lesson.Question]:
     """The question of every step, built from the model exactly as the lesson's fixed sets define them."""
 
     def preset(pid):
@@ -61,6 +61,7 @@ def questions(encoder) -> dict[str, lesson.Question]:
         "polysemy": lesson.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
         "toy": lesson.toy_cell().question,
         "context": _context_question(encoder),
+        "random": _random_question(encoder, random_encoder),
     }
 
 
@@ -69,6 +70,13 @@ def _context_question(encoder) -> lesson.Question:
 
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
     return lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question
+
+
+def _random_question(encoder, random_encoder) -> lesson.Question:
+    ss = preset_by_id(lesson.step_by_id("random").preset).sentence_set()
+    tvt = encoder.target_vectors(list(ss.sentences), ss.target)
+    tvr = random_encoder.target_vectors(list(ss.sentences), ss.target)
+    return lesson.architecture_check(tvt.vectors, tvr.vectors, [ss.senses[i] for i in tvt.kept], ss.target).question
 
 
 def answer(at, step_id: str, q: lesson.Question, value) -> None:
@@ -211,3 +219,27 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
     assert big.layout.height == 500
     assert big.layout.margin.t > 60  # room for the larger title
     assert fig.layout.font.size is None and fig.data[1].line.width == 2  # the original is unchanged
+
+
+def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions):
+    """A link to the step opens it; the chart shows the trained line only, then both lines and the probe."""
+    k = lesson.STEP_IDS.index("random") + 1
+    assert k == N - 1  # just before the summary: the earlier steps keep their numbers and progress bits
+    q = questions["random"]
+    at = page_test(PAGE)
+    at.query_params["lesson_step"] = str(k)
+    at.run()
+    assert not at.exception
+    assert any(f"Step {k} of {N}: Is the separation in the architecture or learned?" in h.value for h in at.header)
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert fig.count('"name":') >= 1 and "random weights, seed 0" not in fig.split('"title"')[0]
+    assert list(at.radio(key="lesson_q_random").options) == [escape_md(o) for o in q.options]
+    answer(at, "random", q, right_answer(q))
+    assert at.success and at.success[0].value.startswith("Right")
+    import json
+
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t.get("name", "") for t in spec["data"]]
+    assert any("random weights, seed 0" in n for n in names) and len(names) == 2
+    why = next(m.value for m in at.markdown if m.value.startswith("**Why.**"))
+    assert "probe at layer" in why and "control band up to" in why

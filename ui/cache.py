@@ -243,14 +243,22 @@ def occlusion(model_name: str, sentence: str, target: str | None, replacement: s
 
 
 def probe(
-    model_name: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str | None, vectors
+    model_name: str,
+    sentences: tuple[str, ...],
+    senses: tuple[str | None, ...],
+    target: str | None,
+    vectors,
+    *,
+    kind: str = "layers",
 ) -> ProbeResult:
-    """lib.probe.probe_layers on the target's vectors (n, L+1, d), once per (model, sentences, senses, target).
+    """lib.probe.probe_layers on the target's vectors (n, K, d), once per (model, sentences, senses, target,
+    kind). ``kind`` names the vectors: "layers" for the L + 1 layers, a pooling ("last4", "all") for that
+    pooled vector alone (n, 1, d).
 
     Raises ProbeError (not cached) when the labels cannot be probed. The result is a few kB.
     """
     return _cached(
-        ("probe", model_name, sentences, senses, target),
+        ("probe", model_name, sentences, senses, target) + ((kind,) if kind != "layers" else ()),
         lambda: probe_layers(vectors, list(senses)),
         "Training the sense probe and its shuffled-label control (once per set)…",
     )

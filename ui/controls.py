@@ -19,8 +19,20 @@ from ui.widgets import chart, escape_md
 
 
 # ------------------------------------------------------------------------------------------ the probe
-def probe_section(ss, tv, model: str, names: Sequence[str], *, key: str = "layers_probe") -> None:
-    """A logistic-regression probe per layer next to the same probe on shuffled labels (Hewitt & Liang 2019)."""
+def probe_section(
+    ss,
+    tv,
+    model: str,
+    names: Sequence[str],
+    *,
+    key: str = "layers_probe",
+    pooled: tuple[str, str, np.ndarray] | None = None,
+) -> None:
+    """A logistic-regression probe per layer next to the same probe on shuffled labels (Hewitt & Liang 2019).
+
+    pooled: (pooling id, its name, vectors (n, d)) when the page reads a pooled vector (mean of the last four
+    or of all layers): the same probe and control are run on it too, and the text gives its numbers.
+    """
     st.subheader("A trained probe, and its control")
     senses = tuple(s or None for s in ss.senses)
     try:
@@ -62,6 +74,21 @@ def probe_section(ss, tv, model: str, names: Sequence[str], *, key: str = "layer
         )
     else:
         st.markdown("Every layer beats the control's band.")
+    if pooled is not None:
+        pid, pname, pv = pooled
+        try:
+            pp = cache.probe(model, tuple(ss.sentences), senses, ss.target, np.asarray(pv)[:, None, :], kind=pid)
+        except ProbeError as err:
+            st.info(escape_md(str(err)))
+        else:
+            acc, ctrl, high = float(pp.accuracy[0]), float(pp.shuffled[0]), float(pp.shuffled_high[0])
+            st.markdown(
+                f"On the pooled vector chosen above (**{escape_md(pname)}**) the same probe gets **{acc:.0%}** and "
+                f"its shuffled control {ctrl:.0%} (95 % of shuffles at most {high:.0%}): selectivity "
+                f"**{acc - ctrl:+.0%}**"
+                + (", within the control's band." if acc <= high + 1e-12 else ".")
+                + f" The best single layer: {p.accuracy[best]:.0%}."
+            )
     for note in p.notes:
         st.caption(escape_md(note))
 
