@@ -12,6 +12,7 @@ A set is encoded **without** attention weights (they are num_layers × num_heads
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -46,7 +47,28 @@ _lock = threading.Lock()
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
 def encoder(model_name: str = DEFAULT_MODEL) -> Encoder:
     """The loaded encoder for ``model_name``, shared by every session. Raises ModelLoadError."""
+    limit_torch_threads()
     return load_encoder(model_name)
+
+
+def limit_torch_threads() -> int:
+    """Run torch's forward passes on ``CONTEXT_LENS_TORCH_THREADS`` threads (default 1); returns the number.
+
+    A server serves many small requests (a class's 8-sentence sets) at once, not one large one: with torch's
+    default of one intra-op thread per core, each forward pass on a shared two-core box spent as much CPU
+    in OpenMP's threads synchronising (spinning while the other core was busy) as in the work itself.
+    Measured with benchmarks/browser_bench.py's class section: a new student cost the server 2.5-2.9 s of
+    CPU with 2 threads, 1.2-1.7 s with 1 (issue 16). Set it higher for a host that serves one user large sets.
+    """
+    import torch
+
+    try:
+        n = max(1, int(os.environ.get("CONTEXT_LENS_TORCH_THREADS", "1")))
+    except ValueError:
+        n = 1
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
 
 
 def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:

@@ -72,12 +72,23 @@ def chart(
     if note:
         fig = name_weights(fig, note)
     presenting = bool(st.session_state.get("cl_presenter"))
-    shown = presenter_layout(go.Figure(fig)) if presenting else go.Figure(fig)
+    shown = presenter_layout(fig) if presenting else _copy(fig)
     fit_cell_text(shown, (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share)
     kwargs.setdefault("config", PLOTLY_CONFIG)
     st.plotly_chart(shown, key=key, **kwargs)
     if download:
         download_figure(fig, download, key=f"{key or download}_download")
+
+
+def _copy(fig: go.Figure | dict) -> go.Figure:
+    """A copy of ``fig`` to adjust for this screen (the original may be shared between sessions).
+
+    A go.Figure was validated when it was built: it is copied without validating it again (plotly's
+    validation of every property was most of the copy's cost). A dict is validated.
+    """
+    if isinstance(fig, go.Figure):
+        return go.Figure(fig, _validate=False)
+    return go.Figure(fig)
 
 
 def download_figure(fig: go.Figure, name: str, *, key: str, label: str = "Download chart (HTML)") -> None:
