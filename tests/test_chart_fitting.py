@@ -12,6 +12,7 @@ from lib.charts.common import (
     CHAR_WIDTH,
     LINE_HEIGHT,
     MIN_CELL_FONT,
+    cell_text_changes,
     cell_text_size,
     fit_cell_text,
     heatmap_cell_px,
@@ -117,3 +118,16 @@ def test_similarity_heatmap_keeps_full_sentences_in_hover(encoder):
     assert np.allclose(np.asarray(trace.z), cos)
     assert floor <= float(cos.min()) and trace.zmin == floor and trace.zmax == 1.0
     assert MIN_CELL_FONT >= 8
+
+
+@pytest.mark.parametrize(("n", "width"), [(12, 1000), (12, 300), (40, 1000)])
+def test_cell_text_changes_says_what_fitting_changes_and_nothing_after_it(n, width):
+    fig = _grid(n, 500)
+    fig.data[0].textfont.size = 11
+    before = fig.to_dict()
+    planned = cell_text_changes(fig, width)
+    assert fig.to_dict() == before  # only looks
+    assert planned in ([(0, True)], [(0, False)])  # a set size to reset, or numbers to hide
+    fit_cell_text(fig, width)
+    assert (fig.data[0].texttemplate == "") == planned[0][1]
+    assert cell_text_changes(fig, width) == []  # a fitted figure is drawn as it is, without a copy

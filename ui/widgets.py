@@ -5,7 +5,13 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from lib.charts.common import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, fit_cell_text, presenter_layout
+from lib.charts.common import (
+    ASSUMED_WIDTH_PX,
+    PRESENTER_WIDTH_PX,
+    cell_text_changes,
+    fit_cell_text,
+    presenter_layout,
+)
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
 
@@ -72,8 +78,13 @@ def chart(
     if note:
         fig = name_weights(fig, note)
     presenting = bool(st.session_state.get("cl_presenter"))
-    shown = presenter_layout(fig) if presenting else _copy(fig)
-    fit_cell_text(shown, (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share)
+    width = (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share
+    if presenting:
+        shown = fit_cell_text(presenter_layout(fig), width)
+    elif isinstance(fig, go.Figure) and not cell_text_changes(fig, width):
+        shown = fig  # nothing to adjust: drawn as it is (st.plotly_chart reads it, never changes it)
+    else:
+        shown = fit_cell_text(_copy(fig), width)
     kwargs.setdefault("config", PLOTLY_CONFIG)
     st.plotly_chart(shown, key=key, **kwargs)
     if download:
