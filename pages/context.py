@@ -127,7 +127,7 @@ chart(
         occ.words,
         shift_now,
         occ.attention[layer - 1] if layer >= 1 else None,
-        title=f"How far “{t_html}” moves at {where} when each word is {DONE[rep_key]}",
+        title=f"How far “{t_html}” moves at {where}<br>when each word is {DONE[rep_key]}",
     ),
     key="ctx_bars",
     download="context_lens_what_moves_the_word",

@@ -77,7 +77,7 @@ def shift_bars(
         col=1,
     )
     top_s = float(max(s.max(initial=0.0), 1e-6))
-    fig.update_xaxes(title_text="shift of the target (1 − cosine)", range=[0, top_s * 1.2], row=1, col=1)
+    fig.update_xaxes(title_text="shift (1 − cos)", range=[0, top_s * 1.2], row=1, col=1)
     if attention is not None:
         a = _finite(attention)
         fig.add_trace(
@@ -98,7 +98,7 @@ def shift_bars(
         )
         top_a = float(max(a.max(initial=0.0), 1e-6))
         fig.update_xaxes(
-            title_text="target's attention (mean over heads)", range=[0, top_a * 1.3], row=1, col=2
+            title_text="attention", range=[0, top_a * 1.3], row=1, col=2
         )
     fig.update_yaxes(autorange="reversed", type="category")
     return apply_layout(fig, title=title, height=int(min(900, max(320, 26 * len(words) + 160))))
