@@ -648,6 +648,8 @@ state.sync_url(
         "layers_pooling": pooling,
         "layers_view": view,
         "layers_adjust": adjust,
+        "layers_pairs": show_pairs,
+        "layers_reference": ref_on,
         "layers_sentence": pick,
     }
 )

@@ -89,6 +89,11 @@ def _url_value(key: str) -> str | None:
     return raw
 
 
+def url_has(key: str) -> bool:
+    """Whether the link the session was opened with carries ``key`` (pages never read st.query_params)."""
+    return key in _url0()
+
+
 def url_int(key: str, default: int, lo: int, hi: int) -> int:
     """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
     if key not in st.session_state:
