@@ -200,10 +200,17 @@ labels = ss.labels  # a computed property: read once
 # ------------------------------------------------------------------------------------- controls
 POOLINGS = list(POOLING_NAMES)
 VIEWS = ["one", "all"]
-state.url_int("layers_layer", L, 0, L)
-state.url_choice("layers_pooling", "layer", POOLINGS)
-state.url_choice("layers_view", "one", VIEWS)
-state.url_bool("layers_adjust", False)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("layers_layer", "int", L, lo=0, hi=L),
+    state.Control("layers_pooling", "choice", "layer", choices=tuple(POOLINGS)),
+    state.Control("layers_view", "choice", "one", choices=tuple(VIEWS)),
+    state.Control("layers_adjust", "bool", False),
+    state.Control("layers_pairs", "bool", False),
+    state.Control("layers_reference", "bool", False),
+    state.Control("layers_sentence", "int", 1, lo=1, hi=n),
+]
+state.init_controls(CONTROLS)
 c1, c2, c3, c4 = st.columns([3, 2.5, 2, 2.5])
 pooling = c2.radio(
     "Vector of the word",
@@ -356,7 +363,6 @@ st.markdown(
 
 # ------------------------------------------------------------------------------------- 3. trajectories
 st.header("3. Same sense vs different sense, layer by layer")
-state.url_bool("layers_pairs", False)
 show_pairs = st.toggle("Show individual pairs", key="layers_pairs", help="One thin line per sentence pair.")
 def sub(values):
     """A curve over the representations as drawn (minus the baseline in adjusted mode)."""
@@ -450,7 +456,6 @@ except (StreamlitAPIException, KeyError):
 
 # ------------------------------------------------------------------------------------- 5. Ethayarajh
 st.header("5. Self-similarity and intra-sentence similarity")
-state.url_bool("layers_reference", False)
 ref_on = st.toggle(
     "Overlay the published BERT-base curves (Ethayarajh 2019)",
     key="layers_reference",
@@ -550,7 +555,6 @@ controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")
-state.url_int("layers_sentence", 1, 1, n)
 pick = st.selectbox(
     "Sentence",
     list(range(1, n + 1)),
@@ -642,14 +646,4 @@ if card.rows:
         "evidence of what the representation captures: the pairs, their senses, and how their cosine changed."
     )
 
-state.sync_url(
-    {
-        "layers_layer": layer,
-        "layers_pooling": pooling,
-        "layers_view": view,
-        "layers_adjust": adjust,
-        "layers_pairs": show_pairs,
-        "layers_reference": ref_on,
-        "layers_sentence": pick,
-    }
-)
+state.sync_controls(CONTROLS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

@@ -64,14 +64,18 @@ if n < MIN_POINTS:
     st.stop()
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_choice("proj_method", "pca", list(METHOD_LABELS))
-state.url_int("proj_dims", 2, 2, 3)
-state.url_int("proj_layer", L, 0, L)
-state.url_choice("proj_prep", UNTREATED, list(PREP_CHOICES))
-state.url_int("proj_k", default_top_k(d), 1, 10)
-state.url_bool("proj_context", False)
-state.url_bool("proj_across", True)
-state.url_bool("proj_seeds", False)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("proj_method", "choice", "pca", choices=tuple(METHOD_LABELS)),
+    state.Control("proj_dims", "int", 2, lo=2, hi=3),
+    state.Control("proj_layer", "int", L, lo=0, hi=L),
+    state.Control("proj_prep", "choice", UNTREATED, choices=tuple(PREP_CHOICES)),
+    state.Control("proj_k", "int", default_top_k(d), lo=1, hi=10),
+    state.Control("proj_context", "bool", False),
+    state.Control("proj_across", "bool", True),
+    state.Control("proj_seeds", "bool", False),
+]
+state.init_controls(CONTROLS)
 
 c_method, c_dims, c_layer = st.columns([2, 1, 3])
 c_method.radio(
@@ -121,18 +125,7 @@ k = st.session_state.proj_k
 show_context = st.session_state.proj_context
 across = st.session_state.proj_across
 seeds_view = st.session_state.proj_seeds
-state.sync_url(
-    {
-        "proj_method": method,
-        "proj_dims": dims,
-        "proj_layer": layer,
-        "proj_prep": prep,
-        "proj_k": k,
-        "proj_context": show_context,
-        "proj_across": across,
-        "proj_seeds": seeds_view,
-    }
-)
+state.sync_controls(CONTROLS, {"proj_dims": dims})
 
 # ------------------------------------------------------------------------------------------- data
 stats: CorpusStats | None = None

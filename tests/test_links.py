@@ -106,3 +106,38 @@ def test_an_old_link_opens_the_same_view_and_is_written_back(page):
         if page == "pages/lesson.py" and key == "lesson_done":
             continue  # the lesson writes the steps solved in this session, not the link's (see pages/lesson.py)
         assert written.get(key) == _as_url(value), (key, written.get(key))
+
+
+def test_a_control_declared_once_is_read_clamped_and_written_back():
+    import sys
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    script = """
+import streamlit as st
+from ui import state
+CONTROLS = [
+    state.Control("t_int", "int", 5, lo=0, hi=10),
+    state.Control("t_choice", "choice", "x", choices=("x", "y")),
+    state.Control("t_bool", "bool", False),
+    state.Control("t_float", "float", 0.5, lo=0.0, hi=1.0),
+    state.Control("t_text", "text", "", max_chars=4),
+    state.Control("t_local", "int", 3, lo=0, hi=9, in_url=False),
+]
+state.init_controls(CONTROLS)
+st.write(repr(tuple(st.session_state[c.key] for c in CONTROLS)))
+state.sync_controls(CONTROLS, {"t_bool": False})
+st.write(repr(st.session_state["_cl_page_url"]))
+"""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    at = AppTest.from_string(script, default_timeout=60)
+    at.query_params.update({"t_int": "99", "t_choice": "y", "t_bool": "1", "t_text": "abcdef", "t_local": "7"})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    # clamped to hi, the link's choice, the link's bool, the default float, cut text; t_local ignores the link
+    assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3))
+    written = at.markdown[1].value
+    assert written == repr({"t_int": "10", "t_choice": "y", "t_bool": "0", "t_float": "0.5", "t_text": "abcd"})
