@@ -71,11 +71,15 @@ L, d = enc.num_layers, enc.hidden_size
 default_k = default_top_k(d)
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_choice("aniso_corpus", "builtin", list(CORPUS_CHOICES))
-state.url_int("aniso_layer", L // 2, 0, L)
-state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != UNTREATED])
-state.url_int("aniso_k", default_k, 0, 10)
-state.url_bool("aniso_bert", True)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("aniso_corpus", "choice", "builtin", choices=tuple(CORPUS_CHOICES)),
+    state.Control("aniso_layer", "int", L // 2, lo=0, hi=L),
+    state.Control("aniso_treatment", "choice", "zscore", choices=tuple(t for t in TREATMENTS if t != UNTREATED)),
+    state.Control("aniso_k", "int", default_k, lo=0, hi=10),
+    state.Control("aniso_bert", "bool", True),
+]
+state.init_controls(CONTROLS)
 
 c_corpus, c_layer = st.columns([2, 3])
 c_corpus.radio(
@@ -107,15 +111,7 @@ layer = st.session_state.aniso_layer
 treatment = st.session_state.aniso_treatment
 k = st.session_state.aniso_k
 show_bert = st.session_state.aniso_bert
-state.sync_url(
-    {
-        "aniso_corpus": corpus_choice,
-        "aniso_layer": layer,
-        "aniso_treatment": treatment,
-        "aniso_k": k,
-        "aniso_bert": show_bert,
-    }
-)
+state.sync_controls(CONTROLS)
 
 # ------------------------------------------------------------------------------------------- corpus
 stats: CorpusStats | None = None

@@ -82,6 +82,10 @@ OLD_LINKS = {
             "calc_temperature": 2.5,
         },
     ),
+    "pages/anisotropy.py": (
+        {"aniso_corpus": "builtin", "aniso_layer": "2", "aniso_treatment": "whiten", "aniso_k": "3", "aniso_bert": "0"},
+        {"aniso_corpus": "builtin", "aniso_layer": 2, "aniso_treatment": "whiten", "aniso_k": 3, "aniso_bert": False},
+    ),
     "pages/lesson.py": ({"lesson_step": "2", "lesson_done": "1"}, {"lesson_step": 2, "lesson_done": 1}),
 }
 
