@@ -79,6 +79,10 @@ class AttentionRecomputation:
     model_weights: np.ndarray
     max_abs_diff: float
 
+    def rows_summing_to_one(self, tol: float = 1e-6) -> int:
+        """How many query rows of `weights` sum to 1 within ``tol`` (over all heads when head is None)."""
+        return int(np.sum(np.abs(self.weights.sum(axis=-1) - 1) < tol))
+
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     """Numerically stable softmax along `axis` (subtracts the row maximum first)."""
@@ -253,6 +257,20 @@ def target_attention(attentions: np.ndarray, token_indices: Sequence[int]) -> Ta
         attends_to_mean=attends_to.mean(axis=1),
         attended_by_mean=attended_by.mean(axis=1),
     )
+
+
+def most_attended(weights: np.ndarray, token_indices: Sequence[int]) -> tuple[int, float]:
+    """(key, weight): the word piece the target looks at most in one head's weights (n, n).
+
+    The target's rows (its word pieces ``token_indices``) are averaged; its own pieces are left out unless
+    they are all there is. Ties go to the earlier piece.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    row = w[list(token_indices)].mean(axis=0)
+    own = set(int(i) for i in token_indices)
+    candidates = [k for k in range(len(row)) if k not in own] or list(range(len(row)))
+    k = max(candidates, key=lambda c: row[c])
+    return k, float(row[k])
 
 
 def is_punctuation(token: str) -> bool:

@@ -134,6 +134,12 @@ class Occlusion:
         """Word indices by shift at ``layer``, largest first (ties: earlier word first)."""
         return np.argsort(-self.shift[layer], kind="stable")
 
+    def half_effect_layer(self, word: int) -> int:
+        """The first hidden-state layer where ``word``'s shift reaches half its last-layer value
+        (``num_layers`` when it never does, e.g. a NaN shift)."""
+        reached = np.flatnonzero(self.shift[:, word] >= 0.5 * self.shift[-1, word])
+        return int(reached[0]) if len(reached) else self.num_layers
+
     def to_csv(self) -> str:
         """The shifts and attentions as CSV: one row per word, one column per layer. Words that a
         spreadsheet would read as a formula ("=", "+", "-", "@") are written as text (lib.export)."""

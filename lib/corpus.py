@@ -153,6 +153,11 @@ class CorpusStats:
     def hidden(self) -> int:
         return int(self.mean.shape[1])
 
+    @property
+    def variance(self) -> np.ndarray:
+        """(num_layers + 1, hidden) σ² per layer and dimension (population)."""
+        return self.std**2
+
     def covariance(self, layer: int) -> np.ndarray:
         """Σ at `layer`, (hidden, hidden)."""
         return self.fits[layer].covariance

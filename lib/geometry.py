@@ -311,6 +311,17 @@ class RogueDimensions:
     mean_norm: float
 
 
+def top_variance_share(variance, top: int = 3) -> tuple[tuple[int, ...], float]:
+    """The ``top`` dimensions with the largest variance (largest first, ties by index) and their share of
+    the total variance; the share is 0.0 when the total is 0. variance: (d,) per-dimension variance.
+    """
+    var = np.asarray(variance, dtype=np.float64).reshape(-1)
+    t = max(1, min(int(top), var.size))
+    dims = np.argsort(-var, kind="stable")[:t]
+    total = float(var.sum())
+    return tuple(int(j) for j in dims), float(var[dims].sum() / total) if total > 0 else 0.0
+
+
 def rogue_dimensions(X, top: int = 3) -> RogueDimensions:
     """Per-dimension statistics that reveal "rogue" dimensions (course §4.2.1). X: (n, d), n >= 2.
 
@@ -323,9 +334,8 @@ def rogue_dimensions(X, top: int = 3) -> RogueDimensions:
         raise ValueError("Rogue-dimension statistics need at least two vectors; got 1.")
     var = A.var(axis=0)
     order = np.argsort(-var, kind="stable")
-    total = float(var.sum())
     t = max(1, min(int(top), d))
-    share = float(var[order[:t]].sum() / total) if total > 0 else 0.0
+    _, share = top_variance_share(var, t)
     U = unit_rows(A)
     s = U.sum(axis=0)
     contribution = (s * s - np.sum(U * U, axis=0)) / (n * (n - 1))

@@ -342,6 +342,51 @@ def same_sense_neighbours(X, senses, metric: str = "euclidean") -> tuple[int, in
     return int(hits), len(idx)
 
 
+def group_neighbours(X, n_group: int) -> int:
+    """How many of the first ``n_group`` points have their nearest other point (Euclidean) among the
+    first ``n_group`` too. X: (m, k) points, the group first; ties go to the lower index.
+    """
+    A = np.asarray(X, dtype=np.float64)
+    if n_group < 1 or A.shape[0] < 2:
+        return 0
+    D = np.linalg.norm(A[:n_group, None, :] - A[None, :, :], axis=-1)  # (n_group, m)
+    D[np.arange(n_group), np.arange(n_group)] = np.inf
+    return int(np.sum(np.argmin(D, axis=1) < n_group))
+
+
+@dataclass(frozen=True)
+class ContextPoints:
+    """The other word pieces drawn beside the target on a map.
+
+    vectors: (m, hidden) float32, their hidden states at one layer
+    where:   m (sentence index, token position) pairs, in sentence and position order
+    total:   how many candidates there were before sampling (m == total unless it exceeded the limit)
+    """
+
+    vectors: np.ndarray
+    where: tuple[tuple[int, int], ...]
+    total: int
+
+
+def context_points(hidden_states, masks, layer: int, *, limit: int, seed: int = 0) -> ContextPoints:
+    """The word pieces picked by ``masks`` at hidden-state ``layer``; a fixed random ``limit`` of them.
+
+    hidden_states: per sentence (num_hidden_states, n_tokens_i, hidden); masks: per sentence (n_tokens_i,)
+    bool (e.g. lib.similarity.other_token_masks). Sampling (seeded, so every run draws the same points)
+    happens before any vector is gathered.
+    """
+    where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]
+    if not where:
+        hidden = np.asarray(hidden_states[0]).shape[-1] if len(hidden_states) else 0
+        return ContextPoints(np.zeros((0, hidden), dtype=np.float32), (), 0)
+    pick = np.arange(len(where))
+    if len(where) > limit:
+        pick = np.sort(np.random.default_rng(seed).choice(len(where), limit, replace=False))
+    chosen = tuple(where[k] for k in pick)
+    vectors = np.stack([hidden_states[i][layer, p] for i, p in chosen]).astype(np.float32)
+    return ContextPoints(vectors, chosen, len(where))
+
+
 def warm_up_umap() -> float:
     """Import umap and run tiny 2-D fits so numba compiles everything now; return seconds spent.
 

@@ -144,6 +144,49 @@ def upper_pairs(n: int) -> np.ndarray:
     return np.stack([i, j], axis=1)
 
 
+def pair_values(matrices: np.ndarray) -> np.ndarray:
+    """The entries above the diagonal, pairs i < j in row-major order: (..., n, n) -> (..., P)."""
+    m = np.asarray(matrices)
+    i, j = np.triu_indices(m.shape[-1], k=1)
+    return m[..., i, j]
+
+
+def mean_pair_cosines(cosines: np.ndarray) -> np.ndarray:
+    """Mean over all pairs i < j of each matrix: (K, n, n) -> (K,); zeros when n < 2."""
+    values = pair_values(cosines)
+    return values.mean(axis=-1) if values.shape[-1] else np.zeros(values.shape[:-1])
+
+
+def most_changed_pairs(
+    cosines: np.ndarray,
+    senses: Sequence[str | None] | None,
+    *,
+    first: int,
+    last: int,
+    limit: int,
+) -> np.ndarray:
+    """The pairs to draw as lines: all of them, or the ``limit`` whose cosine changed most.
+
+    cosines: (K, n, n); the change is ``|cosines[last] - cosines[first]|`` per pair. With ``senses``
+    (labelled sets) half the quota goes to same-sense pairs (equal labels) and half to the others;
+    ties keep the lower pair. Returns (P, 2) int pairs i < j in row-major order.
+    """
+    cos = np.asarray(cosines)
+    pairs = upper_pairs(cos.shape[1])
+    if len(pairs) <= limit:
+        return pairs
+    change = np.abs(cos[last][pairs[:, 0], pairs[:, 1]] - cos[first][pairs[:, 0], pairs[:, 1]])
+    if senses is not None:
+        kind = np.array([senses[i] == senses[j] for i, j in pairs], dtype=bool)
+        groups, quota = (np.flatnonzero(kind), np.flatnonzero(~kind)), limit // 2
+    else:
+        groups, quota = (np.arange(len(pairs)),), limit
+    keep: list[int] = []
+    for group in groups:
+        keep.extend(group[np.argsort(-change[group], kind="stable")[:quota]].tolist())
+    return pairs[np.sort(keep)]
+
+
 def mean_offdiagonal(matrix: np.ndarray) -> float:
     """Mean of the entries above the diagonal of a square (n, n) matrix; 0.0 when n < 2."""
     n = matrix.shape[0]
@@ -930,6 +973,7 @@ class LayerProfile:
     cosines:         (R, n, n) cosine matrices
     static_cosines:  (n, n) cosines of the model's input word-piece embeddings (no position, no context)
     senses:          same- vs different-sense means over R
+    static_senses:   same- vs different-sense means of the static cosines (one entry)
     baseline:        random other-token pairs over R, or None when the sentences have too few tokens
     self_similarity: (R,) Ethayarajh's self-similarity, or None when n < 2
     intra_sentence:  (R,) Ethayarajh's intra-sentence similarity
@@ -941,6 +985,7 @@ class LayerProfile:
     cosines: np.ndarray
     static_cosines: np.ndarray
     senses: SenseSimilarity
+    static_senses: SenseSimilarity
     baseline: TokenBaseline | None
     self_similarity: np.ndarray | None
     intra_sentence: np.ndarray
@@ -957,6 +1002,52 @@ class LayerProfile:
         if isinstance(pooling, Representation):
             return pooling.index(self.num_hidden_states)
         return representation_index(self.num_hidden_states, pooling, layer)
+
+    @property
+    def pair_means(self) -> np.ndarray:
+        """(R,) mean cosine over all pairs of sentences at each representation."""
+        return mean_pair_cosines(self.cosines)
+
+    @property
+    def baseline_mean(self) -> np.ndarray:
+        """(R,) mean cosine of random other-token pairs, zeros when there is no baseline."""
+        return self.baseline.mean if self.baseline is not None else np.zeros(self.cosines.shape[0])
+
+    def colour_range(self, *, adjusted: bool) -> tuple[float, float]:
+        """One colour scale for every representation, so layers compare by colour.
+
+        Raw cosine: from just below the lowest pair (rounded down to 0.1) to 1. Minus the baseline:
+        symmetric around 0, as wide as the largest difference (at least ±0.05).
+        """
+        values = pair_values(self.cosines)  # (R, P)
+        if adjusted:
+            spread = max(0.05, float(np.abs(values - self.baseline_mean[:, None]).max()))
+            return (-spread, spread)
+        return (float(np.floor(values.min() * 10) / 10), 1.0)
+
+    def static_vs_contextual(self, indices: Sequence[int | None], *, by_sense: bool = True) -> dict[str, list[float]]:
+        """Mean cosine per kind of pair for the static embedding (index None) and the given representations.
+
+        Keys: "all pairs", and "same sense" / "different sense" when ``by_sense`` and the set has both
+        kinds of pair. Each value has one entry per index, in order.
+        """
+        both = by_sense and self.senses.same is not None and self.senses.different is not None
+        table: dict[str, list[float]] = {"all pairs": []}
+        if both:
+            table.update({"same sense": [], "different sense": []})
+        static_mean = mean_offdiagonal(self.static_cosines)
+        for idx in indices:
+            if idx is None:
+                table["all pairs"].append(static_mean)
+                if both:
+                    table["same sense"].append(float(self.static_senses.same[0]))
+                    table["different sense"].append(float(self.static_senses.different[0]))
+            else:
+                table["all pairs"].append(float(self.pair_means[idx]))
+                if both:
+                    table["same sense"].append(float(self.senses.same[idx]))
+                    table["different sense"].append(float(self.senses.different[idx]))
+        return table
 
 
 def layer_profile(
@@ -982,11 +1073,13 @@ def layer_profile(
     n, k = v.shape[0], v.shape[1]
     aug = with_pooled(v)
     cos = layer_cosine_matrices(aug)
+    static_cos = cosine_matrix(static)
     return LayerProfile(
         vectors=aug,
         cosines=cos,
-        static_cosines=cosine_matrix(static),
+        static_cosines=static_cos,
         senses=sense_similarity(cos, senses),
+        static_senses=sense_similarity(static_cos[None], senses),
         baseline=random_token_baseline(
             hidden_states, other_masks, n_pairs=n_pairs, seed=seed, pooled=True, tokens=tokens
         ),

@@ -243,6 +243,87 @@ def attention_steps(
     )
 
 
+@dataclass(frozen=True)
+class ToyInputs:
+    """The calculator's last valid inputs: the tokens, their embedding and position rows, the weights.
+
+    tokens:     n token strings (repeats allowed)
+    embeddings: (n, d) one embedding row per token (E)
+    positions:  (n, d) one position row per token (P)
+    W_q, W_k, W_v: (d, d) projections; W1, W2: the feed-forward weights, None for the identity
+    """
+
+    tokens: tuple[str, ...]
+    embeddings: np.ndarray
+    positions: np.ndarray
+    W_q: np.ndarray
+    W_k: np.ndarray
+    W_v: np.ndarray
+    W1: np.ndarray | None = None
+    W2: np.ndarray | None = None
+
+    @classmethod
+    def course_example(cls) -> ToyInputs:
+        """The course's "The cat sat" in 2-D, identity projections, no feed-forward weights."""
+        return cls(
+            tokens=COURSE_TOKENS,
+            embeddings=np.array([COURSE_EMBEDDINGS[t] for t in COURSE_TOKENS], dtype=float),
+            positions=np.array(COURSE_POSITIONS, dtype=float),
+            W_q=np.eye(2),
+            W_k=np.eye(2),
+            W_v=np.eye(2),
+        )
+
+    @classmethod
+    def from_tables(
+        cls,
+        tokens: Sequence[str],
+        words: Sequence[str],
+        word_embeddings: np.ndarray,
+        positions: np.ndarray,
+        weights: dict[str, np.ndarray],
+        ffn: dict[str, np.ndarray | None] | None = None,
+    ) -> ToyInputs:
+        """From the page's tables: one embedding row per distinct word (`words`, (w, d)), expanded to the tokens.
+
+        weights: "W_Q", "W_K", "W_V"; ffn: "W1", "W2" (missing or None: the identity).
+        """
+        ffn = ffn or {}
+        rows = np.array([word_embeddings[list(words).index(t)] for t in tokens], dtype=float)
+        return cls(
+            tokens=tuple(tokens),
+            embeddings=rows,
+            positions=np.asarray(positions, dtype=float),
+            W_q=weights["W_Q"],
+            W_k=weights["W_K"],
+            W_v=weights["W_V"],
+            W1=ffn.get("W1"),
+            W2=ffn.get("W2"),
+        )
+
+    @property
+    def ffn(self) -> dict[str, np.ndarray]:
+        """The feed-forward weights that were given ("W1", "W2"), without the identity defaults."""
+        return {k: v for k, v in (("W1", self.W1), ("W2", self.W2)) if v is not None}
+
+    def x(self, *, use_positions: bool) -> np.ndarray:
+        """The input rows X: (n, d), E + P with positions, E without."""
+        return self.embeddings + self.positions if use_positions else self.embeddings
+
+    def steps(
+        self, *, use_positions: bool, scale: bool = False, causal: bool = False, temperature: float = 1.0
+    ) -> AttentionSteps:
+        """:func:`attention_steps` on these inputs (raises ToyAttentionError as it does)."""
+        return attention_steps(
+            self.x(use_positions=use_positions), self.W_q, self.W_k, self.W_v,
+            scale=scale, causal=causal, temperature=temperature,
+        )
+
+    def block(self, attention_output: np.ndarray, *, use_positions: bool) -> BlockSteps:
+        """:func:`encoder_block` after the attention output, with this input's W1 and W2."""
+        return encoder_block(self.x(use_positions=use_positions), attention_output, W1=self.W1, W2=self.W2)
+
+
 def layer_norm(H: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     """Each row of H (n, d) shifted to mean 0 and divided by sqrt(variance + eps); no gain or bias."""
     mean = H.mean(axis=1, keepdims=True)

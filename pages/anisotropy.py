@@ -21,18 +21,19 @@ from lib.corpus import (
     UNTREATED,
     CorpusError,
     CorpusStats,
-    anisotropy_curves,
     corpus_id,
     load_reference_corpus,
     parse_corpus_text,
 )
 from lib.encoder import DEFAULT_MODEL, split_model_key
-from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions
+from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     cosine_matrix,
     leave_one_out_readout,
+    mean_offdiagonal,
     pair_ranking_auc,
+    pair_values,
     sense_similarity,
 )
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
@@ -44,12 +45,6 @@ CORPUS_CHOICES = {
     "set": "Your sentence set",
     "upload": "Upload a text file",
 }
-
-
-# ------------------------------------------------------------------------------------------- caches
-@st.cache_resource(show_spinner=False, max_entries=32, ttl=6 * 3600)
-def curves_for(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
-    return anisotropy_curves(_stats, k)
 
 
 def fmt(x: float, digits: int = 2) -> str:
@@ -106,11 +101,15 @@ L, d = enc.num_layers, enc.hidden_size
 default_k = default_top_k(d)
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_choice("aniso_corpus", "builtin", list(CORPUS_CHOICES))
-state.url_int("aniso_layer", L // 2, 0, L)
-state.url_choice("aniso_treatment", "zscore", [t for t in TREATMENTS if t != UNTREATED])
-state.url_int("aniso_k", default_k, 0, 10)
-state.url_bool("aniso_bert", True)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("aniso_corpus", "choice", "builtin", choices=tuple(CORPUS_CHOICES)),
+    state.Control("aniso_layer", "int", L // 2, lo=0, hi=L),
+    state.Control("aniso_treatment", "choice", "zscore", choices=tuple(t for t in TREATMENTS if t != UNTREATED)),
+    state.Control("aniso_k", "int", default_k, lo=0, hi=10),
+    state.Control("aniso_bert", "bool", True),
+]
+state.init_controls(CONTROLS)
 
 c_corpus, c_layer = st.columns([2, 3])
 c_corpus.radio(
@@ -142,15 +141,7 @@ layer = st.session_state.aniso_layer
 treatment = st.session_state.aniso_treatment
 k = st.session_state.aniso_k
 show_bert = st.session_state.aniso_bert
-state.sync_url(
-    {
-        "aniso_corpus": corpus_choice,
-        "aniso_layer": layer,
-        "aniso_treatment": treatment,
-        "aniso_k": k,
-        "aniso_bert": show_bert,
-    }
-)
+state.sync_controls(CONTROLS)
 
 # ------------------------------------------------------------------------------------------- corpus
 stats: CorpusStats | None = None
@@ -211,7 +202,7 @@ if stats is None:
     corpus_sentences = tuple(builtin.sentences)
     corpus_label = f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
 
-curves = curves_for(model, stats_key, k, stats)
+curves = cache.anisotropy_curves(model, stats_key, k, stats)
 names = {t: (f"top {k} components removed" if t == "topk" else TREATMENTS[t]) for t in TREATMENTS}
 m = len(stats.sample_tokens)
 is_default = model == DEFAULT_MODEL
@@ -298,12 +289,9 @@ if fit.note:
 
 # ------------------------------------------------------------------------------------------- 2. rogue dims
 st.header("2. Rogue dimensions and vector length")
-var = stats.std[layer] ** 2
+var = stats.variance[layer]
 rd = rogue_dimensions(stats.sample[layer], top=3)
-order = np.argsort(-var, kind="stable")
-top3 = [int(j) for j in order[:3]]
-total = float(var.sum())
-share = float(var[top3].sum() / total) if total > 0 else 0.0
+top3, share = top_variance_share(var, 3)  # over all the corpus's word pieces, not just the sample
 shared_chart(  # 3 x 384 bars: built once per corpus and layer, then reused by every rerun and session
     cache.shared_figure(
         "aniso_dims",
@@ -315,7 +303,7 @@ shared_chart(  # 3 x 384 bars: built once per corpus and layer, then reused by e
 contrib = rd.cosine_contribution
 j_max = int(np.argmax(contrib))
 raw_here = float(contrib.sum())
-n_const = int(np.sum(constant_dimensions(stats.std[layer], stats.mean[layer])))
+n_const = int(constant_dimensions(stats.std[layer], stats.mean[layer]).sum())
 text = (
     f"At layer {layer}, the three dimensions with the largest variance ({', '.join(map(str, top3))}) hold "
     f"**{share:.1%}** of the total variance; an even share would be {3 / d:.1%}. The bottom chart splits the "
@@ -341,11 +329,7 @@ else:
     text += (
         ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
     )
-shares = []
-for lay in range(L + 1):
-    v_l = stats.std[lay] ** 2
-    tot = float(v_l.sum())
-    shares.append(float(np.sort(v_l)[-3:].sum() / tot) if tot > 0 else 0.0)
+shares = [top_variance_share(v_l, 3)[1] for v_l in stats.variance]
 text += (
     f" Across the layers the top three dimensions hold between {min(shares):.1%} and {max(shares):.1%} of the "
     f"variance (an even share: {3 / d:.1%})."
@@ -381,8 +365,7 @@ chart(
     ),
     key="aniso_matrices",
 )
-iu = np.triu_indices(len(ss), k=1)
-mb, ma = float(before[iu].mean()), float(after[iu].mean())
+mb, ma = mean_offdiagonal(before), mean_offdiagonal(after)
 sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None
 if sims is not None and sims.gap is not None:
     cols = st.columns(3)
@@ -438,7 +421,7 @@ if sims is not None and sims.gap is not None:
     st.markdown(
         f"**What the fix changes, and what it does not.** It removes what every vector shares: the average "
         f"pair goes from {fmt(mb)} to {fmt(ma)} and the spread of the pairs (standard deviation) from "
-        f"{fmt(float(before[iu].std()), 3)} to {fmt(float(after[iu].std()), 3)}. The gap is measured in cosine "
+        f"{fmt(float(pair_values(before).std()), 3)} to {fmt(float(pair_values(after).std()), 3)}. The gap is measured in cosine "
         "units, so it changes with that scale even where no pair changes place. A scale-free measure asks only "
         "which pairs are closer: "
         f"the pair ranking (AUC) goes from {fmt(float(auc[0]), 3)} to {fmt(float(auc[1]), 3)}"
@@ -482,7 +465,7 @@ else:
             if use_set_stats
             else cache.corpus_stats(other, stats_key, corpus_sentences)
         )
-    curves2 = curves_for(other, stats_key, k, stats2)
+    curves2 = cache.anisotropy_curves(other, stats_key, k, stats2)
     n1, n2 = controls.label(model), controls.label(other)
     fig2, relative = controls.two_model_figure(
         [

@@ -14,6 +14,7 @@ from lib import budget
 from lib.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
+    most_attended,
     pool_attention,
     recompute_attention,
     special_token_share,
@@ -220,7 +221,7 @@ else:
     auto = contrast_sentence_index(ss.senses, i)
     choices = [k for k in range(1, n_sent + 1) if k != s_num]
     if "_attn_compare_chosen" not in st.session_state:
-        st.session_state["_attn_compare_chosen"] = "attn_compare" in st.query_params
+        st.session_state["_attn_compare_chosen"] = state.url_has("attn_compare")
     state.url_int("attn_compare", auto + 1, 1, n_sent)
     if not st.session_state["_attn_compare_chosen"] or st.session_state.attn_compare not in choices:
         st.session_state.attn_compare = auto + 1
@@ -253,11 +254,9 @@ else:
         key="attn_side_by_side",
     )
 
-    def top_other(w: np.ndarray, pos: list[int], labs: list[str]) -> str:
-        r = w[pos].mean(axis=0)
-        cand = [k for k in range(len(r)) if k not in pos] or list(range(len(r)))
-        k = max(cand, key=lambda c: r[c])
-        return f"{md_token(labs[k])} ({r[k]:.2f})"
+    def top_other(w, pos: list[int], labs: list[str]) -> str:
+        k, weight = most_attended(w, pos)
+        return f"{md_token(labs[k])} ({weight:.2f})"
 
     st.markdown(
         f"At layer {layer_num}, head {head_num}, “{word}” in sentence {i + 1} looks most at "
@@ -303,7 +302,7 @@ else:
     m1, m2, m3 = st.columns(3)
     m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")
     m2.metric("Rows × columns compared", f"{n} × {n}")
-    m3.metric("Rows adding up to 1", f"{int(np.sum(np.abs(rec.weights.sum(axis=1) - 1) < 1e-6))} of {n}")
+    m3.metric("Rows adding up to 1", f"{rec.rows_summing_to_one()} of {n}")
     st.markdown(
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
         "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."

@@ -1,7 +1,7 @@
 """Toy attention calculator: the course's worked example (manual section 9), one step at a time, then editable.
 
 Reads the widgets, calls `lib.toy_attention`, draws `lib.charts` figures and explains each step with the
-numbers on screen. Needs no model. The last valid inputs live in `st.session_state["calc_valid"]`, so a bad
+numbers on screen. Needs no model. The last valid inputs live in `st.session_state["calc_valid"]` (a `ToyInputs`), so a bad
 cell shows a message and the steps keep showing the last numbers that worked.
 """
 
@@ -326,16 +326,9 @@ ffn = {name: parse_editor(name, df) for name, df in ffn_edits.items()}
 
 fresh = None
 if not errors and E_words is not None and P is not None and all(v is not None for v in Ws.values()):
-    E_rows = np.array([E_words[words.index(t)] for t in tokens])
-    candidate = {
-        "tokens": tokens, "E": E_rows, "P": P,
-        "W": {k: v for k, v in Ws.items()},
-        "FFN": {k: v for k, v in ffn.items() if v is not None},
-    }
-    X_try = E_rows + P if use_pos else E_rows
+    candidate = ta.ToyInputs.from_tables(tokens, words, E_words, P, Ws, ffn)
     try:
-        ta.attention_steps(X_try, Ws["W_Q"], Ws["W_K"], Ws["W_V"], scale=scale, causal=causal,
-                           temperature=temperature)
+        candidate.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature)
         fresh = candidate
     except ta.ToyAttentionError as err:
         errors.append(str(err))
@@ -343,28 +336,25 @@ if not errors and E_words is not None and P is not None and all(v is not None fo
         ss["calc_valid"] = fresh
         memory["emb"].update({w: list(E_words[i]) for i, w in enumerate(words)})
         memory["pos"].update({k: list(P[k]) for k in range(len(tokens))})
-        memory["W"].update({k: v for k, v in {**Ws, **fresh["FFN"]}.items()})
+        memory["W"].update({**Ws, **fresh.ffn})
 
 for msg in errors:
     st.error(msg)
 
 if "calc_valid" not in ss:  # a bad cell before anything was valid: fall back to the course example
-    E0 = np.array([ta.COURSE_EMBEDDINGS[t] for t in ta.COURSE_TOKENS])
-    ss["calc_valid"] = {"tokens": ta.COURSE_TOKENS, "E": E0, "P": np.array(ta.COURSE_POSITIONS),
-                        "W": {k: np.eye(2) for k in MATRIX_NAMES}, "FFN": {}}
-state = ss["calc_valid"]
+    ss["calc_valid"] = ta.ToyInputs.course_example()
+inputs: ta.ToyInputs = ss["calc_valid"]
 if errors:
     st.warning("The steps below still show the last valid numbers. Fix the cell above and they update.")
 
 # ---- 3. the steps --------------------------------------------------------------------------------------
-tokens = state["tokens"]
+tokens = inputs.tokens
 labels = ta.unique_labels(tokens)
 n = len(tokens)
-E_rows, P_rows = state["E"], state["P"]
-X = E_rows + P_rows if use_pos else E_rows
+E_rows, P_rows = inputs.embeddings, inputs.positions
+X = inputs.x(use_positions=use_pos)
 try:
-    steps = ta.attention_steps(X, state["W"]["W_Q"], state["W"]["W_K"], state["W"]["W_V"], scale=scale,
-                               causal=causal, temperature=temperature)
+    steps = inputs.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature)
 except ta.ToyAttentionError as err:  # e.g. a toggle pushes the last valid numbers out of range
     st.error(f"{err} Change the setting back, or press “Reset to the course example”.")
     st.stop()
@@ -558,10 +548,8 @@ st.markdown("\n".join(lines))
 
 block = None
 if use_block:
-    W1 = state["FFN"].get("W1")
-    W2 = state["FFN"].get("W2")
     try:
-        block = ta.encoder_block(X, steps.output, W1=W1, W2=W2)
+        block = inputs.block(steps.output, use_positions=use_pos)
     except ta.ToyAttentionError as err:
         st.error(str(err))
 

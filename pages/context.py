@@ -151,10 +151,8 @@ chart(
     shift_strip(occ.words, occ.shift, names, title="Every word at every layer (words in sentence order)"),
     key="ctx_strip",
 )
-last = occ.shift[-1]
-k_top = int(np.argmax(last))
-half = np.nonzero(occ.shift[:, k_top] >= 0.5 * last[k_top])[0]
-start = int(half[0]) if len(half) else L
+k_top = int(occ.ranking(occ.num_layers)[0])  # the word with the largest effect at the last layer
+start = occ.half_effect_layer(k_top)
 st.markdown(
     f"Read a column upwards to see where a word starts to matter. {q(occ.words[k_top])}, the word with "
     f"the largest effect at the last layer, reaches half of it at layer {start}."

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
-from lib.similarity import chance_phrase, cosine_matrix, sense_similarity
+from lib.similarity import chance_phrase, cosine_matrix, pair_values, sense_similarity
 from ui import cache, state
 from ui.widgets import download_figure, escape_md, intro, sentence_table, shared_chart
 
@@ -55,8 +55,8 @@ both = cache.shared_figure(
 )
 download_figure(both.fig, "context_lens_before_after", key="home_heatmaps_download")
 
-iu = np.triu_indices(len(ss), k=1)
-lo0, hi0 = float(first_cos[iu].min()), float(first_cos[iu].max())
+first_pairs, last_pairs = pair_values(first_cos), pair_values(last_cos)
+lo0, hi0 = float(first_pairs.min()), float(first_pairs.max())
 if ss.has_senses:
     sims = sense_similarity(np.stack([first_cos, last_cos]), ss.senses)
     if sims.same is not None and sims.different is not None:
@@ -88,7 +88,7 @@ if ss.has_senses:
     else:
         st.markdown(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
 else:
-    lo1, hi1 = float(last_cos[iu].min()), float(last_cos[iu].max())
+    lo1, hi1 = float(last_pairs.min()), float(last_pairs.max())
     st.markdown(
         f"**Reading it.** At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; at layer {last} they spread to "
         f"{lo1:.2f}–{hi1:.2f}. Label your sentences with senses (“river | …”) to compare meanings."

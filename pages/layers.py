@@ -28,19 +28,20 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
-from lib.encoder import TargetVectors, split_model_key
+from lib.encoder import split_model_key
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
     POOLING_NAMES,
-    LayerProfile,
     Representation,
+    adjusted,
     chance_phrase,
     evidence_card,
     layer_cosine_matrices,
     layer_list,
-    layer_profile,
+    mean_pair_cosines,
+    most_changed_pairs,
     nearest_neighbours,
-    other_token_masks,
+    pair_values,
     position_note,
     sense_similarity,
 )
@@ -50,25 +51,6 @@ from ui.widgets import chart, escape_md, intro, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
-
-
-# ------------------------------------------------------------------------------------- cached edge
-@st.cache_resource(show_spinner="Comparing the vectors at every layer…", max_entries=8, ttl=6 * 3600)
-def _profile(
-    model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
-) -> LayerProfile:
-    """Every per-layer statistic of the set, computed once (keyed by model, sentences, senses, target)."""
-    enc = _tv.encoding
-    targets = [sp.token_indices for sp in _tv.spans]
-    return layer_profile(
-        _tv.vectors,
-        _tv.static,
-        list(senses),
-        enc.hidden_states,
-        other_masks=other_token_masks(enc.special, targets),
-        word_masks=other_token_masks(enc.special, [()] * len(targets)),
-        tokens=enc.tokens,
-    )
 
 
 def _analysis():
@@ -164,9 +146,8 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
             return
         y1, y2, what = prof.senses.gap[:K1], s2.gap, "same-sense minus different-sense cosine"
     else:
-        iu1, iu2 = np.triu_indices(len(ss), 1), np.triu_indices(V2.shape[0], 1)
-        y1 = prof.cosines[:K1][:, iu1[0], iu1[1]].mean(axis=1)
-        y2, what = cos2[:, iu2[0], iu2[1]].mean(axis=1), "mean cosine over all pairs"
+        y1 = prof.pair_means[:K1]
+        y2, what = mean_pair_cosines(cos2), "mean cosine over all pairs"
     n1, n2 = controls.label(model), controls.label(other)
     fig, relative = controls.two_model_figure(
         [(n1, y1, "solid"), (n2, y2, "dash")],
@@ -211,7 +192,7 @@ if uploaded and st.session_state.get(state.K_TEXT) == uploaded[2]:
     st.caption(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.")
 senses = [s or None for s in ss.senses]
 labelled = ss.has_senses
-prof = _profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
+prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
 word = escape_md(ss.target or "the target")
 names = layer_names(L)
 labels = ss.labels  # a computed property: read once
@@ -219,10 +200,17 @@ labels = ss.labels  # a computed property: read once
 # ------------------------------------------------------------------------------------- controls
 POOLINGS = list(POOLING_NAMES)
 VIEWS = ["one", "all"]
-state.url_int("layers_layer", L, 0, L)
-state.url_choice("layers_pooling", "layer", POOLINGS)
-state.url_choice("layers_view", "one", VIEWS)
-state.url_bool("layers_adjust", False)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("layers_layer", "int", L, lo=0, hi=L),
+    state.Control("layers_pooling", "choice", "layer", choices=tuple(POOLINGS)),
+    state.Control("layers_view", "choice", "one", choices=tuple(VIEWS)),
+    state.Control("layers_adjust", "bool", False),
+    state.Control("layers_pairs", "bool", False),
+    state.Control("layers_reference", "bool", False),
+    state.Control("layers_sentence", "int", 1, lo=1, hi=n),
+]
+state.init_controls(CONTROLS)
 c1, c2, c3, c4 = st.columns([3, 2.5, 2, 2.5])
 pooling = c2.radio(
     "Vector of the word",
@@ -259,7 +247,7 @@ choice = Representation(pooling, layer)
 r = prof.index(choice)
 rep = choice.label
 rep_names = names + ["mean of last 4", "mean of all"]
-base_mean = prof.baseline.mean if prof.baseline is not None else np.zeros(K + 2)
+base_mean = prof.baseline_mean
 if adjust and prof.baseline is None:
     st.info("The sentences have too few other words for a baseline; showing raw cosine.")
     adjust = False
@@ -267,16 +255,11 @@ if adjust and prof.baseline is None:
 
 def shown(cos: np.ndarray, idx: int) -> np.ndarray:
     """A cosine matrix as displayed (minus the baseline in adjusted mode)."""
-    return cos - base_mean[idx] if adjust else cos
+    return adjusted(cos, base_mean[idx]) if adjust else cos
 
 
-iu = np.triu_indices(n, k=1)
-pair_means = prof.cosines[:, iu[0], iu[1]].mean(axis=1)  # (K + 2,)
-if adjust:
-    spread = max(0.05, float(np.abs(prof.cosines[:, iu[0], iu[1]] - base_mean[:, None]).max()))
-    zrange = (-spread, spread)
-else:  # one scale for every layer, starting just below the lowest pair, so layers compare by colour
-    zrange = (float(np.floor(prof.cosines[:, iu[0], iu[1]].min() * 10) / 10), 1.0)
+pair_means = prof.pair_means  # (K + 2,)
+zrange = prof.colour_range(adjusted=adjust)  # one scale for every layer, so layers compare by colour
 
 # ------------------------------------------------------------------------------------- 1. matrix
 st.header(f"1. How similar is “{word}” across the {n} sentences?")
@@ -314,7 +297,8 @@ else:
     )
     if len(sample) < n:
         st.caption(f"Each panel draws {len(sample)} of the {n} sentences, evenly spread over the senses.")
-vals_r = prof.cosines[r][iu]
+vals_r = pair_values(prof.cosines[r])
+vals_0 = pair_values(prof.cosines[0])
 if labelled and sims.same is not None and sims.different is not None:
     st.markdown(
         f"Each cell is the cosine between “{word}” in two sentences, grouped by sense (dark lines separate "
@@ -333,33 +317,18 @@ else:
     st.markdown(
         f"Each cell is the cosine between “{word}” in two sentences. At **{rep}** the pairs range from "
         f"{vals_r.min():.2f} to {vals_r.max():.2f} (mean {vals_r.mean():.2f}); at the embedding layer from "
-        f"{prof.cosines[0][iu].min():.2f} to {prof.cosines[0][iu].max():.2f}. "
+        f"{vals_0.min():.2f} to {vals_0.max():.2f}. "
         "Label the sentences with senses (“river | …”) to compare meanings."
     )
 
 # ------------------------------------------------------------------------------------- 2. static
 st.header("2. Static vs contextual")
-static_pairs = prof.static_cosines[iu]
 reps = [("static word piece (no position)", None), ("layer 0: + position", 0), (f"layer {L}: + context", L)]
 if r not in (0, L):
     reps.append((rep, r))
-kinds: dict[str, list[float | None]] = {"all pairs": []}
-if labelled and sims.same is not None and sims.different is not None:
-    kinds.update({"same sense": [], "different sense": []})
-static_s = sense_similarity(prof.static_cosines[None], senses)
-for _, idx in reps:
-    if idx is None:
-        kinds["all pairs"].append(float(static_pairs.mean()))
-        if "same sense" in kinds:
-            kinds["same sense"].append(float(static_s.same[0]))
-            kinds["different sense"].append(float(static_s.different[0]))
-    else:
-        kinds["all pairs"].append(float(pair_means[idx]))
-        if "same sense" in kinds:
-            kinds["same sense"].append(float(sims.same[idx]))
-            kinds["different sense"].append(float(sims.different[idx]))
+kinds = prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)
 chart(static_contextual_chart([x for x, _ in reps], kinds), key="layers_static")
-static_min = float(static_pairs.min())
+static_min = float(pair_values(prof.static_cosines).min())
 identical = static_min > 0.9999
 st.markdown(
     (
@@ -394,26 +363,17 @@ st.markdown(
 
 # ------------------------------------------------------------------------------------- 3. trajectories
 st.header("3. Same sense vs different sense, layer by layer")
-state.url_bool("layers_pairs", False)
 show_pairs = st.toggle("Show individual pairs", key="layers_pairs", help="One thin line per sentence pair.")
-sub = (lambda a: np.asarray(a) - base_mean) if adjust else (lambda a: np.asarray(a))
+def sub(values):
+    """A curve over the representations as drawn (minus the baseline in adjusted mode)."""
+    return adjusted(values, base_mean) if adjust else values
+
+
 pairs: list[PairLine] = []
 if show_pairs or not labelled:
-    all_pairs = np.stack(iu, axis=1)
-    if len(all_pairs) > PAIR_LINES_MAX:
-        # the pairs whose cosine changed most, half same-sense and half different-sense when labelled
-        change = np.abs(prof.cosines[L][iu] - prof.cosines[0][iu])
-        kind = (
-            np.array([senses[i] == senses[j] for i, j in all_pairs])
-            if labelled
-            else np.zeros(len(change), bool)
-        )
-        keep = []
-        for group in (np.flatnonzero(kind), np.flatnonzero(~kind)):
-            quota = PAIR_LINES_MAX // 2 if labelled else PAIR_LINES_MAX
-            keep.extend(group[np.argsort(-change[group], kind="stable")[:quota]].tolist())
-        all_pairs = all_pairs[np.sort(keep)]
-    for i, j in all_pairs:
+    # all pairs, or those whose cosine changed most (half same-sense, half different-sense when labelled)
+    drawn = most_changed_pairs(prof.cosines, senses if labelled else None, first=0, last=L, limit=PAIR_LINES_MAX)
+    for i, j in drawn:
         same_sense = (senses[i] == senses[j]) if labelled else None
         pairs.append(PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], same_sense))
 pooled_point = None
@@ -496,7 +456,6 @@ except (StreamlitAPIException, KeyError):
 
 # ------------------------------------------------------------------------------------- 5. Ethayarajh
 st.header("5. Self-similarity and intra-sentence similarity")
-state.url_bool("layers_reference", False)
 ref_on = st.toggle(
     "Overlay the published BERT-base curves (Ethayarajh 2019)",
     key="layers_reference",
@@ -602,7 +561,6 @@ controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")
-state.url_int("layers_sentence", 1, 1, n)
 pick = st.selectbox(
     "Sentence",
     list(range(1, n + 1)),
@@ -694,12 +652,4 @@ if card.rows:
         "evidence of what the representation captures: the pairs, their senses, and how their cosine changed."
     )
 
-state.sync_url(
-    {
-        "layers_layer": layer,
-        "layers_pooling": pooling,
-        "layers_view": view,
-        "layers_adjust": adjust,
-        "layers_sentence": pick,
-    }
-)
+state.sync_controls(CONTROLS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

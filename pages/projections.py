@@ -17,13 +17,10 @@ from lib.geometry import default_top_k
 from lib.projection import (
     METHOD_LABELS,
     MIN_POINTS,
-    NeighbourCheck,
-    Projection,
     ProjectionError,
     align_to,
-    neighbour_check,
-    project,
-    project_layers,
+    context_points,
+    group_neighbours,
     same_sense_neighbours,
 )
 from lib.similarity import other_token_masks
@@ -37,22 +34,6 @@ PREP_CHOICES = {
     "topk": "remove the top principal components",
 }
 PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-lens-projection", "scale": 2}}
-
-
-# ------------------------------------------------------------------------------------------- caches
-@st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
-def cached_projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
-    return project(X, method, dims, seed=seed)
-
-
-@st.cache_data(show_spinner=False, max_entries=64, ttl=6 * 3600)
-def cached_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
-    return neighbour_check(X, coords, k=5)
-
-
-@st.cache_data(show_spinner=False, max_entries=16, ttl=6 * 3600)
-def cached_layers(H: np.ndarray, method: str) -> list[Projection]:
-    return project_layers(H, method, 2)
 
 
 # ------------------------------------------------------------------------------------------- intro
@@ -83,14 +64,18 @@ if n < MIN_POINTS:
     st.stop()
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_choice("proj_method", "pca", list(METHOD_LABELS))
-state.url_int("proj_dims", 2, 2, 3)
-state.url_int("proj_layer", L, 0, L)
-state.url_choice("proj_prep", UNTREATED, list(PREP_CHOICES))
-state.url_int("proj_k", default_top_k(d), 1, 10)
-state.url_bool("proj_context", False)
-state.url_bool("proj_across", True)
-state.url_bool("proj_seeds", False)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("proj_method", "choice", "pca", choices=tuple(METHOD_LABELS)),
+    state.Control("proj_dims", "int", 2, lo=2, hi=3),
+    state.Control("proj_layer", "int", L, lo=0, hi=L),
+    state.Control("proj_prep", "choice", UNTREATED, choices=tuple(PREP_CHOICES)),
+    state.Control("proj_k", "int", default_top_k(d), lo=1, hi=10),
+    state.Control("proj_context", "bool", False),
+    state.Control("proj_across", "bool", True),
+    state.Control("proj_seeds", "bool", False),
+]
+state.init_controls(CONTROLS)
 
 c_method, c_dims, c_layer = st.columns([2, 1, 3])
 c_method.radio(
@@ -140,18 +125,7 @@ k = st.session_state.proj_k
 show_context = st.session_state.proj_context
 across = st.session_state.proj_across
 seeds_view = st.session_state.proj_seeds
-state.sync_url(
-    {
-        "proj_method": method,
-        "proj_dims": dims,
-        "proj_layer": layer,
-        "proj_prep": prep,
-        "proj_k": k,
-        "proj_context": show_context,
-        "proj_across": across,
-        "proj_seeds": seeds_view,
-    }
-)
+state.sync_controls(CONTROLS, {"proj_dims": dims})
 
 # ------------------------------------------------------------------------------------------- data
 stats: CorpusStats | None = None
@@ -181,14 +155,9 @@ ctx_hover: list[str] = []
 if show_context:
     encoding = tv.encoding
     masks = other_token_masks(encoding.special, [s.token_indices for s in tv.spans])
-    where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]
-    if where:
-        pick = np.arange(len(where))
-        if len(where) > MAX_CONTEXT_POINTS:  # sample first: hover texts only for the points drawn
-            pick = np.sort(np.random.default_rng(0).choice(len(where), MAX_CONTEXT_POINTS, replace=False))
-        chosen = [where[k] for k in pick]
-        ctx_vectors = np.stack([encoding.hidden_states[i][layer, p] for i, p in chosen]).astype(np.float32)
-        ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in chosen]
+    ctx = context_points(encoding.hidden_states, masks, layer, limit=MAX_CONTEXT_POINTS)
+    ctx_vectors = ctx.vectors
+    ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in ctx.where]
 
 X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
 umap_waiting = method == "umap" and cache.umap_status() == "warming"
@@ -213,7 +182,7 @@ else:
     spinner = f"Computing {METHOD_LABELS[method]}…"
 try:
     with st.spinner(spinner):
-        proj = cached_projection(X_all, method, dims)
+        proj = cache.projection(X_all, method, dims)
 except ProjectionError as err:
     st.error(escape_md(str(err)))
     st.stop()
@@ -242,7 +211,7 @@ fig = projection_scatter(
 chart(fig, key="proj_map", config=PNG_CONFIG)
 for note in proj.notes:
     st.caption(escape_md(note))
-check = cached_check(X_all, proj.coords)
+check = cache.projection_check(X_all, proj.coords)
 controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 
 hits_map, total = same_sense_neighbours(coords, senses)
@@ -278,10 +247,7 @@ if total:
 else:
     parts.append("Label sentences with a sense (“river | …”) in the sidebar to colour the points by meaning.")
 if show_context and len(ctx_vectors):
-    both = proj.coords
-    dist = np.linalg.norm(both[:n, None, :] - both[None, :, :], axis=-1)
-    dist[np.arange(n), np.arange(n)] = np.inf
-    near_target = int(np.sum(np.argmin(dist, axis=1) < n))
+    near_target = group_neighbours(proj.coords, n)
     parts.append(
         f"The {len(ctx_vectors)} grey points are the other word pieces at the same layer (the map was fitted on "
         f"all points together). {near_target} of the {n} “{word}” points have another “{word}” as their nearest "
@@ -296,12 +262,12 @@ if seeds_view and method != "pca":
     st.subheader("The same map from three random starts")
     try:
         with st.spinner(f"Computing {METHOD_LABELS[method]} with seeds 0, 1 and 2…"):
-            runs = [proj] + [cached_projection(X_all, method, dims, seed=s) for s in (1, 2)]
+            runs = [proj] + [cache.projection(X_all, method, dims, seed=s) for s in (1, 2)]
     except ProjectionError as err:
         st.error(escape_md(str(err)))
         st.stop()
     seed_coords = [runs[0].coords[:n]] + [align_to(r.coords, runs[0].coords)[:n] for r in runs[1:]]
-    seed_checks = [cached_check(X_all, r.coords) for r in runs]
+    seed_checks = [cache.projection_check(X_all, r.coords) for r in runs]
     chart(
         projection_small_multiples(
             seed_coords,
@@ -361,13 +327,13 @@ else:
     H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
     try:
         with st.spinner(f"Computing {METHOD_LABELS[method]} for {L + 1} layers…"):
-            per_layer = cached_layers(H, method)
+            per_layer = cache.projection_layers(H, method)
     except ProjectionError as err:
         st.error(escape_md(str(err)))
         st.stop()
     counts = [same_sense_neighbours(p.coords, senses) for p in per_layer]
     full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
-    kept_per_layer = [cached_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
+    kept_per_layer = [cache.projection_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
     titles = [
         f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") + f" · keeps {kept_per_layer[j]:.0%}"
         for j, (h, t) in enumerate(counts)

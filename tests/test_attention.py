@@ -13,6 +13,7 @@ from lib.attention import (
     downsample_labels,
     is_punctuation,
     mean_over_heads,
+    most_attended,
     pool_attention,
     recompute_attention,
     softmax,
@@ -187,6 +188,7 @@ def test_recomputation_matches_model(encoder, encoding, layer, head):
         assert r.max_abs_diff < 1e-4
         np.testing.assert_allclose(r.weights, encoding.attentions[i][layer, head], atol=1e-4)
         np.testing.assert_allclose(r.weights.sum(axis=-1), 1.0, atol=1e-6)
+        assert r.rows_summing_to_one() == n
         assert np.isfinite(r.scores).all()
 
 
@@ -319,3 +321,28 @@ def test_labels_with_markup_are_escaped():
 
     fig = attention_heatmap(np.eye(2), ["<b>x</b>·0", "&·1"])
     assert "<b>" not in fig.data[0].x[0] and "&lt;b&gt;" in fig.data[0].x[0]
+
+
+def test_most_attended_averages_the_targets_rows_and_skips_its_own_pieces():
+    w = np.array(
+        [
+            [0.1, 0.2, 0.3, 0.4],
+            [0.5, 0.1, 0.1, 0.3],
+            [0.0, 0.9, 0.05, 0.05],
+            [0.25, 0.25, 0.25, 0.25],
+        ]
+    )
+    # target = pieces 1 and 2: mean row (0.25, 0.5, 0.075, 0.175); piece 1 is its own, so key 0 wins
+    k, weight = most_attended(w, [1, 2])
+    assert k == 0 and weight == pytest.approx(0.25)
+    assert most_attended(w, [3]) == (0, pytest.approx(0.25))  # a four-way tie: the earliest key
+    assert most_attended(w[:1, :1], [0]) == (0, pytest.approx(0.1))  # only itself: itself
+
+
+def test_rows_summing_to_one_counts_rows_by_hand():
+    from lib.attention import AttentionRecomputation
+
+    weights = np.array([[0.5, 0.5], [0.7, 0.2]])
+    z = np.zeros((2, 2))
+    rec = AttentionRecomputation(0, 0, 2, z, z, z, z, weights, weights, 0.0)
+    assert rec.rows_summing_to_one() == 1

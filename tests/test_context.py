@@ -236,3 +236,14 @@ def test_csv_cells_that_look_like_formulas_are_text(encoder):
     words = [r.split(",")[1] for r in rows]
     assert "'=" in words and "'-" in words and "'@" in words and "'+" in words
     assert all(not w.startswith(("=", "+", "-", "@")) for w in words)
+
+
+def test_half_effect_layer_by_hand(river):
+    from dataclasses import replace
+
+    shift = np.array([[0.0, 0.0, np.nan], [0.1, 0.3, np.nan], [0.25, 0.35, np.nan], [0.5, 0.4, np.nan]])
+    occ = replace(river, shift=shift)
+    assert occ.half_effect_layer(0) == 2  # 0.25 >= 0.5 * 0.5 first at layer 2
+    assert occ.half_effect_layer(1) == 1  # 0.3 >= 0.2
+    assert occ.half_effect_layer(2) == occ.num_layers == 3  # never reached
+    assert int(river.ranking(river.num_layers)[0]) == int(np.argmax(river.shift[-1]))

@@ -96,6 +96,7 @@ def test_statistics_by_hand():
     assert st.n_tokens == 3 and st.n_sentences == 2 and st.num_hidden_states == 2 and st.hidden == 2
     np.testing.assert_allclose(st.mean[0], [3.0, 4 / 3])
     np.testing.assert_allclose(st.std[0], [np.sqrt(8 / 3), np.sqrt(32 / 9)])
+    np.testing.assert_allclose(st.variance[0], [8 / 3, 32 / 9])  # population variance of (1, 3, 5), (0, 0, 4)
     np.testing.assert_allclose(st.mean[1], [4 / 3, 3.0])
     np.testing.assert_allclose(st.mean_norm[0], (1 + 3 + np.sqrt(41)) / 3)
     np.testing.assert_allclose(st.covariance(0), np.cov(np.array([[1, 0], [3, 0], [5, 4]]).T, bias=True))

@@ -340,3 +340,17 @@ def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
 
 def test_default_top_k_is_about_d_over_100_within_bounds():
     assert [default_top_k(d) for d in (2, 128, 384, 768, 1024, 4096)] == [1, 1, 4, 8, 10, MAX_TOP_COMPONENTS]
+
+
+def test_top_variance_share_by_hand_and_in_rogue_dimensions():
+    from lib.geometry import top_variance_share
+
+    assert top_variance_share([1.0, 4.0, 0.0, 5.0], top=2) == ((3, 1), pytest.approx(0.9))  # (5 + 4) / 10
+    assert top_variance_share([2.0, 2.0, 1.0], top=1) == ((0,), pytest.approx(0.4))  # ties: lower index first
+    assert top_variance_share(np.zeros(4), top=3)[1] == 0.0
+    assert len(top_variance_share([1.0, 2.0], top=5)[0]) == 2
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 6)) * np.array([1, 5, 1, 3, 1, 1])
+    r = rogue_dimensions(X, top=3)
+    dims, share = top_variance_share(X.var(axis=0), top=3)
+    assert dims == tuple(int(j) for j in r.order[:3]) and share == pytest.approx(r.top_variance_share)

@@ -13,7 +13,9 @@ from lib.projection import (
     align_to,
     clamp_n_neighbors,
     clamp_perplexity,
+    context_points,
     ensure_numba_cache_dir,
+    group_neighbours,
     pca_projection,
     project,
     project_layers,
@@ -238,3 +240,30 @@ def test_pca_of_identical_points_is_zero_with_a_note():
     p = pca_projection(np.ones((4, 5)), 2)
     assert np.array_equal(p.coords, np.zeros((4, 2))) and np.array_equal(p.explained_variance_ratio, [0, 0])
     assert "identical" in p.notes[0]
+
+
+# ------------------------------------------------------------------ moved out of pages/projections.py (issue 15)
+
+
+def test_group_neighbours_by_hand():
+    # two group points close together, one far away; the others sit next to the far one
+    pts = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 0.0], [5.1, 0.0], [5.3, 0.0]])
+    assert group_neighbours(pts, 3) == 2  # point 2's nearest is point 3, outside the group
+    assert group_neighbours(pts, 5) == 5
+    assert group_neighbours(pts[:1], 1) == 0
+
+
+def test_context_points_follow_the_masks_and_sample_the_same_points_every_time():
+    rng = np.random.default_rng(0)
+    hidden = [rng.normal(size=(3, 4, 2)).astype(np.float32), rng.normal(size=(3, 5, 2)).astype(np.float32)]
+    masks = [np.array([False, True, True, False]), np.array([False, True, False, True, False])]
+    allp = context_points(hidden, masks, 2, limit=10)
+    assert allp.where == ((0, 1), (0, 2), (1, 1), (1, 3)) and allp.total == 4
+    np.testing.assert_array_equal(allp.vectors, np.stack([hidden[i][2, p] for i, p in allp.where]))
+    assert allp.vectors.dtype == np.float32
+    some = context_points(hidden, masks, 2, limit=2)
+    assert len(some.where) == 2 and set(some.where) <= set(allp.where) and some.total == 4
+    assert list(some.where) == sorted(some.where)
+    assert context_points(hidden, masks, 2, limit=2).where == some.where  # seeded: the same sample
+    none = context_points(hidden, [np.zeros(4, bool), np.zeros(5, bool)], 0, limit=3)
+    assert none.vectors.shape == (0, 2) and none.where == () and none.total == 0

@@ -394,3 +394,89 @@ def test_layer_profile_is_consistent_with_the_single_functions():
     assert p.readout.accuracy[p.index("all")] == loo.accuracy[0]
     assert p.baseline.mean.shape == (k + 2,)
     assert np.isfinite(p.cosines).all() and np.isfinite(p.intra_sentence).all()
+
+
+# ------------------------------------------------------------------ moved out of pages/layers.py (issue 15)
+
+
+def test_pair_values_and_mean_pair_cosines_by_hand():
+    m = np.array([[1.0, 0.2, 0.4], [0.2, 1.0, 0.6], [0.4, 0.6, 1.0]])
+    np.testing.assert_allclose(sim.pair_values(m), [0.2, 0.4, 0.6])
+    stacked = np.stack([m, 1 - m])
+    np.testing.assert_allclose(sim.pair_values(stacked), [[0.2, 0.4, 0.6], [0.8, 0.6, 0.4]])
+    np.testing.assert_allclose(sim.mean_pair_cosines(stacked), [0.4, 0.6])
+    np.testing.assert_allclose(sim.mean_pair_cosines(np.ones((2, 1, 1))), [0.0, 0.0])  # one sentence: no pair
+
+
+def _cosines_from_changes(first: np.ndarray, last: np.ndarray) -> np.ndarray:
+    """(2, n, n) symmetric matrices with the given upper-triangle values at layer 0 and layer 1."""
+    n = int((1 + math.isqrt(1 + 8 * len(first))) // 2)
+    out = np.ones((2, n, n))
+    i, j = np.triu_indices(n, 1)
+    for k, vals in enumerate((first, last)):
+        out[k, i, j] = out[k, j, i] = vals
+    return out
+
+
+def test_most_changed_pairs_keeps_all_pairs_under_the_limit():
+    cos = _cosines_from_changes(np.zeros(3), np.ones(3))
+    np.testing.assert_array_equal(sim.most_changed_pairs(cos, None, first=0, last=1, limit=3), [[0, 1], [0, 2], [1, 2]])
+
+
+def test_most_changed_pairs_takes_the_largest_changes_half_per_kind():
+    # 4 sentences, senses a a b b: same-sense pairs (0,1) and (2,3); the four others are different-sense
+    change = np.array([0.1, 0.9, 0.8, 0.7, 0.3, 0.5])  # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
+    cos = _cosines_from_changes(np.zeros(6), change)
+    labelled = sim.most_changed_pairs(cos, ["a", "a", "b", "b"], first=0, last=1, limit=2)
+    # one same-sense pair (the larger change: (2,3)) and one different-sense pair ((0,2)), in pair order
+    np.testing.assert_array_equal(labelled, [[0, 2], [2, 3]])
+    unlabelled = sim.most_changed_pairs(cos, None, first=0, last=1, limit=3)
+    np.testing.assert_array_equal(unlabelled, [[0, 2], [0, 3], [1, 2]])
+    # the change is an absolute value: a drop counts as much as a rise
+    dropped = sim.most_changed_pairs(-cos, None, first=0, last=1, limit=1)
+    np.testing.assert_array_equal(dropped, [[0, 2]])
+
+
+def _profile(seed: int = 5, senses=("a", "a", "a", "b", "b", "b")):
+    rng = np.random.default_rng(seed)
+    n, k, h = len(senses), 4, 3
+    v = rng.normal(size=(n, k, h))
+    hidden = [rng.normal(size=(k, 5, h)) for _ in range(n)]
+    return sim.layer_profile(v, rng.normal(size=(n, h)), list(senses), hidden, seed=3)
+
+
+def test_layer_profile_pair_means_and_colour_range_match_the_matrices():
+    p = _profile()
+    n = p.cosines.shape[1]
+    for r in range(p.cosines.shape[0]):
+        expected = np.mean([p.cosines[r, i, j] for i in range(n) for j in range(i + 1, n)])
+        assert p.pair_means[r] == pytest.approx(expected)
+    lo, hi = p.colour_range(adjusted=False)
+    lowest = min(p.cosines[r, i, j] for r in range(p.cosines.shape[0]) for i in range(n) for j in range(i + 1, n))
+    assert hi == 1.0 and lo <= lowest < lo + 0.1 and round(lo * 10) == pytest.approx(lo * 10)
+    lo_a, hi_a = p.colour_range(adjusted=True)
+    largest = max(
+        abs(p.cosines[r, i, j] - p.baseline.mean[r])
+        for r in range(p.cosines.shape[0])
+        for i in range(n)
+        for j in range(i + 1, n)
+    )
+    assert hi_a == -lo_a == pytest.approx(max(0.05, largest))
+
+
+def test_layer_profile_static_vs_contextual_table():
+    p = _profile()
+    static = p.static_cosines
+    same = np.mean([static[i, j] for i, j in [(0, 1), (0, 2), (1, 2), (3, 4), (3, 5), (4, 5)]])
+    different = np.mean([static[i, j] for i in range(3) for j in range(3, 6)])
+    table = p.static_vs_contextual([None, 0, 3])
+    assert list(table) == ["all pairs", "same sense", "different sense"]
+    assert table["all pairs"][0] == pytest.approx(np.mean(static[np.triu_indices(6, 1)]))
+    assert table["same sense"][0] == pytest.approx(same)
+    assert table["different sense"][0] == pytest.approx(different)
+    assert table["all pairs"][1:] == pytest.approx([p.pair_means[0], p.pair_means[3]])
+    assert table["same sense"][2] == pytest.approx(p.senses.same[3])
+    assert list(p.static_vs_contextual([None, 0], by_sense=False)) == ["all pairs"]
+    unlabelled = _profile(senses=(None,) * 6)
+    assert list(unlabelled.static_vs_contextual([None, 1])) == ["all pairs"]
+    assert unlabelled.baseline_mean.shape == (p.cosines.shape[0],)

@@ -372,3 +372,40 @@ def test_switches_are_keyword_only():
         attention_steps(X, None, None, None, True)  # scale must be named
     s = attention_steps(X, scale=True, causal=True, temperature=2.0)
     np.testing.assert_allclose(s.weights.sum(axis=1), 1.0)
+
+
+# --- ToyInputs: the calculator's last valid inputs (issue 15) -------------------------------------------
+
+
+def test_toy_inputs_course_example_is_the_worked_example():
+    from lib.toy_attention import ToyInputs
+
+    inputs = ToyInputs.course_example()
+    assert inputs.tokens == COURSE_TOKENS and inputs.ffn == {}
+    np.testing.assert_allclose(inputs.x(use_positions=True), COURSE_X)
+    np.testing.assert_allclose(inputs.x(use_positions=False), [COURSE_EMBEDDINGS[t] for t in COURSE_TOKENS])
+    steps = inputs.steps(use_positions=True)
+    np.testing.assert_allclose(steps.raw_scores, np.array(COURSE_X) @ np.array(COURSE_X).T)
+    direct = attention_steps(COURSE_X, None, None, None, scale=True, temperature=2.0)
+    np.testing.assert_allclose(inputs.steps(use_positions=True, scale=True, temperature=2.0).output, direct.output)
+
+
+def test_toy_inputs_from_tables_expands_one_row_per_token_and_keeps_the_ffn():
+    from lib.toy_attention import ToyInputs
+
+    words = ["the", "cat"]
+    E = np.array([[1.0, 0.0], [0.0, 2.0]])
+    P = np.array([[0.1, 0.0], [0.0, 0.1], [0.2, 0.2]])
+    W = {"W_Q": np.eye(2), "W_K": np.eye(2), "W_V": 2 * np.eye(2)}
+    W1 = np.array([[1.0, -1.0], [0.5, 1.0]])
+    inputs = ToyInputs.from_tables(["the", "cat", "the"], words, E, P, W, {"W1": W1, "W2": None})
+    np.testing.assert_allclose(inputs.embeddings, [[1, 0], [0, 2], [1, 0]])
+    np.testing.assert_allclose(inputs.x(use_positions=True), [[1.1, 0], [0, 2.1], [1.2, 0.2]])
+    assert list(inputs.ffn) == ["W1"] and inputs.W2 is None
+    steps = inputs.steps(use_positions=False, causal=True)
+    assert steps.weights[0, 1] == 0.0  # causal: the first token sees only itself
+    block = inputs.block(steps.output, use_positions=False)
+    expected = encoder_block(inputs.embeddings, steps.output, W1=W1)
+    np.testing.assert_allclose(block.output, expected.output)
+    with pytest.raises(ToyAttentionError):
+        inputs.steps(use_positions=False, temperature=0.0)

@@ -17,11 +17,13 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+import numpy as np
 import streamlit as st
 
 from lib import budget
 from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes
 from lib.corpus import CorpusStats, compute_corpus_statistics, corpus_statistics
+from lib.corpus import anisotropy_curves as _anisotropy_curves
 from lib.encoder import (
     DEFAULT_MODEL,
     Encoder,
@@ -34,7 +36,10 @@ from lib.encoder import (
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
 from lib.memory import release_memory
 from lib.probe import ProbeResult, probe_layers
+from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
 from lib.sentences import clean_sentences as _clean_sentences
+from lib.similarity import LayerProfile, other_token_masks
+from lib.similarity import layer_profile as _layer_profile
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -380,3 +385,50 @@ def readout_chance(
         lambda: _readout_chance(vectors, list(senses)),
         "Shuffling the sense labels for the chance band…",
     )
+
+
+# --------------------------------------------------------------------------- per-page results
+# Moved here from the pages (issue 15): every st.cache_* of the app lives in this module.
+_PAGE_TTL = 6 * 3600
+
+
+@st.cache_resource(show_spinner="Comparing the vectors at every layer…", max_entries=8, ttl=_PAGE_TTL)
+def layer_profile(
+    model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
+) -> LayerProfile:
+    """lib.similarity.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target."""
+    enc = _tv.encoding
+    targets = [sp.token_indices for sp in _tv.spans]
+    return _layer_profile(
+        _tv.vectors,
+        _tv.static,
+        list(senses),
+        enc.hidden_states,
+        other_masks=other_token_masks(enc.special, targets),
+        word_masks=other_token_masks(enc.special, [()] * len(targets)),
+        tokens=enc.tokens,
+    )
+
+
+@st.cache_resource(show_spinner=False, max_entries=32, ttl=_PAGE_TTL)
+def anisotropy_curves(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
+    """lib.corpus.anisotropy_curves (Anisotropy), keyed by model, corpus and k: {treatment: (L+1,)}."""
+    return _anisotropy_curves(_stats, k)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=_PAGE_TTL)
+def projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
+    """lib.projection.project of X (n, hidden) (Projections), keyed by the array's contents."""
+    return project(X, method, dims, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=_PAGE_TTL)
+def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
+    """lib.projection.neighbour_check(X, coords, k=5) (Projections), keyed by both arrays' contents."""
+    return neighbour_check(X, coords, k=5)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=_PAGE_TTL)
+def projection_layers(H: np.ndarray, method: str) -> list[Projection]:
+    """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections)."""
+    return project_layers(H, method, 2)

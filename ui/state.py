@@ -89,6 +89,11 @@ def _url_value(key: str) -> str | None:
     return raw
 
 
+def url_has(key: str) -> bool:
+    """Whether the link the session was opened with carries ``key`` (pages never read st.query_params)."""
+    return key in _url0()
+
+
 def url_int(key: str, default: int, lo: int, hi: int) -> int:
     """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
     if key not in st.session_state:
@@ -170,6 +175,59 @@ def url_text(key: str, default: str = "", max_chars: int = 300) -> str:
     if not isinstance(st.session_state[key], str):
         st.session_state[key] = default
     return st.session_state[key]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One page control declared once: its key, kind, default and bounds, and whether the link carries it.
+
+    :meth:`init` gives the widget its initial value (session state, else the link, else the default;
+    clamped or checked like :func:`url_int` and friends) and :func:`sync_controls` writes the URL from the
+    same list, so a key read from a link is always written back. Build the list where the bounds are
+    known (they often depend on the model or the set), e.g.
+    ``Control("layers_layer", "int", L, lo=0, hi=L)``.
+    kind: "int" / "float" (lo, hi), "choice" (choices), "bool", "text" (max_chars).
+    """
+
+    key: str
+    kind: str
+    default: object
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[str, ...] = ()
+    max_chars: int = 300
+    in_url: bool = True
+
+    def init(self) -> object:
+        """Set the widget's initial value in session state (from the link when ``in_url``) and return it."""
+        if not self.in_url:
+            st.session_state.setdefault(self.key, self.default)
+            return st.session_state[self.key]
+        if self.kind == "int":
+            return url_int(self.key, int(self.default), int(self.lo), int(self.hi))
+        if self.kind == "float":
+            return url_float(self.key, float(self.default), float(self.lo), float(self.hi))
+        if self.kind == "choice":
+            return url_choice(self.key, str(self.default), list(self.choices))
+        if self.kind == "bool":
+            return url_bool(self.key, bool(self.default))
+        if self.kind == "text":
+            return url_text(self.key, str(self.default), self.max_chars)
+        raise ValueError(f"unknown control kind {self.kind!r} for {self.key!r}")
+
+
+def init_controls(controls: Sequence[Control]) -> None:
+    """:meth:`Control.init` for every control of a page (call before the widgets are drawn)."""
+    for c in controls:
+        c.init()
+
+
+def sync_controls(controls: Sequence[Control], values: dict[str, object] | None = None) -> None:
+    """Write every ``in_url`` control into the URL: its value from ``values``, else from session state."""
+    values = values or {}
+    sync_url(
+        {c.key: values.get(c.key, st.session_state.get(c.key, c.default)) for c in controls if c.in_url}
+    )
 
 
 def sync_url(params: dict[str, object]) -> None:
