@@ -39,3 +39,12 @@ def test_sense_ticks_colour_by_first_appearance_whatever_the_order():
     # reordered axis: money keeps its colour, because colours follow the full list
     assert common.sense_ticks(labels, senses, order=[2, 0]) == [ticks[2], ticks[0]]
     assert common.sense_ticks(labels, senses, names=False)[0] == f"<span style='color:{blue}'>▍</span>S1 &lt;b&gt;"
+
+
+def test_band_from_zero_is_a_closed_polygon_from_zero_to_top():
+    from lib.charts.common import band_from_zero
+
+    tr = band_from_zero([0.5, 0.7, 0.6], name="chance")
+    assert list(tr.x) == [0, 1, 2, 2, 1, 0]
+    assert list(tr.y) == [0.5, 0.7, 0.6, 0.0, 0.0, 0.0]
+    assert tr.fill == "toself" and tr.hoverinfo == "skip" and tr.name == "chance"

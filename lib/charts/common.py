@@ -109,6 +109,28 @@ def sense_ticks(
     return out
 
 
+def band_from_zero(
+    top: Sequence[float],
+    *,
+    name: str,
+    fillcolor: str = "rgba(120,120,120,0.18)",
+    line: dict | None = None,
+) -> go.Scatter:
+    """A filled band from 0 up to ``top`` (K,) over layers 0..K-1: a chance or control band (shuffled
+    labels up to their 95th percentile), drawn behind the curves and skipped by hover."""
+    t = [float(v) for v in top]
+    x = list(range(len(t)))
+    return go.Scatter(
+        x=x + x[::-1],
+        y=t + [0.0] * len(t),
+        fill="toself",
+        fillcolor=fillcolor,
+        line=line if line is not None else {"width": 0},
+        name=name,
+        hoverinfo="skip",
+    )
+
+
 def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:
     """Readable defaults: title, margins, font size, hover label; returns the same figure."""
     fig.update_layout(

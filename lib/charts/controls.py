@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import SENSE_COLORS, apply_layout, esc
+from lib.charts.common import SENSE_COLORS, apply_layout, band_from_zero, esc
 
 PROBE_COLOR = SENSE_COLORS[0]
 CONTROL_COLOR = "#7F7F7F"
@@ -34,14 +34,10 @@ def probe_chart(
     acc = np.asarray(accuracy, dtype=float)
     fig = go.Figure()
     fig.add_trace(
-        go.Scatter(
-            x=x + x[::-1],
-            y=list(np.zeros(len(x))) + list(np.asarray(shuffled_high, dtype=float)[::-1]),
-            fill="toself",
-            fillcolor="rgba(127,127,127,0.18)",
-            line={"width": 0},
-            hoverinfo="skip",
+        band_from_zero(
+            np.asarray(shuffled_high, dtype=float),
             name="control band (shuffled labels, up to 95th percentile)",
+            fillcolor="rgba(127,127,127,0.18)",
         )
     )
     fig.add_trace(

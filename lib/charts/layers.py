@@ -25,6 +25,7 @@ from lib.charts.common import (
     SENSE_COLORS,
     SEQUENTIAL,
     apply_layout,
+    band_from_zero,
     group_senses,
     sense_ticks,
 )
@@ -574,17 +575,7 @@ def readout_chart(
     if chance is not None:
         c_mean = np.asarray(chance[0], dtype=float)[:k]
         c_top = np.asarray(chance[1], dtype=float)[:k]
-        fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=list(c_top) + [0.0] * k,
-                fill="toself",
-                fillcolor="rgba(120,120,120,0.18)",
-                line={"width": 0},
-                name="chance band: shuffled labels, up to the 95th percentile",
-                hoverinfo="skip",
-            )
-        )
+        fig.add_trace(band_from_zero(c_top, name="chance band: shuffled labels, up to the 95th percentile"))
         fig.add_trace(
             go.Scatter(
                 x=x,

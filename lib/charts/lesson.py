@@ -25,6 +25,7 @@ from lib.charts.common import (
     SAME_COLOR,
     SENSE_COLORS,
     apply_layout,
+    band_from_zero,
     sense_color_map,
 )
 from lib.charts.common import esc as _esc
@@ -130,14 +131,11 @@ def readout_lines(
         color = SENSE_COLORS[k % len(SENSE_COLORS)]
         r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
         fig.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=list(t) + [0.0] * len(t),
-                fill="toself",
+            band_from_zero(
+                t,
+                name=f"{_esc(names[k])}: chance band (shuffled labels, 95th percentile)",
                 fillcolor=f"rgba({r},{g},{b},0.10)",
                 line={"width": 1, "color": f"rgba({r},{g},{b},0.45)", "dash": "dash"},
-                name=f"{_esc(names[k])}: chance band (shuffled labels, 95th percentile)",
-                hoverinfo="skip",
             )
         )
     for k, (name, acc, maj) in enumerate(zip(names, accuracies, majority, strict=True)):
