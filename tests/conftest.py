@@ -14,6 +14,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Every figure a test builds is validated property by property (production builds skip it: lib.charts.common).
+os.environ.setdefault("CONTEXT_LENS_VALIDATE_FIGURES", "1")
 
 # Property tests draw the same examples on every run, so CI cannot fail on a lucky draw.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402

@@ -48,3 +48,29 @@ def test_band_from_zero_is_a_closed_polygon_from_zero_to_top():
     assert list(tr.x) == [0, 1, 2, 2, 1, 0]
     assert list(tr.y) == [0.5, 0.7, 0.6, 0.0, 0.0, 0.0]
     assert tr.fill == "toself" and tr.hoverinfo == "skip" and tr.name == "chance"
+
+
+def test_figure_factory_same_output_with_and_without_validation(monkeypatch):
+    from lib.charts.common import VALIDATE_ENV, base_layout, figure
+
+    data = [{"type": "scatter", "x": [0, 1, 2], "y": [0.5, 0.25, 1.0], "name": "a", "mode": "lines"}]
+    layout = base_layout(title="t", height=300) | {"xaxis": {"title": {"text": "layer"}}}
+    monkeypatch.setenv(VALIDATE_ENV, "1")
+    checked = figure(data, layout).to_plotly_json()
+    monkeypatch.setenv(VALIDATE_ENV, "0")
+    fast = figure(data, layout).to_plotly_json()
+    assert checked["layout"] == fast["layout"]
+    assert [list(t["y"]) for t in checked["data"]] == [list(t["y"]) for t in fast["data"]]
+    assert checked["layout"]["title"]["text"] == "t" and fast["layout"]["height"] == 300
+
+
+def test_figure_factory_validates_in_tests(monkeypatch):
+    import pytest
+
+    from lib.charts.common import VALIDATE_ENV, figure
+
+    monkeypatch.setenv(VALIDATE_ENV, "1")
+    with pytest.raises(ValueError):
+        figure([{"type": "scatter", "bogus": 1}])
+    monkeypatch.setenv(VALIDATE_ENV, "0")
+    assert figure([{"type": "scatter", "bogus": 1}]).to_plotly_json()["data"][0]["bogus"] == 1

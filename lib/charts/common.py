@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from collections.abc import Sequence
 
@@ -129,6 +130,46 @@ def band_from_zero(
         name=name,
         hoverinfo="skip",
     )
+
+
+# Figures are built from plain dicts in one constructor call, without plotly's per-property validation:
+# each `update_layout`/`add_*` call walks and validates the figure's property tree, and that was most of a
+# rerun's server CPU (issue 16). Validation is switched back on by CONTEXT_LENS_VALIDATE_FIGURES=1, which the
+# test suite sets, so every figure a test builds is still checked property by property.
+VALIDATE_ENV = "CONTEXT_LENS_VALIDATE_FIGURES"
+
+
+def validating() -> bool:
+    """True when figures are validated as they are built (the tests; see VALIDATE_ENV)."""
+    return os.environ.get(VALIDATE_ENV, "") not in ("", "0")
+
+
+def base_layout(*, title: str | None = None, height: int | None = None) -> dict:
+    """The readable defaults of every chart as a layout dict: font, margins, hover label, legend, title.
+
+    The same settings as :func:`apply_layout`, for figures built with :func:`figure`.
+    """
+    layout: dict = {
+        "font": {"size": BASE_FONT},
+        "margin": {"l": 10, "r": 10, "t": 60 if title else 30, "b": 10},
+        "hoverlabel": {"font": {"size": BASE_FONT}},
+        "legend": {"title": {"text": ""}},
+    }
+    if title is not None:
+        layout["title"] = {"text": title, "x": 0.0, "xanchor": "left"}
+    if height is not None:
+        layout["height"] = height
+    return layout
+
+
+def figure(data: Sequence[dict | go.Figure], layout: dict | None = None) -> go.Figure:
+    """A figure from trace dicts (``{"type": "scatter", ...}``) and a layout dict, built in one step.
+
+    Use nested dicts (``{"title": {"text": ...}}``), not plotly's ``title_text`` shorthand: unvalidated
+    figures keep keys as given. Trace objects (``go.Scatter(...)``) are accepted too.
+    """
+    traces = [t.to_plotly_json() if hasattr(t, "to_plotly_json") else t for t in data]
+    return go.Figure(data=traces, layout=layout or {}, _validate=validating())
 
 
 def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:
