@@ -11,10 +11,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lib.attention import SpecialTokenShare, downsample_labels, pool_attention
-from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, SEQUENTIAL, apply_layout, esc
+from lib.charts.common import (
+    CONTEXT_COLOR,
+    SENSE_COLORS,
+    SEQUENTIAL,
+    base_layout,
+    esc,
+    figure,
+    grid_axes,
+    subplot_grid,
+)
 
 __all__ = [
     "ATTENTION_COLORSCALE",
@@ -45,22 +53,37 @@ def _ticks(axis_labels: list[str], max_labels: int) -> dict:
     return {"tickmode": "array", "tickvals": [axis_labels[p] for p in pos], "ticktext": text}
 
 
-def _heatmap_trace(weights: np.ndarray, x: list[str], y: list[str], *, show_text: bool, **kw) -> go.Heatmap:
-    trace = go.Heatmap(
-        z=np.asarray(weights, dtype=np.float32),  # float32: half the bytes sent to the browser
-        x=x,
-        y=y,
-        zmin=0.0,
-        zmax=1.0,
-        colorscale=ATTENTION_COLORSCALE,
-        hovertemplate="query <b>%{y}</b> → key <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
-        xgap=1 if len(x) <= 60 else 0,
-        ygap=1 if len(y) <= 60 else 0,
+def _heatmap_trace(weights: np.ndarray, x: list[str], y: list[str], *, show_text: bool, **kw) -> dict:
+    """An attention heatmap trace (a dict for :func:`lib.charts.common.figure`), colours fixed to 0–1.
+
+    Cell numbers get plotly's automatic size (they fit the drawn cell; see common.fit_cell_text).
+    """
+    trace = {
+        "type": "heatmap",
+        "z": np.asarray(weights, dtype=np.float32),  # float32: half the bytes sent to the browser
+        "x": x,
+        "y": y,
+        "zmin": 0.0,
+        "zmax": 1.0,
+        "colorscale": ATTENTION_COLORSCALE,
+        "hovertemplate": "query <b>%{y}</b> → key <b>%{x}</b><br>weight %{z:.4f}<extra></extra>",
+        "xgap": 1 if len(x) <= 60 else 0,
+        "ygap": 1 if len(y) <= 60 else 0,
         **kw,
-    )
+    }
     if show_text:
-        trace.update(texttemplate="%{z:.2f}", textfont={"size": 11})
+        trace["texttemplate"] = "%{z:.2f}"
     return trace
+
+
+def _coloraxis(thickness: int = 14) -> dict:
+    """The shared 0–1 colour axis of figures with several attention heatmaps."""
+    return {
+        "colorscale": ATTENTION_COLORSCALE,
+        "cmin": 0.0,
+        "cmax": 1.0,
+        "colorbar": {"title": {"text": "weight"}, "thickness": thickness},
+    }
 
 
 def heatmap_height(n_tokens: int) -> int:
@@ -87,31 +110,23 @@ def attention_heatmap(
     if weights.shape != (n, n) or len(labels) != n:
         raise ValueError(f"need an (n, n) matrix and n labels, got {weights.shape} and {len(labels)} labels")
     lab = _safe(labels)
-    fig = go.Figure(
-        _heatmap_trace(
-            weights,
-            lab,
-            lab,
-            show_text=n <= _CELL_TEXT_MAX_TOKENS,
-            colorbar={"title": {"text": "weight"}, "thickness": 14},
-        )
+    ticks = _ticks(lab, max_labels)
+    trace = _heatmap_trace(
+        weights, lab, lab, show_text=n <= _CELL_TEXT_MAX_TOKENS, colorbar={"title": {"text": "weight"}, "thickness": 14}
     )
     thinned = n > max_labels
-    fig.update_xaxes(
-        title_text="key: the token looked at" + (" (some labels hidden)" if thinned else ""),
-        tickangle=-60 if n > 8 else 0,
-        type="category",
-        **_ticks(lab, max_labels),
-    )
-    fig.update_yaxes(
-        title_text="query: the token looking",
-        autorange="reversed",
-        type="category",
-        **_ticks(lab, max_labels),
-    )
-    apply_layout(fig)
-    fig.update_layout(title={"text": esc(title)}, height=height or heatmap_height(n))
-    return fig
+    layout = base_layout(height=height or heatmap_height(n))
+    layout |= {
+        "title": {"text": esc(title)},
+        "xaxis": {
+            "title": {"text": "key: the token looked at" + (" (some labels hidden)" if thinned else "")},
+            "tickangle": -60 if n > 8 else 0,
+            "type": "category",
+            **ticks,
+        },
+        "yaxis": {"title": {"text": "query: the token looking"}, "autorange": "reversed", "type": "category", **ticks},
+    }
+    return figure([trace], layout)
 
 
 def side_by_side_heatmaps(
@@ -127,34 +142,22 @@ def side_by_side_heatmaps(
     """Two sentences' attention at the same layer and head, next to each other, one shared 0–1 colour bar.
 
     weights_a: (n_a, n_a), weights_b: (n_b, n_b); labels as in `attention_heatmap`.
+    The left panel draws on axes x/y, the right one on x2/y2.
     """
     la, lb = _safe(labels_a), _safe(labels_b)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=(esc(title_a), esc(title_b)),
-        horizontal_spacing=0.14,
-    )
     small = max(len(la), len(lb)) <= 10
-    fig.add_trace(_heatmap_trace(weights_a, la, la, show_text=small, coloraxis="coloraxis"), row=1, col=1)
-    fig.add_trace(_heatmap_trace(weights_b, lb, lb, show_text=small, coloraxis="coloraxis"), row=1, col=2)
-    for col, lab in ((1, la), (2, lb)):
-        fig.update_xaxes(type="category", tickangle=-60, row=1, col=col, **_ticks(lab, max_labels))
-        fig.update_yaxes(type="category", autorange="reversed", row=1, col=col, **_ticks(lab, max_labels))
-    fig.update_xaxes(title_text="key", row=1, col=1)
-    fig.update_xaxes(title_text="key", row=1, col=2)
-    fig.update_yaxes(title_text="query", row=1, col=1)
-    apply_layout(fig)
-    fig.update_layout(
-        coloraxis={
-            "colorscale": ATTENTION_COLORSCALE,
-            "cmin": 0.0,
-            "cmax": 1.0,
-            "colorbar": {"title": {"text": "weight"}, "thickness": 14},
-        },
-        height=heatmap_height(max(len(la), len(lb))) - 60,
-    )
-    return fig
+    layout = base_layout(height=heatmap_height(max(len(la), len(lb))) - 60)
+    layout |= subplot_grid(1, 2, h_space=0.14, titles=(esc(title_a), esc(title_b)))
+    layout["coloraxis"] = _coloraxis()
+    traces = []
+    for k, (weights, lab) in enumerate(((weights_a, la), (weights_b, lb))):
+        xa, ya = grid_axes(k)
+        traces.append(_heatmap_trace(weights, lab, lab, show_text=small, coloraxis="coloraxis", xaxis=xa, yaxis=ya))
+        ticks = _ticks(lab, max_labels)
+        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": -60, "title": {"text": "key"}, **ticks}
+        layout[f"yaxis{ya[1:]}"] |= {"type": "category", "autorange": "reversed", **ticks}
+    layout["yaxis"]["title"] = {"text": "query"}
+    return figure(traces, layout)
 
 
 def overview_outline(num_heads: int, layer: int, head: int | None) -> dict:
@@ -164,12 +167,11 @@ def overview_outline(num_heads: int, layer: int, head: int | None) -> dict:
     """
     cols = num_heads + 1
     col = num_heads if head is None else head
-    ref = (layer * cols + col) + 1
-    suffix = "" if ref == 1 else str(ref)
+    xa, ya = grid_axes(layer * cols + col)
     return {
         "type": "rect",
-        "xref": f"x{suffix} domain",
-        "yref": f"y{suffix} domain",
+        "xref": f"{xa} domain",
+        "yref": f"{ya} domain",
         "x0": -0.06,
         "x1": 1.06,
         "y0": -0.06,
@@ -198,23 +200,18 @@ def attention_overview(
     grid = np.concatenate([att, mean], axis=1)  # (L, H + 1, n, n)
     pooled = pool_attention(grid, max_tokens)
     lab = _safe(pooled.block_labels(list(labels)))
-    # The same grid make_subplots would lay out (row 1 at the top), written as plain dicts and validated once:
-    # make_subplots plus 78 add_trace calls took ~0.8 s of CPU per sentence, this ~0.1 s.
-    h_space, v_space = 0.006, 0.012
-    width = (1 - h_space * (cols - 1)) / cols
-    height = (1 - v_space * (num_layers - 1)) / num_layers
+    # Written as plain dicts and built in one step: make_subplots plus 78 add_trace calls took ~0.8 s of CPU.
+    layout = subplot_grid(num_layers, cols, h_space=0.006, v_space=0.012)
     axis = {"showticklabels": False, "ticks": "", "showgrid": False, "type": "category"}
-    layout: dict = {"annotations": []}
+    annotations = []
     traces = []
     for layer in range(num_layers):
-        y1 = 1 - layer * (height + v_space)
         for h in range(cols):
-            k = layer * cols + h + 1
-            suffix = "" if k == 1 else str(k)
-            x0 = h * (width + h_space)
-            layout[f"xaxis{suffix}"] = {**axis, "domain": [x0, x0 + width], "anchor": f"y{suffix}"}
-            layout[f"yaxis{suffix}"] = {**axis, "domain": [y1 - height, y1], "anchor": f"x{suffix}",
-                                        "autorange": "reversed"}  # fmt: skip
+            k = layer * cols + h
+            xa, ya = grid_axes(k)
+            xaxis, yaxis = layout[f"xaxis{xa[1:]}"], layout[f"yaxis{ya[1:]}"]
+            xaxis |= axis
+            yaxis |= axis | {"autorange": "reversed"}
             name = f"layer {layer + 1}, " + (f"head {h + 1}" if h < num_heads else "mean over heads")
             traces.append(
                 {
@@ -222,37 +219,32 @@ def attention_overview(
                     "z": pooled.weights[layer, h].astype(np.float32),
                     "x": lab,
                     "y": lab,
-                    "xaxis": f"x{suffix}",
-                    "yaxis": f"y{suffix}",
+                    "xaxis": xa,
+                    "yaxis": ya,
                     "coloraxis": "coloraxis",
                     "hovertemplate": f"{name}<br>query %{{y}} → key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
                 }
             )
             if layer == 0:
-                layout["annotations"].append(
-                    {"text": f"H{h + 1}" if h < num_heads else "mean", "x": x0 + width / 2, "y": 1.0,
+                annotations.append(
+                    {"text": f"H{h + 1}" if h < num_heads else "mean", "x": sum(xaxis["domain"]) / 2, "y": 1.0,
                      "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
                      "showarrow": False, "font": {"size": 11}}  # fmt: skip
                 )
-        layout["annotations"].append(
-            {"text": f"L{layer + 1}", "x": 1.0, "y": y1 - height / 2, "xref": "paper", "yref": "paper",
+        annotations.append(
+            {"text": f"L{layer + 1}", "x": 1.0, "y": sum(yaxis["domain"]) / 2, "xref": "paper", "yref": "paper",
              "xanchor": "left", "yanchor": "middle", "showarrow": False, "font": {"size": 11}}  # fmt: skip
         )
-    fig = go.Figure(data=traces, layout=layout)
+    layout["annotations"] = annotations
     if selected is not None:
-        fig.add_shape(overview_outline(num_heads, *selected))
-    apply_layout(fig)
-    fig.update_layout(
-        coloraxis={
-            "colorscale": ATTENTION_COLORSCALE,
-            "cmin": 0.0,
-            "cmax": 1.0,
-            "colorbar": {"title": {"text": "weight"}, "thickness": 12},
-        },
-        height=int(70 * num_layers + 90),
-        margin={"l": 20, "r": 40, "t": 50, "b": 20},
-    )
-    return fig
+        layout["shapes"] = [overview_outline(num_heads, *selected)]
+    layout = base_layout() | layout
+    layout |= {
+        "coloraxis": _coloraxis(12),
+        "height": int(70 * num_layers + 90),
+        "margin": {"l": 20, "r": 40, "t": 50, "b": 20},
+    }
+    return figure(traces, layout)
 
 
 def target_attention_bars(
@@ -273,45 +265,26 @@ def target_attention_bars(
     is_target = np.zeros(n, dtype=bool)
     is_target[list(target_positions)] = True
     colors = [TARGET_COLOR if t else OTHER_COLOR for t in is_target]
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.12,
-        subplot_titles=("The target attends to …", "… and is attended to by"),
+    layout = base_layout(height=560)
+    layout |= subplot_grid(
+        2, 1, v_space=0.12, shared_x=True, titles=("The target attends to …", "… and is attended to by")
     )
-    fig.add_trace(
-        go.Bar(
-            x=lab,
-            y=np.asarray(attends_to, dtype=float),
-            marker_color=colors,
-            hovertemplate="target → %{x}<br>weight %{y:.4f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=lab,
-            y=np.asarray(attended_by, dtype=float),
-            marker_color=colors,
-            hovertemplate="%{x} → target<br>weight %{y:.4f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=2,
-        col=1,
-    )
-    fig.update_yaxes(range=[0, 1], title_text="weight")
-    fig.update_xaxes(type="category", tickangle=-60 if n > 8 else 0, **_ticks(lab, max_labels))
-    apply_layout(fig)
-    fig.update_layout(
-        title={"text": esc(title)},
-        height=560,
-        bargap=0.15,
-        margin={"t": 100 if title else 50},
-    )
-    return fig
+    layout |= {"title": {"text": esc(title)}, "bargap": 0.15}
+    layout["margin"]["t"] = 100 if title else 50
+    ticks = _ticks(lab, max_labels)
+    traces = []
+    for k, (values, hover) in enumerate(
+        ((attends_to, "target → %{x}"), (attended_by, "%{x} → target"))
+    ):
+        xa, ya = grid_axes(k)
+        traces.append(
+            {"type": "bar", "x": lab, "y": np.asarray(values, dtype=float), "marker": {"color": colors},
+             "hovertemplate": hover + "<br>weight %{y:.4f}<extra></extra>", "showlegend": False,
+             "xaxis": xa, "yaxis": ya}  # fmt: skip
+        )
+        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": -60 if n > 8 else 0, **ticks}
+        layout[f"yaxis{ya[1:]}"] |= {"range": [0, 1], "title": {"text": "weight"}}
+    return figure(traces, layout)
 
 
 def target_attention_by_layer(
@@ -328,43 +301,32 @@ def target_attention_by_layer(
     lab = _safe(labels)
     num_layers = np.asarray(attends_to_mean).shape[0]
     layers = [f"layer {layer + 1}" for layer in range(num_layers)]
-    fig = make_subplots(
-        rows=2,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.1,
-        subplot_titles=("The target attends to … (mean over heads)", "… is attended to by (mean over heads)"),
+    layout = base_layout(height=int(2 * (28 * num_layers + 60) + 140))
+    layout |= subplot_grid(
+        2,
+        1,
+        v_space=0.1,
+        shared_x=True,
+        titles=("The target attends to … (mean over heads)", "… is attended to by (mean over heads)"),
     )
-    for row, z, hover in (
-        (1, attends_to_mean, "%{y}: target → %{x}<br>weight %{z:.4f}<extra></extra>"),
-        (2, attended_by_mean, "%{y}: %{x} → target<br>weight %{z:.4f}<extra></extra>"),
-    ):
-        fig.add_trace(
-            go.Heatmap(
-                z=np.asarray(z, dtype=np.float32),
-                x=lab,
-                y=layers,
-                coloraxis="coloraxis",
-                hovertemplate=hover,
-                xgap=1 if len(lab) <= 60 else 0,
-                ygap=1,
-            ),
-            row=row,
-            col=1,
+    layout["coloraxis"] = _coloraxis()
+    ticks = _ticks(lab, max_labels)
+    traces = []
+    for k, (z, hover) in enumerate(
+        (
+            (attends_to_mean, "%{y}: target → %{x}<br>weight %{z:.4f}<extra></extra>"),
+            (attended_by_mean, "%{y}: %{x} → target<br>weight %{z:.4f}<extra></extra>"),
         )
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_xaxes(type="category", tickangle=-60, **_ticks(lab, max_labels))
-    apply_layout(fig)
-    fig.update_layout(
-        coloraxis={
-            "colorscale": ATTENTION_COLORSCALE,
-            "cmin": 0.0,
-            "cmax": 1.0,
-            "colorbar": {"title": {"text": "weight"}, "thickness": 14},
-        },
-        height=int(2 * (28 * num_layers + 60) + 140),
-    )
-    return fig
+    ):
+        xa, ya = grid_axes(k)
+        traces.append(
+            {"type": "heatmap", "z": np.asarray(z, dtype=np.float32), "x": lab, "y": layers,
+             "coloraxis": "coloraxis", "hovertemplate": hover, "xgap": 1 if len(lab) <= 60 else 0, "ygap": 1,
+             "xaxis": xa, "yaxis": ya}  # fmt: skip
+        )
+        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": -60, **ticks}
+        layout[f"yaxis{ya[1:]}"] |= {"autorange": "reversed", "type": "category"}
+    return figure(traces, layout)
 
 
 def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = None) -> go.Figure:
@@ -379,22 +341,21 @@ def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = No
     names = ("[CLS]", "[SEP]", "punctuation", "other tokens")
     colors = (SENSE_COLORS[1], SENSE_COLORS[2], SENSE_COLORS[3], CONTEXT_COLOR)
     layers = [f"layer {layer + 1}" for layer in range(len(parts[0]))]
-    fig = go.Figure()
-    for name, values, color in zip(names, parts, colors, strict=True):
-        fig.add_trace(
-            go.Bar(
-                x=layers,
-                y=np.asarray(values, dtype=float),
-                name=name,
-                marker_color=color,
-                hovertemplate=f"%{{x}}: {esc(name)} gets %{{y:.1%}} of the attention<extra></extra>",
-            )
-        )
-    fig.update_yaxes(range=[0, 1], tickformat=".0%", title_text="share of attention")
-    apply_layout(fig)
-    fig.update_layout(
-        barmode="stack",
-        height=380,
-        legend={"orientation": "h", "y": 1.12, "x": 0, "traceorder": "normal"},
-    )
-    return fig
+    traces = [
+        {
+            "type": "bar",
+            "x": layers,
+            "y": np.asarray(values, dtype=float),
+            "name": name,
+            "marker": {"color": color},
+            "hovertemplate": f"%{{x}}: {esc(name)} gets %{{y:.1%}} of the attention<extra></extra>",
+        }
+        for name, values, color in zip(names, parts, colors, strict=True)
+    ]
+    layout = base_layout(height=380)
+    layout |= {
+        "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "share of attention"}},
+        "barmode": "stack",
+        "legend": {"orientation": "h", "y": 1.12, "x": 0, "traceorder": "normal", "title": {"text": ""}},
+    }
+    return figure(traces, layout)

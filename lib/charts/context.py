@@ -6,14 +6,23 @@ Word labels carry their position ("4 · the"), so a word that occurs twice gets 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, SEQUENTIAL, apply_layout, sense_color_map
+from lib.charts.common import (
+    CONTEXT_COLOR,
+    SENSE_COLORS,
+    SEQUENTIAL,
+    base_layout,
+    figure,
+    grid_axes,
+    sense_color_map,
+    subplot_grid,
+)
+from lib.charts.common import esc as _esc
+from lib.charts.common import finite as _finite
 
 __all__ = ["attention_vs_effect", "edit_by_layer", "shift_bars", "shift_strip", "word_bars", "word_labels"]
 
@@ -22,18 +31,29 @@ ATTENTION_COLOR = SENSE_COLORS[1]
 TARGET_COLOR = SENSE_COLORS[4]
 
 
-def _esc(text: object) -> str:
-    """Plotly reads a little HTML in labels and hover text: show user words literally."""
-    return html.escape(str(text), quote=False)
-
-
 def word_labels(words: Sequence[str]) -> list[str]:
     """Unique, escaped labels: '1 · We', '2 · sat', … (position in the list of context words)."""
     return [f"{j + 1} · {_esc(w)}" for j, w in enumerate(words)]
 
 
-def _finite(a) -> np.ndarray:
-    return np.nan_to_num(np.asarray(a, dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+def _hbar(values: np.ndarray, y: list[str], *, name: str, color: str, fmt: str, hover: str, axes: int = 0) -> dict:
+    """One horizontal bar per row label, its value written beside it (a trace dict on panel ``axes``)."""
+    xa, ya = grid_axes(axes)
+    return {
+        "type": "bar",
+        "x": values,
+        "y": y,
+        "orientation": "h",
+        "name": name,
+        "marker": {"color": color},
+        "text": [format(v, fmt) for v in values],
+        "textposition": "outside",
+        "cliponaxis": False,
+        "hovertemplate": hover,
+        "showlegend": False,
+        "xaxis": xa,
+        "yaxis": ya,
+    }
 
 
 def shift_bars(
@@ -53,55 +73,27 @@ def shift_bars(
     order = list(np.argsort(-s, kind="stable"))
     y = [labels[j] for j in order]
     cols = 1 if attention is None else 2
-    fig = make_subplots(
-        rows=1,
-        cols=cols,
-        shared_yaxes=True,
-        column_widths=[0.62, 0.38] if cols == 2 else [1.0],
-        horizontal_spacing=0.04,
+    layout = base_layout(title=title, height=int(min(900, max(320, 26 * len(words) + 160))))
+    layout |= subplot_grid(
+        1, cols, shared_y=True, col_widths=[0.62, 0.38] if cols == 2 else None, h_space=0.04
     )
-    fig.add_trace(
-        go.Bar(
-            x=s[order],
-            y=y,
-            orientation="h",
-            name="shift when masked",
-            marker_color=BAR_COLOR,
-            text=[f"{v:.3f}" for v in s[order]],
-            textposition="outside",
-            cliponaxis=False,
-            hovertemplate="masking <b>%{y}</b><br>shift %{x:.4f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=1,
-    )
+    traces = [
+        _hbar(s[order], y, name="shift when masked", color=BAR_COLOR, fmt=".3f",
+              hover="masking <b>%{y}</b><br>shift %{x:.4f}<extra></extra>")  # fmt: skip
+    ]
     top_s = float(max(s.max(initial=0.0), 1e-6))
-    fig.update_xaxes(title_text="shift (1 − cos)", range=[0, top_s * 1.2], row=1, col=1)
+    layout["xaxis"] |= {"title": {"text": "shift (1 − cos)"}, "range": [0, top_s * 1.2]}
     if attention is not None:
         a = _finite(attention)
-        fig.add_trace(
-            go.Bar(
-                x=a[order],
-                y=y,
-                orientation="h",
-                name="target's attention",
-                marker_color=ATTENTION_COLOR,
-                text=[f"{v:.2f}" for v in a[order]],
-                textposition="outside",
-                cliponaxis=False,
-                hovertemplate="attention to <b>%{y}</b>: %{x:.3f}<extra></extra>",
-                showlegend=False,
-            ),
-            row=1,
-            col=2,
+        traces.append(
+            _hbar(a[order], y, name="target's attention", color=ATTENTION_COLOR, fmt=".2f",
+                  hover="attention to <b>%{y}</b>: %{x:.3f}<extra></extra>", axes=1)  # fmt: skip
         )
         top_a = float(max(a.max(initial=0.0), 1e-6))
-        fig.update_xaxes(
-            title_text="attention", range=[0, top_a * 1.3], row=1, col=2
-        )
-    fig.update_yaxes(autorange="reversed", type="category")
-    return apply_layout(fig, title=title, height=int(min(900, max(320, 26 * len(words) + 160))))
+        layout["xaxis2"] |= {"title": {"text": "attention"}, "range": [0, top_a * 1.3]}
+    for k in range(cols):
+        layout[f"yaxis{grid_axes(k)[1][1:]}"] |= {"autorange": "reversed", "type": "category"}
+    return figure(traces, layout)
 
 
 def word_bars(
@@ -114,24 +106,16 @@ def word_bars(
 ) -> go.Figure:
     """One horizontal bar per context word, in sentence order (e.g. the target's attention to each word)."""
     v = _finite(values)
-    labels = word_labels(words)
-    fig = go.Figure(
-        go.Bar(
-            x=v,
-            y=labels,
-            orientation="h",
-            marker_color=color,
-            text=[f"{x:.3f}" for x in v],
-            textposition="outside",
-            hovertemplate="<b>%{y}</b>: %{x:.4f}<extra></extra>",
-        )
-    )
+    trace = _hbar(v, word_labels(words), name="", color=color, fmt=".3f",
+                  hover="<b>%{y}</b>: %{x:.4f}<extra></extra>")  # fmt: skip
+    trace["cliponaxis"] = True
     top = float(max(v.max(initial=0.0), 1e-6))
-    fig.update_layout(
-        xaxis={"title": axis_title, "range": [0, top * 1.25]},
-        yaxis={"autorange": "reversed", "type": "category"},
-    )
-    return apply_layout(fig, title=title, height=int(min(900, max(300, 26 * len(words) + 140))))
+    layout = base_layout(title=title, height=int(min(900, max(300, 26 * len(words) + 140))))
+    layout |= {
+        "xaxis": {"title": {"text": axis_title}, "range": [0, top * 1.25]},
+        "yaxis": {"autorange": "reversed", "type": "category"},
+    }
+    return figure([trace], layout)
 
 
 def shift_strip(
@@ -142,22 +126,21 @@ def shift_strip(
     shift: (num_layers + 1, n_words).
     """
     z = _finite(shift)
-    labels = word_labels(words)
-    fig = go.Figure(
-        go.Heatmap(
-            z=z.astype(np.float32),
-            x=labels,
-            y=list(layer_names),
-            colorscale=SEQUENTIAL,
-            zmin=0.0,
-            colorbar={"title": {"text": "shift"}},
-            hovertemplate="masking <b>%{x}</b><br>%{y}: shift %{z:.4f}<extra></extra>",
-            xgap=1,
-            ygap=1,
-        )
-    )
-    fig.update_layout(xaxis={"type": "category", "tickangle": -45}, yaxis={"type": "category"})
-    return apply_layout(fig, title=title, height=int(120 + 38 * z.shape[0] + 60))
+    trace = {
+        "type": "heatmap",
+        "z": z.astype(np.float32),
+        "x": word_labels(words),
+        "y": list(layer_names),
+        "colorscale": SEQUENTIAL,
+        "zmin": 0.0,
+        "colorbar": {"title": {"text": "shift"}},
+        "hovertemplate": "masking <b>%{x}</b><br>%{y}: shift %{z:.4f}<extra></extra>",
+        "xgap": 1,
+        "ygap": 1,
+    }
+    layout = base_layout(title=title, height=int(120 + 38 * z.shape[0] + 60))
+    layout |= {"xaxis": {"type": "category", "tickangle": -45}, "yaxis": {"type": "category"}}
+    return figure([trace], layout)
 
 
 def attention_vs_effect(
@@ -175,50 +158,51 @@ def attention_vs_effect(
     attention, shift: (n_words,) at ``layer``; correlation: (num_layers,) for layers 1..L (NaN = undefined).
     """
     a, s = _finite(attention), _finite(shift)
-    labels = word_labels(words)
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        column_widths=[0.6, 0.4],
-        horizontal_spacing=0.12,
-        subplot_titles=(f"Layer {layer}: attention vs shift", "Rank correlation per layer"),
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=a,
-            y=s,
-            mode="markers+text",
-            text=[_esc(w) for w in words],
-            textposition="top center",
-            customdata=labels,
-            marker={"size": 10, "color": BAR_COLOR},
-            hovertemplate="<b>%{customdata}</b><br>attention %{x:.3f}<br>shift %{y:.4f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=1,
-    )
     rho = np.asarray(correlation, dtype=np.float64)
-    layers = np.arange(1, len(rho) + 1)
-    fig.add_trace(
-        go.Scatter(
-            x=layers,
-            y=[None if not np.isfinite(r) else float(r) for r in rho],
-            mode="lines+markers",
-            line={"color": ATTENTION_COLOR, "width": 3},
-            marker={"size": [14 if k == layer else 8 for k in layers]},
-            hovertemplate="layer %{x}: Spearman ρ = %{y:.2f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=2,
+    layers = list(range(1, len(rho) + 1))
+    traces = [
+        {
+            "type": "scatter",
+            "x": a,
+            "y": s,
+            "mode": "markers+text",
+            "text": [_esc(w) for w in words],
+            "textposition": "top center",
+            "customdata": word_labels(words),
+            "marker": {"size": 10, "color": BAR_COLOR},
+            "hovertemplate": "<b>%{customdata}</b><br>attention %{x:.3f}<br>shift %{y:.4f}<extra></extra>",
+            "showlegend": False,
+        },
+        {
+            "type": "scatter",
+            "x": layers,
+            "y": [None if not np.isfinite(r) else float(r) for r in rho],
+            "mode": "lines+markers",
+            "line": {"color": ATTENTION_COLOR, "width": 3},
+            "marker": {"size": [14 if k == layer else 8 for k in layers]},
+            "hovertemplate": "layer %{x}: Spearman ρ = %{y:.2f}<extra></extra>",
+            "showlegend": False,
+            "xaxis": "x2",
+            "yaxis": "y2",
+        },
+    ]
+    layout = base_layout(title=title, height=460)
+    layout |= subplot_grid(
+        1,
+        2,
+        col_widths=[0.6, 0.4],
+        h_space=0.12,
+        titles=(f"Layer {layer}: attention vs shift", "Rank correlation per layer"),
     )
-    fig.add_hline(y=0, line={"color": CONTEXT_COLOR, "dash": "dot"}, row=1, col=2)
-    fig.update_xaxes(title_text="target's attention to the word (mean over heads)", row=1, col=1)
-    fig.update_yaxes(title_text="shift when masked (1 − cosine)", row=1, col=1)
-    fig.update_xaxes(title_text="layer", dtick=1, row=1, col=2)
-    fig.update_yaxes(title_text="Spearman ρ", range=[-1.05, 1.05], row=1, col=2)
-    return apply_layout(fig, title=title, height=460)
+    layout["xaxis"]["title"] = {"text": "target's attention to the word (mean over heads)"}
+    layout["yaxis"]["title"] = {"text": "shift when masked (1 − cosine)"}
+    layout["xaxis2"] |= {"title": {"text": "layer"}, "dtick": 1}
+    layout["yaxis2"] |= {"title": {"text": "Spearman ρ"}, "range": [-1.05, 1.05]}
+    layout["shapes"] = [  # the zero line of the correlation panel
+        {"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": 0, "y1": 0,
+         "line": {"color": CONTEXT_COLOR, "dash": "dot"}}  # fmt: skip
+    ]
+    return figure(traces, layout)
 
 
 def edit_by_layer(
@@ -238,55 +222,47 @@ def edit_by_layer(
     c = _finite(cosine)
     x = list(layer_names)
     with_senses = nearest_before is not None and nearest_after is not None
-    fig = make_subplots(
-        rows=2 if with_senses else 1,
-        cols=1,
-        shared_xaxes=True,
-        row_heights=[0.65, 0.35] if with_senses else [1.0],
-        vertical_spacing=0.08,
+    rows = 2 if with_senses else 1
+    layout = base_layout(title=title, height=480 if with_senses else 360)
+    layout |= subplot_grid(
+        rows, 1, shared_x=True, row_heights=[0.65, 0.35] if with_senses else None, v_space=0.08
     )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=c,
-            mode="lines+markers+text",
-            text=[f"{v:.3f}" for v in c],
-            textposition="top center",
-            line={"color": BAR_COLOR, "width": 3},
-            name="cosine(edited, original)",
-            hovertemplate="%{x}: cosine %{y:.4f}<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=1,
-    )
+    traces = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": c,
+            "mode": "lines+markers+text",
+            "text": [f"{v:.3f}" for v in c],
+            "textposition": "top center",
+            "line": {"color": BAR_COLOR, "width": 3},
+            "name": "cosine(edited, original)",
+            "hovertemplate": "%{x}: cosine %{y:.4f}<extra></extra>",
+            "showlegend": False,
+        }
+    ]
     low = float(min(c.min(initial=1.0), 0.9))
-    fig.update_yaxes(title_text="cosine with the original", range=[low - 0.05, 1.03], row=1, col=1)
+    layout["yaxis"] |= {"title": {"text": "cosine with the original"}, "range": [low - 0.05, 1.03]}
     if with_senses:
         colors = sense_color_map(list(sense_names))
-        rows = (("original", nearest_before), ("edited", nearest_after))
+        named = (("original", nearest_before), ("edited", nearest_after))
         for name in sense_names:
-            xs, ys = [], []
-            for row_name, nearest in rows:
-                for k, sense in enumerate(nearest):
-                    if sense == name:
-                        xs.append(x[k])
-                        ys.append(row_name)
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="markers",
-                    marker={"size": 22, "symbol": "square", "color": colors.get(name, CONTEXT_COLOR)},
-                    name=f"nearest sense: {_esc(name)}",
-                    hovertemplate="%{y} sentence, %{x}: nearest to " + _esc(name) + "<extra></extra>",
-                ),
-                row=2,
-                col=1,
+            points = [(x[k], row) for row, nearest in named for k, sense in enumerate(nearest) if sense == name]
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [p[0] for p in points],
+                    "y": [p[1] for p in points],
+                    "mode": "markers",
+                    "marker": {"size": 22, "symbol": "square", "color": colors.get(name, CONTEXT_COLOR)},
+                    "name": f"nearest sense: {_esc(name)}",
+                    "hovertemplate": "%{y} sentence, %{x}: nearest to " + _esc(name) + "<extra></extra>",
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                }
             )
-        fig.update_yaxes(
-            type="category", categoryorder="array", categoryarray=["edited", "original"], row=2, col=1
-        )
-        fig.update_layout(legend={"orientation": "h", "y": -0.15})
-    fig.update_xaxes(type="category")
-    return apply_layout(fig, title=title, height=480 if with_senses else 360)
+        layout["yaxis2"] |= {"type": "category", "categoryorder": "array", "categoryarray": ["edited", "original"]}
+        layout["legend"] |= {"orientation": "h", "y": -0.15}
+    for k in range(rows):
+        layout[f"xaxis{grid_axes(k)[0][1:]}"]["type"] = "category"
+    return figure(traces, layout)

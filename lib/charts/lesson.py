@@ -17,16 +17,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lib.charts.common import (
     DIFFERENT_COLOR,
     NO_SENSE_COLOR,
     SAME_COLOR,
     SENSE_COLORS,
-    apply_layout,
     band_from_zero,
+    base_layout,
+    figure,
+    grid_axes,
     sense_color_map,
+    subplot_grid,
 )
 from lib.charts.common import esc as _esc
 from lib.charts.common import finite as _finite
@@ -55,55 +57,54 @@ def centroid_scatter(
     """
     xs, ys = _finite(x), _finite(y)
     colors = sense_color_map(senses)
-    fig = go.Figure()
     lo = float(min(xs.min(), ys.min()))
     hi = float(max(xs.max(), ys.max()))
     pad = 0.05 * (hi - lo or 1.0)
     lo, hi = lo - pad, hi + pad
-    fig.add_trace(
-        go.Scatter(
-            x=[lo, hi],
-            y=[lo, hi],
-            mode="lines",
-            line={"color": NO_SENSE_COLOR, "dash": "dash", "width": 2},
-            name="equally close to both",
-            hoverinfo="skip",
-        )
-    )
+    traces = [
+        {"type": "scatter", "x": [lo, hi], "y": [lo, hi], "mode": "lines", "name": "equally close to both",
+         "line": {"color": NO_SENSE_COLOR, "dash": "dash", "width": 2}, "hoverinfo": "skip"}  # fmt: skip
+    ]
+    hover_xy = f"{_esc(sense_x)} average: %{{x:.3f}}<br>{_esc(sense_y)} average: %{{y:.3f}}<extra></extra>"
     for k, sense in enumerate(dict.fromkeys(senses)):
         idx = [i for i, s in enumerate(senses) if s == sense]
-        fig.add_trace(
-            go.Scatter(
-                x=xs[idx],
-                y=ys[idx],
-                mode="markers+text",
-                text=[_esc(numbers[i]) for i in idx],
-                textposition="top center",
-                marker={"color": colors[sense], "size": 14, "symbol": SYMBOLS[k % len(SYMBOLS)]},
-                name=_esc(sense),
-                customdata=[_esc(hover[i]) for i in idx],
-                hovertemplate=(
-                    "%{customdata}<br>"
-                    + f"{_esc(sense_x)} average: %{{x:.3f}}<br>{_esc(sense_y)} average: %{{y:.3f}}<extra></extra>"
-                ),
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": xs[idx],
+                "y": ys[idx],
+                "mode": "markers+text",
+                "text": [_esc(numbers[i]) for i in idx],
+                "textposition": "top center",
+                "marker": {"color": colors[sense], "size": 14, "symbol": SYMBOLS[k % len(SYMBOLS)]},
+                "name": _esc(sense),
+                "customdata": [_esc(hover[i]) for i in idx],
+                "hovertemplate": "%{customdata}<br>" + hover_xy,
+            }
         )
     if highlight:
         h = list(highlight)
-        fig.add_trace(
-            go.Scatter(
-                x=xs[h],
-                y=ys[h],
-                mode="markers",
-                marker={"size": 26, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT_COLOR, "width": 3}},
-                name="read as the other sense",
-                hoverinfo="skip",
-            )
-        )
-    fig.update_xaxes(title_text=f"cosine with the average '{_esc(sense_x)}'", range=[lo, hi])
-    fig.update_yaxes(title_text=f"cosine with the average '{_esc(sense_y)}'", range=[lo, hi], scaleanchor="x")
-    fig.update_layout(legend={"orientation": "h", "y": -0.18, "x": 0})
-    return apply_layout(fig, title=title, height=560)
+        traces.append(_ring(xs[h], ys[h], size=26, name="read as the other sense", hoverinfo="skip"))
+    layout = base_layout(title=title, height=560)
+    layout |= {
+        "xaxis": {"title": {"text": f"cosine with the average '{_esc(sense_x)}'"}, "range": [lo, hi]},
+        "yaxis": {"title": {"text": f"cosine with the average '{_esc(sense_y)}'"}, "range": [lo, hi],
+                  "scaleanchor": "x"},  # fmt: skip
+        "legend": {"orientation": "h", "y": -0.18, "x": 0, "title": {"text": ""}},
+    }
+    return figure(traces, layout)
+
+
+def _ring(x, y, *, size: int, **kw) -> dict:
+    """Black rings around points (a trace dict): the points a chart asks the learner to look at."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "markers",
+        "marker": {"size": size, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT_COLOR, "width": 3}},
+        **kw,
+    }
 
 
 def readout_lines(
@@ -122,17 +123,15 @@ def readout_lines(
     """
     if not (len(names) == len(accuracies) == len(majority)):
         raise ValueError("one name, one accuracy curve and one majority share per preset")
-    fig = go.Figure()
+    traces: list = []
     for k, top in enumerate(chance or []):
         if top is None:
             continue
-        t = _finite(top)
-        x = list(range(len(t)))
         color = SENSE_COLORS[k % len(SENSE_COLORS)]
         r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
-        fig.add_trace(
+        traces.append(
             band_from_zero(
-                t,
+                _finite(top),
                 name=f"{_esc(names[k])}: chance band (shuffled labels, 95th percentile)",
                 fillcolor=f"rgba({r},{g},{b},0.10)",
                 line={"width": 1, "color": f"rgba({r},{g},{b},0.45)", "dash": "dash"},
@@ -142,33 +141,39 @@ def readout_lines(
         a = _finite(acc)
         color = SENSE_COLORS[k % len(SENSE_COLORS)]
         x = list(range(len(a)))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=a,
-                mode="lines+markers",
-                line={"color": color, "width": 3},
-                marker={"symbol": SYMBOLS[k % len(SYMBOLS)], "size": 10},
-                name=_esc(name),
-                hovertemplate=f"{_esc(name)}, layer %{{x}}: %{{y:.0%}} read correctly<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": a,
+                "mode": "lines+markers",
+                "line": {"color": color, "width": 3},
+                "marker": {"symbol": SYMBOLS[k % len(SYMBOLS)], "size": 10},
+                "name": _esc(name),
+                "hovertemplate": f"{_esc(name)}, layer %{{x}}: %{{y:.0%}} read correctly<extra></extra>",
+            }
         )
-        fig.add_trace(
-            go.Scatter(
-                x=[x[0], x[-1]],
-                y=[maj, maj],
-                mode="lines",
-                line={"color": color, "width": 1.5, "dash": "dot"},
-                name=f"{_esc(name)}: always the commonest sense",
-                showlegend=False,
-                hovertemplate=f"{_esc(name)}: always the commonest sense, {maj:.0%}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [x[0], x[-1]],
+                "y": [maj, maj],
+                "mode": "lines",
+                "line": {"color": color, "width": 1.5, "dash": "dot"},
+                "name": f"{_esc(name)}: always the commonest sense",
+                "showlegend": False,
+                "hovertemplate": f"{_esc(name)}: always the commonest sense, {maj:.0%}<extra></extra>",
+            }
         )
     n_layers = max(len(a) for a in accuracies) if accuracies else 1
-    fig.update_xaxes(title_text="layer (0 = input)", tickmode="linear", dtick=1, range=[-0.3, n_layers - 0.7])
-    fig.update_yaxes(title_text="read correctly", tickformat=".0%", range=[0, 1.08])
-    fig.update_layout(legend={"orientation": "h", "y": -0.2, "x": 0})
-    return apply_layout(fig, title=title, height=460)
+    layout = base_layout(title=title, height=460)
+    layout |= {
+        "xaxis": {"title": {"text": "layer (0 = input)"}, "tickmode": "linear", "dtick": 1,
+                  "range": [-0.3, n_layers - 0.7]},  # fmt: skip
+        "yaxis": {"title": {"text": "read correctly"}, "tickformat": ".0%", "range": [0, 1.08]},
+        "legend": {"orientation": "h", "y": -0.2, "x": 0, "title": {"text": ""}},
+    }
+    return figure(traces, layout)
 
 
 def pooling_panels(
@@ -183,55 +188,44 @@ def pooling_panels(
 
     Each argument is (L+1,). Both panels share the y-axis, so the gaps can be compared by eye.
     """
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        shared_yaxes=True,
-        horizontal_spacing=0.06,
-        subplot_titles=("[CLS] vector", "mean of the word pieces"),
+    layout = base_layout(title=title, height=460)
+    layout |= subplot_grid(
+        1, 2, shared_y=True, h_space=0.06, titles=("[CLS] vector", "mean of the word pieces")
     )
-    for col, (same, diff) in enumerate(((cls_same, cls_different), (mean_same, mean_different)), start=1):
-        s, d = _finite(same), _finite(diff)
-        x = list(range(len(s)))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=d,
-                mode="lines+markers",
-                line={"color": DIFFERENT_COLOR, "width": 3, "dash": "dash"},
-                marker={"symbol": "square", "size": 9},
-                name="different-topic pairs",
-                legendgroup="diff",
-                showlegend=col == 1,
-                hovertemplate="layer %{x}: different topics %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=s,
-                mode="lines+markers",
-                line={"color": SAME_COLOR, "width": 3},
-                marker={"symbol": "circle", "size": 9},
-                fill="tonexty",
-                fillcolor="rgba(0,158,115,0.15)",
-                name="same-topic pairs (shaded: the gap)",
-                legendgroup="same",
-                showlegend=col == 1,
-                hovertemplate="layer %{x}: same topic %{y:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=col,
-        )
-        fig.update_xaxes(title_text="layer", tickmode="linear", dtick=1, row=1, col=col)
-    fig.update_yaxes(title_text="mean cosine", row=1, col=1)
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
-    apply_layout(fig, title=title, height=460)
+    layout["legend"] |= {"orientation": "h", "y": -0.22, "x": 0}
     if title:  # room for the title above the two panel titles
-        fig.update_layout(margin={"t": 110})
-    return fig
+        layout["margin"]["t"] = 110
+    lines = (  # drawn in this order: the same-topic line fills down to the different-topic one
+        ("diff", DIFFERENT_COLOR, "dash", "square", "different-topic pairs", "different topics", {}),
+        ("same", SAME_COLOR, "solid", "circle", "same-topic pairs (shaded: the gap)", "same topic",
+         {"fill": "tonexty", "fillcolor": "rgba(0,158,115,0.15)"}),
+    )  # fmt: skip
+    traces = []
+    for k, pair in enumerate(((cls_same, cls_different), (mean_same, mean_different))):
+        values = {"same": _finite(pair[0]), "diff": _finite(pair[1])}
+        xa, ya = grid_axes(k)
+        for group, color, dash, symbol, name, hover, extra in lines:
+            v = values[group]
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": list(range(len(v))),
+                    "y": v,
+                    "mode": "lines+markers",
+                    "line": {"color": color, "width": 3, "dash": dash},
+                    "marker": {"symbol": symbol, "size": 9},
+                    "name": name,
+                    "legendgroup": group,
+                    "showlegend": k == 0,
+                    "hovertemplate": f"layer %{{x}}: {hover} %{{y:.3f}}<extra></extra>",
+                    "xaxis": xa,
+                    "yaxis": ya,
+                    **extra,
+                }
+            )
+        layout[f"xaxis{xa[1:]}"] |= {"title": {"text": "layer"}, "tickmode": "linear", "dtick": 1}
+    layout["yaxis"]["title"] = {"text": "mean cosine"}
+    return figure(traces, layout)
 
 
 def pair_strip(
@@ -255,46 +249,45 @@ def pair_strip(
     rows = {True: 1.0, False: 0.0}
     offsets = ((np.arange(len(c)) * 7) % 9 - 4) / 40.0  # deterministic jitter in [-0.1, 0.1]
     y = np.array([rows[bool(s)] for s in m]) + offsets
-    fig = go.Figure()
+    traces = []
     for is_same, color, name, symbol in (
         (True, SAME_COLOR, "same-sense pairs", "circle"),
         (False, DIFFERENT_COLOR, "different-sense pairs", "square"),
     ):
         idx = np.flatnonzero(m == is_same)
-        fig.add_trace(
-            go.Scatter(
-                x=c[idx],
-                y=y[idx],
-                mode="markers",
-                marker={"color": color, "size": 11, "symbol": symbol, "opacity": 0.8},
-                name=name,
-                customdata=[_esc(hover[i]) for i in idx],
-                hovertemplate="%{customdata}<br>cosine %{x:.3f}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": c[idx],
+                "y": y[idx],
+                "mode": "markers",
+                "marker": {"color": color, "size": 11, "symbol": symbol, "opacity": 0.8},
+                "name": name,
+                "customdata": [_esc(hover[i]) for i in idx],
+                "hovertemplate": "%{customdata}<br>cosine %{x:.3f}<extra></extra>",
+            }
         )
     for i, label in (highlight or {}).items():
-        fig.add_trace(
-            go.Scatter(
-                x=[c[i]],
-                y=[y[i]],
-                mode="markers+text",
-                text=[_esc(label)],
-                textposition="top center",
-                marker={"size": 24, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT_COLOR, "width": 3}},
-                showlegend=False,
-                hovertemplate=f"{_esc(label)}: cosine %{{x:.3f}}<extra></extra>",
-            )
+        traces.append(
+            _ring([float(c[i])], [float(y[i])], size=24, mode="markers+text", text=[_esc(label)],
+                  textposition="top center", showlegend=False,
+                  hovertemplate=f"{_esc(label)}: cosine %{{x:.3f}}<extra></extra>")  # fmt: skip
         )
-    if m.any():
-        fig.add_vline(
-            x=float(c[m].min()),
-            line={"color": SAME_COLOR, "dash": "dot", "width": 2},
-            annotation_text="least similar same-sense pair",
-            annotation_position="top left",
-        )
-    fig.update_yaxes(
-        tickmode="array", tickvals=[0, 1], ticktext=["different sense", "same sense"], range=[-0.45, 1.6]
-    )
-    fig.update_xaxes(title_text="cosine")
-    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
-    return apply_layout(fig, title=title, height=380)
+    layout = base_layout(title=title, height=380)
+    layout |= {
+        "yaxis": {"tickmode": "array", "tickvals": [0, 1], "ticktext": ["different sense", "same sense"],
+                  "range": [-0.45, 1.6]},  # fmt: skip
+        "xaxis": {"title": {"text": "cosine"}},
+        "legend": {"orientation": "h", "y": -0.25, "x": 0, "title": {"text": ""}},
+    }
+    if m.any():  # a vertical line at the least similar same-sense pair, named at its top left
+        low = float(c[m].min())
+        layout["shapes"] = [
+            {"type": "line", "xref": "x", "x0": low, "x1": low, "yref": "y domain", "y0": 0, "y1": 1,
+             "line": {"color": SAME_COLOR, "dash": "dot", "width": 2}}  # fmt: skip
+        ]
+        layout["annotations"] = [
+            {"text": "least similar same-sense pair", "showarrow": False, "xref": "x", "x": low,
+             "xanchor": "right", "yref": "y domain", "y": 1, "yanchor": "top"}  # fmt: skip
+        ]
+    return figure(traces, layout)

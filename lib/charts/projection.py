@@ -13,9 +13,16 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lib.charts.common import CONTEXT_COLOR, apply_layout, group_senses, sense_color_map
+from lib.charts.common import (
+    CONTEXT_COLOR,
+    base_layout,
+    figure,
+    grid_axes,
+    group_senses,
+    sense_color_map,
+    subplot_grid,
+)
 from lib.charts.common import esc as escape
 from lib.charts.common import finite as _finite
 
@@ -42,6 +49,20 @@ def _groups(senses: Sequence[str | None]) -> list[tuple[str | None, list[int]]]:
     return list(order.items())
 
 
+def _points(C: np.ndarray, idx, **kw) -> dict:
+    """A scatter trace dict of the rows ``idx`` of ``C`` (n, 2) or (n, 3): a 2-D or a 3-D scatter."""
+    trace = {"type": "scatter3d" if C.shape[1] == 3 else "scatter", "x": C[idx, 0], "y": C[idx, 1]}
+    if C.shape[1] == 3:
+        trace["z"] = C[idx, 2]
+    return trace | kw
+
+
+def _sense_marker(color: str, g: int, size: int, *, dims: int = 2) -> dict:
+    """Sense group g's marker: its colour and shape, with a white rim."""
+    symbols = SYMBOLS_3D if dims == 3 else SYMBOLS_2D
+    return {"size": size, "color": color, "symbol": symbols[g % len(symbols)], "line": {"width": 1, "color": "white"}}
+
+
 def projection_scatter(
     coords: np.ndarray,
     senses: Sequence[str | None],
@@ -65,98 +86,54 @@ def projection_scatter(
     dims = C.shape[1]
     senses = group_senses(senses)
     colors = sense_color_map(senses)
-    fig = go.Figure()
+    traces = []
     if context is not None and len(context):
         X = _finite(context)
-        ch = [wrap_hover(t) for t in context_hover] if context_hover else [""] * len(X)
-        common = {
-            "mode": "markers",
-            "name": "other word pieces",
-            "hovertext": ch,
-            "hovertemplate": "%{hovertext}<extra>context</extra>",
-        }
-        if dims == 3:
-            fig.add_trace(
-                go.Scatter3d(
-                    x=X[:, 0],
-                    y=X[:, 1],
-                    z=X[:, 2],
-                    marker={"size": 3, "color": CONTEXT_COLOR, "opacity": 0.6},
-                    **common,
-                )
+        traces.append(
+            _points(
+                X,
+                slice(None),
+                mode="markers",
+                name="other word pieces",
+                hovertext=[wrap_hover(t) for t in context_hover] if context_hover else [""] * len(X),
+                hovertemplate="%{hovertext}<extra>context</extra>",
+                marker={"size": 3 if dims == 3 else 6, "color": CONTEXT_COLOR, "opacity": 0.6},
             )
-        else:
-            fig.add_trace(
-                go.Scatter(
-                    x=X[:, 0], y=X[:, 1], marker={"size": 6, "color": CONTEXT_COLOR, "opacity": 0.6}, **common
-                )
-            )
+        )
     for g, (sense, idx) in enumerate(_groups(senses)):
         name = escape(sense) if sense else NO_LABEL
-        hov = [wrap_hover(hover[i]) for i in idx]
-        txt = [escape(str(point_text[i])) for i in idx]
-        common = {
-            "mode": "markers+text" if len(C) <= MAX_POINT_LABELS else "markers",
-            "name": name,
-            "text": txt,
-            "hovertext": hov,
-            "hovertemplate": f"<b>{name}</b> · sentence %{{text}}<br>%{{hovertext}}<extra></extra>",
-        }
-        if dims == 3:
-            fig.add_trace(
-                go.Scatter3d(
-                    x=C[idx, 0],
-                    y=C[idx, 1],
-                    z=C[idx, 2],
-                    marker={
-                        "size": 7,
-                        "color": colors[sense],
-                        "symbol": SYMBOLS_3D[g % len(SYMBOLS_3D)],
-                        "line": {"width": 1, "color": "white"},
-                    },
-                    textposition="top center",
-                    **common,
-                )
-            )
-        else:
-            fig.add_trace(
-                go.Scatter(
-                    x=C[idx, 0],
-                    y=C[idx, 1],
-                    marker={
-                        "size": 13,
-                        "color": colors[sense],
-                        "symbol": SYMBOLS_2D[g % len(SYMBOLS_2D)],
-                        "line": {"width": 1, "color": "white"},
-                    },
-                    textposition="top center",
-                    textfont={"size": 11, "color": "#333333"},
-                    **common,
-                )
-            )
-    titles = list(axis_titles) + [""] * (dims - len(axis_titles))
-    if dims == 3:
-        fig.update_layout(
-            scene={
-                "xaxis_title": escape(titles[0]),
-                "yaxis_title": escape(titles[1]),
-                "zaxis_title": escape(titles[2]),
-                "aspectmode": "data" if equal_axes else "cube",
-            }
+        trace = _points(
+            C,
+            idx,
+            mode="markers+text" if len(C) <= MAX_POINT_LABELS else "markers",
+            name=name,
+            text=[escape(str(point_text[i])) for i in idx],
+            hovertext=[wrap_hover(hover[i]) for i in idx],
+            hovertemplate=f"<b>{name}</b> · sentence %{{text}}<br>%{{hovertext}}<extra></extra>",
+            marker=_sense_marker(colors[sense], g, 7 if dims == 3 else 13, dims=dims),
+            textposition="top center",
         )
-        height = 640
+        if dims == 2:
+            trace["textfont"] = {"size": 11, "color": "#333333"}
+        traces.append(trace)
+    titles = [escape(t) for t in axis_titles] + [""] * (dims - len(axis_titles))
+    layout = base_layout(title=escape(title) if title else None, height=640 if dims == 3 else 560)
+    if dims == 3:
+        layout["scene"] = {
+            "xaxis": {"title": {"text": titles[0]}},
+            "yaxis": {"title": {"text": titles[1]}},
+            "zaxis": {"title": {"text": titles[2]}},
+            "aspectmode": "data" if equal_axes else "cube",
+        }
     else:
-        fig.update_xaxes(title_text=escape(titles[0]), zeroline=False)
-        fig.update_yaxes(title_text=escape(titles[1]), zeroline=False)
+        layout["xaxis"] = {"title": {"text": titles[0]}, "zeroline": False}
+        layout["yaxis"] = {"title": {"text": titles[1]}, "zeroline": False}
         if equal_axes:
-            fig.update_yaxes(scaleanchor="x", scaleratio=1)
-        height = 560
+            layout["yaxis"] |= {"scaleanchor": "x", "scaleratio": 1}
     # the legend under the plot: beside it, it would take a third of a phone's width
-    legend_y = -0.14 if dims == 2 else 0.0
-    fig.update_layout(
-        legend={"title_text": "sense", "itemsizing": "constant", "orientation": "h", "yanchor": "top", "y": legend_y, "x": 0}
-    )
-    return apply_layout(fig, title=escape(title) if title else None, height=height)
+    layout["legend"] = {"title": {"text": ""}, "itemsizing": "constant", "orientation": "h", "yanchor": "top",
+                        "y": -0.14 if dims == 2 else 0.0, "x": 0}  # fmt: skip
+    return figure(traces, layout)
 
 
 def projection_small_multiples(
@@ -177,52 +154,49 @@ def projection_small_multiples(
     K = len(coords_per_layer)
     cols = max(1, min(cols, K))
     rows = math.ceil(K / cols)
-    fig = make_subplots(
-        rows=rows,
-        cols=cols,
-        subplot_titles=[escape(t) for t in panel_titles],
-        horizontal_spacing=0.03,
-        vertical_spacing=0.12 / max(1, rows - 1) if rows > 1 else 0.05,
+    layout = base_layout(title=escape(title) if title else None, height=260 * rows + 110)
+    layout |= subplot_grid(
+        rows,
+        cols,
+        titles=[escape(t) for t in panel_titles],
+        h_space=0.03,
+        v_space=0.12 / max(1, rows - 1) if rows > 1 else 0.05,
     )
+    layout["legend"] = {"title": {"text": ""}, "orientation": "h", "y": -0.08, "x": 0}
+    for key in layout:
+        if key.startswith(("xaxis", "yaxis")):
+            layout[key] |= {"showticklabels": False, "zeroline": False}
     senses = group_senses(senses)
     colors = sense_color_map(senses)
     groups = _groups(senses)
+    traces = []
     for k, coords in enumerate(coords_per_layer):
-        C = _finite(coords)
-        r, c = divmod(k, cols)
+        C = _finite(coords)[:, :2]
+        xa, ya = grid_axes(k)
         for g, (sense, idx) in enumerate(groups):
             name = escape(sense) if sense else NO_LABEL
-            fig.add_trace(
-                go.Scatter(
-                    x=C[idx, 0],
-                    y=C[idx, 1],
+            traces.append(
+                _points(
+                    C,
+                    idx,
                     mode="markers",
                     name=name,
                     legendgroup=name,
                     showlegend=k == 0,
-                    marker={
-                        "size": 9,
-                        "color": colors[sense],
-                        "symbol": SYMBOLS_2D[g % len(SYMBOLS_2D)],
-                        "line": {"width": 1, "color": "white"},
-                    },
+                    marker=_sense_marker(colors[sense], g, 9),
                     text=[escape(str(point_text[i])) for i in idx],
                     hovertext=[wrap_hover(hover[i]) for i in idx],
                     hovertemplate=f"<b>{name}</b> · sentence %{{text}}<br>%{{hovertext}}<extra></extra>",
-                ),
-                row=r + 1,
-                col=c + 1,
+                    xaxis=xa,
+                    yaxis=ya,
+                )
             )
         # explicit ranges with a margin, so no marker is cut at a panel's edge
-        for axis, vals in (("x", C[:, 0]), ("y", C[:, 1])):
+        for axis, vals in ((f"xaxis{xa[1:]}", C[:, 0]), (f"yaxis{ya[1:]}", C[:, 1])):
             lo, hi = (float(vals.min()), float(vals.max())) if len(vals) else (0.0, 1.0)
             pad = 0.12 * (hi - lo) if hi > lo else 1.0
-            update = fig.update_xaxes if axis == "x" else fig.update_yaxes
-            update(range=[lo - pad, hi + pad], row=r + 1, col=c + 1)
-    fig.update_xaxes(showticklabels=False, zeroline=False)
-    fig.update_yaxes(showticklabels=False, zeroline=False)
-    fig.update_layout(legend={"title_text": "sense", "orientation": "h", "y": -0.08, "x": 0})
-    return apply_layout(fig, title=escape(title) if title else None, height=260 * rows + 110)
+            layout[axis]["range"] = [lo - pad, hi + pad]
+    return figure(traces, layout)
 
 
 def explained_variance_titles(ratios: Sequence[float] | None, dims: int, prefix: str = "PC") -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, apply_layout
+from lib.charts.common import CONTEXT_COLOR, SENSE_COLORS, base_layout, figure
 from lib.charts.common import esc as _safe
 
 __all__ = ["token_colors", "vector_arrows", "warmup_arrows"]
@@ -78,22 +78,31 @@ def _arrow(tip: Sequence[float], color: str, width: float, start: Sequence[float
     }
 
 
-def _equal_axes(fig: go.Figure, points: np.ndarray, x_title: str, y_title: str, pad: float = 0.18) -> None:
-    """Square ranges that include the origin and every point, with room for labels; 1 unit = 1 unit."""
+def _equal_axes(points: np.ndarray, x_title: str, y_title: str, pad: float = 0.18) -> dict:
+    """Square ranges that include the origin and every point, with room for labels; 1 unit = 1 unit.
+
+    Returns the layout's ``xaxis`` and ``yaxis`` (light grid on a white plot).
+    """
     pts = np.vstack([points.reshape(-1, 2), [[0.0, 0.0]]])
     lo, hi = pts.min(axis=0), pts.max(axis=0)
     span = float(max((hi - lo).max(), 1e-9))
     pad = pad * span
     center = (lo + hi) / 2
     half = span / 2 + pad
-    fig.update_xaxes(
-        range=[center[0] - half, center[0] + half], title_text=x_title, zeroline=True, zerolinecolor="#999",
-        zerolinewidth=1.5, constrain="domain",
-    )
-    fig.update_yaxes(
-        range=[center[1] - half, center[1] + half], title_text=y_title, zeroline=True, zerolinecolor="#999",
-        zerolinewidth=1.5, scaleanchor="x", scaleratio=1, constrain="domain",
-    )
+    (x0, y0), (x1, y1) = (center - half).tolist(), (center + half).tolist()
+    common = {"zeroline": True, "zerolinecolor": "#999", "zerolinewidth": 1.5, "constrain": "domain",
+              "gridcolor": "#e5e5e5"}  # fmt: skip
+    return {
+        "xaxis": {"range": [x0, x1], "title": {"text": x_title}, **common},
+        "yaxis": {"range": [y0, y1], "title": {"text": y_title}, **common,
+                  "scaleanchor": "x", "scaleratio": 1},  # fmt: skip
+        "plot_bgcolor": "white",
+    }
+
+
+def _point(x: Sequence[float], y: Sequence[float], **kw) -> dict:
+    """A scatter trace dict whose hover shows its ``hovertext`` only."""
+    return {"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in y], "hoverinfo": "text", **kw}
 
 
 def vector_arrows(
@@ -119,7 +128,7 @@ def vector_arrows(
     a, b = dims
     xin, xout = inputs[:, [a, b]], outputs[:, [a, b]]
     colors = token_colors(n)
-    fig = go.Figure()
+    traces = []
     annotations = []
     span = float(np.ptp(np.vstack([xin, xout, [[0.0, 0.0]]]), axis=0).max()) or 1.0
     tips = np.vstack([xin, xout])
@@ -137,10 +146,10 @@ def vector_arrows(
             rad = np.radians(in_angle)
             avoid_out.append(np.array([np.cos(rad), np.sin(rad)]))
         out_angle = _free_side(xout[i], avoid_out)
-        fig.add_trace(
-            go.Scatter(
-                x=[xin[i, 0], xout[i, 0]],
-                y=[xin[i, 1], xout[i, 1]],
+        traces.append(
+            _point(
+                [xin[i, 0], xout[i, 0]],
+                [xin[i, 1], xout[i, 1]],
                 mode="lines+markers+text",
                 line={"color": col, "width": 1.5, "dash": "dot"},
                 marker={"symbol": ["circle-open", "circle"], "size": [11, 12], "color": col, "line": {"width": 2}},
@@ -148,30 +157,25 @@ def vector_arrows(
                 textposition=[_POSITIONS[in_angle], _POSITIONS[out_angle]],
                 textfont={"color": col, "size": 15},
                 hovertext=[f"{lab} · {input_name} {_fmt(xin[i])}", f"{lab}′ · {output_name} {_fmt(xout[i])}"],
-                hoverinfo="text",
                 name=lab,
                 showlegend=False,
             )
         )
     # Legend entries for the two kinds of arrow (the token is told by colour and label).
     for name, symbol in ((f"{input_name} (thin arrow, open circle)", "circle-open"),
-                         (f"{output_name} (thick arrow, filled circle, label′)", "circle")):
-        fig.add_trace(
-            go.Scatter(
-                x=[None], y=[None], mode="markers", name=name,
-                marker={"symbol": symbol, "size": 11, "color": _BASE_COLOR, "line": {"width": 2}},
-            )
+                         (f"{output_name} (thick arrow, filled circle, label′)", "circle")):  # fmt: skip
+        traces.append(
+            {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name,
+             "marker": {"symbol": symbol, "size": 11, "color": _BASE_COLOR, "line": {"width": 2}}}  # fmt: skip
         )
-    apply_layout(fig, title=_safe(title) if title else None, height=height)
-    fig.update_layout(
-        annotations=annotations,
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0},
-        plot_bgcolor="white",
-    )
-    fig.update_xaxes(gridcolor="#e5e5e5")
-    fig.update_yaxes(gridcolor="#e5e5e5")
-    _equal_axes(fig, np.vstack([xin, xout]), f"dimension {a + 1}", f"dimension {b + 1}")
-    return fig
+    layout = base_layout(title=_safe(title) if title else None, height=height)
+    layout |= _equal_axes(np.vstack([xin, xout]), f"dimension {a + 1}", f"dimension {b + 1}")
+    layout |= {
+        "annotations": annotations,
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0,
+                   "title": {"text": ""}},  # fmt: skip
+    }
+    return figure(traces, layout)
 
 
 def warmup_arrows(
@@ -193,7 +197,7 @@ def warmup_arrows(
     m = bases.shape[0]
     results = np.full((m, 2), np.nan) if results is None else np.asarray(results, dtype=float).reshape(-1, 2)
     colors = token_colors(m)
-    fig = go.Figure()
+    traces = []
     annotations = []
     seen_bases: set[tuple[str, float, float]] = set()
     for i in range(m):
@@ -202,46 +206,42 @@ def warmup_arrows(
         if key not in seen_bases:
             seen_bases.add(key)
             annotations.append(_arrow(bases[i], _BASE_COLOR, 1.5) | {"opacity": 0.6})
-            fig.add_trace(
-                go.Scatter(
-                    x=[bases[i, 0]], y=[bases[i, 1]], mode="markers+text", text=[word], textposition="top right",
+            traces.append(
+                _point(
+                    [bases[i, 0]], [bases[i, 1]], mode="markers+text", text=[word], textposition="top right",
                     marker={"symbol": "circle-open", "size": 11, "color": _BASE_COLOR, "line": {"width": 2}},
                     textfont={"color": _BASE_COLOR, "size": 14}, hovertext=[f"{word} (base) {_fmt(bases[i])}"],
-                    hoverinfo="text", showlegend=False,
-                )
+                    showlegend=False,
+                )  # fmt: skip
             )
         if np.isfinite(results[i]).all():
             col = colors[i]
             annotations.append(_arrow(results[i], col, 3))
-            fig.add_trace(
-                go.Scatter(
-                    x=[bases[i, 0], results[i, 0]], y=[bases[i, 1], results[i, 1]], mode="lines+markers+text",
+            traces.append(
+                _point(
+                    [bases[i, 0], results[i, 0]], [bases[i, 1], results[i, 1]], mode="lines+markers+text",
                     line={"color": col, "dash": "dot", "width": 1.5},
                     marker={"size": [1, 12], "color": col},
                     text=["", f"{word} | {ctx}"],
                     textposition=["top center", "middle left" if results[i, 0] < bases[i, 0] else "middle right"],
                     textfont={"color": col, "size": 14},
-                    hovertext=["", f"{word} in a {ctx} context {_fmt(results[i])}"], hoverinfo="text",
+                    hovertext=["", f"{word} in a {ctx} context {_fmt(results[i])}"],
                     name=f"{word} | {ctx}", showlegend=False,
-                )
+                )  # fmt: skip
             )
     ref_pts = []
     for name, vec in (references or {}).items():
         v = np.asarray(vec, dtype=float)
         ref_pts.append(v)
-        fig.add_trace(
-            go.Scatter(
-                x=[v[0]], y=[v[1]], mode="markers+text", text=[_safe(name)], textposition="top center",
+        traces.append(
+            _point(
+                [v[0]], [v[1]], mode="markers+text", text=[_safe(name)], textposition="top center",
                 marker={"symbol": "diamond", "size": 12, "color": CONTEXT_COLOR, "line": {"width": 1, "color": "#777"}},
-                textfont={"color": "#555", "size": 13}, hovertext=[f"{_safe(name)} {_fmt(v)}"], hoverinfo="text",
-                showlegend=False,
-            )
+                textfont={"color": "#555", "size": 13}, hovertext=[f"{_safe(name)} {_fmt(v)}"], showlegend=False,
+            )  # fmt: skip
         )
-    apply_layout(fig, height=height)
-    fig.update_layout(annotations=annotations, plot_bgcolor="white", showlegend=False)
-    fig.update_xaxes(gridcolor="#e5e5e5")
-    fig.update_yaxes(gridcolor="#e5e5e5")
     finite = results[np.isfinite(results).all(axis=1)]
-    _equal_axes(fig, np.vstack([bases, finite, *ref_pts]) if ref_pts else np.vstack([bases, finite]),
-                "dimension 1", "dimension 2", pad=0.35)
-    return fig
+    layout = base_layout(height=height)
+    layout |= _equal_axes(np.vstack([bases, finite, *ref_pts]), "dimension 1", "dimension 2", pad=0.35)
+    layout |= {"annotations": annotations, "showlegend": False}
+    return figure(traces, layout)

@@ -1,0 +1,127 @@
+"""Server CPU of a page's rerun, measured inside Streamlit's script thread (issue 16, target 2).
+
+    PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections]
+        [--repeats 3] [--profile 25]
+
+Each page runs in AppTest with the default preset: two warm-up runs, then ``--repeats`` plain reruns and
+``--repeats`` interactions (one control changed per run). The figure is the CPU time (``time.thread_time``)
+of the script thread while it executes the page, i.e. around Streamlit's ``exec_func_with_error_handling``;
+it leaves out what AppTest and the server do after the script (no websocket here, no post-script gc).
+``--profile N`` also prints the N most expensive functions (cumulative) over the measured reruns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from streamlit.runtime.scriptrunner import script_runner  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+_orig = script_runner.exec_func_with_error_handling
+CPU: list[float] = []
+PROFILER: list[cProfile.Profile | None] = [None]
+
+
+def _measured(func, ctx):
+    prof = PROFILER[0]
+    t0 = time.thread_time()
+    if prof is not None:
+        prof.enable()
+    try:
+        return _orig(func, ctx)
+    finally:
+        if prof is not None:
+            prof.disable()
+        CPU.append(time.thread_time() - t0)
+
+
+script_runner.exec_func_with_error_handling = _measured
+
+
+def _interactions(page: str):
+    """A function that changes one control of ``page`` on an AppTest (call k = 0, 1, 2 …)."""
+    if page == "attention":
+        return lambda at, k: at.slider(key="attn_head").set_value(2 + k % 10).run()
+    if page == "context":
+        return lambda at, k: at.slider(key="ctx_layer").set_value(k % 6).run()
+    if page == "calculator":
+        return lambda at, k: at.toggle(key="calc_scale").set_value(k % 2 == 0).run()
+    if page == "lesson":
+        return lambda at, k: at.button(key="lesson_next" if k % 2 == 0 else "lesson_back").click().run()
+    if page == "projections":
+        return lambda at, k: at.slider(key="proj_layer").set_value(k % 6).run()
+    raise ValueError(page)
+
+
+PAGE_FILES = {
+    "attention": "attention.py",
+    "context": "context.py",
+    "calculator": "calculator.py",
+    "lesson": "lesson.py",
+    "projections": "projections.py",
+}
+
+
+def measure(page: str, repeats: int, profile: int) -> dict:
+    at = AppTest.from_file(str(ROOT / "pages" / PAGE_FILES[page]), default_timeout=300)
+    at.run()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    PROFILER[0] = cProfile.Profile() if profile else None
+    CPU.clear()
+    for _ in range(repeats):
+        at.run()
+    rerun = list(CPU)
+    CPU.clear()
+    act = _interactions(page)
+    for k in range(repeats):
+        act(at, k)
+    interact = list(CPU)
+    assert not at.exception, [e.value for e in at.exception]
+    if profile:
+        out = io.StringIO()
+        pstats.Stats(PROFILER[0], stream=out).sort_stats("cumulative").print_stats(profile)
+        print(out.getvalue())
+    PROFILER[0] = None
+    return {"rerun": rerun, "interaction": interact}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("pages", nargs="*", default=list(PAGE_FILES))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--profile", type=int, default=0)
+    args = ap.parse_args()
+    floor = AppTest.from_string("import streamlit as st\nst.title('empty')")
+    floor.run()
+    CPU.clear()
+    for _ in range(args.repeats):
+        floor.run()
+    print(f"floor (empty page): {statistics.median(CPU):.4f} s")
+    print(f"load average: {os.getloadavg()[0]:.2f}")
+    print("| page | rerun CPU (median) | interaction CPU (median) | runs |")
+    print("| --- | ---: | ---: | --- |")
+    for page in args.pages:
+        r = measure(page, args.repeats, args.profile)
+        runs = " ".join(f"{v:.3f}" for v in r["rerun"] + r["interaction"])
+        print(
+            f"| {page} | {statistics.median(r['rerun']):.3f} s | {statistics.median(r['interaction']):.3f} s | {runs} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
