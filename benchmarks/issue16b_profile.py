@@ -1,7 +1,7 @@
 """Server CPU of a page's rerun, measured inside Streamlit's script thread (issue 16, target 2).
 
     PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections]
-        [--repeats 3] [--profile 25]
+        [--repeats 3] [--profile 25] [--lesson-steps]
 
 Each page runs in AppTest with the default preset: two warm-up runs, then ``--repeats`` plain reruns and
 ``--repeats`` interactions (one control changed per run). The figure is the CPU time (``time.thread_time``)
@@ -99,11 +99,31 @@ def measure(page: str, repeats: int, profile: int) -> dict:
     return {"rerun": rerun, "interaction": interact}
 
 
+def lesson_steps(repeats: int) -> None:
+    """The lesson's rerun CPU on each step (a step draws its own charts)."""
+    from lib.lesson import STEPS
+
+    at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=300)
+    print("| lesson step | rerun CPU (median) | runs |")
+    print("| --- | ---: | --- |")
+    for k, step in enumerate(STEPS, start=1):
+        at.session_state["lesson_step"] = k
+        at.run()
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        CPU.clear()
+        for _ in range(repeats):
+            at.run()
+        runs = " ".join(f"{v:.3f}" for v in CPU)
+        print(f"| {k}. {step.id} | {statistics.median(CPU):.3f} s | {runs} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("pages", nargs="*", default=list(PAGE_FILES))
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=int, default=0)
+    ap.add_argument("--lesson-steps", action="store_true", help="also each step of the guided lesson")
     args = ap.parse_args()
     floor = AppTest.from_string("import streamlit as st\nst.title('empty')")
     floor.run()
@@ -121,6 +141,8 @@ def main() -> None:
             f"| {page} | {statistics.median(r['rerun']):.3f} s | {statistics.median(r['interaction']):.3f} s | {runs} |",
             flush=True,
         )
+    if args.lesson_steps:
+        lesson_steps(args.repeats)
 
 
 if __name__ == "__main__":
