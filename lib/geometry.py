@@ -10,6 +10,8 @@ Contextual vectors tend to sit in a narrow cone: two unrelated tokens still have
                              (Mu & Viswanath 2018, "All-but-the-top");
 - `rogue_dimensions(X)`      per-dimension mean/variance and each dimension's share of the mean
                              cosine (Timkey & van Schijndel 2021, "rogue dimensions").
+- `line_margin(points, groups)` how wide a straight gap separates two groups of 2-D points (a
+                             picture's question: can one line split the senses?).
 
 Every function takes `X` of shape (n_vectors, hidden) and returns float64 results. The statistics
 (μ, σ, covariance) can come from X itself or from a reference corpus (see `lib/corpus.py`), so the
@@ -348,3 +350,27 @@ def rogue_dimensions(X, top: int = 3) -> RogueDimensions:
         top=t,
         mean_norm=float(np.linalg.norm(A, axis=1).mean()),
     )
+
+
+def line_margin(points, groups, n_angles: int = 3600) -> float:
+    """The widest straight gap between two groups of 2-D points, signed.
+
+    points: (n, 2); groups: (n,) bool. For each direction (``n_angles`` evenly spaced over 180°, starting
+    along the first axis) the points are projected onto it, and the gap is the distance from the highest
+    point of one group to the lowest of the other. Returns the best gap over all directions, with the
+    points first scaled so that their larger side spans 1: > 0 means one straight line (perpendicular to
+    that direction) separates the groups with that much room; <= 0 means every line leaves some point on
+    the wrong side, and the value is minus the smallest overlap. The angular grid makes it exact to within
+    about 1e-3. ``n_angles=1`` asks about the first axis alone (a vertical line).
+    """
+    P = np.asarray(points, dtype=np.float64)
+    g = np.asarray(groups, dtype=bool)
+    if P.ndim != 2 or P.shape[1] != 2 or len(g) != len(P) or g.all() or not g.any():
+        raise ValueError("need (n, 2) points and two non-empty groups")
+    span = float(np.ptp(P, axis=0).max()) or 1.0
+    Q = (P - P.min(axis=0)) / span
+    theta = np.linspace(0.0, np.pi, n_angles, endpoint=False)
+    proj = Q @ np.stack([np.cos(theta), np.sin(theta)])  # (n, n_angles)
+    a, b = proj[g], proj[~g]
+    gap = np.maximum(a.min(axis=0) - b.max(axis=0), b.min(axis=0) - a.max(axis=0))  # (n_angles,)
+    return float(gap.max())

@@ -32,21 +32,26 @@ import numpy as np
 from lib.attention import special_token_share, target_attention, token_labels
 from lib.errors import StepNotApplicable
 from lib.export import dict_rows_csv
+from lib.geometry import line_margin
 from lib.projection import pca_projection
 from lib.similarity import (
     ReadoutChance,
     cosine_matrix,
     evidence_card,
+    hardest_case,
     layer_cosine_matrices,
     layer_list,
+    leave_one_out_centroid_cosines,
     other_token_masks,
     pair_ranking_auc,
+    pair_values,
     random_token_baseline,
     readout_chance,
     sense_similarity,
-    unit_rows,
+    sentence_vectors,
+    upper_pairs,
 )
-from lib.toy_attention import COURSE_EMBEDDINGS, COURSE_POSITIONS, COURSE_TOKENS, attention_steps
+from lib.toy_attention import ToyInputs
 
 # Two cosines (or gaps, or attention weights) closer than this count as a tie: either choice is accepted.
 COSINE_TIE = 0.01
@@ -431,7 +436,8 @@ def static_vs_contextual(
     best = [others[i] for i in _near_best(row, COSINE_TIE)]
     top = others[int(np.argmax(row))]
     _senses_ok(senses, n, need=1)
-    lo, hi = float(static_cos[np.triu_indices(n, 1)].min()), float(static_cos[np.triu_indices(n, 1)].max())
+    static_pairs = pair_values(static_cos)
+    lo, hi = float(static_pairs.min()), float(static_pairs.max())
     same = [j for j in others if senses[j] == senses[q]]
     diff = [j for j in others if senses[j] != senses[q]]
     parts = [
@@ -505,14 +511,8 @@ def centroid_reading(
         raise StepNotApplicable("each of the two senses needs at least two sentences")
     layer = k - 1 if layer is None else layer
     idx = np.array([i for i in range(n) if senses[i] in two], dtype=int)
-    x = v[idx, layer, :]  # (m, H)
     lab = np.array([two.index(senses[i]) for i in idx])
-    sums = np.stack([x[lab == s].sum(axis=0) for s in (0, 1)])  # (2, H)
-    sizes = np.array([(lab == s).sum() for s in (0, 1)], dtype=np.float64)
-    cos = np.empty((len(idx), 2))
-    for s in (0, 1):
-        cent = np.where((lab == s)[:, None], (sums[s] - x) / np.maximum(sizes[s] - 1, 1), sums[s] / sizes[s])
-        cos[:, s] = np.einsum("mh,mh->m", unit_rows(x), unit_rows(cent))
+    cos = leave_one_out_centroid_cosines(v[idx, layer : layer + 1, :], lab, 2)[:, :, 0]  # (m, 2)
     nearer = np.argmax(cos, axis=1)
     read_as = tuple(two[int(s)] for s in nearer)
     wrong = tuple(int(i) for i, s, t in zip(idx, nearer, lab, strict=True) if s != t)
@@ -906,35 +906,16 @@ class PoolingComparison:
         return self.mean_same - self.mean_different
 
 
-def sentence_vectors(
-    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Two sentence vectors per layer: the [CLS] token's, and the mean of the ordinary word pieces.
-
-    hidden_states: per sentence (L+1, n_i, H); special: per sentence (n_i,) bool (``Encoding.special``),
-    whose first token must be special ([CLS]). Returns (cls, mean), each (n, L+1, H).
-    """
-    cls, mean = [], []
-    for hs, sp in zip(hidden_states, special, strict=True):
-        hs = np.asarray(hs, dtype=np.float64)
-        is_special = np.asarray(sp, dtype=bool)
-        if not is_special[0]:
-            raise StepNotApplicable(
-                "the model puts no [CLS] token first; this step needs a BERT-style encoder"
-            )
-        keep = ~is_special
-        cls.append(hs[:, 0, :])
-        mean.append(hs[:, keep, :].mean(axis=1))
-    return np.stack(cls), np.stack(mean)
-
-
 def pooling_comparison(
     hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]], topics: Sequence[str]
 ) -> PoolingComparison:
     """Which sentence vector keeps same-topic pairs above different-topic pairs: [CLS] or the mean?
 
-    special: per sentence (n_i,) bool (``Encoding.special``).
+    special: per sentence (n_i,) bool (``Encoding.special``); the [CLS] vector is the first token's
+    (lib.similarity.sentence_vectors), so every sentence must start with a special token.
     """
+    if not all(np.asarray(sp, dtype=bool)[:1].all() for sp in special):
+        raise StepNotApplicable("the model puts no [CLS] token first; this step needs a BERT-style encoder")
     cls, mean = sentence_vectors(hidden_states, special)
     _senses_ok(topics, cls.shape[0])
     c = sense_similarity(layer_cosine_matrices(cls), topics)
@@ -1059,34 +1040,11 @@ def anisotropy_floor(
 YES, NO = "Yes", "No"
 
 
-def line_margin(points: np.ndarray, groups: np.ndarray, n_angles: int = 3600) -> float:
-    """The widest straight gap between two groups of 2-D points, signed.
-
-    points: (n, 2); groups: (n,) bool. For each direction (``n_angles`` evenly spaced over 180°) the points
-    are projected onto it, and the gap is the distance from the highest point of one group to the lowest
-    of the other. Returns the best gap over all directions, with the points first scaled so that their
-    larger side spans 1: > 0 means one straight line (perpendicular to that direction) separates the
-    groups with that much room; <= 0 means every line leaves some point on the wrong side, and the value
-    is minus the smallest overlap. The angular grid makes it exact to within about 1e-3.
-    """
-    P = np.asarray(points, dtype=np.float64)
-    g = np.asarray(groups, dtype=bool)
-    if P.ndim != 2 or P.shape[1] != 2 or len(g) != len(P) or g.all() or not g.any():
-        raise ValueError("need (n, 2) points and two non-empty groups")
-    span = float(np.ptp(P, axis=0).max()) or 1.0
-    Q = (P - P.min(axis=0)) / span
-    theta = np.linspace(0.0, np.pi, n_angles, endpoint=False)
-    proj = Q @ np.stack([np.cos(theta), np.sin(theta)])  # (n, n_angles)
-    a, b = proj[g], proj[~g]
-    gap = np.maximum(a.min(axis=0) - b.max(axis=0), b.min(axis=0) - a.max(axis=0))  # (n_angles,)
-    return float(gap.max())
-
-
 @dataclass(frozen=True)
 class ProjectionLook:
     """coords: (n, 2) PCA of the target's vectors at ``layer``; explained: (2,) variance share per axis.
 
-    margin: :func:`line_margin` of the two commonest senses (> 0: one straight line splits them, with
+    margin: :func:`lib.geometry.line_margin` of the two commonest senses (> 0: one straight line splits them, with
             a gap of that width in a picture whose larger side spans 1);
     first_axis_splits: whether a vertical line (the first axis alone) already does.
     """
@@ -1116,8 +1074,7 @@ def projection_look(
     keep = np.array([s in (a, b) for s in senses])
     pts, grp = p.coords[keep], np.array([s == a for s in senses])[keep]
     margin = line_margin(pts, grp)
-    xa, xb = pts[grp, 0], pts[~grp, 0]
-    first_axis = bool(xb.min() > xa.max() or xa.min() > xb.max())
+    first_axis = line_margin(pts, grp, n_angles=1) > 0  # the one direction along the first axis
     accepted = [YES] if margin > 0 else [NO]
     if abs(margin) < 0.01:  # a point (almost) on the line: either reading of the picture is fair
         accepted = [YES, NO]
@@ -1189,24 +1146,14 @@ def hard_case(
     _senses_ok(senses, n)
     layer = v.shape[1] - 1 if layer is None else layer
     cos = layer_cosine_matrices(v)[layer]
-    s = np.array(senses, dtype=object)
-    best = None
-    for i in range(n):
-        same = [j for j in range(n) if j != i and s[j] == s[i]]
-        diff = [j for j in range(n) if s[j] != s[i]]
-        if not same or not diff:
-            continue
-        b = diff[int(np.argmax(cos[i, diff]))]
-        c = same[int(np.argmin(cos[i, same]))]
-        score = cos[i, b] - cos[i, c]
-        if best is None or score > best[0]:
-            best = (score, i, b, c)
-    if best is None:
+    found = hardest_case(cos, senses)
+    if found is None:
         raise StepNotApplicable("this step needs a sense with at least two sentences and another sense")
-    _, a, b, c = best
-    iu = np.triu_indices(n, 1)
-    pair_cos = cos[iu]
-    same_mask = s[iu[0]] == s[iu[1]]
+    a, b, c = found
+    pairs = upper_pairs(n)
+    pair_cos = pair_values(cos)
+    s = np.array(senses, dtype=object)
+    same_mask = s[pairs[:, 0]] == s[pairs[:, 1]]
     n_beating = int((pair_cos[~same_mask] > pair_cos[same_mask].min()).sum())
     ob, oc = sentence_option(labels, senses, b), sentence_option(labels, senses, c)
     ab, ac = float(cos[a, b]), float(cos[a, c])
@@ -1238,7 +1185,7 @@ def hard_case(
             f"{ab:.2f}) than to {labels[c]} ({senses[c]}, {ac:.2f}), which shares its sense."
         )
     return HardCase(
-        layer, a, b, c, ab, ac, np.stack(iu, axis=1), pair_cos, same_mask, n_beating, question, finding
+        layer, a, b, c, ab, ac, pairs, pair_cos, same_mask, n_beating, question, finding
     )
 
 
@@ -1274,9 +1221,9 @@ class ToyCell:
 
 def toy_cell(query: str = "cat", key: str = "sat") -> ToyCell:
     """The weight ``query`` gives ``key`` in the course's 'The cat sat' example (lib.toy_attention)."""
-    tokens = COURSE_TOKENS
-    X = np.array([np.add(COURSE_EMBEDDINGS[t], p) for t, p in zip(tokens, COURSE_POSITIONS, strict=True)])
-    steps = attention_steps(X)  # Q = K = V = X, no scaling
+    course = ToyInputs.course_example()  # identity projections: Q = K = V = X
+    tokens, X = course.tokens, course.x(use_positions=True)
+    steps = course.steps(use_positions=True)  # no scaling
     qi, ki = tokens.index(query), tokens.index(key)
     row_s = steps.scores[qi]
     w = float(steps.weights[qi, ki])

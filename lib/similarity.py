@@ -313,6 +313,27 @@ class Representation:
         return representation_index(num_hidden_states, self.pooling, self.layer)
 
 
+def sentence_vectors(
+    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two sentence vectors per layer: the first token's ([CLS]) and the mean of the ordinary word pieces.
+
+    hidden_states: per sentence (K, n_i, H); special: per sentence (n_i,) bool (``Encoding.special``), whose
+    first token must be special (a BERT-style [CLS]) and which must leave at least one ordinary word piece.
+    The mean leaves every special token out (sentence-transformers' own mean pooling keeps them).
+    Returns (cls, mean), each (n, K, H) float64.
+    """
+    cls, mean = [], []
+    for hs, sp in zip(hidden_states, special, strict=True):
+        hs = np.asarray(hs, dtype=np.float64)
+        is_special = np.asarray(sp, dtype=bool)
+        if len(is_special) != hs.shape[1] or not is_special[0] or is_special.all():
+            raise ValueError("each sentence needs a special first token ([CLS]) and at least one ordinary word piece")
+        cls.append(hs[:, 0, :])
+        mean.append(hs[:, ~is_special, :].mean(axis=1))
+    return np.stack(cls), np.stack(mean)
+
+
 # --------------------------------------------------------------------------------------------
 # Same-sense vs different-sense
 # --------------------------------------------------------------------------------------------
@@ -367,6 +388,32 @@ def sense_similarity(cosines: np.ndarray, senses: Sequence[str | None]) -> Sense
     diff_mean = values[:, diff].mean(axis=1) if diff.any() else None
     gap = same_mean - diff_mean if same_mean is not None and diff_mean is not None else None
     return SenseSimilarity(same_mean, diff_mean, gap, int(same.sum()), int(diff.sum()))
+
+
+def hardest_case(cosines: np.ndarray, senses: Sequence[str | None]) -> tuple[int, int, int] | None:
+    """(a, b, c): the sentence ``a`` whose most similar different-sense partner ``b`` beats its least similar
+    same-sense partner ``c`` by the most (or loses to it by the least).
+
+    cosines: (n, n) at one layer; senses: n labels (every sentence labelled). Ties go to the earlier
+    sentence and partner. None when no sentence has both a same-sense and a different-sense partner.
+    """
+    cos = np.asarray(cosines)
+    s = np.array(senses, dtype=object)
+    n = len(s)
+    if cos.shape != (n, n):
+        raise ValueError(f"{n} sense labels for a {cos.shape} cosine matrix")
+    best = None
+    for i in range(n):
+        same = [j for j in range(n) if j != i and s[j] == s[i]]
+        diff = [j for j in range(n) if s[j] != s[i]]
+        if not same or not diff:
+            continue
+        b = diff[int(np.argmax(cos[i, diff]))]
+        c = same[int(np.argmin(cos[i, same]))]
+        score = cos[i, b] - cos[i, c]
+        if best is None or score > best[0]:
+            best = (score, i, b, c)
+    return None if best is None else best[1:]
 
 
 # --------------------------------------------------------------------------------------------
@@ -673,6 +720,27 @@ def _readout(accuracy, predictions, evaluated, names, eval_labels, method) -> Se
     )
 
 
+def leave_one_out_centroid_cosines(vectors: np.ndarray, labels: np.ndarray, n_groups: int) -> np.ndarray:
+    """Each vector's cosine with the average of every group, its own group's average taken without it.
+
+    vectors: (m, K, H); labels: (m,) int group of each vector, 0 .. n_groups - 1, every group with at least
+    two members (so a vector's own group is not empty once it is left out). Returns (m, n_groups, K) float64.
+    The core of :func:`leave_one_out_readout`: the nearest group per vector is its leave-one-out reading.
+    """
+    x = _check_vectors(vectors).astype(np.float64)
+    labels = np.asarray(labels, dtype=int)
+    sizes = np.bincount(labels, minlength=n_groups).astype(np.float64)  # (S,)
+    if len(labels) != len(x) or len(sizes) != n_groups or sizes.min() < 2:
+        raise ValueError(f"need one label in 0..{n_groups - 1} per vector and at least two vectors per group")
+    sums = np.stack([x[labels == s].sum(axis=0) for s in range(n_groups)])  # (S, K, H)
+    # cosine of every vector with every full average: (m, S, K)
+    sim = np.einsum("mkh,skh->msk", unit_rows(x), unit_rows(sums / sizes[:, None, None]))
+    # its own group: the average without the vector itself
+    own = (sums[labels] - x) / (sizes[labels] - 1)[:, None, None]  # (m, K, H)
+    sim[np.arange(len(x)), labels, :] = np.einsum("mkh,mkh->mk", unit_rows(x), unit_rows(own))
+    return sim
+
+
 def leave_one_out_readout(vectors: np.ndarray, senses: Sequence[str | None]) -> SenseReadout | None:
     """Leave-one-out nearest-centroid sense classification at every layer (Coenen et al. 2019).
 
@@ -692,16 +760,7 @@ def leave_one_out_readout(vectors: np.ndarray, senses: Sequence[str | None]) -> 
         return None
     idx = np.array([i for i in idx if senses[i] in names], dtype=int)
     labels = np.array([names.index(senses[i]) for i in idx])
-    x = v[idx]  # (m, K, H)
-    sums = np.stack([x[labels == s].sum(axis=0) for s in range(len(names))])  # (S, K, H)
-    sizes = np.array([(labels == s).sum() for s in range(len(names))], dtype=np.float64)
-    cents = sums / sizes[:, None, None]
-    # similarity of every sentence to every full centroid: (m, S, K)
-    sim = np.einsum("mkh,skh->msk", unit_rows(x), unit_rows(cents))
-    # own sense: centroid without the sentence itself
-    own = (sums[labels] - x) / (sizes[labels] - 1)[:, None, None]  # (m, K, H)
-    own_sim = np.einsum("mkh,mkh->mk", unit_rows(x), unit_rows(own))
-    sim[np.arange(len(idx)), labels, :] = own_sim
+    sim = leave_one_out_centroid_cosines(v[idx], labels, len(names))  # (m, S, K)
     pred = np.argmax(sim, axis=1).T  # (K, m)
     accuracy = (pred == labels[None, :]).mean(axis=1)
     predictions = np.array(names, dtype=object)[pred]

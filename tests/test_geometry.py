@@ -15,6 +15,7 @@ from lib.geometry import (
     anisotropy,
     default_top_k,
     fit_covariance,
+    line_margin,
     remove_top_components,
     rogue_dimensions,
     standardize,
@@ -62,7 +63,20 @@ def test_cosine_matrix_by_hand():
     assert C[2, 2] == 0.0 and C[0, 2] == 0.0
 
 
-def test_standardize_by_hand_with_constant_column():
+def test_line_margin_by_hand():
+    # two columns two units apart: the widest gap is 2, and the larger side spans 2, so 1.0
+    pts = np.array([[0, 0], [0, 1], [2, 0], [2, 1]], dtype=float)
+    grp = np.array([True, True, False, False])
+    assert line_margin(pts, grp) == pytest.approx(1.0, abs=1e-9)
+    assert line_margin(pts, grp, n_angles=1) == pytest.approx(1.0, abs=1e-9)  # the first axis alone
+    # the same columns turned on their side: only a horizontal line splits them, not the first axis
+    assert line_margin(pts[:, ::-1], grp) == pytest.approx(1.0, abs=1e-9)
+    assert line_margin(pts[:, ::-1], grp, n_angles=1) < 0
+    # crossed pairs (XOR): no straight line separates them
+    xor = np.array([[0, 0], [1, 1], [0, 1], [1, 0]], dtype=float)
+    assert line_margin(xor, grp) < 0
+    with pytest.raises(ValueError):
+        line_margin(pts, np.array([True] * 4))
     Z = standardize([[1.0, 10.0], [3.0, 10.0]])
     # column 0: mean 2, std 1 -> -1, 1; column 1 is constant (σ = 0) -> 0 instead of 0/0
     np.testing.assert_allclose(Z, [[-1.0, 0.0], [1.0, 0.0]])

@@ -16,7 +16,7 @@ import pytest
 from lib import lesson
 from lib.errors import StepNotApplicable
 from lib.presets import preset_by_id
-from lib.similarity import leave_one_out_readout
+from lib.similarity import leave_one_out_readout, sentence_vectors
 
 # ------------------------------------------------------------------------------------------ helpers
 
@@ -249,9 +249,6 @@ def test_pooling_comparison_by_hand():
             hidden.append(h)
             special.append(np.array([True, False, True]))
             topics.append(topic)
-    cls, mean = lesson.sentence_vectors(hidden, special)
-    assert cls.shape == mean.shape == (4, 2, 2)
-    np.testing.assert_allclose(mean[:, 1], [w for rows in words.values() for w in rows])
     r = lesson.pooling_comparison(hidden, special, topics)
     np.testing.assert_allclose(r.cls_gap, 0, atol=1e-12)
     assert r.mean_gap[-1] > 0.8
@@ -260,19 +257,7 @@ def test_pooling_comparison_by_hand():
     assert "at least 1.000" in r.question.explanation  # [CLS] is the same vector before the last layer
     assert_checks(r.question)
     with pytest.raises(StepNotApplicable, match="no \\[CLS\\] token first"):
-        lesson.sentence_vectors(hidden[:1], [np.array([False, False, True])])
-
-
-def test_line_margin_by_hand():
-    # two columns two units apart: the widest gap is 2, and the larger side spans 2, so 1.0
-    pts = np.array([[0, 0], [0, 1], [2, 0], [2, 1]], dtype=float)
-    grp = np.array([True, True, False, False])
-    assert lesson.line_margin(pts, grp) == pytest.approx(1.0, abs=1e-9)
-    # crossed pairs (XOR): no straight line separates them
-    xor = np.array([[0, 0], [1, 1], [0, 1], [1, 0]], dtype=float)
-    assert lesson.line_margin(xor, grp) < 0
-    with pytest.raises(ValueError):
-        lesson.line_margin(pts, np.array([True] * 4))
+        lesson.pooling_comparison(hidden, [np.array([False, False, True])] + special[1:], topics)
 
 
 def test_projection_look_yes_and_no():
@@ -380,7 +365,7 @@ def test_real_pooling_comparison_uses_the_cls_row(encoder):
     sentences = [s for _, s in lesson.TOPIC_SENTENCES]
     topics = [t for t, _ in lesson.TOPIC_SENTENCES]
     out = encoder.encode(sentences)
-    cls, mean = lesson.sentence_vectors(out.hidden_states, out.special)
+    cls, mean = sentence_vectors(out.hidden_states, out.special)
     for i, h in enumerate(out.hidden_states):
         np.testing.assert_allclose(cls[i], h[:, 0, :], atol=1e-6)
         np.testing.assert_allclose(mean[i], h[:, 1:-1, :].mean(axis=1), atol=1e-5)

@@ -121,6 +121,20 @@ def test_pooling_label():
     assert "last four" in sim.pooling_label("last4")
 
 
+def test_sentence_vectors_by_hand_leave_every_special_token_out_of_the_mean():
+    # (K=2, 4 tokens, H=2): [CLS] w1 w2 [SEP]; the mean is over w1 and w2 only, [CLS] is the first row
+    h = np.array([[[1, 1], [2, 0], [0, 4], [9, -9]], [[3, 3], [4, 0], [0, 2], [9, -9]]], dtype=float)
+    cls, mean = sim.sentence_vectors([h, h[:, :3]], [[True, False, False, True], [True, False, False]])
+    assert cls.shape == mean.shape == (2, 2, 2)
+    np.testing.assert_allclose(cls[0], [[1, 1], [3, 3]])
+    np.testing.assert_allclose(mean[0], [[1, 2], [2, 1]])
+    np.testing.assert_allclose(mean[1], mean[0])  # no [SEP] in the second sentence: the same two pieces
+    with pytest.raises(ValueError, match="special first token"):
+        sim.sentence_vectors([h], [[False, False, False, True]])
+    with pytest.raises(ValueError, match="ordinary word piece"):
+        sim.sentence_vectors([h], [[True] * 4])
+
+
 # ---------------------------------------------------------------- same vs different sense
 
 
@@ -264,6 +278,28 @@ def test_leave_one_out_skips_lone_senses_and_needs_two_senses():
     assert r.accuracy[0] == 1.0
     assert sim.leave_one_out_readout(v, ["A", "A", "A", None, "B"]) is None
 
+
+def test_leave_one_out_centroid_cosines_by_hand():
+    # one layer; group 0: [1, 0] and [0, 1], group 1: [1, 1] and [1, 1]
+    x = one_layer([1, 0], [0, 1], [1, 1], [1, 1])
+    c = sim.leave_one_out_centroid_cosines(x, np.array([0, 0, 1, 1]), 2)
+    assert c.shape == (4, 2, 1)
+    # [1, 0] against its own group without it ([0, 1]): 0; against group 1's average [1, 1]: 1/sqrt(2)
+    np.testing.assert_allclose(c[0, :, 0], [0.0, R2], atol=1e-12)
+    # [1, 1] against group 0's average [0.5, 0.5]: 1; against its own group without it ([1, 1]): 1
+    np.testing.assert_allclose(c[2, :, 0], [1.0, 1.0], atol=1e-12)
+    with pytest.raises(ValueError, match="at least two"):
+        sim.leave_one_out_centroid_cosines(x[:3], np.array([0, 0, 1]), 2)
+
+
+def test_hardest_case_by_hand():
+    # a2 = [0, 1] is orthogonal to its own sense (a1 = [1, 0]) but close to b1 = [0.1, 1]
+    cos = sim.cosine_matrix(np.array([[1, 0], [0, 1], [0.1, 1]], dtype=float))
+    assert sim.hardest_case(cos, ["a", "a", "b"]) == (1, 2, 0)
+    assert sim.hardest_case(cos, ["a", "b", "c"]) is None  # nobody has a same-sense partner
+    assert sim.hardest_case(cos, ["a", "a", "a"]) is None  # nobody has a different-sense partner
+    with pytest.raises(ValueError):
+        sim.hardest_case(cos, ["a", "b"])
 
 def test_centroid_readout_train_test_by_hand():
     train = one_layer([1, 0], [1, 0], [0, 1])
