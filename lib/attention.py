@@ -42,10 +42,6 @@ __all__ = [
     "token_labels",
 ]
 
-CLS_TOKENS = frozenset({"[CLS]", "<s>"})
-SEP_TOKENS = frozenset({"[SEP]", "</s>"})
-
-
 class UnsupportedArchitectureError(ContextLensError):
     """The model's attention layers are not laid out in a way `recompute_attention` knows."""
 
@@ -279,6 +275,11 @@ def is_punctuation(token: str) -> bool:
     return bool(core) and all(unicodedata.category(ch).startswith("P") for ch in core)
 
 
+def _over_heads(part: str) -> property:
+    """A read-only property: the (L, H) field ``part`` averaged over heads, (L,)."""
+    return property(lambda self: getattr(self, part).mean(axis=1), doc=f"(L,) ``{part}`` averaged over heads")
+
+
 @dataclass(frozen=True)
 class SpecialTokenShare:
     """How much attention goes to [CLS], [SEP], punctuation and everything else (Clark et al. 2019).
@@ -286,7 +287,7 @@ class SpecialTokenShare:
     Each value is the attention a query gives to that kind of key, averaged over all queries, so the
     four parts add up to 1 for every layer and head.
       cls, sep, punctuation, other:   (L, H)
-      *_mean (properties):            (L,)   averaged over heads
+      *_mean (properties):            (L,)   averaged over heads; special_mean = cls_mean + sep_mean
     """
 
     cls: np.ndarray
@@ -294,32 +295,38 @@ class SpecialTokenShare:
     punctuation: np.ndarray
     other: np.ndarray
 
-    @property
-    def cls_mean(self) -> np.ndarray:
-        return self.cls.mean(axis=1)
+    cls_mean = _over_heads("cls")
+    sep_mean = _over_heads("sep")
+    punctuation_mean = _over_heads("punctuation")
+    other_mean = _over_heads("other")
 
     @property
-    def sep_mean(self) -> np.ndarray:
-        return self.sep.mean(axis=1)
-
-    @property
-    def punctuation_mean(self) -> np.ndarray:
-        return self.punctuation.mean(axis=1)
-
-    @property
-    def other_mean(self) -> np.ndarray:
-        return self.other.mean(axis=1)
+    def special_mean(self) -> np.ndarray:
+        """(L,) attention to every special token ([CLS] and [SEP] together), averaged over heads."""
+        return (self.cls + self.sep).mean(axis=1)
 
 
-def special_token_share(attentions: np.ndarray, tokens: Sequence[str]) -> SpecialTokenShare:
-    """Split one sentence's attention (L, H, n, n) by the kind of key token: [CLS], [SEP], punctuation, other."""
+def special_token_share(
+    attentions: np.ndarray, tokens: Sequence[str], special: Sequence[bool]
+) -> SpecialTokenShare:
+    """Split one sentence's attention (L, H, n, n) by the kind of key token: [CLS], [SEP], punctuation, other.
+
+    tokens: the n word pieces (for punctuation); special: (n,) bool, the tokenizer's special-token mask
+    (``Encoding.special``), which alone decides what is special, never the token's text: the special
+    tokens that open the sentence count as [CLS] (``<s>`` in RoBERTa), every later one as [SEP] (``</s>``).
+    """
     attentions = np.asarray(attentions, dtype=np.float64)
     n = attentions.shape[-1]
-    if len(tokens) != n:
-        raise ValueError(f"got {len(tokens)} tokens for attention over {n} positions")
-    is_cls = np.array([t in CLS_TOKENS for t in tokens])
-    is_sep = np.array([t in SEP_TOKENS for t in tokens])
-    is_punct = np.array([is_punctuation(t) for t in tokens]) & ~is_cls & ~is_sep
+    is_special = np.asarray(special, dtype=bool)
+    if len(tokens) != n or len(is_special) != n:
+        raise ValueError(
+            f"got {len(tokens)} tokens and {len(is_special)} special flags for attention over {n} positions"
+        )
+    ordinary = np.flatnonzero(~is_special)
+    first_ordinary = int(ordinary[0]) if len(ordinary) else n
+    is_cls = is_special & (np.arange(n) < first_ordinary)
+    is_sep = is_special & ~is_cls
+    is_punct = np.array([is_punctuation(t) for t in tokens], dtype=bool) & ~is_special
     is_other = ~(is_cls | is_sep | is_punct)
 
     def share(mask: np.ndarray) -> np.ndarray:  # (L, H): attention to masked keys, mean over queries

@@ -216,13 +216,16 @@ def check_replacement(replacement: str) -> str:
     return text
 
 
-def context_words(enc: Encoder, span: CharSpan, offsets: np.ndarray) -> list[Word]:
-    """The context words of ``span.sentence`` (not overlapping the target) that the model saw."""
+def context_words(enc: Encoder, span: CharSpan, offsets: np.ndarray, special: np.ndarray) -> list[Word]:
+    """The context words of ``span.sentence`` (not overlapping the target) that the model saw.
+
+    offsets: (n_tokens, 2) and special: (n_tokens,) bool of the sentence's encoding (``Encoding.special``).
+    """
     out = []
     for text, a, b in split_words(span.sentence):
         if a < span.end and b > span.start:
             continue  # the target's own word
-        pieces = pieces_for_span(offsets, a, b)
+        pieces = pieces_for_span(offsets, a, b, special=special)
         if pieces:
             out.append(Word(text, a, b, pieces))
     return out
@@ -290,7 +293,7 @@ def occlusion(
             "the model once per word). Shorten the sentence or pick a shorter one."
         )
     original = enc.encode([clean], attentions=True)
-    words = context_words(enc, span, original.offsets[0])
+    words = context_words(enc, span, original.offsets[0], original.special[0])
     if not words:
         raise ContextError(
             f"“{short(clean)}” has no word besides the target, so there is nothing to mask. Add a few words "

@@ -346,7 +346,7 @@ class Encoder:
         """
         located = []
         for i, span in enumerate(spans):
-            idx = pieces_for_span(encoding.offsets[i], span.start, span.end)
+            idx = pieces_for_span(encoding.offsets[i], span.start, span.end, special=encoding.special[i])
             if not idx:
                 raise TargetTruncatedError(
                     f"The target “{short(span.word, 30)}” in “{short(span.sentence)}” lies beyond the first "

@@ -620,8 +620,7 @@ def attention_look(
     cw = w[candidates]
     best = [candidates[i] for i in _near_best(cw, COSINE_TIE)]
     top = candidates[int(np.argmax(cw))]
-    share = special_token_share(att, tokens)
-    special_share = float(share.cls_mean[layer] + share.sep_mean[layer])
+    special_share = float(special_token_share(att, tokens, is_special).special_mean[layer])
     to_special = float(w[is_special].sum())
     shown = layer + 1
     expl = (
@@ -1044,8 +1043,8 @@ YES, NO = "Yes", "No"
 class ProjectionLook:
     """coords: (n, 2) PCA of the target's vectors at ``layer``; explained: (2,) variance share per axis.
 
-    margin: :func:`lib.geometry.line_margin` of the two commonest senses (> 0: one straight line splits them, with
-            a gap of that width in a picture whose larger side spans 1);
+    margin: :func:`lib.geometry.line_margin` of the two commonest senses (> 0: one straight line splits
+            them, with a gap of that width in a picture whose larger side spans 1);
     first_axis_splits: whether a vertical line (the first axis alone) already does.
     """
 

@@ -328,7 +328,9 @@ def sentence_vectors(
         hs = np.asarray(hs, dtype=np.float64)
         is_special = np.asarray(sp, dtype=bool)
         if len(is_special) != hs.shape[1] or not is_special[0] or is_special.all():
-            raise ValueError("each sentence needs a special first token ([CLS]) and at least one ordinary word piece")
+            raise ValueError(
+                "each sentence needs a special first token ([CLS]) and at least one ordinary word piece"
+            )
         cls.append(hs[:, 0, :])
         mean.append(hs[:, ~is_special, :].mean(axis=1))
     return np.stack(cls), np.stack(mean)

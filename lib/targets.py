@@ -19,6 +19,7 @@ tokenizer's character offsets.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,14 +183,21 @@ def find_target(text: str, target: str | None) -> CharSpan:
     return CharSpan(clean, match.start(), match.end(), False)
 
 
-def pieces_for_span(offsets: np.ndarray, start: int, end: int) -> tuple[int, ...]:
-    """Indices of the word pieces whose character offsets overlap ``[start, end)``.
+def pieces_for_span(
+    offsets: np.ndarray, start: int, end: int, *, special: Sequence[bool]
+) -> tuple[int, ...]:
+    """Indices of the ordinary word pieces whose character offsets overlap ``[start, end)``.
 
-    ``offsets``: (n_tokens, 2) character offsets from a fast tokenizer; special tokens have (0, 0) and are
-    never selected. Returns an empty tuple when no piece overlaps (e.g. the span was truncated away).
+    ``offsets``: (n_tokens, 2) character offsets from a fast tokenizer; ``special``: (n_tokens,) bool, the
+    tokenizer's special-token mask (``Encoding.special``): a special piece is never selected, whatever its
+    offsets. Returns an empty tuple when no piece overlaps (e.g. the span was truncated away).
     """
+    off = np.asarray(offsets)
+    is_special = np.asarray(special, dtype=bool)
+    if len(is_special) != len(off):
+        raise ValueError(f"{len(is_special)} special flags for {len(off)} word pieces")
     hits = []
-    for i, (a, b) in enumerate(np.asarray(offsets).tolist()):
-        if b > a and a < end and b > start:
+    for i, (a, b) in enumerate(off.tolist()):
+        if not is_special[i] and b > a and a < end and b > start:
             hits.append(i)
     return tuple(hits)

@@ -64,9 +64,10 @@ def test_target_attention_rejects_bad_positions():
 
 def test_special_token_share_by_hand():
     tokens = ["[CLS]", "hi", ",", "there", "[SEP]"]
+    special = [True, False, False, False, True]
     n = len(tokens)
     uniform = np.full((2, 3, n, n), 1.0 / n)  # every query spreads evenly over 5 keys
-    s = special_token_share(uniform, tokens)
+    s = special_token_share(uniform, tokens, special)
     np.testing.assert_allclose(s.cls, 0.2)
     np.testing.assert_allclose(s.sep, 0.2)
     np.testing.assert_allclose(s.punctuation, 0.2)
@@ -77,9 +78,19 @@ def test_special_token_share_by_hand():
     # all attention on [SEP]
     to_sep = np.zeros((1, 1, n, n))
     to_sep[..., n - 1] = 1.0
-    s = special_token_share(to_sep, tokens)
+    s = special_token_share(to_sep, tokens, special)
     np.testing.assert_allclose(s.sep, 1.0)
     np.testing.assert_allclose(s.cls + s.punctuation + s.other, 0.0)
+    np.testing.assert_allclose(s.special_mean, 1.0)
+
+    # the mask decides, never the text: a typed "[SEP]" that the tokenizer did not mark is an ordinary
+    # piece, and RoBERTa's <s> ... </s> are [CLS] and [SEP] because of where the mask puts them
+    s = special_token_share(to_sep, tokens, [True, False, False, False, False])
+    np.testing.assert_allclose(s.other, 1.0)
+    s = special_token_share(to_sep, ["<s>", "hi", ",", "there", "</s>"], special)
+    np.testing.assert_allclose(s.sep, 1.0)
+    with pytest.raises(ValueError, match="special flags"):
+        special_token_share(uniform, tokens, special[:-1])
 
 
 def test_is_punctuation():
@@ -218,7 +229,9 @@ def test_displayed_matrices_rows_sum_to_one(encoder, encoding):
         ta = target_attention(att, [1])
         np.testing.assert_allclose(ta.attends_to.sum(axis=-1), 1.0, atol=1e-5)
         np.testing.assert_allclose(ta.attends_to_mean.sum(axis=-1), 1.0, atol=1e-5)
-        s = special_token_share(att, encoding.tokens[i])
+        s = special_token_share(att, encoding.tokens[i], encoding.special[i])
+        to_special = att[..., encoding.special[i]].sum(axis=-1).mean(axis=(1, 2))  # (L,): heads and queries
+        np.testing.assert_allclose(s.special_mean, to_special, atol=1e-6)
         total = s.cls + s.sep + s.punctuation + s.other
         np.testing.assert_allclose(total, 1.0, atol=1e-5)
 
@@ -296,7 +309,7 @@ def test_figures_show_row_stochastic_matrices_on_a_fixed_scale(encoder, encoding
     np.testing.assert_allclose(np.sum(bars.data[0].y), 1.0, atol=1e-5)
     by_layer = target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, lab0)
     np.testing.assert_allclose(np.asarray(by_layer.data[0].z).sum(axis=-1), 1.0, atol=1e-5)
-    share = special_token_share_chart(special_token_share(att0, encoding.tokens[0]))
+    share = special_token_share_chart(special_token_share(att0, encoding.tokens[0], encoding.special[0]))
     np.testing.assert_allclose(np.sum([t.y for t in share.data], axis=0), 1.0, atol=1e-5)
 
 

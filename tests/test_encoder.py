@@ -20,7 +20,7 @@ from lib.encoder import (
 )
 from lib.errors import ContextLensError
 from lib.presets import preset_by_id
-from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError
+from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError, pieces_for_span
 
 BANK = [
     "The bank raised its rates.",
@@ -125,6 +125,17 @@ def test_special_mask_comes_from_the_tokenizer(encoder):
     # a special token is exactly one with an empty character span in this tokenizer
     for offs, special in zip(out.offsets, out.special, strict=True):
         np.testing.assert_array_equal(special, offs[:, 1] <= offs[:, 0])
+
+
+def test_pieces_for_span_takes_no_special_piece_whatever_its_offsets():
+    # [CLS] bank ##s [SEP]; a tokenizer that gave [SEP] a non-empty span would still not have it chosen
+    offsets = np.array([[0, 0], [0, 4], [4, 5], [4, 5]])
+    special = [True, False, False, True]
+    assert pieces_for_span(offsets, 0, 5, special=special) == (1, 2)
+    assert pieces_for_span(offsets, 4, 5, special=special) == (2,)
+    assert pieces_for_span(offsets, 5, 9, special=special) == ()
+    with pytest.raises(ValueError, match="special flags"):
+        pieces_for_span(offsets, 0, 5, special=special[:3])
 
 
 def test_subset_and_concat_keep_every_field_aligned(encoder):

@@ -190,6 +190,8 @@ def test_attention_look_by_hand():
     assert r.question.options == ("the·1", "flew·3")  # no [CLS], [SEP] or the target itself
     assert r.question.accepted == {"flew·3"}
     assert "0.50 goes to [CLS] and [SEP]" in r.question.explanation  # 0.4 + 0.1
+    # over every query: four rows give 0.2 + 0.2 to the special pieces, the target's row 0.5: (4 * 0.4 + 0.5) / 5
+    assert r.special_share == pytest.approx(0.42)
     assert_checks(r.question)
     with pytest.raises(ValueError):
         lesson.attention_look(att, tokens, special, (2,), "bat", layer=1)
@@ -352,10 +354,8 @@ def test_real_attention_look_matches_the_encoding(encoder):
     row = enc_out.attentions[0][0][:, span.token_indices, :].mean(axis=(0, 1))  # heads, target pieces
     np.testing.assert_allclose(r.weights, row, atol=1e-6)
     assert r.weights.sum() == pytest.approx(1.0, abs=1e-5)
-    toks = enc_out.tokens[0]
-    masked = np.array(
-        [-1 if toks[i] in ("[CLS]", "[SEP]") or i in span.token_indices else w for i, w in enumerate(row)]
-    )
+    toks, special = enc_out.tokens[0], enc_out.special[0]
+    masked = np.array([-1 if special[i] or i in span.token_indices else w for i, w in enumerate(row)])
     top = int(np.argmax(masked))
     assert f"{toks[top]}·{top}" in r.question.accepted
     assert_checks(r.question)
