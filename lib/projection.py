@@ -22,7 +22,8 @@ import os
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -279,38 +280,32 @@ def align_to(coords, reference) -> np.ndarray:
     return Pc @ (U @ Vt) + mu
 
 
-def project_layers(
-    H,
-    method: str = "pca",
-    dims: int = 2,
-    *,
-    seed: int = DEFAULT_SEED,
-    n_neighbors: int = 15,
-    perplexity: float = 30.0,
-    align: bool = True,
-) -> list[Projection]:
-    """Project each layer separately. H: (n_layers, n, d) -> one Projection per layer.
+class ProjectOptions(TypedDict, total=False):
+    """The keyword options of :func:`project` (``seed``, ``n_neighbors``, ``perplexity``) passed on by
+    :func:`project_layers`, declared once."""
 
-    With align=True each layer's picture is rotated/reflected to match the previous one, so points
-    do not jump around between small multiples or animation frames for no reason.
+    seed: int
+    n_neighbors: int
+    perplexity: float
+
+
+def project_layers(
+    H, method: str = "pca", dims: int = 2, *, align: bool = True, **options: Unpack[ProjectOptions]
+) -> list[Projection]:
+    """Project each hidden state separately. H: (num_hidden_states, n, d) -> one Projection per layer.
+
+    ``options`` are :func:`project`'s (seed, n_neighbors, perplexity), the same for every layer. With
+    align=True each layer's picture is rotated/reflected to match the previous one, so points do not jump
+    around between small multiples or animation frames for no reason.
     """
     H = np.asarray(H, dtype=np.float64)
     if H.ndim != 3:
-        raise ProjectionError(f"Expected (n_layers, n_points, hidden); got shape {H.shape}.")
+        raise ProjectionError(f"Expected (num_hidden_states, n_points, hidden); got shape {H.shape}.")
     out: list[Projection] = []
     for layer in range(H.shape[0]):
-        p = project(H[layer], method, dims, seed=seed, n_neighbors=n_neighbors, perplexity=perplexity)
+        p = project(H[layer], method, dims, **options)
         if align and out:
-            p = Projection(
-                coords=align_to(p.coords, out[-1].coords),
-                method=p.method,
-                dims=p.dims,
-                explained_variance_ratio=p.explained_variance_ratio,
-                n_neighbors=p.n_neighbors,
-                perplexity=p.perplexity,
-                seed=p.seed,
-                notes=p.notes,
-            )
+            p = replace(p, coords=align_to(p.coords, out[-1].coords))
         out.append(p)
     return out
 
