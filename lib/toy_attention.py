@@ -418,9 +418,11 @@ def default_embedding(word: str, d: int) -> list[float]:
     return [float(v) / 2 for v in rng.integers(-2, 3, size=d)]
 
 
-def default_position(k: int, d: int) -> list[float]:
-    """Position k (1-based): 0.1 × the binary digits of k, lowest first, so p1..p3 are the course's
-    [0.1, 0], [0, 0.1], [0.1, 0.1] in d = 2 (and are padded with zeros in larger d)."""
+def default_position(index: int, d: int) -> list[float]:
+    """The position row of token ``index`` (0-based; shown as p1, p2, ...): 0.1 × the binary digits of
+    index + 1, lowest first, so p1..p3 are the course's [0.1, 0], [0, 0.1], [0.1, 0.1] in d = 2 (padded
+    with zeros in larger d)."""
+    k = index + 1  # the course numbers positions from 1, and position 0 would be the zero vector
     return [0.1 * ((k >> bit) & 1) for bit in range(d)]
 
 

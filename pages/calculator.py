@@ -265,7 +265,7 @@ if ss.get("calc_struct") != struct:
     bases = {
         "E": cells([fit(memory["emb"].get(w), ta.default_embedding(w, d), d) for w in words], words, dims),
         "P": cells(
-            [fit(memory["pos"].get(k), ta.default_position(k + 1, d), d) for k in range(len(tokens))],
+            [fit(memory["pos"].get(k), ta.default_position(k, d), d) for k in range(len(tokens))],
             [f"p{k + 1} ({t})" for k, t in enumerate(tokens)],
             dims,
         ),

@@ -287,7 +287,7 @@ def test_defaults_reproduce_the_course():
     assert [default_embedding(t, 2) for t in COURSE_TOKENS] == [[1, 0], [0, 1], [1, 1]]
     assert default_embedding("sat", 4) == [1, 1, 0, 0]
     assert default_embedding("the", 2) == [1, 0]  # the course's word, whatever the capitalisation
-    assert [default_position(k, 2) for k in (1, 2, 3)] == [[0.1, 0], [0, 0.1], [0.1, 0.1]]
+    assert [default_position(i, 2) for i in range(3)] == [[0.1, 0], [0, 0.1], [0.1, 0.1]]  # p1..p3
     assert default_embedding("mat", 3) == default_embedding("mat", 3)  # stable across calls
     assert all(v in (-1, -0.5, 0, 0.5, 1) for v in default_embedding("mat", 4))
 
