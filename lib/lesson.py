@@ -3,8 +3,8 @@
 Every question is built from numbers the model actually computed, passed in as arrays: the correct
 answer is derived here from those numbers (with a small tolerance, or a set of acceptable choices where
 the model's numbers nearly tie), never typed in. The maths itself lives in the other lib modules
-(``lib.similarity``, ``lib.attention``, ``lib.projection``, ``lib.toy_attention``); this module only picks
-what to ask and phrases the answer.
+(``lib.similarity``, ``lib.geometry``, ``lib.attention``, ``lib.projection``, ``lib.toy_attention``), each
+with its own tests; this module only picks what to ask, decides which answers count, and phrases them.
 
 Course order (seeds 000-002): static vs contextual -> attention -> layer by layer -> anisotropy ->
 projections -> the toy attention calculator, with the lesson's "apple" exercise and one step for each
