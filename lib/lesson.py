@@ -24,6 +24,7 @@ Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/les
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -397,6 +398,13 @@ def _senses_ok(senses: Sequence[str | None], n: int, need: int = 2) -> list[str]
     return names
 
 
+def _commonest_two(senses: Sequence[str | None], names: Sequence[str]) -> tuple[str, str]:
+    """The two senses with the most sentences (``names`` from :func:`_senses_ok`; ties: first seen first)."""
+    counts = Counter(senses)
+    a, b = sorted(names, key=lambda s: -counts[s])[:2]
+    return a, b
+
+
 def sentence_option(labels: Sequence[str], senses: Sequence[str | None], i: int) -> str:
     """A sentence as a choice: its chart label and its sense."""
     return f"{labels[i]} ({senses[i]})" if senses[i] else labels[i]
@@ -504,10 +512,8 @@ def centroid_reading(
     """
     v = np.asarray(vectors, dtype=np.float64)
     n, k = v.shape[0], v.shape[1]
-    names = _senses_ok(senses, n)
-    counts = {s: sum(1 for t in senses if t == s) for s in names}
-    two = tuple(sorted(names, key=lambda s: -counts[s])[:2])
-    if min(counts[s] for s in two) < 2:
+    two = _commonest_two(senses, _senses_ok(senses, n))
+    if min(Counter(senses)[s] for s in two) < 2:
         raise StepNotApplicable("each of the two senses needs at least two sentences")
     layer = k - 1 if layer is None else layer
     idx = np.array([i for i in range(n) if senses[i] in two], dtype=int)
@@ -1068,8 +1074,7 @@ def projection_look(
     names = _senses_ok(senses, v.shape[0])
     layer = v.shape[1] - 1 if layer is None else layer
     p = pca_projection(v[:, layer, :], 2)
-    counts = {s: sum(1 for t in senses if t == s) for s in names}
-    a, b = sorted(names, key=lambda s: -counts[s])[:2]
+    a, b = _commonest_two(senses, names)
     keep = np.array([s in (a, b) for s in senses])
     pts, grp = p.coords[keep], np.array([s == a for s in senses])[keep]
     margin = line_margin(pts, grp)

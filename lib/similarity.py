@@ -188,12 +188,9 @@ def most_changed_pairs(
 
 
 def mean_offdiagonal(matrix: np.ndarray) -> float:
-    """Mean of the entries above the diagonal of a square (n, n) matrix; 0.0 when n < 2."""
-    n = matrix.shape[0]
-    if n < 2:
-        return 0.0
-    i, j = np.triu_indices(n, k=1)
-    return float(matrix[i, j].mean())
+    """Mean of the entries above the diagonal of one square (n, n) matrix; 0.0 when n < 2
+    (:func:`mean_pair_cosines` of a single matrix)."""
+    return float(mean_pair_cosines(np.asarray(matrix)[None])[0])
 
 
 def _check_vectors(vectors: np.ndarray) -> np.ndarray:
