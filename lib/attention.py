@@ -287,7 +287,7 @@ class SpecialTokenShare:
     Each value is the attention a query gives to that kind of key, averaged over all queries, so the
     four parts add up to 1 for every layer and head.
       cls, sep, punctuation, other:   (L, H)
-      *_mean (properties):            (L,)   averaged over heads; special_mean = cls_mean + sep_mean
+      *_mean (properties):            (L,)   averaged over heads; cls_sep_mean = cls_mean + sep_mean
     """
 
     cls: np.ndarray
@@ -301,9 +301,9 @@ class SpecialTokenShare:
     other_mean = _over_heads("other")
 
     @property
-    def special_mean(self) -> np.ndarray:
-        """(L,) attention to every special token ([CLS] and [SEP] together), averaged over heads."""
-        return (self.cls + self.sep).mean(axis=1)
+    def cls_sep_mean(self) -> np.ndarray:
+        """(L,) attention landing on [CLS] or [SEP] (every special token), averaged over heads and queries."""
+        return self.cls_mean + self.sep_mean
 
 
 def special_token_share(

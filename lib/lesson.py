@@ -626,7 +626,7 @@ def attention_look(
     cw = w[candidates]
     best = [candidates[i] for i in _near_best(cw, COSINE_TIE)]
     top = candidates[int(np.argmax(cw))]
-    special_share = float(special_token_share(att, tokens, is_special).special_mean[layer])
+    special_share = float(special_token_share(att, tokens, is_special).cls_sep_mean[layer])
     to_special = float(w[is_special].sum())
     shown = layer + 1
     expl = (

@@ -202,7 +202,7 @@ share = special_token_share(att, tokens, encoding.special[i])
 shared_chart(
     cache.shared_figure("attn_special", fig_key, lambda: special_token_share_chart(share)), key="attn_special"
 )
-spec = share.special_mean
+spec = share.cls_sep_mean
 peak = int(np.argmax(spec))
 st.markdown(
     f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on [CLS] and [SEP], "

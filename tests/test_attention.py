@@ -81,7 +81,7 @@ def test_special_token_share_by_hand():
     s = special_token_share(to_sep, tokens, special)
     np.testing.assert_allclose(s.sep, 1.0)
     np.testing.assert_allclose(s.cls + s.punctuation + s.other, 0.0)
-    np.testing.assert_allclose(s.special_mean, 1.0)
+    np.testing.assert_allclose(s.cls_sep_mean, 1.0)
 
     # the mask decides, never the text: a typed "[SEP]" that the tokenizer did not mark is an ordinary
     # piece, and RoBERTa's <s> ... </s> are [CLS] and [SEP] because of where the mask puts them
@@ -231,7 +231,7 @@ def test_displayed_matrices_rows_sum_to_one(encoder, encoding):
         np.testing.assert_allclose(ta.attends_to_mean.sum(axis=-1), 1.0, atol=1e-5)
         s = special_token_share(att, encoding.tokens[i], encoding.special[i])
         to_special = att[..., encoding.special[i]].sum(axis=-1).mean(axis=(1, 2))  # (L,): heads and queries
-        np.testing.assert_allclose(s.special_mean, to_special, atol=1e-6)
+        np.testing.assert_allclose(s.cls_sep_mean, to_special, atol=1e-6)
         total = s.cls + s.sep + s.punctuation + s.other
         np.testing.assert_allclose(total, 1.0, atol=1e-5)
 
