@@ -368,3 +368,27 @@ def test_top_variance_share_by_hand_and_in_rogue_dimensions():
     r = rogue_dimensions(X, top=3)
     dims, share = top_variance_share(X.var(axis=0), top=3)
     assert dims == tuple(int(j) for j in r.order[:3]) and share == pytest.approx(r.top_variance_share)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    # coordinates on a 0.001 grid: a picture, not a test of what 1e-300 + 1.0 rounds to
+    hnp.arrays(np.float64, st.tuples(st.integers(2, 12), st.just(2)), elements=st.integers(-10_000, 10_000)).map(
+        lambda a: a / 1000
+    ),
+    st.floats(0.1, 10),
+    st.floats(-5, 5),
+    st.floats(-5, 5),
+    st.integers(1, 11),
+)
+def test_line_margin_ignores_where_and_how_large_the_picture_is(P, scale, dx, dy, split):
+    g = np.arange(len(P)) < max(1, min(split, len(P) - 1))  # two non-empty groups
+    m = line_margin(P, g)
+    # scaled to a unit picture first, so moving or enlarging the points changes nothing; nor does naming
+    # the groups the other way round
+    assert line_margin(P * scale + [dx, dy], g) == pytest.approx(m, abs=1e-9)
+    assert line_margin(P, ~g) == pytest.approx(m, abs=1e-12)
+    # the first axis alone is one of the directions tried, so it never beats the best one
+    assert line_margin(P, g, n_angles=1) <= m + 1e-12
+    # the picture fits in a unit square, so no gap or overlap is longer than its diagonal
+    assert abs(m) <= math.sqrt(2) + 1e-9
