@@ -8,7 +8,8 @@ recomputation, the model's own projection weights. No Streamlit, no model run:
   softmax(QKᵀ/√d_k) per head, and reports how far that is from what the model returned.
 - `target_attention` summarises where the target word looks and who looks at it, per layer and head.
 - `special_token_share` measures how much attention goes to [CLS], [SEP] and punctuation per layer and head,
-  the pattern described by Clark et al. (2019), "What does BERT look at?".
+  the pattern described by Clark et al. (2019), "What does BERT look at?"; which pieces are special comes
+  from the tokenizer's mask (`Encoding.special`), never from their text.
 - `token_labels` / `downsample_labels` make unique, readable axis labels ("bank·6" and "bank·10" stay apart).
 
 Shapes use n = number of word pieces in the sentence (incl. [CLS]/[SEP]), L = number of layers,

@@ -11,11 +11,15 @@ Cosine similarity is defined as 0 whenever one of the two vectors is (numericall
 function here returns NaN or inf; every cosine lies in [-1, 1].
 
 Statistics:
-  * cosine matrices per layer, mean same-sense / different-sense cosine and their gap;
+  * cosine matrices per layer, mean same-sense / different-sense cosine and their gap, and the hardest
+    case (a sentence nearer another sense than its own);
+  * pooling over layers (:class:`Representation`) and two sentence vectors: [CLS] and the mean of the
+    ordinary word pieces;
   * pair trajectories (one pair's cosine across layers);
   * a random other-token baseline per layer (anisotropy) and baseline-adjusted similarity;
   * self-similarity and intra-sentence similarity (Ethayarajh 2019);
-  * leave-one-out nearest-centroid sense readout per layer (Coenen et al. 2019), majority baseline;
+  * leave-one-out nearest-centroid sense readout per layer (Coenen et al. 2019), majority baseline, and
+    each sentence's leave-one-out cosine with every sense centroid behind it;
   * nearest neighbours and a small "evidence card" exportable as CSV and Markdown.
 """
 
