@@ -342,6 +342,13 @@ def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
     assert {int(i): s for i, s in zip(r.indices, r.read_as, strict=True)} == predicted
     misread = {i for i, p in predicted.items() if p != ss.senses[i]}
     assert set(r.wrong) == misread
+    # both rest on lib.similarity.leave_one_out_centroid_cosines: check the plotted cosines without it
+    x = tv.vectors[:, last, :].astype(np.float64)
+    for j, i in enumerate(r.indices):
+        for sense, shown in zip(r.senses_compared, (r.x[j], r.y[j]), strict=True):
+            members = [k for k in r.indices if ss.senses[k] == sense and k != i]
+            centroid = x[members].mean(axis=0)
+            assert shown == pytest.approx(float(unit(x[i]) @ unit(centroid)), abs=1e-9)
     assert_checks(r.question)
 
 
@@ -400,6 +407,13 @@ def test_real_anisotropy_projection_hard_case_and_first_step(bat):
     assert h.cos_ab == pytest.approx(float(u[h.a] @ u[h.b]), abs=1e-6)
     assert h.cos_ac == pytest.approx(float(u[h.a] @ u[h.c]), abs=1e-6)
     assert ss.senses[h.a] != ss.senses[h.b] and ss.senses[h.a] == ss.senses[h.c]
+    # no other sentence has a nearer other-sense partner relative to its farthest same-sense one
+    c = u @ u.T
+    for i in range(len(ss)):
+        same = [j for j in range(len(ss)) if j != i and ss.senses[j] == ss.senses[i]]
+        diff = [j for j in range(len(ss)) if ss.senses[j] != ss.senses[i]]
+        if same and diff:
+            assert c[i, diff].max() - c[i, same].min() <= h.cos_ab - h.cos_ac + 1e-6
     assert_checks(h.question)
 
     s = lesson.static_vs_contextual(tv.static, tv.vectors, ss.labels, ss.senses, "bat")
