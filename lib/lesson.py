@@ -504,6 +504,7 @@ def centroid_reading(
     senses: Sequence[str | None],
     labels: Sequence[str],
     target: str,
+    *,
     layer: int | None = None,
 ) -> CentroidReading:
     """The two commonest senses' average vectors, and which side of the diagonal each sentence lands on.
@@ -606,6 +607,7 @@ def attention_look(
     special: Sequence[bool],
     target_positions: Sequence[int],
     target: str,
+    *,
     layer: int = 0,
 ) -> AttentionLook:
     """Which other word piece the target attends to most in ``layer``, apart from [CLS]/[SEP].
@@ -1067,7 +1069,7 @@ class ProjectionLook:
 
 
 def projection_look(
-    vectors: np.ndarray, senses: Sequence[str | None], target: str, layer: int | None = None
+    vectors: np.ndarray, senses: Sequence[str | None], target: str, *, layer: int | None = None
 ) -> ProjectionLook:
     """Can one straight line split the two commonest senses in the 2-D PCA picture?"""
     v = np.asarray(vectors)
@@ -1142,6 +1144,7 @@ def hard_case(
     senses: Sequence[str | None],
     labels: Sequence[str],
     target: str,
+    *,
     layer: int | None = None,
 ) -> HardCase:
     """The sentence whose nearest different-sense partner beats its farthest same-sense partner by most."""
