@@ -4,7 +4,8 @@ A hosted copy serves a whole class from one process, so no single input may take
 
 * **Word pieces.** Each sentence of a set is read up to :data:`MAX_PIECES_PER_SENTENCE` word pieces
   ([CLS] and [SEP] included), and a set up to :data:`MAX_SET_PIECES` word pieces in all
-  (``CONTEXT_LENS_MAX_SET_PIECES``, default :data:`DEFAULT_SET_PIECES`). Whatever is cut is said once
+  (``CONTEXT_LENS_MAX_SET_PIECES``, default :data:`DEFAULT_SET_PIECES`); an uploaded reference corpus up to
+  :data:`MAX_CORPUS_PIECES`. Whatever is cut is said once
   (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one word piece
   costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set of 20,000 holds about 210 MB.
 * **Bytes.** Cached results (encodings, target vectors, statistics) live in one :class:`ByteLRU` whose
@@ -58,6 +59,9 @@ def set_pieces_budget(environ: dict[str, str] | None = None) -> int:
 
 
 MAX_SET_PIECES = set_pieces_budget()  # read once at import, like the cache budget
+MAX_CORPUS_PIECES = 6_000  # word pieces of an uploaded reference corpus (Anisotropy): its statistics (mean,
+# spread, a 384 x 384 covariance per layer) are steady long before that, and the statistics' float64 work on
+# every word piece's vectors peaked at 1.46 GB of server memory with a 20,000-piece corpus (benchmarks/README.md)
 
 
 @dataclass(frozen=True)

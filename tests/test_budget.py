@@ -64,8 +64,8 @@ def test_set_budget_comes_from_the_environment_and_holds_500_coarsewsd_sentences
     for bad in ("", "many", "-1", "0", "nan", "inf"):
         assert set_pieces_budget({"CONTEXT_LENS_MAX_SET_PIECES": bad}) == budget.DEFAULT_SET_PIECES
     # README: "up to 500 sentences". 500 real sentences of CoarseWSD-20 fit the default budget whole.
-    from lib.wsd_data import load_split
     from lib.targets import strip_markup
+    from lib.wsd_data import load_split
 
     split = load_split("bank", "train", limit=500)
     counts = [len(ids) for ids in encoder.tokenizer([strip_markup(s)[0] for s in split.sentences])["input_ids"]]
@@ -148,7 +148,7 @@ def test_corpus_statistics_run_without_attentions_and_within_the_budget(encoder,
     from lib.corpus import compute_corpus_statistics, corpus_statistics
 
     sentences = [f"Sentence number {k} talks about the weather in a small town." for k in range(12)]
-    monkeypatch.setattr(budget, "MAX_SET_PIECES", 60)
+    monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", 60)
     stats = compute_corpus_statistics(encoder, sentences, chunk=4)
     counts = [len(x) for x in encoder.tokenizer(sentences)["input_ids"]]
     kept = fit_to_budget(counts, per_set=60).kept
