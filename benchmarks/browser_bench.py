@@ -24,6 +24,9 @@ repository's .streamlit/config.toml):
   a link with their own 8 sentences at the same moment, then click "Attention". Time to the first chart
   (p50 / p95 / max) and to the Attention page's charts, the server's CPU seconds for the class, its peak RSS,
   and the server-side time of each session's script runs (``CONTEXT_LENS_RUN_LOG=1``, see ui/timing.py).
+  ``--class-static server,proxy`` runs each size twice: Streamlit's front-end files (/static/) from the
+  server, then from an emulated reverse proxy (the browser answers /static/ from Streamlit's build folder
+  on disk, as nginx or a CDN in front of the server would; docs/hosting.md).
 
 Seconds on a shared two-core machine are noisy: compare with the floor measured in the same run.
 """

@@ -323,3 +323,14 @@ def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_
     ec = cache.encoding(m, c)
     assert ec.sentences == c and all(h.shape[0] == encoder.num_layers + 1 for h in ec.hidden_states)
     assert len(cache.RESULTS) <= 2
+
+
+def test_server_runs_blas_on_the_configured_threads(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    from ui import cache
+
+    monkeypatch.setenv("CONTEXT_LENS_BLAS_THREADS", "1")
+    assert cache.limit_blas_threads() == 1
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    assert blas and all(p["num_threads"] == 1 for p in blas)

@@ -44,6 +44,27 @@ from lib.similarity import layer_profile as _layer_profile
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
 limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/memory.py), first thing
+
+
+def limit_blas_threads() -> int:
+    """Run numpy's BLAS (OpenBLAS) on ``CONTEXT_LENS_BLAS_THREADS`` threads (default 1); returns the number.
+
+    The same reasoning as torch's threads (below): a server answers many small requests at once. Measured on
+    the shared two-core box (issue 11): the reference corpus's seven 384 x 384 covariance fits (5,796 word
+    pieces) took 7.5-9.3 s of CPU with BLAS's default two threads spinning against the other processes,
+    0.45 s with one; the Anisotropy corpus upload took 23-25 s of server CPU.
+    """
+    from threadpoolctl import threadpool_limits
+
+    try:
+        n = max(1, int(os.environ.get("CONTEXT_LENS_BLAS_THREADS", "1")))
+    except ValueError:
+        n = 1
+    threadpool_limits(limits=n, user_api="blas")  # process-wide until changed; not a context here
+    return n
+
+
+limit_blas_threads()
 ENCODE_CALLS: Counter[str] = Counter()
 RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
 _failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
