@@ -24,6 +24,9 @@ repository's .streamlit/config.toml):
   a link with their own 8 sentences at the same moment, then click "Attention". Time to the first chart
   (p50 / p95 / max) and to the Attention page's charts, the server's CPU seconds for the class, its peak RSS,
   and the server-side time of each session's script runs (``CONTEXT_LENS_RUN_LOG=1``, see ui/timing.py).
+  ``--class-static server,proxy`` runs each size twice: Streamlit's front-end files (/static/) from the
+  server, then from an emulated reverse proxy (the browser answers /static/ from Streamlit's build folder
+  on disk, as nginx or a CDN in front of the server would; docs/hosting.md).
 
 Seconds on a shared two-core machine are noisy: compare with the floor measured in the same run.
 """
@@ -630,8 +633,38 @@ JS_ONE_CHART = """() => { const g = document.querySelector('[data-testid="stPlot
     return g !== null && Array.isArray(g.data) && g.data.length > 0; }"""
 
 
-async def _student(browser, url: str, start: asyncio.Event, t_start: list[float]) -> dict:
+STATIC_MODES = ("server", "proxy")  # --class-static: who serves Streamlit's front-end files to the class
+
+
+def _streamlit_static_dir() -> Path:
+    import streamlit
+
+    return Path(streamlit.__file__).parent / "static"
+
+
+async def _serve_static_in_browser(ctx) -> None:
+    """Emulate a reverse proxy or CDN in front of the server: answer /static/... from Streamlit's own build
+    folder on disk without asking the Python process (what nginx ``alias`` or a CDN does; see the hosting
+    notes in README.md). Everything else (the page, the websocket, /_stcore/...) still goes to the server."""
+    root = _streamlit_static_dir().resolve()
+
+    async def handle(route):
+        from urllib.parse import unquote, urlparse
+
+        rel = unquote(urlparse(route.request.url).path).split("/static/", 1)[1]
+        path = (root / "static" / rel).resolve()
+        if path.is_file() and root in path.parents:
+            await route.fulfill(path=str(path), headers={"Cache-Control": "public, immutable, max-age=31536000"})
+        else:
+            await route.continue_()
+
+    await ctx.route(re.compile(r"^https?://[^/]+/static/"), handle)
+
+
+async def _student(browser, url: str, start: asyncio.Event, t_start: list[float], static: str = "server") -> dict:
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
+    if static == "proxy":
+        await _serve_static_in_browser(ctx)
     page = await ctx.new_page()
     page.set_default_timeout(600_000)
     out: dict = {}
@@ -656,11 +689,11 @@ async def _student(browser, url: str, start: asyncio.Event, t_start: list[float]
     return out
 
 
-async def _class(browser, srv: Server, n: int, first: int) -> dict:
+async def _class(browser, srv: Server, n: int, first: int, static: str = "server") -> dict:
     start = asyncio.Event()
     t_start = [0.0]
     urls = [student_link(srv.base, first + k) for k in range(n)]
-    tasks = [asyncio.create_task(_student(browser, u, start, t_start)) for u in urls]
+    tasks = [asyncio.create_task(_student(browser, u, start, t_start, static)) for u in urls]
     await asyncio.sleep(1.0 + 0.05 * n)  # contexts and tabs open before the bell
     srv.wait_quiet(span=0.5, below=0.03, timeout=60)
     log0 = srv.log_size()
@@ -688,6 +721,8 @@ async def _class(browser, srv: Server, n: int, first: int) -> dict:
     walls = [s["wall"] for s in per_session.values()]
     return {
         "students": n,
+        "static": static,
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
         "charted": len(ok),
         "failed": [r.get("failed") for r in results if "failed" in r][:3],
         "home_chart_s": {"p50": r3(pct(home, 0.5)), "p95": r3(pct(home, 0.95)), "max": r3(max(home, default=None))},
@@ -703,10 +738,11 @@ async def _class(browser, srv: Server, n: int, first: int) -> dict:
     }
 
 
-def bench_class(sizes: list[int]) -> None:
+def bench_class(sizes: list[int], statics: tuple[str, ...] = ("server",)) -> None:
     from playwright.async_api import async_playwright
 
-    print(f"class: {sizes} students opening their own links at once, then Attention", flush=True)
+    print(f"class: {sizes} students opening their own links at once, then Attention; static files from "
+          f"{' and '.join(statics)}", flush=True)  # fmt: skip
     srv = Server(env={"CONTEXT_LENS_RUN_LOG": "1"})
     out = []
 
@@ -723,11 +759,11 @@ def bench_class(sizes: list[int]) -> None:
                 await ctx.close()
                 srv.wait_quiet(span=2.0, below=0.05, timeout=300)
                 first = 1000
-                for n in sizes:
-                    r = await _class(browser, srv, n, first)
+                for n, static in [(n, st) for n in sizes for st in statics]:
+                    r = await _class(browser, srv, n, first, static)
                     first += n
                     out.append(r)
-                    print(f"  N={n}: {r['charted']}/{n} charted; first chart p50 {r['home_chart_s']['p50']} s, "
+                    print(f"  N={n}, static from {static}: {r['charted']}/{n} charted; first chart p50 {r['home_chart_s']['p50']} s, "
                           f"p95 {r['home_chart_s']['p95']}, max {r['home_chart_s']['max']}; Attention max "
                           f"{r['attention_charts_s']['max']} s; server CPU {r['server_cpu_s']} s "
                           f"({r['server_cpu_per_student_s']} s a student), peak RSS {r['peak_rss_gb']} GB; "
@@ -782,12 +818,14 @@ def markdown(res: dict) -> str:
                        f"{_f(a.get('input_s'), ' s')} | {_f(a.get('cpu_s'), ' s')} | {_f(r.get('rss_gb'), ' GB')} |")  # fmt: skip
         out.append("")
     if "class" in sec:
-        out += ["| students | charted | first chart p50 / p95 / max | Attention charts p50 / p95 / max | server CPU "
-                "(per student) | script CPU per session p50 / max | peak RSS |", "|--:|--:|--|--|--|--|--:|"]  # fmt: skip
+        out += ["| students | static files from | charted | first chart p50 / p95 / max | Attention charts p50 / p95 / max | "
+                "server CPU (per student) | script CPU per session p50 / max | peak RSS |",
+                "|--:|--|--:|--|--|--|--|--:|"]  # fmt: skip
         for r in sec["class"]["rows"]:
             h, a = r["home_chart_s"], r["attention_charts_s"]
             s = r["script_cpu_per_session_s"]
-            out.append(f"| {r['students']} | {r['charted']} | {_f(h['p50'], '', 1)} / {_f(h['p95'], '', 1)} / "
+            out.append(f"| {r['students']} | {r.get('static', 'server')} | {r['charted']} | "
+                       f"{_f(h['p50'], '', 1)} / {_f(h['p95'], '', 1)} / "
                        f"{_f(h['max'], ' s', 1)} | {_f(a['p50'], '', 1)} / {_f(a['p95'], '', 1)} / {_f(a['max'], ' s', 1)} | "
                        f"{_f(r['server_cpu_s'], ' s', 1)} ({_f(r['server_cpu_per_student_s'], ' s')}) | "
                        f"{_f(s['p50'], '', 2)} / {_f(s['max'], ' s', 2)} | {_f(r['peak_rss_gb'], ' GB')} |")  # fmt: skip
@@ -799,6 +837,8 @@ def main() -> None:
     ap.add_argument("--only", default="config,interactions,big,class")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--class-sizes", default="1,10,30")
+    ap.add_argument("--class-static", default="server",
+                    help="class: who serves /static/ (server, proxy = emulated reverse proxy/CDN, or server,proxy)")  # fmt: skip
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
     ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
@@ -836,7 +876,8 @@ def main() -> None:
             finally:
                 browser.close()
     if "class" in sections:
-        bench_class([int(x) for x in a.class_sizes.split(",")])
+        statics = tuple(x.strip() for x in a.class_static.split(",") if x.strip() in STATIC_MODES) or ("server",)
+        bench_class([int(x) for x in a.class_sizes.split(",")], statics)
     OUT["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)
     old = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}

@@ -3,12 +3,15 @@
 A hosted copy serves a whole class from one process, so no single input may take it down:
 
 * **Word pieces.** Each sentence of a set is read up to :data:`MAX_PIECES_PER_SENTENCE` word pieces
-  ([CLS] and [SEP] included), and a set up to :data:`MAX_SET_PIECES` word pieces in all. Whatever is cut is
-  said once (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one
-  word piece costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set holds about 65 MB.
+  ([CLS] and [SEP] included), and a set up to :data:`MAX_SET_PIECES` word pieces in all
+  (``CONTEXT_LENS_MAX_SET_PIECES``, default :data:`DEFAULT_SET_PIECES`); an uploaded reference corpus up to
+  :data:`MAX_CORPUS_PIECES`. Whatever is cut is said once
+  (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one word piece
+  costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set of 20,000 holds about 210 MB.
 * **Bytes.** Cached results (encodings, target vectors, statistics) live in one :class:`ByteLRU` whose
   budget is ``CONTEXT_LENS_CACHE_MB`` (default :data:`DEFAULT_CACHE_MB`): the least recently used entries
-  are dropped when the arrays held pass the budget.
+  are dropped when the arrays held pass the budget. Shared plotly figures count there too
+  (:func:`figure_nbytes`).
 * **Failed model names** are remembered in a small :class:`ExpiringDict` (bounded, entries expire), so a
   link cannot grow the server's memory by naming ever new models.
 
@@ -27,10 +30,38 @@ from dataclasses import dataclass, fields, is_dataclass
 import numpy as np
 
 MAX_PIECES_PER_SENTENCE = 128  # word pieces per sentence of a set, [CLS] and [SEP] included
-MAX_SET_PIECES = 6_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus): 500
-# sentences of 12 word pieces; the model's time grows with it, and one set's encoding holds the model's
-# lock for every student meanwhile
+DEFAULT_SET_PIECES = 20_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus)
+# when CONTEXT_LENS_MAX_SET_PIECES is not set: the 500 sentences the sentence box and an upload accept, at
+# CoarseWSD-20's length (median 31-35 word pieces; 500 sentences of "bank", "java" or "apple" are 17,600-
+# 19,900). Measured (benchmarks/README.md, issue 11): 500 such sentences on the Layer by layer page add
+# ~360 MB at the peak. The model's time grows with it (the lock is taken per batch of 16 sentences, so other
+# students' runs interleave).
 DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set
+
+
+def _positive_env(name: str, default: float, environ: dict[str, str] | None = None) -> float:
+    """``environ[name]`` as a positive number, else ``default`` (unset, empty, not a number, or ≤ 0)."""
+    env = os.environ if environ is None else environ
+    raw = (env.get(name) or "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = default
+    return value if value > 0 and value != float("inf") else default
+
+
+def set_pieces_budget(environ: dict[str, str] | None = None) -> int:
+    """Word pieces per set from ``CONTEXT_LENS_MAX_SET_PIECES`` (a positive number), else the default.
+
+    Never below MAX_PIECES_PER_SENTENCE: a set always holds at least one whole sentence.
+    """
+    return max(MAX_PIECES_PER_SENTENCE, int(_positive_env("CONTEXT_LENS_MAX_SET_PIECES", DEFAULT_SET_PIECES, environ)))
+
+
+MAX_SET_PIECES = set_pieces_budget()  # read once at import, like the cache budget
+MAX_CORPUS_PIECES = 6_000  # word pieces of an uploaded reference corpus (Anisotropy): its statistics (mean,
+# spread, a 384 x 384 covariance per layer) are steady long before that, and the statistics' float64 work on
+# every word piece's vectors peaked at 1.46 GB of server memory with a 20,000-piece corpus (benchmarks/README.md)
 
 
 @dataclass(frozen=True)
@@ -98,15 +129,7 @@ def fit_to_budget(
 # --------------------------------------------------------------------------- bytes
 def cache_budget_bytes(environ: dict[str, str] | None = None) -> int:
     """The cache budget in bytes from ``CONTEXT_LENS_CACHE_MB`` (a positive number), else the default."""
-    env = os.environ if environ is None else environ
-    raw = (env.get("CONTEXT_LENS_CACHE_MB") or "").strip()
-    try:
-        mb = float(raw) if raw else DEFAULT_CACHE_MB
-    except ValueError:
-        mb = DEFAULT_CACHE_MB
-    if not mb > 0:
-        mb = DEFAULT_CACHE_MB
-    return int(mb * 1024 * 1024)
+    return int(_positive_env("CONTEXT_LENS_CACHE_MB", DEFAULT_CACHE_MB, environ) * 1024 * 1024)
 
 
 def nbytes(obj, _seen: set[int] | None = None) -> int:
@@ -133,13 +156,53 @@ def nbytes(obj, _seen: set[int] | None = None) -> int:
     return 0
 
 
+def plain_nbytes(obj, _seen: set[int] | None = None) -> int:
+    """Approximate bytes held by plain data: numpy arrays, strings, numbers, and lists/tuples/dicts of them.
+
+    For what :func:`nbytes` does not see, e.g. a chart's hover text (lists of strings) and numbers kept as
+    Python lists. Each container is counted once; sizes follow CPython's (a str ~49 bytes + its characters,
+    a float 24, a list or dict slot 8-64).
+    """
+    seen = set() if _seen is None else _seen
+    if isinstance(obj, np.ndarray):
+        return nbytes(obj, seen)
+    if isinstance(obj, str):
+        return 49 + len(obj)
+    if isinstance(obj, (bytes, bytearray)):
+        return 33 + len(obj)
+    if isinstance(obj, (int, float, bool)) or obj is None:
+        return 24
+    if isinstance(obj, (list, tuple, dict)):
+        if id(obj) in seen:
+            return 0
+        seen.add(id(obj))
+        if isinstance(obj, dict):
+            return 64 + sum(64 + plain_nbytes(k, seen) + plain_nbytes(v, seen) for k, v in obj.items())
+        return 56 + sum(8 + plain_nbytes(x, seen) for x in obj)
+    return 64
+
+
+def figure_nbytes(fig) -> int:
+    """Approximate bytes a plotly figure holds: its traces' and layout's data (arrays, text, numbers).
+
+    Reads the figure's own storage (``_data``/``_layout``: no copy, unlike ``to_dict``); any other object
+    counts as :func:`nbytes` of it.
+    """
+    data, layout = getattr(fig, "_data", None), getattr(fig, "_layout", None)
+    if data is None and layout is None:
+        return nbytes(fig)
+    seen: set[int] = set()
+    return plain_nbytes(data, seen) + plain_nbytes(layout, seen)
+
+
 class ByteLRU:
     """A thread-safe least-recently-used cache bounded by the bytes of the arrays it holds.
 
     ``get_or_compute(key, compute)`` returns the cached value or computes it (one computation per key at a
     time: a second caller waits for the first). After each insertion the least recently used entries are
     dropped until the total is within ``max_bytes``; the newest entry is always kept, even when it alone is
-    larger than the budget, so the caller gets its result. ``size`` defaults to :func:`nbytes`.
+    larger than the budget, so the caller gets its result. ``size`` defaults to :func:`nbytes`; ``put`` and
+    ``get_or_compute`` take a ``size`` of their own for values it does not measure (e.g. figures).
     """
 
     def __init__(self, max_bytes: int, size: Callable[[object], int] = nbytes):
@@ -165,8 +228,8 @@ class ByteLRU:
             self._entries.move_to_end(key)
             return hit[0]
 
-    def put(self, key: Hashable, value) -> None:
-        size = int(self._size(value))
+    def put(self, key: Hashable, value, size: Callable[[object], int] | None = None) -> None:
+        size = int((size or self._size)(value))
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
@@ -178,7 +241,9 @@ class ByteLRU:
                 self.total_bytes -= dropped
                 self.evictions += 1
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], object]):
+    def get_or_compute(
+        self, key: Hashable, compute: Callable[[], object], size: Callable[[object], int] | None = None
+    ):
         missing = object()
         value = self.get(key, missing)
         if value is not missing:
@@ -189,7 +254,7 @@ class ByteLRU:
             value = self.get(key, missing)
             if value is missing:
                 value = compute()
-                self.put(key, value)
+                self.put(key, value, size)
             with self._lock:
                 self._key_locks.pop(key, None)  # later callers find the value (or start afresh)
         return value

@@ -275,16 +275,17 @@ def compute_corpus_statistics(
 
     The corpus is encoded ``chunk`` sentences at a time without attentions, each sentence read up to
     :data:`lib.budget.MAX_PIECES_PER_SENTENCE` word pieces and the corpus up to
-    :data:`lib.budget.MAX_SET_PIECES` (``CorpusStats.notes`` says what was cut). Only the non-special word
+    :data:`lib.budget.MAX_CORPUS_PIECES` (``CorpusStats.notes`` says what was cut). Only the non-special word
     pieces' vectors are kept between chunks; no Encoding is kept.
     """
-    from lib.budget import MAX_PIECES_PER_SENTENCE, MAX_SET_PIECES, fit_to_budget
+    from lib import budget
+    from lib.budget import MAX_PIECES_PER_SENTENCE, fit_to_budget
 
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
     if not sentences:
         raise CorpusError("The corpus has no sentences.")
     counts = [len(x) for x in encoder.tokenizer(list(sentences), add_special_tokens=True)["input_ids"]]
-    cut = fit_to_budget(counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=MAX_SET_PIECES)
+    cut = fit_to_budget(counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=budget.MAX_CORPUS_PIECES)
     sentences = sentences[: cut.kept]
     tokens = _TokenVectors()
     for start in range(0, len(sentences), chunk):

@@ -3,6 +3,11 @@
 glibc keeps memory that Python and torch have freed in its arenas, so a server's resident size stays at its
 peak (encoding a 381-sentence corpus leaves ~230 MB that nothing uses). ``malloc_trim(0)`` returns it.
 Elsewhere (macOS, musl, Windows) this does nothing.
+
+glibc also gives each thread that meets contention an arena of its own, up to 8 per core; a Streamlit server
+runs a thread per session run plus the event loop's workers, and freed memory stays scattered over those
+arenas. :func:`limit_arenas` caps their number (``mallopt(M_ARENA_MAX)``, as the ``MALLOC_ARENA_MAX``
+environment variable would, but from inside the app, since a host may not set it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,38 @@ def _malloc_trim():
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_M_ARENA_MAX = -8  # glibc's mallopt parameter number (malloc.h)
+DEFAULT_ARENAS = 2
+
+
+@lru_cache(maxsize=1)
+def limit_arenas(environ_value: str | None = None) -> int | None:
+    """Cap glibc's malloc arenas at ``CONTEXT_LENS_MALLOC_ARENAS`` (default 2), once per process.
+
+    Returns the cap set, or None when nothing was done: not glibc, ``MALLOC_ARENA_MAX`` already set for the
+    process (glibc read it at start), ``CONTEXT_LENS_MALLOC_ARENAS=0``, or a value that is not a number.
+    glibc fixes its arena limit when a process first needs more than 8 arenas, so this is called as early as
+    the app can (ui/cache.py at import, i.e. the server's first script run). Measured (benchmarks/README.md,
+    issue 11): the server's memory after every page, 0.93 GB without a cap, 0.88 GB with two arenas.
+    """
+    import os
+
+    if os.environ.get("MALLOC_ARENA_MAX"):
+        return None
+    raw = environ_value if environ_value is not None else os.environ.get("CONTEXT_LENS_MALLOC_ARENAS", "")
+    try:
+        n = int(raw) if raw.strip() else DEFAULT_ARENAS
+    except ValueError:
+        return None
+    if n <= 0 or not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return n if libc.mallopt(_M_ARENA_MAX, n) == 1 else None
     except (OSError, AttributeError):
         return None
 

@@ -13,7 +13,16 @@ import plotly.graph_objects as go
 import pytest
 
 from lib import budget
-from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes, fit_to_budget, nbytes
+from lib.budget import (
+    ByteLRU,
+    ExpiringDict,
+    cache_budget_bytes,
+    figure_nbytes,
+    fit_to_budget,
+    nbytes,
+    plain_nbytes,
+    set_pieces_budget,
+)
 from lib.charts.common import MAX_SENSES, group_senses
 from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
@@ -48,7 +57,43 @@ def test_cache_budget_comes_from_the_environment_with_a_default():
         assert cache_budget_bytes({"CONTEXT_LENS_CACHE_MB": bad}) == budget.DEFAULT_CACHE_MB * 2**20
 
 
+def test_set_budget_comes_from_the_environment_and_holds_500_coarsewsd_sentences(encoder):
+    assert set_pieces_budget({}) == budget.DEFAULT_SET_PIECES
+    assert set_pieces_budget({"CONTEXT_LENS_MAX_SET_PIECES": "8000"}) == 8000
+    assert set_pieces_budget({"CONTEXT_LENS_MAX_SET_PIECES": "5"}) == budget.MAX_PIECES_PER_SENTENCE
+    for bad in ("", "many", "-1", "0", "nan", "inf"):
+        assert set_pieces_budget({"CONTEXT_LENS_MAX_SET_PIECES": bad}) == budget.DEFAULT_SET_PIECES
+    # README: "up to 500 sentences". 500 real sentences of CoarseWSD-20 fit the default budget whole.
+    from lib.targets import strip_markup
+    from lib.wsd_data import load_split
+
+    split = load_split("bank", "train", limit=500)
+    counts = [len(ids) for ids in encoder.tokenizer([strip_markup(s)[0] for s in split.sentences])["input_ids"]]
+    cut = fit_to_budget(counts, per_sentence=budget.MAX_PIECES_PER_SENTENCE, per_set=budget.DEFAULT_SET_PIECES)
+    assert len(counts) == 500 and cut.kept == 500 and not cut.dropped_note
+
+
 # --------------------------------------------------------------------------------- byte-bounded cache
+def test_plain_and_figure_bytes_count_text_numbers_and_arrays():
+    assert plain_nbytes("abc") == 52 and plain_nbytes(np.zeros(10, dtype=np.float32)) == 40
+    small = plain_nbytes(["ab"] * 10)
+    assert plain_nbytes(["ab" * 500] * 10) - small == 10 * 998  # longer strings count their characters
+    z = np.random.default_rng(0).random((100, 100))
+    text = [[f"{v:.3f}" for v in row] for row in z]
+    bare = go.Figure(go.Heatmap(z=z))
+    hover = go.Figure(go.Heatmap(z=z, text=text, hovertemplate="%{text}"))
+    assert figure_nbytes(bare) >= z.nbytes  # the matrix
+    assert figure_nbytes(hover) - figure_nbytes(bare) >= 100 * 100 * 54  # and 10,000 strings of 5 characters
+    assert figure_nbytes(z) == z.nbytes  # not a figure: its arrays
+
+
+def test_byte_lru_takes_a_size_per_call():
+    lru = ByteLRU(max_bytes=1000)
+    lru.put("a", "x", size=lambda v: 600)
+    lru.get_or_compute("b", lambda: "y", size=lambda v: 600)
+    assert "b" in lru and "a" not in lru and lru.total_bytes == 600
+
+
 def test_nbytes_counts_each_array_once_and_views_by_their_base():
     a = np.zeros((10, 10), dtype=np.float32)  # 400 bytes
     assert nbytes((a, a, a[:2], {"x": [a.T]})) == 400
@@ -103,7 +148,7 @@ def test_corpus_statistics_run_without_attentions_and_within_the_budget(encoder,
     from lib.corpus import compute_corpus_statistics, corpus_statistics
 
     sentences = [f"Sentence number {k} talks about the weather in a small town." for k in range(12)]
-    monkeypatch.setattr(budget, "MAX_SET_PIECES", 60)
+    monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", 60)
     stats = compute_corpus_statistics(encoder, sentences, chunk=4)
     counts = [len(x) for x in encoder.tokenizer(sentences)["input_ids"]]
     kept = fit_to_budget(counts, per_set=60).kept
@@ -253,3 +298,39 @@ def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
     cheap = encoder.encode(["The bank raised its rates."], attentions=False)
     with pytest.raises(ValueError, match="attentions=True"):
         recompute_attention(encoder, cheap, 0, 0, 0)
+
+
+# --------------------------------------------------------------------------------- per-sentence encodings
+def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_all(encoder, monkeypatch):
+    from lib.encoder import DEFAULT_MODEL
+    from ui import cache
+
+    m = DEFAULT_MODEL
+    a = ("The bank raised its rates.", "We sat on the river bank.", "The bank closed early today.")
+    b = (a[0], "A new bank opened downtown yesterday.", a[2], a[0])  # one new sentence, one repeated
+    calls = cache.ENCODE_CALLS[m]
+    ea = cache.encoding(m, a)
+    eb = cache.encoding(m, b)
+    assert cache.ENCODE_CALLS[m] == calls + 2  # the second set ran the model on its one new sentence only
+    assert eb.hidden_states[0] is ea.hidden_states[0] and eb.hidden_states[3] is ea.hidden_states[0]
+    assert eb.sentences == b and eb.attentions is None
+    alone = encoder.encode([b[1]], attentions=False)
+    np.testing.assert_allclose(eb.hidden_states[1], alone.hidden_states[0], atol=1e-4)
+    assert eb.tokens[1] == alone.tokens[0]
+    # a cache too small for one sentence still hands every sentence of the set to the caller
+    monkeypatch.setattr(cache, "RESULTS", ByteLRU(max_bytes=1))
+    c = tuple(f"Sentence {k} about the bank." for k in range(5))
+    ec = cache.encoding(m, c)
+    assert ec.sentences == c and all(h.shape[0] == encoder.num_layers + 1 for h in ec.hidden_states)
+    assert len(cache.RESULTS) <= 2
+
+
+def test_server_runs_blas_on_the_configured_threads(monkeypatch):
+    from threadpoolctl import threadpool_info
+
+    from ui import cache
+
+    monkeypatch.setenv("CONTEXT_LENS_BLAS_THREADS", "1")
+    assert cache.limit_blas_threads() == 1
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    assert blas and all(p["num_threads"] == 1 for p in blas)

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from lib.memory import release_memory
+from lib.memory import limit_arenas, release_memory
 
 
 def _rss_mb() -> float:
@@ -24,3 +24,17 @@ def test_release_memory_returns_freed_small_blocks():
     del blocks
     assert release_memory() is True
     assert _rss_mb() - base < (grown - base) / 2
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc-only")
+def test_limit_arenas_sets_a_cap_unless_the_host_did(monkeypatch):
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    limit_arenas.cache_clear()
+    assert limit_arenas("3") == 3
+    for off in ("0", "-1", "many"):
+        limit_arenas.cache_clear()
+        assert limit_arenas(off) is None
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")  # glibc read the host's own setting at start: leave it
+    limit_arenas.cache_clear()
+    assert limit_arenas("2") is None
+    limit_arenas.cache_clear()

@@ -185,8 +185,8 @@ def _many_sentences(n: int) -> bytes:
 def test_500_uploaded_sentences_render_and_reuse_the_encoding(monkeypatch):
     from lib import budget
 
-    # 500 sentences of ~13 word pieces: above the default set budget (tests/test_guards_app.py checks the
-    # cut); this test is about drawing 500 sentences, so the budget is raised
+    # 500 sentences of ~13 word pieces (~6,500): within the default set budget of 20,000, set here anyway so
+    # this test of drawing 500 sentences does not depend on it (tests/test_guards_app.py checks the cut)
     monkeypatch.setattr(budget, "MAX_SET_PIECES", 20_000)
     at = _app().run()
     at.file_uploader(key="layers_upload").set_value(("big.csv", _many_sentences(500), "text/csv")).run()

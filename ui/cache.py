@@ -34,7 +34,7 @@ from lib.encoder import (
     load_encoder,
 )
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
-from lib.memory import release_memory
+from lib.memory import limit_arenas, release_memory
 from lib.probe import ProbeResult, probe_layers
 from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
 from lib.sentences import clean_sentences as _clean_sentences
@@ -43,6 +43,28 @@ from lib.similarity import layer_profile as _layer_profile
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
+limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/memory.py), first thing
+
+
+def limit_blas_threads() -> int:
+    """Run numpy's BLAS (OpenBLAS) on ``CONTEXT_LENS_BLAS_THREADS`` threads (default 1); returns the number.
+
+    The same reasoning as torch's threads (below): a server answers many small requests at once. Measured on
+    the shared two-core box (issue 11): the reference corpus's seven 384 x 384 covariance fits (5,796 word
+    pieces) took 7.5-9.3 s of CPU with BLAS's default two threads spinning against the other processes,
+    0.45 s with one; the Anisotropy corpus upload took 23-25 s of server CPU.
+    """
+    from threadpoolctl import threadpool_limits
+
+    try:
+        n = max(1, int(os.environ.get("CONTEXT_LENS_BLAS_THREADS", "1")))
+    except ValueError:
+        n = 1
+    threadpool_limits(limits=n, user_api="blas")  # process-wide until changed; not a context here
+    return n
+
+
+limit_blas_threads()
 ENCODE_CALLS: Counter[str] = Counter()
 RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
 _failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
@@ -96,33 +118,70 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
         return None, message
 
 
-def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = None):
+def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = None, size=None):
     """``RESULTS.get_or_compute`` with a spinner while a missing entry is computed."""
     hit = RESULTS.get(key)
     if hit is not None:
         return hit
     if spinner is None:
-        return RESULTS.get_or_compute(key, compute)
+        return RESULTS.get_or_compute(key, compute, size)
     with st.spinner(spinner):
-        return RESULTS.get_or_compute(key, compute)
+        return RESULTS.get_or_compute(key, compute, size)
+
+
+def _one(enc: Encoding, i: int) -> Encoding:
+    """Sentence i of an encoding as an Encoding of its own (the same arrays, no copy)."""
+    return Encoding(
+        model_name=enc.model_name,
+        sentences=(enc.sentences[i],),
+        tokens=(enc.tokens[i],),
+        token_ids=(enc.token_ids[i],),
+        offsets=(enc.offsets[i],),
+        special=(enc.special[i],),
+        hidden_states=(enc.hidden_states[i],),
+        attentions=None if enc.attentions is None else (enc.attentions[i],),
+        truncated=(enc.truncated[i],),
+    )
 
 
 def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
-    """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once.
+    """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once per sentence.
 
-    Each sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which
-    were cut).
+    Each sentence is cached on its own (a sentence encoded alone or in a batch gives the same vectors, see
+    lib/encoder.py), so a set that shares sentences with one seen before (a learner editing one line of a
+    preset, a class starting from the same preset) runs the model only on its new sentences, all of them in
+    one call. Sessions asking for the same new sentences at the same moment wait for one model run. Each
+    sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which were cut).
     """
+    cap = budget.MAX_PIECES_PER_SENTENCE
 
-    def run() -> Encoding:
+    def key(s: str) -> tuple:
+        return ("sentence", model_name, s, cap)
+
+    fresh: dict[str, Encoding] = {}  # this call's own results: a set larger than the cache still gets them
+
+    def encode_new(new: tuple[str, ...]) -> tuple[str, ...]:
         with _lock:
             ENCODE_CALLS[model_name] += 1
-        out = encoder(model_name).encode(list(sentences), attentions=False, max_tokens=cap)
+        out = encoder(model_name).encode(list(new), attentions=False, max_tokens=cap)
         release_memory()  # torch's temporaries of the forward pass go back to the OS
-        return out
+        for i, s in enumerate(new):
+            fresh[s] = _one(out, i)
+            RESULTS.put(key(s), fresh[s])
+        return new  # the batch's entry holds only its sentences' text (counted by plain_nbytes)
 
-    cap = budget.MAX_PIECES_PER_SENTENCE
-    return _cached(("encoding", model_name, sentences, cap), run, "Running the model on your sentences…")
+    found = {s: RESULTS.get(key(s)) for s in dict.fromkeys(sentences)}
+    new = tuple(s for s, hit in found.items() if hit is None)
+    if new:
+        with st.spinner("Running the model on your sentences…"):
+            RESULTS.get_or_compute(("encoded", model_name, new, cap), lambda: encode_new(new), budget.plain_nbytes)
+        for s in new:
+            found[s] = fresh.get(s) or RESULTS.get(key(s))
+        lost = tuple(s for s in new if found[s] is None)  # another session's run, evicted meanwhile: again
+        if lost:
+            encode_new(lost)
+            found.update({s: fresh[s] for s in lost})
+    return concat_encodings([found[s] for s in sentences])
 
 
 def sentence_attention(model_name: str, sentence: str) -> Encoding:
@@ -351,16 +410,21 @@ class SharedFigure:
         self.lock = threading.Lock()
 
 
-@st.cache_resource(show_spinner=False, max_entries=64, ttl=6 * 3600)
+def _shared_figure_nbytes(shared: SharedFigure) -> int:
+    return budget.figure_nbytes(shared.fig)
+
+
 def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> SharedFigure:
     """The figure ``_build()`` returns, built once per (kind, key) for the whole process.
 
     For charts that do not change with a page's controls: a rerun (a slider moved elsewhere on the page)
     then skips building the figure. ``key`` must name everything the figure is made from (model, sentences,
     target, labels...); ``kind`` names the chart. Draw it with ui.widgets.shared_chart, never mutate it
-    elsewhere.
+    elsewhere. The figures live in the same byte-bounded RESULTS cache as every other result, counted by
+    lib.budget.figure_nbytes (their arrays, hover text and numbers), so a class's figures cannot grow the
+    process past ``CONTEXT_LENS_CACHE_MB`` either.
     """
-    return SharedFigure(_build())
+    return _cached(("figure", kind, key), lambda: SharedFigure(_build()), size=_shared_figure_nbytes)
 
 
 # --------------------------------------------------------------------------- readouts against chance
