@@ -35,7 +35,9 @@ from lib.targets import TargetError, find_target, short
 __all__ = ["MAX_UPLOAD_MB", "MAX_UPLOAD_BYTES", "UploadError", "UploadResult", "parse_upload", "FORMAT_HELP"]
 
 # The one upload limit of the app: .streamlit/config.toml's server.maxUploadSize must equal MAX_UPLOAD_MB
-# (a test checks), so the browser refuses a larger file before it is sent. Streamlit counts MB as 1024².
+# (a test checks), so the browser refuses a larger file before it is sent. Streamlit's front end counts a MB as
+# 1,000,000 bytes (it refuses files over 2,000,000 bytes), its server as 1024² (over 2,097,152 bytes); this
+# check uses the server's count, for a client that does not go through the front end.
 MAX_UPLOAD_MB = 2
 MAX_UPLOAD_BYTES = MAX_UPLOAD_MB * 1024 * 1024
 _HEADER_SENSE = {"sense", "senses", "label", "labels", "sense label", "class"}
