@@ -145,10 +145,8 @@ def validating() -> bool:
 
 
 def base_layout(*, title: str | None = None, height: int | None = None) -> dict:
-    """The readable defaults of every chart as a layout dict: font, margins, hover label, legend, title.
-
-    The same settings as :func:`apply_layout`, for figures built with :func:`figure`.
-    """
+    """The readable defaults of every chart as a layout dict (font, margins, hover label, legend, title),
+    for figures built with :func:`figure`."""
     layout: dict = {
         "font": {"size": BASE_FONT},
         "margin": {"l": 10, "r": 10, "t": 60 if title else 30, "b": 10},
@@ -225,21 +223,6 @@ def hline(y: float, line: dict, *, axis: str = "y") -> dict:
     """A horizontal line across the plot at ``y`` as a layout shape (what add_hline adds, in one dict)."""
     x = axis.replace("y", "x", 1)
     return {"type": "line", "yref": axis, "y0": y, "y1": y, "xref": f"{x} domain", "x0": 0, "x1": 1, "line": line}
-
-
-def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Readable defaults: title, margins, font size, hover label; returns the same figure."""
-    fig.update_layout(
-        font={"size": BASE_FONT},
-        margin={"l": 10, "r": 10, "t": 60 if title else 30, "b": 10},
-        hoverlabel={"font_size": BASE_FONT},
-        legend={"title_text": ""},
-    )
-    if title is not None:
-        fig.update_layout(title={"text": title, "x": 0.0, "xanchor": "left"})
-    if height is not None:
-        fig.update_layout(height=height)
-    return fig
 
 
 _DEFAULT_TEMPLATES: dict[str, dict] = {}
