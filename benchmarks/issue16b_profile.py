@@ -1,6 +1,7 @@
 """Server CPU of a page's rerun, measured inside Streamlit's script thread (issue 16, target 2).
 
-    PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections]
+    PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections
+        layers anisotropy home]
         [--repeats 3] [--profile 25] [--lesson-steps]
 
 Each page runs in AppTest with the default preset: two warm-up runs, then ``--repeats`` plain reruns and
@@ -63,6 +64,12 @@ def _interactions(page: str):
         return lambda at, k: at.button(key="lesson_next" if k % 2 == 0 else "lesson_back").click().run()
     if page == "projections":
         return lambda at, k: at.slider(key="proj_layer").set_value(k % 6).run()
+    if page == "layers":
+        return lambda at, k: at.slider(key="layers_layer").set_value(3 + k % 2).run()
+    if page == "anisotropy":
+        return lambda at, k: at.slider(key="aniso_layer").set_value(3 + k % 2).run()
+    if page == "home":  # no control on the page itself: a plain rerun (the "r" key)
+        return lambda at, k: at.run()
     raise ValueError(page)
 
 
@@ -72,6 +79,9 @@ PAGE_FILES = {
     "calculator": "calculator.py",
     "lesson": "lesson.py",
     "projections": "projections.py",
+    "layers": "layers.py",
+    "anisotropy": "anisotropy.py",
+    "home": "home.py",
 }
 
 

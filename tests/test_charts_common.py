@@ -74,3 +74,59 @@ def test_figure_factory_validates_in_tests(monkeypatch):
         figure([{"type": "scatter", "bogus": 1}])
     monkeypatch.setenv(VALIDATE_ENV, "0")
     assert figure([{"type": "scatter", "bogus": 1}]).to_plotly_json()["data"][0]["bogus"] == 1
+
+
+# ------------------------------------------------------------------ figures from dicts (issue 16)
+def test_figure_to_dict_is_plotlys_and_independent_of_the_figure():
+    import plotly.graph_objects as go
+
+    z = np.arange(6, dtype=np.float32).reshape(2, 3)
+    data = [{"type": "heatmap", "z": z, "text": [["a", "b", "c"], ["d", "e", "f"]], "texttemplate": "%{text}"}]
+    layout = common.base_layout(title="t", height=300) | {"shapes": [common.vline(1, {"color": "black"})]}
+    fig = common.figure(data, layout)
+    assert isinstance(fig, go.Figure)
+    ours = fig.to_dict()
+    assert ours == go.Figure.to_dict(fig)  # plotly's deep copy gives the same dict
+    ours["data"][0]["text"][0][0] = "changed"
+    ours["layout"]["shapes"][0]["x0"] = 5
+    ours["layout"]["title"]["text"] = "other"
+    assert fig.data[0].text[0][0] == "a" and fig.layout.shapes[0].x0 == 1 and fig.layout.title.text == "t"
+    np.testing.assert_array_equal(fig.data[0].z, z)  # base64 encoding did not replace the figure's array
+
+
+def test_merged_merges_nested_dicts_and_changes_no_input():
+    base = {"legend": {"title": {"text": ""}}, "height": 300}
+    change = {"orientation": "h", "title": {"font": {"size": 9}}}
+    out = common.merged(base, legend=change, height=400)
+    assert out == {"legend": {"title": {"text": "", "font": {"size": 9}}, "orientation": "h"}, "height": 400}
+    assert base == {"legend": {"title": {"text": ""}}, "height": 300}
+    out["legend"]["title"]["font"]["size"] = 1
+    assert change["title"]["font"]["size"] == 9  # the result shares no dict with the inputs
+
+
+def test_figure_dict_round_trip_leaves_out_only_the_default_template():
+    import plotly.graph_objects as go
+
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[2, 3], line={"width": 2}))
+    fig.update_layout(title="t", height=300)
+    spec = common.figure_dict(fig)
+    assert "template" not in spec["layout"]
+    again = common.figure(spec["data"], spec["layout"])
+    assert again.to_dict() == fig.to_dict()
+    spec["data"][0]["line"]["width"] = 9
+    assert fig.data[0].line.width == 2
+    custom = go.Figure(layout={"template": {"layout": {"font": {"size": 31}}}})
+    assert common.figure_dict(custom)["layout"]["template"]["layout"]["font"]["size"] == 31  # kept
+
+
+def test_presenter_layout_of_a_dict_and_of_subplots():
+    fig = {
+        "data": [{"type": "heatmap", "z": [[1, 2]], "coloraxis": "coloraxis", "xaxis": "x2", "yaxis": "y2"}],
+        "layout": common.base_layout(title="t", height=400) | common.subplot_grid(1, 2, titles=["a", "b"]),
+    }
+    big = common.presenter_layout(fig)
+    assert big.layout.height == 500 and big.layout.margin.t == int(60 * 1.4)
+    assert big.layout.xaxis2.tickfont.size == common.PRESENTER_FONT - 4
+    assert big.layout.coloraxis.colorbar.tickfont.size == common.PRESENTER_FONT - 4
+    assert {a.font.size for a in big.layout.annotations} == {common.PRESENTER_FONT - 2}
+    assert "font" not in fig["layout"]["annotations"][0] or fig["layout"]["annotations"][0]["font"]["size"] == 16

@@ -39,3 +39,30 @@ def test_chart_copy_is_independent_and_equal():
 def test_chart_copy_of_a_dict_is_validated():
     with pytest.raises(ValueError):
         widgets._copy({"data": [{"type": "heatmap", "not_a_property": 1}]})
+
+
+def test_name_weights_names_the_model_once_and_leaves_the_original():
+    from lib.charts.layers import trajectory_chart
+
+    fig = trajectory_chart(["0 emb.", "1"], all_pairs=[0.5, 0.6], title="Mean cosine")
+    named = widgets.name_weights(fig, "random weights, seed 3")
+    assert named.layout.title.text == "Mean cosine (random weights, seed 3)"
+    assert named.layout.title.x == 0.0  # the rest of the title kept
+    assert widgets.name_weights(named, "random weights, seed 3").layout.title.text == named.layout.title.text
+    assert fig.layout.title.text == "Mean cosine"
+    untitled = widgets.name_weights({"data": [{"type": "bar", "y": [1]}], "layout": {}}, "random weights, seed 0")
+    assert untitled.layout.title.text == "Model with random weights, seed 0"
+    assert [list(t.y) for t in named.data] == [list(t.y) for t in fig.data]
+
+
+def test_chart_copy_hides_cell_numbers_without_touching_a_shared_figure():
+    import numpy as np
+
+    from lib.charts.common import fit_cell_text
+    from lib.charts.home import before_after_heatmaps
+
+    m = np.eye(12)
+    shared = before_after_heatmaps(m, m, [f"s{i}" for i in range(12)], [None] * 12, ("a", "b"))
+    shown = fit_cell_text(widgets._copy(shared), 300)  # too narrow for the numbers
+    assert {t.texttemplate for t in shown.data} == {""}
+    assert {t.texttemplate for t in shared.data} == {"%{text}"}

@@ -145,10 +145,8 @@ def validating() -> bool:
 
 
 def base_layout(*, title: str | None = None, height: int | None = None) -> dict:
-    """The readable defaults of every chart as a layout dict: font, margins, hover label, legend, title.
-
-    The same settings as :func:`apply_layout`, for figures built with :func:`figure`.
-    """
+    """The readable defaults of every chart as a layout dict (font, margins, hover label, legend, title),
+    for figures built with :func:`figure`."""
     layout: dict = {
         "font": {"size": BASE_FONT},
         "margin": {"l": 10, "r": 10, "t": 60 if title else 30, "b": 10},
@@ -162,86 +160,193 @@ def base_layout(*, title: str | None = None, height: int | None = None) -> dict:
     return layout
 
 
+class Figure(go.Figure):
+    """A go.Figure whose :meth:`to_dict` copies the figure's dicts and lists but not the values in them.
+
+    plotly's own ``to_dict`` deep-copies every value (every number of every array) before Streamlit turns
+    the dict into JSON; ``st.plotly_chart`` calls it on every rerun. The dict returned here is as safe to
+    change as plotly's (new containers all the way down; numbers, strings and numpy arrays are shared,
+    and the arrays are replaced, never changed, by the base64 encoding).
+    """
+
+    def to_dict(self) -> dict:
+        from _plotly_utils.utils import convert_to_base64
+
+        res = {"data": _containers(self._data), "layout": _containers(self._layout)}
+        frames = [_containers(f._props) for f in self._frame_objs]
+        if frames:
+            res["frames"] = frames
+        convert_to_base64(res)  # numpy arrays as typed arrays, as plotly sends them
+        return res
+
+
+def _containers(obj):
+    """A copy of nested dicts, lists and tuples (tuples become lists); other values are shared."""
+    if isinstance(obj, dict):
+        return {k: _containers(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_containers(v) for v in obj]
+    return obj
+
+
 def figure(data: Sequence[dict | go.Figure], layout: dict | None = None) -> go.Figure:
     """A figure from trace dicts (``{"type": "scatter", ...}``) and a layout dict, built in one step.
 
     Use nested dicts (``{"title": {"text": ...}}``), not plotly's ``title_text`` shorthand: unvalidated
-    figures keep keys as given. Trace objects (``go.Scatter(...)``) are accepted too.
+    figures keep keys as given. Trace objects (``go.Scatter(...)``) are accepted too. The figure is a
+    :class:`Figure`, whose ``to_dict`` (Streamlit's per-rerun copy) does not copy every value.
     """
     traces = [t.to_plotly_json() if hasattr(t, "to_plotly_json") else t for t in data]
-    return go.Figure(data=traces, layout=layout or {}, _validate=validating())
+    return Figure(data=traces, layout=layout or {}, _validate=validating())
 
 
-def apply_layout(fig: go.Figure, *, title: str | None = None, height: int | None = None) -> go.Figure:
-    """Readable defaults: title, margins, font size, hover label; returns the same figure."""
-    fig.update_layout(
-        font={"size": BASE_FONT},
-        margin={"l": 10, "r": 10, "t": 60 if title else 30, "b": 10},
-        hoverlabel={"font_size": BASE_FONT},
-        legend={"title_text": ""},
-    )
-    if title is not None:
-        fig.update_layout(title={"text": title, "x": 0.0, "xanchor": "left"})
-    if height is not None:
-        fig.update_layout(height=height)
-    return fig
+def merged(base: dict, **changes) -> dict:
+    """``base`` (a layout dict) with ``changes`` merged in, nested dicts key by key (as update_layout
+    merges them); ``base`` is not changed."""
+    out = dict(base)
+    for key, value in changes.items():
+        if isinstance(value, dict):  # merged into a copy: the caller's dicts are never shared or changed
+            old = out.get(key)
+            out[key] = merged(old if isinstance(old, dict) else {}, **value)
+        else:
+            out[key] = value
+    return out
 
 
-def presenter_layout(fig: go.Figure) -> go.Figure:
+def vline(x: float, line: dict, *, axis: str = "x") -> dict:
+    """A vertical line across the plot at ``x`` as a layout shape (what add_vline adds, in one dict)."""
+    y = axis.replace("x", "y", 1)
+    return {"type": "line", "xref": axis, "x0": x, "x1": x, "yref": f"{y} domain", "y0": 0, "y1": 1, "line": line}
+
+
+def hline(y: float, line: dict, *, axis: str = "y") -> dict:
+    """A horizontal line across the plot at ``y`` as a layout shape (what add_hline adds, in one dict)."""
+    x = axis.replace("y", "x", 1)
+    return {"type": "line", "yref": axis, "y0": y, "y1": y, "xref": f"{x} domain", "x0": 0, "x1": 1, "line": line}
+
+
+_DEFAULT_TEMPLATES: dict[str, dict] = {}
+
+
+def _default_template() -> dict | None:
+    """The default template (Streamlit's, once Streamlit is imported) as a dict, computed once per name."""
+    import plotly.io as pio
+
+    name = pio.templates.default
+    if not isinstance(name, str):
+        return None
+    if name not in _DEFAULT_TEMPLATES:
+        _DEFAULT_TEMPLATES[name] = pio.templates[name].to_plotly_json()
+    return _DEFAULT_TEMPLATES[name]
+
+
+def figure_dict(fig: go.Figure | dict) -> dict:
+    """``{"data": [trace dicts], "layout": {...}}``: a copy of ``fig`` to change and rebuild with
+    :func:`figure` (``figure(d["data"], d["layout"])``), without a validated copy of the figure.
+
+    The dicts and lists are new, the values in them shared (see :class:`Figure`). The default template is
+    left out: every figure gets it when it is built, and building a figure from the template's dict costs
+    plotly tens of milliseconds.
+    """
+    if isinstance(fig, go.Figure):
+        data, layout = fig._data, fig._layout  # plotly's own dicts of the figure's properties, as to_dict reads
+    else:
+        data, layout = fig.get("data", []), fig.get("layout", {})
+    default = _default_template()
+    layout = {k: v for k, v in layout.items() if not (k == "template" and v == default)}
+    return {"data": _containers(list(data)), "layout": _containers(layout)}
+
+
+def _axes(layout: dict, data: list[dict], kind: str) -> list[str]:
+    """Names of the layout's ``kind`` axes ("xaxis", "yaxis", "coloraxis"): those set in the layout and those
+    the traces draw on (the first always, as plotly's update_xaxes has it; colour axes only when used)."""
+    names = {k for k in layout if re.fullmatch(rf"{kind}\d*", k)}
+    ref = {"xaxis": "x", "yaxis": "y", "coloraxis": "coloraxis"}[kind]
+    for trace in data:
+        used = trace.get(kind if kind == "coloraxis" else ref + "axis")
+        if used:
+            names.add(used.replace(ref, kind, 1))
+    if kind != "coloraxis":
+        names.add(kind)
+    return sorted(names)
+
+
+def presenter_layout(fig: go.Figure | dict) -> go.Figure:
     """Scale a figure for a projector and return a copy (the original is not changed).
 
     Larger fonts everywhere (titles, axis ticks and titles, legend, subplot titles, colour bars, the
     numbers written in heatmap cells), near-black text instead of the theme's grey (grey fades on a
     washed-out projector), thicker lines and larger markers, and 25% more height. Lines drawn with
-    width 0 (the edges of shaded bands) stay invisible.
+    width 0 (the edges of shaded bands) stay invisible. Built from dicts (:func:`figure_dict`) in one step.
     """
-    big = go.Figure(fig)
+    spec = figure_dict(fig)
+    data, lay = spec["data"], spec["layout"]
     tick = PRESENTER_FONT - 4
-    big.update_layout(
+    lay = merged(
+        lay,
         font={"size": PRESENTER_FONT, "color": PRESENTER_TEXT},
-        hoverlabel={"font_size": PRESENTER_FONT},
+        hoverlabel={"font": {"size": PRESENTER_FONT}},
         legend={"font": {"size": PRESENTER_FONT - 2}},
     )
-    if big.layout.title.text:
-        big.update_layout(title_font_size=PRESENTER_FONT + 4)
-    if big.layout.margin.t is not None and (big.layout.title.text or big.layout.annotations):
+    title = lay.get("title")
+    title_text = title.get("text") if isinstance(title, dict) else title
+    if isinstance(title, str):
+        lay["title"] = {"text": title}
+    if title_text:
+        lay = merged(lay, title={"font": {"size": PRESENTER_FONT + 4}})
+    annotations = lay.get("annotations") or []
+    top = (lay.get("margin") or {}).get("t")
+    if top is not None and (title_text or annotations):
         # the larger title and subplot titles need a taller top margin, or the plot covers them
-        big.update_layout(margin_t=int(big.layout.margin.t * 1.4))
+        lay = merged(lay, margin={"t": int(top * 1.4)})
     axis_fonts = {
         "tickfont": {"size": tick, "color": PRESENTER_TEXT},
-        "title_font": {"size": PRESENTER_FONT, "color": PRESENTER_TEXT},
+        "title": {"font": {"size": PRESENTER_FONT, "color": PRESENTER_TEXT}},
     }
-    big.update_xaxes(**axis_fonts)
-    big.update_yaxes(**axis_fonts)
-    for ann in big.layout.annotations:  # subplot titles and labels; a colour set on purpose is kept
-        ann.font.size = PRESENTER_FONT - 2
-        if ann.font.color is None:
-            ann.font.color = PRESENTER_TEXT
+    for name in _axes(lay, data, "xaxis") + _axes(lay, data, "yaxis"):
+        axis = lay.get(name) or {}
+        if isinstance(axis.get("title"), str):
+            axis = {**axis, "title": {"text": axis["title"]}}
+        lay[name] = merged(axis, **axis_fonts)
+    for ann in annotations:  # subplot titles and labels; a colour set on purpose is kept
+        ann["font"] = merged(ann.get("font") or {}, size=PRESENTER_FONT - 2)
+        ann["font"].setdefault("color", PRESENTER_TEXT)
     colorbar = {
         "tickfont": {"size": tick, "color": PRESENTER_TEXT},
         "title": {"font": {"size": PRESENTER_FONT - 2, "color": PRESENTER_TEXT}},
     }
-    big.update_coloraxes(colorbar=colorbar)
-    for trace in big.data:
-        if trace.type == "heatmap":
+    for name in _axes(lay, data, "coloraxis"):
+        lay[name] = merged(lay.get(name) or {}, colorbar=_colorbar(lay.get(name) or {}, colorbar))
+    for trace in data:
+        kind = trace.get("type", "scatter")
+        if kind == "heatmap":
             # cell numbers keep plotly's automatic size: it fits the drawn cell, capped at the (larger)
             # layout font, so they grow on a projector and never overlap (see fit_cell_text)
-            if not trace.coloraxis:
-                trace.colorbar.update(colorbar)
-        elif trace.type in ("scatter", "scattergl"):
-            width = trace.line.width
+            if not trace.get("coloraxis"):
+                trace["colorbar"] = _colorbar(trace, colorbar)
+        elif kind in ("scatter", "scattergl"):
+            line = trace.get("line") or {}
+            width = line.get("width")
             if width is None or width > 0:
-                trace.line.width = max(4.0, 1.5 * (width or 2))
-            size = trace.marker.size
+                trace["line"] = {**line, "width": max(4.0, 1.5 * (width or 2))}
+            size = (trace.get("marker") or {}).get("size")
             if isinstance(size, (int, float)):
-                trace.marker.size = size * 1.3
-            if trace.textfont.size is not None or (trace.mode and "text" in trace.mode):
-                trace.textfont.size = tick
-        elif trace.type == "bar" and (trace.text is not None or trace.texttemplate):
-            trace.textfont.size = tick
-    if big.layout.height:
-        big.update_layout(height=int(big.layout.height * 1.25))
-    return big
+                trace["marker"] = {**trace["marker"], "size": size * 1.3}
+            if (trace.get("textfont") or {}).get("size") is not None or "text" in (trace.get("mode") or ""):
+                trace["textfont"] = {**(trace.get("textfont") or {}), "size": tick}
+        elif kind == "bar" and (trace.get("text") is not None or trace.get("texttemplate")):
+            trace["textfont"] = {**(trace.get("textfont") or {}), "size": tick}
+    if lay.get("height"):
+        lay["height"] = int(lay["height"] * 1.25)
+    return figure(data, lay)
+
+
+def _colorbar(owner: dict, big: dict) -> dict:
+    """``owner``'s colour bar with the presenter's fonts merged in (a title given as a string kept)."""
+    bar = dict(owner.get("colorbar") or {})
+    if isinstance(bar.get("title"), str):
+        bar["title"] = {"text": bar["title"]}
+    return merged(bar, **big)
 
 
 # --------------------------------------------------------------------------- fitting charts to the screen

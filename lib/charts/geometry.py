@@ -10,17 +10,21 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lib.charts.common import (
     DIFFERENT_COLOR,
     SAME_COLOR,
-    SEQUENTIAL,
-    apply_layout,
+    base_layout,
+    figure,
+    grid_axes,
+    merged,
     sense_ticks,
+    subplot_grid,
+    vline,
 )
 from lib.charts.common import esc as escape
 from lib.charts.common import finite as _finite
+from lib.charts.home import paired_cosine_heatmaps
 
 # One colour and dash per treatment, the same on every chart (Okabe-Ito colours).
 TREATMENT_STYLE = {
@@ -31,6 +35,12 @@ TREATMENT_STYLE = {
 }
 REFERENCE_COLOR = "#999999"
 DETAILED_HOVER_MAX = 60  # up to this many sentences the heatmap hover shows the sentences themselves
+HIGHLIGHT = "#D55E00"  # a marked dimension or layer
+PLAIN = "#0072B2"
+
+
+def _title(title: str | None) -> str | None:
+    return escape(title) if title else None
 
 
 def anisotropy_by_layer(
@@ -51,55 +61,61 @@ def anisotropy_by_layer(
         drawn stretched to the same depth (its layer j at x = j · num_layers / (len - 1)), with the
         reference model's own layer number in the hover.
     """
-    fig = go.Figure()
+    traces = []
     n_layers = None
     for key, values in curves.items():
         y = _finite(values)
         n_layers = len(y) - 1
         color, dash = TREATMENT_STYLE.get(key, ("#56B4E9", "solid"))
-        fig.add_trace(
-            go.Scatter(
-                x=list(range(len(y))),
-                y=y,
-                mode="lines+markers",
-                name=escape(names.get(key, key)),
-                line={"color": color, "dash": dash, "width": 3},
-                marker={"size": 8},
-                hovertemplate=f"{escape(names.get(key, key))}<br>layer %{{x}}: mean cosine %{{y:.3f}}<extra></extra>",
-            )
+        name = escape(names.get(key, key))
+        traces.append(
+            {
+                "type": "scatter",
+                "x": list(range(len(y))),
+                "y": y,
+                "mode": "lines+markers",
+                "name": name,
+                "line": {"color": color, "dash": dash, "width": 3},
+                "marker": {"size": 8},
+                "hovertemplate": f"{name}<br>layer %{{x}}: mean cosine %{{y:.3f}}<extra></extra>",
+            }
         )
     if reference is not None and n_layers:
         ref = _finite(reference)
         depth = len(ref) - 1
-        x = [j * n_layers / depth for j in range(len(ref))]
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=ref,
-                mode="lines+markers",
-                name=escape(reference_name),
-                line={"color": REFERENCE_COLOR, "dash": "dashdot", "width": 2},
-                marker={"size": 6, "symbol": "diamond"},
-                customdata=list(range(len(ref))),
-                hovertemplate=(
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [j * n_layers / depth for j in range(len(ref))],
+                "y": ref,
+                "mode": "lines+markers",
+                "name": escape(reference_name),
+                "line": {"color": REFERENCE_COLOR, "dash": "dashdot", "width": 2},
+                "marker": {"size": 6, "symbol": "diamond"},
+                "customdata": list(range(len(ref))),
+                "hovertemplate": (
                     f"{escape(reference_name)}<br>its layer %{{customdata}} of {depth}: "
                     "mean cosine %{y:.3f}<extra></extra>"
                 ),
-            )
+            }
         )
-    if layer is not None:
-        fig.add_vline(x=layer, line={"color": "#555555", "width": 1, "dash": "dot"})
     ys = [_finite(v) for v in curves.values()]
     if reference is not None:
         ys.append(_finite(reference))
     lo = min(0.0, min((float(y.min()) for y in ys if y.size), default=0.0))
     hi = max(0.2, max((float(y.max()) for y in ys if y.size), default=0.2))
-    fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1, range=[-0.3, (n_layers or 1) + 0.3])
-    fig.update_yaxes(
-        title_text="mean cosine of random token pairs", range=[lo - 0.03, hi + 0.05], zeroline=True
+    layout = merged(
+        base_layout(title=_title(title), height=430),
+        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1, "range": [-0.3, (n_layers or 1) + 0.3]},
+        yaxis={
+            "title": {"text": "mean cosine of random token pairs"},
+            "range": [lo - 0.03, hi + 0.05],
+            "zeroline": True,
+        },
+        legend={"orientation": "h", "y": -0.22, "x": 0},
+        shapes=[vline(layer, {"color": "#555555", "width": 1, "dash": "dot"})] if layer is not None else [],
     )
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
-    return apply_layout(fig, title=escape(title) if title else None, height=430)
+    return figure(traces, layout)
 
 
 def similarity_before_after(
@@ -118,66 +134,35 @@ def similarity_before_after(
     """
     A, B = _finite(before), _finite(after)
     n = len(labels)
-    safe = [escape(x) for x in labels]
-    ticks = sense_ticks(labels, senses, names=False)
     off = ~np.eye(n, dtype=bool)
     both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
     lo = float(np.floor(both.min() * 10) / 10)
     hi = float(min(1.0, np.ceil(both.max() * 10) / 10))
     if hi - lo < 0.2:
         lo = hi - 0.2
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=tuple(escape(t) for t in titles),
-        horizontal_spacing=0.04,
-        shared_yaxes=True,
-    )
-    sense_txt = [escape(s) if s else "no label" for s in senses]
     detailed = n <= DETAILED_HOVER_MAX  # per-cell sentence hover; beyond that only numbers (payload size)
-    for col, M in ((1, A), (2, B)):
-        extra = {}
-        if detailed:
-            extra["customdata"] = [
-                [[safe[i], safe[j], sense_txt[i], sense_txt[j]] for j in range(n)] for i in range(n)
-            ]
-            extra["hovertemplate"] = (
-                "%{customdata[0]} (%{customdata[2]})<br>%{customdata[1]} (%{customdata[3]})"
-                "<br>cosine %{z:.3f}<extra></extra>"
-            )
-        else:
-            extra["hovertemplate"] = "sentences %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>"
-        if n <= 12:
-            extra["text"] = [[f"{v:.2f}" for v in row] for row in M]
-            extra["texttemplate"] = "%{text}"
-        fig.add_trace(
-            go.Heatmap(
-                z=M.astype(np.float32),
-                x=list(range(1, n + 1)),
-                y=list(range(1, n + 1)),
-                coloraxis="coloraxis",
-                **extra,
-            ),
-            row=1,
-            col=col,
-        )
-    step = max(1, int(np.ceil(n / 40)))  # at most ~40 tick labels
-    shown = list(range(0, n, step))
-    fig.update_xaxes(
-        tickvals=[i + 1 for i in shown], ticktext=[str(i + 1) for i in shown], title_text="sentence"
+    if detailed:
+        safe = [escape(x) for x in labels]
+        sense_txt = [escape(s) if s else "no label" for s in senses]
+        hover = {
+            "customdata": [[[safe[i], safe[j], sense_txt[i], sense_txt[j]] for j in range(n)] for i in range(n)],
+            "hovertemplate": "%{customdata[0]} (%{customdata[2]})<br>%{customdata[1]} (%{customdata[3]})"
+            "<br>cosine %{z:.3f}<extra></extra>",
+        }
+        ticks = sense_ticks(labels, senses, names=False)
+    else:
+        hover = {"hovertemplate": "sentences %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>"}
+        ticks = [str(i + 1) for i in range(n)]
+    return paired_cosine_heatmaps(
+        (A, B),
+        titles=[escape(t) for t in titles],
+        zrange=(lo, hi),
+        row_ticks=ticks,
+        hover=hover,
+        text_max=12,
+        first=1,
+        height=int(min(900, max(400, 30 * n + 140))),
     )
-    fig.update_yaxes(
-        tickvals=[i + 1 for i in shown],
-        ticktext=[ticks[i] for i in shown] if detailed else [str(i + 1) for i in shown],
-        autorange="reversed",
-        row=1,
-        col=1,
-    )
-    fig.update_yaxes(autorange="reversed", row=1, col=2)
-    fig.update_layout(
-        coloraxis={"colorscale": SEQUENTIAL, "cmin": lo, "cmax": hi, "colorbar": {"title": "cosine"}}
-    )
-    return apply_layout(fig, height=int(min(900, max(400, 30 * n + 140))))
 
 
 def dimension_profile(
@@ -204,45 +189,51 @@ def dimension_profile(
         for vals, _ in rows_data
     ]
     hi = set().union(*tops)
-    colors = ["#D55E00" if j in hi else "#0072B2" for j in range(d)]
-    fig = make_subplots(
-        rows=3,
-        cols=1,
-        shared_xaxes=True,
-        vertical_spacing=0.07,
-        subplot_titles=(
+    colors = [HIGHLIGHT if j in hi else PLAIN for j in range(d)]
+    grid = subplot_grid(
+        3,
+        1,
+        shared_x=True,
+        v_space=0.07,
+        titles=(
             "variance of each dimension",
             "mean of each dimension",
             "each dimension's part of the mean cosine (the parts add up to it)",
         ),
     )
-    for row, ((vals, what), top) in enumerate(zip(rows_data, tops, strict=True), 1):
-        fig.add_trace(
-            go.Bar(
-                x=x,
-                y=vals,
-                marker={"color": colors, "line": {"width": 0}},
-                hovertemplate=f"dimension %{{x}}<br>{what} %{{y:.4f}}<extra></extra>",
-                showlegend=False,
-            ),
-            row=row,
-            col=1,
+    traces, labels = [], []
+    for k, ((vals, what), top) in enumerate(zip(rows_data, tops, strict=True)):
+        xname, yname = grid_axes(k)
+        traces.append(
+            {
+                "type": "bar",
+                "x": x,
+                "y": vals,
+                "marker": {"color": colors, "line": {"width": 0}},
+                "hovertemplate": f"dimension %{{x}}<br>{what} %{{y:.4f}}<extra></extra>",
+                "showlegend": False,
+                "xaxis": xname,
+                "yaxis": yname,
+            }
         )
-        for j in top:
-            fig.add_annotation(
-                x=j,
-                y=vals[j],
-                text=f"dim {j}",
-                showarrow=True,
-                arrowhead=0,
-                ay=-22 if vals[j] >= 0 else 22,
-                font={"color": "#D55E00", "size": 12},
-                row=row,
-                col=1,
-            )
-    fig.update_layout(bargap=0)
-    fig.update_xaxes(title_text="dimension", row=3, col=1)
-    return apply_layout(fig, title=escape(title) if title else None, height=660)
+        labels += [
+            {
+                "x": j,
+                "y": float(vals[j]),
+                "xref": xname,
+                "yref": yname,
+                "text": f"dim {j}",
+                "showarrow": True,
+                "arrowhead": 0,
+                "ay": -22 if vals[j] >= 0 else 22,
+                "font": {"color": HIGHLIGHT, "size": 12},
+            }
+            for j in top
+        ]
+    grid["annotations"] = grid["annotations"] + labels
+    grid["xaxis3"]["title"] = {"text": "dimension"}
+    layout = merged(base_layout(title=_title(title), height=660), **grid, bargap=0)
+    return figure(traces, layout)
 
 
 def norms_by_layer(
@@ -250,22 +241,24 @@ def norms_by_layer(
 ) -> go.Figure:
     """Mean vector length per layer (bars), the chosen layer highlighted."""
     y = _finite(mean_norm)
-    colors = ["#D55E00" if layer is not None and i == layer else "#0072B2" for i in range(len(y))]
-    fig = go.Figure(
-        go.Bar(
-            x=list(range(len(y))),
-            y=y,
-            marker={"color": colors},
-            text=[f"{v:.1f}" for v in y],
-            textposition="outside",
-            hovertemplate="layer %{x}: mean length %{y:.2f}<extra></extra>",
-        )
+    trace = {
+        "type": "bar",
+        "x": list(range(len(y))),
+        "y": y,
+        "marker": {"color": [HIGHLIGHT if layer is not None and i == layer else PLAIN for i in range(len(y))]},
+        "text": [f"{v:.1f}" for v in y],
+        "textposition": "outside",
+        "hovertemplate": "layer %{x}: mean length %{y:.2f}<extra></extra>",
+    }
+    layout = merged(
+        base_layout(title=_title(title), height=320),
+        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
+        yaxis={
+            "title": {"text": "mean vector length"},
+            "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],
+        },
     )
-    fig.update_xaxes(title_text="layer (0 = embeddings)", dtick=1)
-    fig.update_yaxes(
-        title_text="mean vector length", range=[0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1]
-    )
-    return apply_layout(fig, title=escape(title) if title else None, height=320)
+    return figure([trace], layout)
 
 
 def gap_bars(
@@ -277,23 +270,26 @@ def gap_bars(
 
     values: version name -> (same-sense mean, different-sense mean); None bars are left out.
     """
-    names = list(values)
-    same = [values[k][0] for k in names]
-    diff = [values[k][1] for k in names]
-    fig = go.Figure()
-    for ys, label, color in ((same, "same sense", SAME_COLOR), (diff, "different sense", DIFFERENT_COLOR)):
-        y = [float(_finite(v)) if v is not None else None for v in ys]
-        fig.add_trace(
-            go.Bar(
-                x=[escape(n) for n in names],
-                y=y,
-                name=label,
-                marker={"color": color},
-                text=[f"{v:.2f}" if v is not None else "" for v in y],
-                textposition="outside",
-                hovertemplate=f"%{{x}}<br>{label}: mean cosine %{{y:.3f}}<extra></extra>",
-            )
+    names = [escape(n) for n in values]
+    traces = []
+    for i, label, color in ((0, "same sense", SAME_COLOR), (1, "different sense", DIFFERENT_COLOR)):
+        y = [float(_finite(v[i])) if v[i] is not None else None for v in values.values()]
+        traces.append(
+            {
+                "type": "bar",
+                "x": names,
+                "y": y,
+                "name": label,
+                "marker": {"color": color},
+                "text": [f"{v:.2f}" if v is not None else "" for v in y],
+                "textposition": "outside",
+                "hovertemplate": f"%{{x}}<br>{label}: mean cosine %{{y:.3f}}<extra></extra>",
+            }
         )
-    fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.15, "x": 0})
-    fig.update_yaxes(title_text="mean cosine")
-    return apply_layout(fig, title=escape(title) if title else None, height=360)
+    layout = merged(
+        base_layout(title=_title(title), height=360),
+        barmode="group",
+        legend={"orientation": "h", "y": -0.15, "x": 0},
+        yaxis={"title": {"text": "mean cosine"}},
+    )
+    return figure(traces, layout)

@@ -6,10 +6,78 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from lib.charts.common import SEQUENTIAL, apply_layout, esc, group_senses, sense_ticks, sentence_ticks
-from lib.charts.layers import CELL_TEXT_MAX, HOVER_MAX, MAX_TICK_LABELS, _thin
+from lib.charts.common import (
+    SEQUENTIAL,
+    base_layout,
+    esc,
+    figure,
+    grid_axes,
+    group_senses,
+    merged,
+    sense_ticks,
+    sentence_ticks,
+    subplot_grid,
+)
+from lib.charts.layers import CELL_TEXT_MAX, HOVER_MAX, MAX_TICK_LABELS, _thin, cell_numbers, heatmap_hover
+
+
+def paired_cosine_heatmaps(
+    matrices: Sequence[np.ndarray],
+    *,
+    titles: Sequence[str],
+    zrange: tuple[float, float],
+    row_ticks: Sequence[str],
+    hover: dict,
+    text_max: int,
+    first: int = 0,
+    height: int,
+) -> go.Figure:
+    """Cosine matrices side by side on ONE colour scale (a colour means the same cosine in each), with one
+    y axis of sentence labels on the left.
+
+    matrices: (n, n) each; titles: one per matrix (escaped by the caller); zrange: the shared scale;
+    row_ticks: n y tick labels; hover: the traces' hover properties (hovertemplate, and customdata if any);
+    text_max: the cell values are written in the cells up to this many sentences; first: the number of
+    the first sentence on the axes (0 or 1). At most MAX_TICK_LABELS tick labels per axis.
+    """
+    n = len(row_ticks)
+    layout = subplot_grid(1, len(matrices), titles=titles, h_space=0.04, shared_y=True)
+    traces = []
+    for k, m in enumerate(matrices):
+        z = np.asarray(m, dtype=np.float32)  # float32 halves what the browser receives
+        trace = {
+            "type": "heatmap",
+            "z": z,
+            "x": list(range(first, n + first)),
+            "y": list(range(first, n + first)),
+            "coloraxis": "coloraxis",
+            "xaxis": grid_axes(k)[0],
+            "yaxis": grid_axes(k)[1],
+            **hover,
+            **cell_numbers(z, text_max),
+        }
+        traces.append(trace)
+    shown = _thin(list(range(n)), MAX_TICK_LABELS)
+    for name, axis in layout.items():
+        if name.startswith("xaxis"):
+            axis.update(
+                tickvals=[i + first for i in shown], ticktext=[str(i + 1) for i in shown], title={"text": "sentence"}
+            )
+        elif name.startswith("yaxis"):
+            axis["autorange"] = "reversed"
+    layout["yaxis"].update(tickvals=[i + first for i in shown], ticktext=[row_ticks[i] for i in shown])
+    layout = merged(
+        base_layout(height=height),
+        **layout,
+        coloraxis={
+            "colorscale": SEQUENTIAL,
+            "cmin": zrange[0],
+            "cmax": zrange[1],
+            "colorbar": {"title": {"text": "cosine"}},
+        },
+    )
+    return figure(traces, layout)
 
 
 def before_after_heatmaps(
@@ -27,42 +95,18 @@ def before_after_heatmaps(
     """
     n = len(labels)
     senses = group_senses(senses)
-    safe = [esc(x) for x in labels]
-    ticks = sense_ticks(labels, senses)
-    both = np.concatenate([np.asarray(first).ravel(), np.asarray(last).ravel()])
-    lo = float(np.floor(both.min() * 10) / 10) if both.size else 0.0
-    lo = min(lo, 0.9)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=titles, horizontal_spacing=0.04, shared_yaxes=True)
-    for col, m in ((1, first), (2, last)):
-        m = np.asarray(m, dtype=float)
-        fig.add_trace(
-            go.Heatmap(
-                z=m,
-                x=list(range(n)),
-                y=list(range(n)),
-                # n × n hover strings and cell text only for a small set (the Layers page's rule): at 500
-                # sentences they were 15 s of CPU and 65 MB sent to the browser on every rerun
-                text=[[f"{v:.2f}" for v in row] for row in m] if n <= CELL_TEXT_MAX else None,
-                customdata=[[[safe[i], safe[j]] for j in range(n)] for i in range(n)] if n <= HOVER_MAX else None,
-                hovertemplate=(
-                    "%{customdata[0]}<br>%{customdata[1]}<br>" if n <= HOVER_MAX else "row %{y}, column %{x}<br>"
-                )
-                + "cosine %{z:.3f}<extra></extra>",
-                texttemplate="%{text}" if n <= CELL_TEXT_MAX else None,
-                zmin=lo,
-                zmax=1.0,
-                colorscale=SEQUENTIAL,
-                coloraxis="coloraxis",
-            ),
-            row=1,
-            col=col,
-        )
-    shown = _thin(list(range(n)), MAX_TICK_LABELS)
-    fig.update_xaxes(tickvals=shown, ticktext=[str(i + 1) for i in shown], title_text="sentence")
-    fig.update_yaxes(tickvals=shown, ticktext=[ticks[i] for i in shown], autorange="reversed", row=1, col=1)
-    fig.update_yaxes(autorange="reversed", row=1, col=2)
-    fig.update_layout(coloraxis={"colorscale": SEQUENTIAL, "cmin": lo, "cmax": 1.0, "colorbar": {"title": "cosine"}})
-    return apply_layout(fig, height=int(min(900, max(380, 34 * n + 120))))
+    # n × n hover strings and cell text only for a small set (the Layers page's rule): at 500 sentences
+    # they were 15 s of CPU and 65 MB sent to the browser on every rerun
+    hover = heatmap_hover(n, [esc(x) for x in labels], "cosine")
+    return paired_cosine_heatmaps(
+        (first, last),
+        titles=titles,
+        zrange=(shared_floor(first, last), 1.0),
+        row_ticks=sense_ticks(labels, senses),
+        hover=hover,
+        text_max=CELL_TEXT_MAX,
+        height=int(min(900, max(380, 34 * n + 120))),
+    )
 
 
 def similarity_heatmap(
@@ -88,33 +132,32 @@ def similarity_heatmap(
     senses = group_senses(senses)
     safe = [esc(s) for s in sentences]
     ticks = sentence_ticks(senses)
-    fig = go.Figure(
-        go.Heatmap(
-            z=m,
-            x=list(range(n)),
-            y=list(range(n)),
-            text=[[f"{v:.2f}" for v in row] for row in m] if n <= CELL_TEXT_MAX else None,
-            customdata=[[[f"S{i + 1}", safe[i], f"S{j + 1}", safe[j]] for j in range(n)] for i in range(n)]
-            if n <= HOVER_MAX
-            else None,
-            hovertemplate=(
-                "%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} %{customdata[3]}<br>"
-                if n <= HOVER_MAX
-                else "row %{y}, column %{x}<br>"
-            )
-            + "cosine %{z:.3f}<extra></extra>",
-            texttemplate="%{text}" if n <= CELL_TEXT_MAX else None,
-            zmin=zmin,
-            zmax=1.0,
-            colorscale=SEQUENTIAL,
-            showscale=show_scale,
-            colorbar={"title": {"text": "cosine"}, "thickness": 14},
+    trace = {
+        "type": "heatmap",
+        "z": m,
+        "x": list(range(n)),
+        "y": list(range(n)),
+        **cell_numbers(m),
+        "zmin": zmin,
+        "zmax": 1.0,
+        "colorscale": SEQUENTIAL,
+        "showscale": show_scale,
+        "colorbar": {"title": {"text": "cosine"}, "thickness": 14},
+    }
+    if n <= HOVER_MAX:
+        trace["customdata"] = [[[f"S{i + 1}", safe[i], f"S{j + 1}", safe[j]] for j in range(n)] for i in range(n)]
+        trace["hovertemplate"] = (
+            "%{customdata[0]} %{customdata[1]}<br>%{customdata[2]} %{customdata[3]}<br>cosine %{z:.3f}<extra></extra>"
         )
-    )
+    else:
+        trace["hovertemplate"] = "row %{y}, column %{x}<br>cosine %{z:.3f}<extra></extra>"
     shown = _thin(list(range(n)), MAX_TICK_LABELS)
-    fig.update_xaxes(tickvals=shown, ticktext=[str(i + 1) for i in shown], title_text="sentence")
-    fig.update_yaxes(tickvals=shown, ticktext=[ticks[i] for i in shown], autorange="reversed")
-    return apply_layout(fig, title=title, height=int(min(900, max(340, 30 * n + 130))))
+    layout = merged(
+        base_layout(title=title, height=int(min(900, max(340, 30 * n + 130)))),
+        xaxis={"tickvals": shown, "ticktext": [str(i + 1) for i in shown], "title": {"text": "sentence"}},
+        yaxis={"tickvals": shown, "ticktext": [ticks[i] for i in shown], "autorange": "reversed"},
+    )
+    return figure([trace], layout)
 
 
 def shared_floor(*matrices: np.ndarray) -> float:

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from lib.charts.common import (
     CONTEXT_COLOR,
@@ -24,10 +23,16 @@ from lib.charts.common import (
     SAME_COLOR,
     SENSE_COLORS,
     SEQUENTIAL,
-    apply_layout,
     band_from_zero,
+    base_layout,
+    figure,
+    grid_axes,
     group_senses,
+    hline,
+    merged,
     sense_ticks,
+    subplot_grid,
+    vline,
 )
 from lib.charts.common import esc as _esc
 from lib.similarity import LayerReference
@@ -46,6 +51,11 @@ __all__ = [
     "static_contextual_chart",
     "ethayarajh_chart",
     "readout_chart",
+    "block_lines",
+    "cell_numbers",
+    "heatmap_hover",
+    "accuracy_line",
+    "majority_line",
 ]
 
 ALL_PAIRS_COLOR = SENSE_COLORS[0]  # blue
@@ -92,16 +102,13 @@ def _thin(values: list, max_labels: int) -> list:
 
 def block_lines(edges: Sequence[float], *, subplot: int = 1, width: int = 2) -> list[dict]:
     """Shapes for the lines between sense blocks of one heatmap (subplot 1, 2, ... of a figure): a
-    horizontal and a vertical line across the plot at each edge. Set them all with one
-    ``fig.update_layout(shapes=...)``: adding them one by one (add_hline) re-validates the figure each
-    time (498 lines took 135 s)."""
-    suffix = "" if subplot == 1 else str(subplot)
-    x, y = f"x{suffix}", f"y{suffix}"
+    horizontal and a vertical line across the plot at each edge. Set them all in the layout at once:
+    adding them one by one (add_hline) re-validates the figure each time (498 lines took 135 s)."""
+    x, y = grid_axes(subplot - 1)
     line = {"color": BLOCK_LINE, "width": width}
     out = []
     for e in edges:
-        out.append({"type": "line", "xref": f"{x} domain", "x0": 0, "x1": 1, "yref": y, "y0": e, "y1": e, "line": line})
-        out.append({"type": "line", "yref": f"{y} domain", "y0": 0, "y1": 1, "xref": x, "x0": e, "x1": e, "line": line})
+        out += [hline(e, line, axis=y), vline(e, line, axis=x)]
     return out
 
 
@@ -112,6 +119,28 @@ def _block_edges(senses: Sequence[str | None], order: Sequence[int]) -> list[flo
         if senses[order[k]] != senses[order[k - 1]]:
             edges.append(k - 0.5)
     return edges
+
+
+def _legend_below(y: float = -0.22) -> dict:
+    return {"orientation": "h", "y": y, "x": 0}
+
+
+def heatmap_hover(n: int, names: Sequence[str], what: str) -> dict:
+    """Hover of an (n, n) cosine heatmap whose cells are ``names[row]`` x ``names[column]`` (escaped): both
+    names up to HOVER_MAX sentences, the row and column numbers beyond (n x n strings are costly to send)."""
+    if n > HOVER_MAX:
+        return {"hovertemplate": f"row %{{y}}, column %{{x}}<br>{what} %{{z:.3f}}<extra></extra>"}
+    return {
+        "customdata": [[[names[r], names[c]] for c in range(n)] for r in range(n)],
+        "hovertemplate": f"%{{customdata[0]}}<br>%{{customdata[1]}}<br>{what} %{{z:.3f}}<extra></extra>",
+    }
+
+
+def cell_numbers(m: np.ndarray, max_rows: int = CELL_TEXT_MAX) -> dict:
+    """Each cell's value written in it (two decimals) up to ``max_rows`` rows, else nothing."""
+    if len(m) > max_rows:
+        return {}
+    return {"text": [[f"{v:.2f}" for v in row] for row in m], "texttemplate": "%{text}"}
 
 
 def similarity_heatmap(
@@ -140,41 +169,35 @@ def similarity_heatmap(
     ticks = _sense_ticks(labels, senses, order)
     # categories must be unique: the labels are; positions keep the hover exact
     names = [_esc(labels[i]) for i in order]
-    fig = go.Figure(
-        go.Heatmap(
-            z=sub,
-            x=list(range(n)),
-            y=list(range(n)),
-            customdata=None if n > HOVER_MAX else [[[names[r], names[c]] for c in range(n)] for r in range(n)],
-            hovertemplate=(
-                "%{customdata[0]}<br>%{customdata[1]}<br>" if n <= HOVER_MAX else "row %{y}, column %{x}<br>"
-            )
-            + ("cosine − baseline" if adjusted else "cosine")
-            + " %{z:.3f}<extra></extra>",
-            text=[[f"{v:.2f}" for v in row] for row in sub] if n <= CELL_TEXT_MAX else None,
-            texttemplate="%{text}" if n <= CELL_TEXT_MAX else None,
-            zmin=zrange[0],
-            zmax=zrange[1],
-            zmid=0.0 if adjusted else None,
-            colorscale=DIVERGING if adjusted else SEQUENTIAL,
-            colorbar={"title": {"text": "cos − base" if adjusted else "cosine"}},
-            xgap=1 if n <= 40 else 0,
-            ygap=1 if n <= 40 else 0,
-        )
-    )
+    trace = {
+        "type": "heatmap",
+        "z": sub,
+        "x": list(range(n)),
+        "y": list(range(n)),
+        **heatmap_hover(n, names, "cosine − baseline" if adjusted else "cosine"),
+        **cell_numbers(sub),
+        "zmin": zrange[0],
+        "zmax": zrange[1],
+        **({"zmid": 0.0} if adjusted else {}),
+        "colorscale": DIVERGING if adjusted else SEQUENTIAL,
+        "colorbar": {"title": {"text": "cos − base" if adjusted else "cosine"}},
+        "xgap": 1 if n <= 40 else 0,
+        "ygap": 1 if n <= 40 else 0,
+    }
     shown = _thin(list(range(n)), MAX_TICK_LABELS)
-    fig.update_yaxes(
-        tickmode="array", tickvals=shown, ticktext=[ticks[k] for k in shown], autorange="reversed"
+    layout = merged(
+        base_layout(title=title, height=int(min(900, max(420, 18 * n + 160)))),
+        yaxis={"tickmode": "array", "tickvals": shown, "ticktext": [ticks[k] for k in shown], "autorange": "reversed"},
+        xaxis={
+            "tickmode": "array",
+            "tickvals": shown,
+            "ticktext": [names[k].split(" ·")[0] for k in shown],
+            "title": {"text": "sentence"},
+            "side": "bottom",
+        },
+        shapes=block_lines(_block_edges(senses, order)),
     )
-    fig.update_xaxes(
-        tickmode="array",
-        tickvals=shown,
-        ticktext=[names[k].split(" ·")[0] for k in shown],
-        title_text="sentence",
-        side="bottom",
-    )
-    fig.update_layout(shapes=block_lines(_block_edges(senses, order)))
-    return apply_layout(fig, title=title, height=int(min(900, max(420, 18 * n + 160))))
+    return figure([trace], layout)
 
 
 def layer_small_multiples(
@@ -202,30 +225,33 @@ def layer_small_multiples(
     cols = min(columns, k)
     rows = int(np.ceil(k / cols))
     titles = [f"<b>{_esc(t)}</b>" if i == selected else _esc(t) for i, t in enumerate(names)]
-    fig = make_subplots(
-        rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.02, vertical_spacing=0.08
-    )
+    layout = subplot_grid(rows, cols, titles=titles, h_space=0.02, v_space=0.08)
+    for name, axis in layout.items():
+        if name.startswith("xaxis"):
+            axis.update(showticklabels=False, constrain="domain")
+        elif name.startswith("yaxis"):
+            axis.update(showticklabels=False, autorange="reversed")
     edges = _block_edges(senses, order)
-    shapes: list[dict] = []
+    traces, shapes = [], []
     for i in range(k):
-        r, c = i // cols + 1, i % cols + 1
-        fig.add_trace(
-            go.Heatmap(
-                z=m[i][np.ix_(order, order)].astype(np.float32),
-                coloraxis="coloraxis",
-                hovertemplate=f"{_esc(names[i])}<br>row %{{y}}, column %{{x}}<br>%{{z:.3f}}<extra></extra>",
-            ),
-            row=r,
-            col=c,
+        x, y = grid_axes(i)
+        traces.append(
+            {
+                "type": "heatmap",
+                "z": m[i][np.ix_(order, order)].astype(np.float32),
+                "coloraxis": "coloraxis",
+                "hovertemplate": f"{_esc(names[i])}<br>row %{{y}}, column %{{x}}<br>%{{z:.3f}}<extra></extra>",
+                "xaxis": x,
+                "yaxis": y,
+            }
         )
         shapes += block_lines(edges, subplot=i + 1, width=1)
         if i == selected:
-            suffix = "" if i == 0 else str(i + 1)
             shapes.append(
                 {
                     "type": "rect",
-                    "xref": f"x{suffix}",
-                    "yref": f"y{suffix}",
+                    "xref": x,
+                    "yref": y,
                     "x0": -0.5,
                     "x1": n - 0.5,
                     "y0": -0.5,
@@ -233,19 +259,19 @@ def layer_small_multiples(
                     "line": {"color": "black", "width": 3},
                 }
             )
-    fig.update_layout(shapes=shapes)  # one call: adding shapes one by one re-validates the figure each time
-    fig.update_xaxes(showticklabels=False, constrain="domain")
-    fig.update_yaxes(showticklabels=False, autorange="reversed", scaleanchor=None)
-    fig.update_layout(
+    layout = merged(
+        base_layout(height=260 * rows + 80),
+        **layout,
+        shapes=shapes,
         coloraxis={
             "colorscale": DIVERGING if adjusted else SEQUENTIAL,
             "cmin": zrange[0],
             "cmax": zrange[1],
             **({"cmid": 0.0} if adjusted else {}),
             "colorbar": {"title": {"text": "cos − base" if adjusted else "cosine"}},
-        }
+        },
     )
-    return apply_layout(fig, height=260 * rows + 80)
+    return figure(traces, layout)
 
 
 @dataclass(frozen=True)
@@ -271,15 +297,46 @@ class PooledPoint:
     baseline: float | None = None
 
 
-def _x_axis(fig: go.Figure, names: Sequence[str], pooled: PooledPoint | None, **kw) -> None:
+def _x_axis(names: Sequence[str], pooled_name: str | None) -> dict:
+    """The layer axis: one tick per layer, and the pooled representation's tick to the right."""
     k = len(names)
     vals, text = list(range(k)), list(names)
-    if pooled is not None:
+    if pooled_name is not None:
         vals.append(k + 0.6)
-        text.append(pooled.name)
-    fig.update_xaxes(
-        tickmode="array", tickvals=vals, ticktext=text, title_text="layer", range=[-0.3, vals[-1] + 0.4], **kw
-    )
+        text.append(pooled_name)
+    return {
+        "tickmode": "array",
+        "tickvals": vals,
+        "ticktext": text,
+        "title": {"text": "layer"},
+        "range": [-0.3, vals[-1] + 0.4],
+    }
+
+
+def _layer_marks(k: int, *, pooled: bool, selected: int | None) -> list[dict]:
+    """Shapes: a dotted line between the layers and the pooled point, and a line at the selected layer
+    (a pooled representation, selected >= k, sits at k + 0.6)."""
+    shapes = []
+    if pooled:
+        shapes.append(vline(k - 0.2, {"color": CONTEXT_COLOR, "width": 1, "dash": "dot"}))
+    if selected is not None:
+        shapes.append(vline(selected if selected < k else k + 0.6, {"color": "black", "width": 1}))
+    return shapes
+
+
+def _mean_line(x: list, values, color: str, name: str, what: str | None = None) -> dict:
+    """A thick line with markers for a per-layer mean (hover "layer 3: <what> 0.812")."""
+    trace = {
+        "type": "scatter",
+        "x": x,
+        "y": np.asarray(values, dtype=float),
+        "mode": "lines+markers",
+        "line": {"color": color, "width": 3},
+        "name": name,
+    }
+    if what is not None:
+        trace["hovertemplate"] = f"layer %{{x}}: {what} %{{y:.3f}}<extra></extra>"
+    return trace
 
 
 def trajectory_chart(
@@ -304,99 +361,67 @@ def trajectory_chart(
     """
     k = len(names)
     x = list(range(k))
-    fig = go.Figure()
+    traces: list[dict] = []
     if baseline is not None:
         mean, low, high = (np.asarray(a, dtype=float) for a in baseline)
-        fig.add_trace(
-            go.Scatter(x=x, y=high, mode="lines", line={"width": 0}, hoverinfo="skip", showlegend=False)
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=low,
-                mode="lines",
-                line={"width": 0},
-                fill="tonexty",
-                fillcolor="rgba(127,127,127,0.18)",
-                name="random other-token pairs (10th–90th percentile)",
-                hoverinfo="skip",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=mean,
-                mode="lines",
-                line={"color": BASELINE_COLOR, "dash": "dash", "width": 2},
-                name="random other-token pairs (mean)",
-                hovertemplate="layer %{x}: baseline %{y:.3f}<extra></extra>",
-            )
-        )
+        traces += [
+            {
+                "type": "scatter",
+                "x": x,
+                "y": high,
+                "mode": "lines",
+                "line": {"width": 0},
+                "hoverinfo": "skip",
+                "showlegend": False,
+            },
+            {
+                "type": "scatter",
+                "x": x,
+                "y": low,
+                "mode": "lines",
+                "line": {"width": 0},
+                "fill": "tonexty",
+                "fillcolor": "rgba(127,127,127,0.18)",
+                "name": "random other-token pairs (10th–90th percentile)",
+                "hoverinfo": "skip",
+            },
+            {
+                "type": "scatter",
+                "x": x,
+                "y": mean,
+                "mode": "lines",
+                "line": {"color": BASELINE_COLOR, "dash": "dash", "width": 2},
+                "name": "random other-token pairs (mean)",
+                "hovertemplate": "layer %{x}: baseline %{y:.3f}<extra></extra>",
+            },
+        ]
     for p in pairs:
         color = ALL_PAIRS_COLOR if p.same_sense is None else (SAME_COLOR if p.same_sense else DIFFERENT_COLOR)
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.asarray(p.values, dtype=float),
-                mode="lines",
-                line={"color": color, "width": 1},
-                opacity=0.45,
-                name=_esc(p.name),
-                showlegend=False,
-                hovertemplate=f"{_esc(p.name)}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": np.asarray(p.values, dtype=float),
+                "mode": "lines",
+                "line": {"color": color, "width": 1},
+                "opacity": 0.45,
+                "name": _esc(p.name),
+                "showlegend": False,
+                "hovertemplate": f"{_esc(p.name)}<br>layer %{{x}}: %{{y:.3f}}<extra></extra>",
+            }
         )
     if same is not None and different is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.asarray(different, dtype=float),
-                mode="lines+markers",
-                line={"color": DIFFERENT_COLOR, "width": 3},
-                name="different-sense pairs (mean)",
-                hovertemplate="layer %{x}: different sense %{y:.3f}<extra></extra>",
-            )
-        )
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.asarray(same, dtype=float),
-                mode="lines+markers",
-                line={"color": SAME_COLOR, "width": 3},
-                fill="tonexty",
-                fillcolor="rgba(0,158,115,0.15)",
-                name="same-sense pairs (mean); shaded: the gap",
-                hovertemplate="layer %{x}: same sense %{y:.3f}<extra></extra>",
-            )
-        )
+        traces.append(_mean_line(x, different, DIFFERENT_COLOR, "different-sense pairs (mean)", "different sense"))
+        gap = _mean_line(x, same, SAME_COLOR, "same-sense pairs (mean); shaded: the gap", "same sense")
+        traces.append({**gap, "fill": "tonexty", "fillcolor": "rgba(0,158,115,0.15)"})
     else:
-        for values, color, label in (
-            (same, SAME_COLOR, "same-sense pairs (mean)"),
-            (different, DIFFERENT_COLOR, "different-sense pairs (mean)"),
-        ):
-            if values is not None:
-                fig.add_trace(
-                    go.Scatter(
-                        x=x,
-                        y=np.asarray(values, dtype=float),
-                        mode="lines+markers",
-                        line={"color": color, "width": 3},
-                        name=label,
-                    )
-                )
+        if same is not None:
+            traces.append(_mean_line(x, same, SAME_COLOR, "same-sense pairs (mean)"))
+        if different is not None:
+            traces.append(_mean_line(x, different, DIFFERENT_COLOR, "different-sense pairs (mean)"))
     if all_pairs is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.asarray(all_pairs, dtype=float),
-                mode="lines+markers",
-                line={"color": ALL_PAIRS_COLOR, "width": 3},
-                name="all pairs (mean)",
-                hovertemplate="layer %{x}: all pairs %{y:.3f}<extra></extra>",
-            )
-        )
+        traces.append(_mean_line(x, all_pairs, ALL_PAIRS_COLOR, "all pairs (mean)", "all pairs"))
     if pooled is not None:
-        px = k + 0.6
         for value, color, label in (
             (pooled.same, SAME_COLOR, "same sense"),
             (pooled.different, DIFFERENT_COLOR, "different sense"),
@@ -404,26 +429,28 @@ def trajectory_chart(
             (pooled.baseline, BASELINE_COLOR, "baseline"),
         ):
             if value is not None:
-                fig.add_trace(
-                    go.Scatter(
-                        x=[px],
-                        y=[float(value)],
-                        mode="markers",
-                        marker={"color": color, "size": 13, "symbol": "diamond"},
-                        showlegend=False,
-                        hovertemplate=f"{_esc(pooled.name)}: {label} %{{y:.3f}}<extra></extra>",
-                    )
+                traces.append(
+                    {
+                        "type": "scatter",
+                        "x": [k + 0.6],
+                        "y": [float(value)],
+                        "mode": "markers",
+                        "marker": {"color": color, "size": 13, "symbol": "diamond"},
+                        "showlegend": False,
+                        "hovertemplate": f"{_esc(pooled.name)}: {label} %{{y:.3f}}<extra></extra>",
+                    }
                 )
-        fig.add_vline(x=k - 0.2, line={"color": CONTEXT_COLOR, "width": 1, "dash": "dot"})
-    if selected is not None:
-        xs = selected if selected < k else k + 0.6
-        fig.add_vline(x=xs, line={"color": "black", "width": 1})
-    _x_axis(fig, names, pooled)
+    shapes = _layer_marks(k, pooled=pooled is not None, selected=selected)
     if adjusted:
-        fig.add_hline(y=0, line={"color": "black", "width": 1, "dash": "dot"})
-    fig.update_yaxes(title_text="cosine − baseline" if adjusted else "mean cosine")
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
-    return apply_layout(fig, title=title, height=460)
+        shapes.append(hline(0, {"color": "black", "width": 1, "dash": "dot"}))
+    layout = merged(
+        base_layout(title=title, height=460),
+        xaxis=_x_axis(names, pooled.name if pooled is not None else None),
+        yaxis={"title": {"text": "cosine − baseline" if adjusted else "mean cosine"}},
+        legend=_legend_below(),
+        shapes=shapes,
+    )
+    return figure(traces, layout)
 
 
 def static_contextual_chart(groups: Sequence[str], values: dict[str, Sequence[float | None]]) -> go.Figure:
@@ -433,23 +460,26 @@ def static_contextual_chart(groups: Sequence[str], values: dict[str, Sequence[fl
     values: {pair kind: one value per group}, kinds like 'all pairs', 'same sense', 'different sense'.
     """
     colors = {"all pairs": ALL_PAIRS_COLOR, "same sense": SAME_COLOR, "different sense": DIFFERENT_COLOR}
-    fig = go.Figure()
-    for kind, vals in values.items():
-        ys = [np.nan if v is None else float(v) for v in vals]
-        fig.add_trace(
-            go.Bar(
-                x=list(groups),
-                y=ys,
-                name=kind,
-                marker_color=colors.get(kind, NO_SENSE_COLOR),
-                text=["" if v is None else f"{v:.2f}" for v in vals],
-                textposition="outside",
-                hovertemplate=f"{kind}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
-            )
-        )
-    fig.update_yaxes(title_text="mean cosine between sentences", range=[min(0.0, _min(values)) - 0.05, 1.12])
-    fig.update_layout(barmode="group", legend={"orientation": "h", "y": -0.15, "x": 0})
-    return apply_layout(fig, height=400)
+    traces = [
+        {
+            "type": "bar",
+            "x": list(groups),
+            "y": [np.nan if v is None else float(v) for v in vals],
+            "name": kind,
+            "marker": {"color": colors.get(kind, NO_SENSE_COLOR)},
+            "text": ["" if v is None else f"{v:.2f}" for v in vals],
+            "textposition": "outside",
+            "hovertemplate": f"{kind}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
+        }
+        for kind, vals in values.items()
+    ]
+    layout = merged(
+        base_layout(height=400),
+        yaxis={"title": {"text": "mean cosine between sentences"}, "range": [min(0.0, _min(values)) - 0.05, 1.12]},
+        barmode="group",
+        legend=_legend_below(-0.15),
+    )
+    return figure(traces, layout)
 
 
 def _min(values: dict[str, Sequence[float | None]]) -> float:
@@ -473,82 +503,74 @@ def ethayarajh_chart(
     """
     k = len(names)
     x = list(range(k))
-    fig = go.Figure()
+    traces = []
     if self_similarity is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=self_similarity,
-                mode="lines+markers",
-                name="self-similarity of the target (this set)",
-                line={"color": ALL_PAIRS_COLOR, "width": 3},
-                hovertemplate="layer %{x}: self-similarity %{y:.3f}<extra></extra>",
-            )
+        traces.append(
+            _mean_line(x, self_similarity, ALL_PAIRS_COLOR, "self-similarity of the target (this set)", "self-similarity")
         )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=intra_sentence,
-            mode="lines+markers",
-            name="intra-sentence similarity (this set)",
-            line={"color": SENSE_COLORS[1], "width": 3},
-            hovertemplate="layer %{x}: intra-sentence %{y:.3f}<extra></extra>",
-        )
+    traces.append(
+        _mean_line(x, intra_sentence, SENSE_COLORS[1], "intra-sentence similarity (this set)", "intra-sentence")
     )
     if baseline is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=baseline,
-                mode="lines+markers",
-                name="random other-token pairs (this set)",
-                line={"color": BASELINE_COLOR, "width": 2, "dash": "dash"},
-                hovertemplate="layer %{x}: baseline %{y:.3f}<extra></extra>",
-            )
-        )
-    if reference is not None:
-        rx = list(range(reference.num_layers + 1))
-        for vals, label, dash in (
-            (reference.anisotropy, "anisotropy", "dot"),
-            (reference.intra_sentence, "intra-sentence", "dashdot"),
-        ):
-            fig.add_trace(
-                go.Scatter(
-                    x=rx,
-                    y=list(vals),
-                    xaxis="x2",
-                    mode="lines",
-                    name=f"published {_esc(reference.model)}: {label}",
-                    line={"color": REFERENCE_COLOR, "width": 2, "dash": dash},
-                    hovertemplate=f"{_esc(reference.model)} layer %{{x}}: {label} %{{y:.3f}}<extra></extra>",
-                )
-            )
-        scale = reference.num_layers / max(k - 1, 1)  # reference layers per layer of ours: same depth
-        fig.update_layout(
-            xaxis2={
-                "overlaying": "x",
-                "side": "top",
-                "range": [-0.3 * scale, reference.num_layers + 0.3 * scale],
-                "tickmode": "array",
-                "tickvals": rx,
-                "title": {"text": f"{_esc(reference.model)} layer (published, top axis)"},
-                "showgrid": False,
-            }
-        )
-    if selected is not None and selected < k:
-        fig.add_vline(x=selected, line={"color": "black", "width": 1})
-    fig.update_layout(  # only the bottom axis (update_xaxes would also change the reference axis)
+        line = _mean_line(x, baseline, BASELINE_COLOR, "random other-token pairs (this set)", "baseline")
+        traces.append({**line, "line": {"color": BASELINE_COLOR, "width": 2, "dash": "dash"}})
+    layout = merged(
+        base_layout(height=480 if reference is not None else 440),
+        # the bottom axis only (the reference has its own axis on top)
         xaxis={
             "tickmode": "array",
             "tickvals": x,
             "ticktext": list(names),
             "title": {"text": "layer"},
             "range": [-0.3, k - 0.7],
-        }
+        },
+        yaxis={"title": {"text": "mean cosine"}, "range": [-0.05, 1.05]},
+        legend=_legend_below(),
+        shapes=_layer_marks(k, pooled=False, selected=selected if selected is not None and selected < k else None),
     )
-    fig.update_yaxes(title_text="mean cosine", range=[-0.05, 1.05])
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
-    return apply_layout(fig, height=480 if reference is not None else 440)
+    if reference is not None:
+        rx = list(range(reference.num_layers + 1))
+        for vals, label, dash in (
+            (reference.anisotropy, "anisotropy", "dot"),
+            (reference.intra_sentence, "intra-sentence", "dashdot"),
+        ):
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": rx,
+                    "y": list(vals),
+                    "xaxis": "x2",
+                    "mode": "lines",
+                    "name": f"published {_esc(reference.model)}: {label}",
+                    "line": {"color": REFERENCE_COLOR, "width": 2, "dash": dash},
+                    "hovertemplate": f"{_esc(reference.model)} layer %{{x}}: {label} %{{y:.3f}}<extra></extra>",
+                }
+            )
+        scale = reference.num_layers / max(k - 1, 1)  # reference layers per layer of ours: same depth
+        layout["xaxis2"] = {
+            "overlaying": "x",
+            "side": "top",
+            "range": [-0.3 * scale, reference.num_layers + 0.3 * scale],
+            "tickmode": "array",
+            "tickvals": rx,
+            "title": {"text": f"{_esc(reference.model)} layer (published, top axis)"},
+            "showgrid": False,
+        }
+    return figure(traces, layout)
+
+
+def majority_line(majority: float, right: float, *, color: str = BASELINE_COLOR, width: float = 2) -> dict:
+    """The rate of always answering the most common sense, as a dashed line from x = -0.3 to ``right``
+    (a trace, so the legend names it)."""
+    return {
+        "type": "scatter",
+        "x": [-0.3, right],
+        "y": [majority, majority],
+        "mode": "lines",
+        "line": {"color": color, "dash": "dash", "width": width},
+        "name": f"always the most common sense: {majority:.0%}",
+        "hovertemplate": f"always the most common sense: {majority:.1%}<extra></extra>",
+    }
 
 
 def readout_chart(
@@ -571,75 +593,77 @@ def readout_chart(
     k = len(names)
     x = list(range(k))
     acc = np.asarray(accuracy, dtype=float)
-    fig = go.Figure()
+    traces: list = []
     if chance is not None:
         c_mean = np.asarray(chance[0], dtype=float)[:k]
         c_top = np.asarray(chance[1], dtype=float)[:k]
-        fig.add_trace(band_from_zero(c_top, name="chance band: shuffled labels, up to the 95th percentile"))
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=c_mean,
-                mode="lines",
-                line={"color": BASELINE_COLOR, "dash": "dot", "width": 2},
-                name="shuffled labels: mean",
-                customdata=np.stack([c_mean, c_top], axis=1),
-                hovertemplate="layer %{x}, shuffled labels: mean %{customdata[0]:.0%}, "
+        traces.append(band_from_zero(c_top, name="chance band: shuffled labels, up to the 95th percentile"))
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": c_mean,
+                "mode": "lines",
+                "line": {"color": BASELINE_COLOR, "dash": "dot", "width": 2},
+                "name": "shuffled labels: mean",
+                "customdata": np.stack([c_mean, c_top], axis=1),
+                "hovertemplate": "layer %{x}, shuffled labels: mean %{customdata[0]:.0%}, "
                 "95th percentile %{customdata[1]:.0%}<extra></extra>",
-            )
+            }
         )
-    fig.add_trace(
-        go.Scatter(
-            x=x,
-            y=acc,
-            mode="lines+markers+text",
-            text=[f"{v:.0%}" for v in acc],
-            textposition="top center",
-            line={"color": ALL_PAIRS_COLOR, "width": 3},
-            name="nearest-centroid accuracy (leave one out)",
-            hovertemplate="layer %{x}: accuracy %{y:.1%}<extra></extra>",
-        )
+    traces.append(accuracy_line(x, acc, name="nearest-centroid accuracy (leave one out)", what="accuracy"))
+    traces.append(
+        {
+            "type": "scatter",
+            "x": [best],
+            "y": [acc[best]],
+            "mode": "markers",
+            "marker": {"size": 20, "symbol": "star", "color": SENSE_COLORS[1], "line": {"width": 1}},
+            "name": f"best layer: {names[best]}",
+            "hovertemplate": "best layer %{x}: %{y:.1%}<extra></extra>",
+        }
     )
-    fig.add_trace(
-        go.Scatter(
-            x=[best],
-            y=[acc[best]],
-            mode="markers",
-            marker={"size": 20, "symbol": "star", "color": SENSE_COLORS[1], "line": {"width": 1}},
-            name=f"best layer: {names[best]}",
-            hovertemplate="best layer %{x}: %{y:.1%}<extra></extra>",
-        )
-    )
-    right = k + 1.0 if pooled is not None else k - 0.7
-    fig.add_trace(
-        go.Scatter(
-            x=[-0.3, right],
-            y=[majority, majority],
-            mode="lines",
-            line={"color": BASELINE_COLOR, "dash": "dash", "width": 2},
-            name=f"always the most common sense: {majority:.0%}",
-            hovertemplate=f"always the most common sense: {majority:.1%}<extra></extra>",
-        )
-    )
+    traces.append(majority_line(majority, k + 1.0 if pooled is not None else k - 0.7))
     if pooled is not None:
-        fig.add_trace(
-            go.Scatter(
-                x=[k + 0.6],
-                y=[pooled[1]],
-                mode="markers+text",
-                text=[f"{pooled[1]:.0%}"],
-                textposition="top center",
-                marker={"color": ALL_PAIRS_COLOR, "size": 13, "symbol": "diamond"},
-                name=_esc(pooled[0]),
-                hovertemplate=f"{_esc(pooled[0])}: %{{y:.1%}}<extra></extra>",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [k + 0.6],
+                "y": [pooled[1]],
+                "mode": "markers+text",
+                "text": [f"{pooled[1]:.0%}"],
+                "textposition": "top center",
+                "marker": {"color": ALL_PAIRS_COLOR, "size": 13, "symbol": "diamond"},
+                "name": _esc(pooled[0]),
+                "hovertemplate": f"{_esc(pooled[0])}: %{{y:.1%}}<extra></extra>",
+            }
         )
-        fig.add_vline(x=k - 0.2, line={"color": CONTEXT_COLOR, "width": 1, "dash": "dot"})
-    if selected is not None:
-        fig.add_vline(x=selected if selected < k else k + 0.6, line={"color": "black", "width": 1})
-    _x_axis(fig, names, PooledPoint(pooled[0]) if pooled is not None else None)
-    fig.update_yaxes(
-        title_text="accuracy", range=[0, 1.16], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], tickformat=".0%"
+    layout = merged(
+        base_layout(height=420),
+        xaxis=_x_axis(names, pooled[0] if pooled is not None else None),
+        yaxis={
+            "title": {"text": "accuracy"},
+            "range": [0, 1.16],
+            "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0],
+            "tickformat": ".0%",
+        },
+        legend=_legend_below(),
+        shapes=_layer_marks(k, pooled=pooled is not None, selected=selected),
     )
-    fig.update_layout(legend={"orientation": "h", "y": -0.22, "x": 0})
-    return apply_layout(fig, height=420)
+    return figure(traces, layout)
+
+
+def accuracy_line(x: list, accuracy: np.ndarray, *, name: str, what: str, color: str = ALL_PAIRS_COLOR) -> dict:
+    """An accuracy per layer as a thick line with each value written above its point ("83%")."""
+    acc = np.asarray(accuracy, dtype=float)
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": acc,
+        "mode": "lines+markers+text",
+        "text": [f"{v:.0%}" for v in acc],
+        "textposition": "top center",
+        "line": {"color": color, "width": 3},
+        "name": name,
+        "hovertemplate": f"layer %{{x}}: {what} %{{y:.1%}}<extra></extra>",
+    }
