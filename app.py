@@ -40,14 +40,11 @@ pages = [
     if (ROOT / path).exists()
 ]
 nav = st.navigation(pages)
-if nav.url_path == "projections":  # a learner who opens Projections first should not wait on UMAP later
-    cache.warm_up_in_background()
 state.render_sidebar()
 state.apply_presenter_style()
 try:
     nav.run()
 finally:
     state.finish_run()
-    cache.warm_up_in_background()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
     timing.stop(_timer, nav.url_path)

@@ -1,8 +1,9 @@
 """Projections: the target word's vectors drawn in 2-D or 3-D with PCA, UMAP or t-SNE (course §8.3).
 
 Reads the cached target vectors (the model runs once per set); projections are cached per input array,
-so moving a control only recomputes the picture it changes. UMAP was compiled in the background when
-the server started (app.py -> ui.cache.warm_up_in_background -> lib.projection.warm_up_umap).
+so moving a control only recomputes the picture it changes. UMAP is compiled in the background the first
+time a learner chooses it on this server (ui.cache.warm_up_in_background -> lib.projection.warm_up_umap);
+its libraries (~0.3 GB) stay out of a server where nobody does.
 """
 
 
@@ -160,13 +161,15 @@ if show_context:
     ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in ctx.where]
 
 X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
+if method == "umap":
+    cache.warm_up_in_background()  # once per server; returns at once
 umap_waiting = method == "umap" and cache.umap_status() == "warming"
 if umap_waiting:
-    # UMAP never blocks the page: while the server compiles it (once, after a start), show PCA and switch
+    # UMAP never blocks the page: while the server compiles it (once, the first time it is chosen), show PCA and switch
     # to UMAP by itself as soon as the warm-up is done (a fragment polls the warm-up once a second).
     method = "pca"
     st.info(
-        "UMAP is being prepared on this server (once after a start, usually under half a minute). Meanwhile "
+        "UMAP is being prepared on this server (once, the first time anyone chooses it; usually under half a minute). Meanwhile "
         "the map below is **PCA**; it switches to UMAP by itself when UMAP is ready, nothing to click."
     )
 

@@ -118,7 +118,7 @@ from ui import cache
 import plotly.graph_objects as go
 
 assert "pandas" not in sys.modules, "this check needs a process where pandas is not imported yet"
-cache.warm_up_in_background()  # what app.py does after the first page of a fresh server
+cache.warm_up_in_background()  # what Projections does when a learner first chooses UMAP
 errors, n, t0 = [], 0, time.time()
 while time.time() - t0 < 120:
     try:  # what the next page (any session) does meanwhile: build a figure

@@ -283,8 +283,9 @@ _warm_started = False
 def warm_up_in_background() -> None:
     """Once per server process, compile UMAP's numba code in a daemon thread.
 
-    Called by app.py after the first page has rendered, so the warm-up does not compete with the model
-    load for the first chart; by the time a learner opens Projections, UMAP is compiled.
+    Called by the Projections page the first time a learner chooses UMAP (the page shows PCA meanwhile and
+    switches by itself): importing umap, numba and pynndescent and compiling costs ~0.3 GB of memory and
+    10-25 s of one core, which a server where nobody chooses UMAP never pays.
     """
     global _warm_started
     with _lock:
