@@ -22,7 +22,6 @@ from lib.corpus import (
     CorpusError,
     CorpusStats,
     corpus_id,
-    load_reference_corpus,
     parse_corpus_text,
 )
 from lib.encoder import DEFAULT_MODEL, split_model_key
@@ -193,7 +192,7 @@ elif corpus_choice == "upload":
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
 if stats is None:
     try:
-        builtin = load_reference_corpus()
+        builtin = cache.reference_corpus()
     except CorpusError as err:
         st.error(escape_md(str(err)))
         st.stop()

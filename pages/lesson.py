@@ -269,7 +269,9 @@ def step_cls() -> lesson.Question:
     topics = [t for t, _ in lesson.TOPIC_SENTENCES]
     sentences = tuple(s for _, s in lesson.TOPIC_SENTENCES)
     enc_out = cache.encoding(model, sentences)
-    r = lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
+    r = cache.lesson_numbers(
+        "cls", model, lambda: lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
+    )
     fig = pooling_panels(
         r.cls_same,
         r.cls_different,
@@ -286,14 +288,18 @@ def step_cls() -> lesson.Question:
 def step_anisotropy() -> lesson.Question:
     d = LessonSet("bat")
     enc_out = d.tv.encoding
-    r = lesson.anisotropy_floor(
-        enc_out.hidden_states,
-        enc_out.special,
-        [sp.token_indices for sp in d.tv.spans],
-        d.tv.vectors,
-        d.senses,
-        d.target,
-        tokens=enc_out.tokens,
+    r = cache.lesson_numbers(
+        "anisotropy",
+        model,
+        lambda: lesson.anisotropy_floor(
+            enc_out.hidden_states,
+            enc_out.special,
+            [sp.token_indices for sp in d.tv.spans],
+            d.tv.vectors,
+            d.senses,
+            d.target,
+            tokens=enc_out.tokens,
+        ),
     )
     fig = trajectory_chart(
         layer_names(L),
@@ -460,7 +466,9 @@ def findings() -> list[lesson.Finding]:
     results = [
         lesson.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
         deeper_result(curves),
-        lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics),
+        cache.lesson_numbers(
+            "cls", model, lambda: lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
+        ),
         lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
     with contextlib.suppress(ContextLensError):  # the random copy cannot be loaded (e.g. a hosted model list)

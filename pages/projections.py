@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
-from lib.corpus import UNTREATED, CorpusError, CorpusStats, load_reference_corpus
+from lib.corpus import UNTREATED, CorpusError, CorpusStats
 from lib.export import frame_csv
 from lib.geometry import default_top_k
 from lib.projection import (
@@ -132,7 +132,7 @@ state.sync_controls(CONTROLS, {"proj_dims": dims})
 stats: CorpusStats | None = None
 if prep != UNTREATED:
     try:
-        corpus = load_reference_corpus()
+        corpus = cache.reference_corpus()
         stats = cache.corpus_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
     except CorpusError as err:
         st.warning(escape_md(str(err)) + " The vectors are projected without preparation.")

@@ -22,7 +22,13 @@ import streamlit as st
 
 from lib import budget
 from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes
-from lib.corpus import CorpusStats, compute_corpus_statistics, corpus_statistics
+from lib.corpus import (
+    CorpusStats,
+    CorpusText,
+    compute_corpus_statistics,
+    corpus_statistics,
+    load_reference_corpus,
+)
 from lib.corpus import anisotropy_curves as _anisotropy_curves
 from lib.encoder import (
     DEFAULT_MODEL,
@@ -127,6 +133,28 @@ def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = Non
         return RESULTS.get_or_compute(key, compute, size)
     with st.spinner(spinner):
         return RESULTS.get_or_compute(key, compute, size)
+
+
+def lesson_numbers(step: str, model_name: str, compute: Callable[[], object]):
+    """A guided-lesson step's numbers, computed once per server and model (the byte-bounded results cache).
+
+    Only for results that depend on nothing but the model: the lesson's sentence sets are fixed presets, and
+    ``model_name`` is the model key (random weights and their seed included).
+    """
+    return _cached(("lesson", step, model_name), compute)
+
+
+def reference_corpus() -> CorpusText:
+    """The built-in reference corpus, read and parsed once per process (lib.corpus.load_reference_corpus).
+
+    A missing file raises CorpusError each time it is asked for (nothing is cached then)."""
+    global _reference_corpus
+    if _reference_corpus is None:
+        _reference_corpus = load_reference_corpus()
+    return _reference_corpus
+
+
+_reference_corpus: CorpusText | None = None
 
 
 def _one(enc: Encoding, i: int) -> Encoding:
