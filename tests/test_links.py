@@ -87,6 +87,16 @@ OLD_LINKS = {
         {"aniso_corpus": "builtin", "aniso_layer": 2, "aniso_treatment": "whiten", "aniso_k": 3, "aniso_bert": False},
     ),
     "pages/lesson.py": ({"lesson_step": "2", "lesson_done": "1"}, {"lesson_step": 2, "lesson_done": 1}),
+    "pages/context.py": (
+        {
+            "ctx_sentence": "6",
+            "ctx_layer": "4",
+            "ctx_replace": "unk",
+            "ctx_word": "2",
+            "ctx_with": "savings",
+        },
+        {"ctx_sentence": 6, "ctx_layer": 4, "ctx_replace": "unk", "ctx_word": 2, "ctx_with": "savings"},
+    ),
 }
 
 
@@ -145,3 +155,116 @@ st.write(repr(st.session_state["_cl_page_url"]))
     assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3))
     written = at.markdown[1].value
     assert written == repr({"t_int": "10", "t_choice": "y", "t_bool": "0", "t_float": "0.5", "t_text": "abcd"})
+
+
+# ------------------------------------------------------------------------------------------- the view a link opens
+# Links as teachers shared them before the controls were declared once (issue 15), and what the page must show.
+BANK = default_preset()
+
+
+def _bank_sentence(k: int) -> str:
+    return BANK.sentence_set().sentences[k - 1]
+
+
+def _before_target(sentence: str) -> str:
+    from lib.targets import find_target
+    from ui.widgets import escape_md
+
+    return escape_md(sentence[: find_target(sentence, BANK.target).start])
+
+
+def _md(text: str) -> str:
+    from ui.widgets import escape_md
+
+    return escape_md(text)
+
+
+def _texts(at, *kinds) -> str:
+    return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
+
+
+def _attention_views():
+    yield {"attn_sentence": "3", "attn_layer": "2", "attn_head": "5"}, [
+        ("header", "Layer 2, head 5: who looks at whom"),
+        ("caption", "Sentence 3 as the model reads it"),
+        ("markdown", "The head enlarged above, layer 2, head 5, is row 2, column 5"),
+        ("markdown", "In layer 2, mean over heads, apart from itself"),  # attn_target_mean defaults to on
+    ]
+    yield {"attn_head": "2", "attn_target_mean": "0", "attn_sentence": "2", "attn_compare": "1"}, [
+        ("header", "Layer 1, head 2: who looks at whom"),
+        ("markdown", "In layer 1, head 2, apart from itself"),
+        ("markdown", "“bank” in sentence 2 looks most at"),
+        ("markdown", "in sentence 1 at"),
+    ]
+
+
+def _context_views():
+    yield {"ctx_sentence": "2", "ctx_layer": "0", "ctx_replace": "delete"}, [
+        ("caption", _before_target(_bank_sentence(2))),
+        ("markdown", "At layer 0 (input), deleting “"),
+    ]
+    own = "Herons wait on the quiet bank of the canal."
+    yield {"ctx_own": own, "ctx_replace": "unk", "ctx_layer": "5"}, [
+        ("caption", _before_target(own)),
+        ("markdown", "At layer 5, replacing by [UNK] “"),
+    ]
+    yield {"ctx_sentence": "6", "ctx_edited": "We spread a blanket on the [bank] and watched the money."}, [
+        ("markdown", f"When the sentence becomes “{_md('We spread a blanket on the bank and watched the money.')}”"),
+    ]
+    yield {"ctx_sentence": "6", "ctx_word": "2", "ctx_with": "savings"}, [
+        ("markdown", "becomes “savings”"),
+    ]
+
+
+def _calculator_views():
+    yield {"calc_d": "3", "calc_temperature": "2.5"}, [
+        ("markdown", "The temperature 2.5 divides each score first: above 1 it flattens the contrast."),
+        ("table", "dim 3"),
+    ]
+    yield {"calc_use_pos": "0", "calc_scale": "1", "calc_causal": "1", "calc_block": "1"}, [
+        ("subheader", "Step 1 · Input X = E"),
+        ("subheader", "Step 4 · Scale and mask"),
+        ("markdown", "The causal mask hides every key after the query"),
+        ("header", "5. Residual, LayerNorm and a tiny feed-forward network"),
+    ]
+
+
+def _lesson_views():
+    from lib import lesson
+
+    steps = lesson.STEPS
+    yield {"lesson_step": "3", "lesson_done": "5"}, [
+        ("header", f"Step 3 of {len(steps)}: {steps[2].title}"),
+        ("progress", f"2 of {len(steps) - 1} questions solved"),
+    ]
+    yield {"lesson_step": "0", "lesson_done": "2"}, [  # clamped to the first step
+        ("header", f"Step 1 of {len(steps)}: {steps[0].title}"),
+        ("progress", f"1 of {len(steps) - 1} questions solved"),
+    ]
+
+
+VIEWS = [
+    *(("pages/attention.py", link, want) for link, want in _attention_views()),
+    *(("pages/context.py", link, want) for link, want in _context_views()),
+    *(("pages/calculator.py", link, want) for link, want in _calculator_views()),
+    *(("pages/lesson.py", link, want) for link, want in _lesson_views()),
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "link", "want"), VIEWS, ids=[f"{p.split('/')[1][:-3]}-{k}" for k, (p, _, _) in enumerate(VIEWS)]
+)
+def test_an_old_link_shows_its_view(page, link, want):
+    at = page_test(page, preset=BANK.id)
+    for k, v in link.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    for kind, fragment in want:
+        if kind == "table":
+            shown = " ".join(" ".join(map(str, t.value.columns)) for t in at.table)
+        elif kind == "progress":
+            shown = " ".join(str(p.proto.text) for p in at.get("progress"))
+        else:
+            shown = _texts(at, kind)
+        assert fragment in shown, (kind, fragment, shown[:2000])
