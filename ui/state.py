@@ -94,18 +94,34 @@ def url_has(key: str) -> bool:
     return key in _url0()
 
 
-def url_int(key: str, default: int, lo: int, hi: int) -> int:
-    """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
+def _first_value(key: str, default, parse, problem: str):
+    """Session state's value of ``key``, set on first use from the link (``parse(raw)``) or ``default``.
+
+    A link value ``parse`` refuses (ValueError) gives ``default`` and the note "The link's “key” value
+    ``problem``; the default is used."
+    """
     if key not in st.session_state:
         value = default
         raw = _url_value(key)
         if raw is not None:
             try:
-                value = int(raw)
+                value = parse(raw)
             except ValueError:
-                _url_note(f"The link's “{key}” value is not a whole number; the default is used.")
+                _url_note(f"The link's “{key}” value {problem}; the default is used.")
         st.session_state[key] = value
-    value = st.session_state[key]
+    return st.session_state[key]
+
+
+def _finite_float(raw: str) -> float:
+    value = float(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(raw)
+    return value
+
+
+def url_int(key: str, default: int, lo: int, hi: int) -> int:
+    """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
+    value = _first_value(key, default, int, "is not a whole number")
     if not isinstance(value, int) or isinstance(value, bool):
         value = default
     clamped = min(max(value, lo), hi)
@@ -115,19 +131,7 @@ def url_int(key: str, default: int, lo: int, hi: int) -> int:
 
 def url_float(key: str, default: float, lo: float, hi: float) -> float:
     """Like :func:`url_int` for a float control."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            try:
-                value = float(raw)
-                if value != value or value in (float("inf"), float("-inf")):
-                    raise ValueError
-            except ValueError:
-                value = default
-                _url_note(f"The link's “{key}” value is not a number; the default is used.")
-        st.session_state[key] = value
-    value = float(st.session_state[key])
+    value = float(_first_value(key, default, _finite_float, "is not a number"))
     clamped = min(max(value, lo), hi)
     st.session_state[key] = clamped
     return clamped
@@ -135,32 +139,26 @@ def url_float(key: str, default: float, lo: float, hi: float) -> float:
 
 def url_choice(key: str, default: str, choices: Sequence[str]) -> str:
     """Initial value of a choice control (selectbox/radio with string options)."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            if raw in choices:
-                value = raw
-            else:
-                _url_note(f"The link's “{key}” value is not one of the choices; the default is used.")
-        st.session_state[key] = value
-    if st.session_state[key] not in choices:
+
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(raw)
+        return raw
+
+    if _first_value(key, default, parse, "is not one of the choices") not in choices:
         st.session_state[key] = default if default in choices else choices[0]
     return st.session_state[key]
 
 
+def _bool(raw: str) -> bool:
+    if raw not in ("1", "true", "0", "false"):
+        raise ValueError(raw)
+    return raw in ("1", "true")
+
+
 def url_bool(key: str, default: bool) -> bool:
     """Initial value of a checkbox/toggle ('1'/'0' in the link)."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            if raw in ("1", "true", "0", "false"):
-                value = raw in ("1", "true")
-            else:
-                _url_note(f"The link's “{key}” value should be 1 or 0; the default is used.")
-        st.session_state[key] = value
-    return bool(st.session_state[key])
+    return bool(_first_value(key, default, _bool, "should be 1 or 0"))
 
 
 def url_text(key: str, default: str = "", max_chars: int = 300) -> str:
@@ -223,11 +221,18 @@ def init_controls(controls: Sequence[Control]) -> None:
 
 
 def sync_controls(controls: Sequence[Control], values: dict[str, object] | None = None) -> None:
-    """Write every ``in_url`` control into the URL: its value from ``values``, else from session state."""
+    """Write every ``in_url`` control into the URL: its value from ``values``, else from session state.
+
+    A text control at its default (usually empty) stays out of the link: a link without it opens the same view.
+    """
     values = values or {}
-    sync_url(
-        {c.key: values.get(c.key, st.session_state.get(c.key, c.default)) for c in controls if c.in_url}
-    )
+    params = {}
+    for c in controls:
+        if c.in_url:
+            value = values.get(c.key, st.session_state.get(c.key, c.default))
+            if not (c.kind == "text" and value == c.default):
+                params[c.key] = value
+    sync_url(params)
 
 
 def sync_url(params: dict[str, object]) -> None:
