@@ -18,6 +18,7 @@ from lib.attention import (
     pool_attention,
     recompute_attention,
     special_token_share,
+    strongest_keys,
     target_attention,
     token_labels,
 )
@@ -110,7 +111,7 @@ chart(
     download="context_lens_attention",
 )
 row = weights[tpos[0]]
-top = [int(k) for k in np.argsort(-row)[:3]]
+top = strongest_keys(row, 3)
 st.markdown(
     "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
     "all word pieces (the keys), and every row adds up to 1. "
@@ -294,7 +295,7 @@ except UnsupportedArchitectureError as err:
 else:
     st.markdown(
         f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
-        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {np.sqrt(rec.d_k):.2f}. "
+        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
         "The softmax turns each row of scores into weights that add up to 1."
     )
     m1, m2, m3 = st.columns(3)
@@ -306,11 +307,10 @@ else:
         "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."
     )
     q_row = tpos[0]
-    dots = rec.q[q_row] @ rec.k.T  # (n,)
     table = pd.DataFrame(
         {
             "key": labels,
-            "q·k": dots,
+            "q·k": rec.dot_products(q_row),
             "q·k / √d_k": rec.scores[q_row],
             "softmax (recomputed)": rec.weights[q_row],
             "the model's weight": rec.model_weights[q_row],
