@@ -93,7 +93,6 @@ intro(
     "principal components**."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 model = state.model_name()
 enc = cache.encoder(model)
 L, d = enc.num_layers, enc.hidden_size

@@ -65,7 +65,7 @@ CONTROLS = [
     state.Control("ctx_sentence", "int", 1, lo=1, hi=n_sent),
     state.Control("ctx_layer", "int", L, lo=0, hi=L),
     state.Control("ctx_replace", "choice", "mask", choices=tuple(REPLACEMENTS)),
-    state.Control("ctx_own", "text", "", max_chars=MAX_TYPED),  # an empty text stays out of the link
+    state.Control("ctx_own", "text", "", max_chars=MAX_TYPED, omit_default=True),
 ]
 state.init_controls(CONTROLS)
 c_sent, c_layer = st.columns([3, 1])
@@ -217,8 +217,8 @@ st.session_state["_ctx_for"] = sent_key
 # the edit's controls: their bounds and default follow the sentence
 CONTROLS += [
     state.Control("ctx_word", "int", k_edit + 1, lo=1, hi=n_words),
-    state.Control("ctx_with", "text", "", max_chars=40),
-    state.Control("ctx_edited", "text", "", max_chars=MAX_TYPED),
+    state.Control("ctx_with", "text", "", max_chars=40, omit_default=True),
+    state.Control("ctx_edited", "text", "", max_chars=MAX_TYPED, omit_default=True),
 ]
 state.init_controls(CONTROLS[-3:])
 

@@ -179,7 +179,7 @@ intro(
     "each layer, whether sentences with the same sense end up closer than sentences with different "
     "senses, and at which layer the sense can be read off best."
 )
-state.init_session()
+
 upload_section(state.sentence_set().target)
 uploaded = st.session_state.get("_layers_uploaded")
 

@@ -2,7 +2,7 @@
 
 Each case is a link as the app wrote it before the change (every URL key of the page, non-default values).
 Opening it must set the page's controls to those values, and the URL the page writes (ui.state.sync_url,
-held in ``_cl_page_url`` until app.py writes it) must carry the same values, so copying the address bar
+read with ``ui.state.url_written`` before app.py writes it) must carry the same values, so copying the address bar
 gives the same view again. The shared keys (preset, target, text, model, weights, seed, presenter,
 toolong) are covered by tests/test_app_shell.py and tests/test_guards_app.py.
 """
@@ -13,6 +13,7 @@ import pytest
 
 from lib.presets import default_preset
 from tests.conftest import page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -112,10 +113,10 @@ def test_an_old_link_opens_the_same_view_and_is_written_back(page):
         at.query_params[k] = v
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.session_state["_cl_url_notes"], at.session_state["_cl_url_notes"]  # no key was refused
+    assert not state.url_notes(at), state.url_notes(at)  # no key was refused
     for key, value in expected.items():
         assert at.session_state[key] == value, key
-    written = at.session_state["_cl_page_url"]
+    written = state.url_written(at)
     for key, value in expected.items():
         if page == "pages/lesson.py" and key == "lesson_done":
             continue  # the lesson writes the steps solved in this session, not the link's (see pages/lesson.py)
@@ -143,7 +144,7 @@ CONTROLS = [
 state.init_controls(CONTROLS)
 st.write(repr(tuple(st.session_state[c.key] for c in CONTROLS)))
 state.sync_controls(CONTROLS, {"t_bool": False})
-st.write(repr(st.session_state["_cl_page_url"]))
+st.write(repr(state.url_written(st.session_state)))
 """
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
