@@ -395,7 +395,8 @@ step("Step 1 · Input X = E + P" if use_pos else "Step 1 · Input X = E", r"X = 
      x_text, table(X, labels, dcols), work["X"])
 
 # Step 2: Q, K, V
-identity = all(np.array_equal(W, np.eye(d_now)) for W in (steps.W_q, steps.W_k, steps.W_v))
+facts = ta.step_facts(steps, i)
+identity = facts.identity_projections
 if identity:
     qkv_text = (
         "All three projections are the identity (the course's simplification), so Q = K = V = X. In a trained "
@@ -403,10 +404,9 @@ if identity:
         "X rows differ."
     )
 else:
-    sym = np.allclose(steps.W_q, steps.W_k)
     qkv_text = (
         "Your projections change the vectors before they are compared. "
-        + ("W_Q = W_K, so scores stay symmetric. " if sym else
+        + ("W_Q = W_K, so scores stay symmetric. " if facts.same_query_key else
            "W_Q ≠ W_K: what a token asks for (query) now differs from what it offers (key), so a token can "
            "match another strongly without the reverse being true. ")
         + "The values V are what gets mixed in the end."
@@ -423,13 +423,12 @@ st.code(work["QKV"], language="text", wrap_lines=True)
 
 # Step 3: scores
 raw = steps.raw_scores
-big = np.unravel_index(np.argmax(raw), raw.shape)
-row_best = int(np.argmax(raw[i]))
+big, row_best = facts.largest_score, facts.row_best
 s_text = (
     f"S[i, j] = Q[i] · K[j] is large when token i's query points the same way as token j's key and both "
     f"are long. In row {a} the largest score is {num(raw[i, row_best])}, with {md(labels[row_best])}. The "
     f"largest in the whole table is S[{md(labels[big[0]])}, {md(labels[big[1]])}] = {num(raw[big])}."
-    + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if np.allclose(raw, raw.T) else "")
+    + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if facts.symmetric_scores else "")
 )
 step("Step 3 · Scores S = QKᵀ", r"S = Q K^\top,\qquad S_{ij} = \sum_c Q_{ic} K_{jc}", s_text,
      table(raw, labels, labels), work["scores"])
@@ -438,9 +437,8 @@ step("Step 3 · Scores S = QKᵀ", r"S = Q K^\top,\qquad S_{ij} = \sum_c Q_{ic} 
 if scale or causal:
     parts = []
     if scale:
-        d_k = steps.Q.shape[1]
         parts.append(
-            f"Dividing by √d_k = √{d_k} = {num(np.sqrt(d_k))} keeps scores from growing with the width of the "
+            f"Dividing by √d_k = √{facts.d_k} = {num(facts.sqrt_d_k)} keeps scores from growing with the width of the "
             "vectors (BERT-base: d_k = 64, so ÷ 8). Smaller scores make the weights more even."
         )
     if causal:
@@ -461,9 +459,7 @@ else:
     )
 
 # Step 5: exp
-row_exp = steps.exp_scores[i]
-unmasked = row_exp[~steps.masked[i]]
-ratio = unmasked.max() / unmasked.min() if unmasked.min() > 0 else np.inf
+ratio = facts.exp_ratio
 exp_text = (
     "exp makes every score positive and stretches the differences: a score larger by 1 becomes e ≈ 2.72 "
     f"times larger. In row {a} the biggest exp is "
@@ -505,7 +501,7 @@ with wr:
     row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
     st.markdown(
         "Dividing each exp by its row sum turns the scores into mixing weights: all between 0 and 1, each row "
-        f"summing to 1 (largest deviation here: {num(np.abs(steps.weights.sum(axis=1) - 1).max())}). "
+        f"summing to 1 (largest deviation here: {num(facts.row_sum_error)}). "
         f"Row {a}: {row_txt}."
     )
     st.code(work["weights"], language="text", wrap_lines=True)
