@@ -20,6 +20,7 @@ from lib.context import (
     check_replacement,
     edit,
     layer_cosines,
+    mark,
     sense_centroids,
     sense_flip,
     suggested_swaps,
@@ -260,7 +261,7 @@ typed = " ".join(typed.split())
 try:
     if typed:
         span = find_target(typed, target_word)
-        edited = span.sentence[: span.start] + "[" + span.word + "]" + span.sentence[span.end :]
+        edited = mark(span.sentence, span.start, span.end)
         change = f"the sentence becomes “{escape_md(span.sentence)}”"
     else:
         with_text = check_replacement(with_raw)
