@@ -5,9 +5,13 @@ written into the URL's query parameters after every run, so a teacher can copy t
 opens the same view. A link is read once, when a session starts; a garbled or oversized value gives a clear
 message and the default instead.
 
-Page controls:  value = url_int("layers_layer", default, lo, hi)  # before the widget, then
-                st.slider(..., key="layers_layer")                 # widget keyed the same, no value=
-                sync_url({"layers_layer": value})                  # after the widget
+Page controls, declared once each:
+    CONTROLS = [Control("layers_layer", "int", L, lo=0, hi=L), ...]
+    init_controls(CONTROLS)                      # before the widgets: session state, else the link, else default
+    layer = st.slider("Layer", 0, L, key="layers_layer")   # widget keyed the same, no value=
+    sync_controls(CONTROLS)                      # at the end: the same keys into the URL
+
+Tests: seed(at, preset=..., **controls) before at.run(); url_written(at) and url_notes(at) after it.
 """
 
 from __future__ import annotations
