@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from lib.encoder import DEFAULT_MODEL
 from lib.presets import default_preset
 from tests.conftest import page_test
 from ui import state
 
 pytestmark = pytest.mark.slow
+
+RANDOM0 = f"{DEFAULT_MODEL}#random-0"
 
 # page -> (link as written before the change, the session values it must give)
 OLD_LINKS = {
@@ -28,6 +31,8 @@ OLD_LINKS = {
             "layers_pairs": "1",
             "layers_reference": "1",
             "layers_sentence": "2",
+            "layers_compare": "1",  # ui.controls.compare_picker: a second model beside the first
+            "layers_other": RANDOM0,
         },
         {
             "layers_layer": 3,
@@ -37,6 +42,8 @@ OLD_LINKS = {
             "layers_pairs": True,
             "layers_reference": True,
             "layers_sentence": 2,
+            "layers_compare": True,
+            "layers_other": RANDOM0,
         },
     ),
     "pages/attention.py": (
