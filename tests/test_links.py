@@ -276,3 +276,31 @@ def test_an_old_link_shows_its_view(page, link, want):
         else:
             shown = _texts(at, kind)
         assert fragment in shown, (kind, fragment, shown[:2000])
+
+
+def test_seed_starts_a_session_that_does_not_read_the_links_shared_keys():
+    """ui.state.seed: the tests' public way into a session (no private keys)."""
+    import sys
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    script = """
+import streamlit as st
+from ui import state
+ss = state.sentence_set()
+st.write(repr((ss.target, state.model_name(), state.presenter(), st.session_state.get("attn_layer"))))
+state.Control("attn_layer", "int", 1, lo=1, hi=6).init()
+st.write(repr(st.session_state["attn_layer"]))
+"""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    at = AppTest.from_string(script, default_timeout=120)
+    state.seed(at, presenter=True, attn_layer=9)
+    at.query_params.update({"preset": "apple", "attn_layer": "3"})  # a started session reads neither
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.markdown[0].value == repr((BANK.target, DEFAULT_MODEL, True, 9))
+    assert at.markdown[1].value == "6"  # a seeded value is still clamped by its control
+    assert state.url_notes(at) == [] and state.url_written(at) == {}
