@@ -127,12 +127,13 @@ def upload_section(current_target: str) -> None:
 def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     """Is the separation in the architecture or learned? The same sentences through a second model."""
     st.header("Trained or random? The same sentences through two models")
-    other = controls.compare_picker("layers", model)
+    other = controls.compare_picker(
+        "layers",
+        model,
+        off_note="Switch on the comparison to run these sentences through a second encoder, by default the "
+        "same architecture with random weights.",
+    )
     if other is None:
-        st.caption(
-            "Switch on the comparison to run these sentences through a second encoder, by default the same "
-            "architecture with random weights."
-        )
         return
     tv2 = cache.target_vectors(other, ss.sentences, ss.target)
     senses2 = [senses[i] for i in tv2.kept]

@@ -118,9 +118,10 @@ def other_model_key(model: str) -> str:
     return model_key(base, "random", 0) if weights == "trained" else base
 
 
-def compare_picker(page: str, model: str) -> str | None:
+def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     """A toggle and a model field for "compare with a second model"; returns the second model's key or None.
 
+    ``off_note``: shown while the toggle is off (what switching it on would show).
     URL keys: ``<page>_compare`` (1/0) and ``<page>_other`` (a model key, e.g. "<id>#random-0").
     """
     k_on, k_other = f"{page}_compare", f"{page}_other"
@@ -144,6 +145,7 @@ def compare_picker(page: str, model: str) -> str | None:
     other = (st.session_state.get(k_other) or "").strip() or default_other
     state.sync_controls(picker, {k_other: other})
     if not on:
+        st.caption(off_note)
         return None
     try:
         other = model_key(other)
