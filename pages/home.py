@@ -30,7 +30,7 @@ st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
 floor = shared_floor(first_cos, last_cos)
 note = weights_note()  # the headings name random weights once; the untitled heatmaps below add nothing
 titles = tuple(
-    t + (f" ({note})" if note else "")
+    t + (f" · {note}" if note else "")
     for t in ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers of attention")
 )
 fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
