@@ -147,6 +147,7 @@ CONTROLS = [
     state.Control("t_float", "float", 0.5, lo=0.0, hi=1.0),
     state.Control("t_text", "text", "", max_chars=4),
     state.Control("t_local", "int", 3, lo=0, hi=9, in_url=False),
+    state.Control("t_short", "text", "", omit_default=True),
 ]
 state.init_controls(CONTROLS)
 st.write(repr(tuple(st.session_state[c.key] for c in CONTROLS)))
@@ -160,8 +161,9 @@ st.write(repr(state.url_written(st.session_state)))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     # clamped to hi, the link's choice, the link's bool, the default float, cut text; t_local ignores the link
-    assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3))
+    assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3, ""))
     written = at.markdown[1].value
+    # t_local never goes into the link, t_short not while it is at its default (empty)
     assert written == repr({"t_int": "10", "t_choice": "y", "t_bool": "0", "t_float": "0.5", "t_text": "abcd"})
 
 
