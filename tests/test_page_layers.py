@@ -220,3 +220,19 @@ def test_user_text_is_escaped_and_nothing_shows_nan():
     )
     assert not re.search(r"\b(nan|inf)\b", shown, re.IGNORECASE)
     assert "<script" not in shown
+
+
+def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
+    """Only target markup is removed (lib.targets.strip_markup): a typed [MASK] stays "[MASK]" in labels."""
+    import json
+
+    text = "river | The [MASK] sat on the river [bank].\nmoney | The bank raised rates.\nriver | A muddy bank."
+    at = _app(text, "bank").run()
+    _ok(at, charts=3)
+    shown = [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
+    shown += [m.value for m in at.markdown] + [c.value for c in at.caption]
+    shown += [df.value.to_csv() for df in at.dataframe] + [t.value.to_csv() for t in at.table]
+    found = [s for s in shown if "MASK" in s]
+    assert found, "the sentence with [MASK] is shown somewhere"
+    for s in found:
+        assert re.search(r"(?<!\[)(?<!\\\[)MASK", s) is None, s[:300]
