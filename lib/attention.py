@@ -76,6 +76,15 @@ class AttentionRecomputation:
     model_weights: np.ndarray
     max_abs_diff: float
 
+    @property
+    def scale(self) -> float:
+        """√d_k, what the dot products are divided by."""
+        return float(np.sqrt(self.d_k))
+
+    def dot_products(self, query: int) -> np.ndarray:
+        """(n,) or (H, n): the query row's dot products q·k with every key, before the division by √d_k."""
+        return np.einsum("...d,...kd->...k", self.q[..., query, :], self.k)
+
     def rows_summing_to_one(self, tol: float = 1e-6) -> int:
         """How many query rows of `weights` sum to 1 within ``tol`` (over all heads when head is None)."""
         return int(np.sum(np.abs(self.weights.sum(axis=-1) - 1) < tol))
@@ -268,6 +277,12 @@ def most_attended(weights: np.ndarray, token_indices: Sequence[int]) -> tuple[in
     candidates = [k for k in range(len(row)) if k not in own] or list(range(len(row)))
     k = max(candidates, key=lambda c: row[c])
     return k, float(row[k])
+
+
+def strongest_keys(row: np.ndarray, k: int = 3) -> list[int]:
+    """The ``k`` keys a query row (n,) gives most attention to, largest first (ties: the earlier key first)."""
+    order = np.argsort(-np.asarray(row, dtype=np.float64), kind="stable")
+    return [int(i) for i in order[:k]]
 
 
 def is_punctuation(token: str) -> bool:

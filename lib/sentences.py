@@ -82,6 +82,11 @@ class SentenceSet:
         """Short unique labels for charts: 'S3 · We sat on the river bank…'."""
         return [f"S{i + 1} · {short(strip_markup(s)[0], 34)}" for i, s in enumerate(self.sentences)]
 
+    def option_label(self, i: int) -> str:
+        """Label of sentence ``i`` (0-based) in a sentence picker: its chart label and its sense, if any."""
+        sense = self.senses[i]
+        return self.labels[i] + (f"  · {sense}" if sense else "")
+
     @property
     def clean_sentences(self) -> list[str]:
         """The sentences as encoded (brackets removed). Raises TargetError for a sentence without the target."""

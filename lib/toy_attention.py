@@ -132,6 +132,51 @@ class TokenSummary:
     moved: float  # Euclidean distance before -> after (nan when d_v != d)
 
 
+@dataclass(frozen=True)
+class StepFacts:
+    """The numbers the calculator's explanations quote about one run of the steps, following query row ``i``.
+
+    identity_projections: W_Q, W_K and W_V are all the identity (the course's Q = K = V = X)
+    same_query_key:       W_Q = W_K (up to rounding), so the scores are symmetric
+    symmetric_scores:     the raw scores QKᵀ equal their transpose (up to rounding)
+    largest_score:        (row, column) of the largest raw score in the whole table
+    row_best:             the key with the largest raw score in row i
+    d_k, sqrt_d_k:        the query/key width and its square root (what scaling divides by)
+    exp_ratio:            largest / smallest exp among the keys row i sees; inf when the smallest is 0
+    row_sum_error:        max over rows of |Σⱼ αᵢⱼ − 1| (rounding only)
+    """
+
+    identity_projections: bool
+    same_query_key: bool
+    symmetric_scores: bool
+    largest_score: tuple[int, int]
+    row_best: int
+    d_k: int
+    sqrt_d_k: float
+    exp_ratio: float
+    row_sum_error: float
+
+
+def step_facts(steps: AttentionSteps, i: int) -> StepFacts:
+    """:class:`StepFacts` of ``steps`` for query row ``i`` (0-based)."""
+    raw = steps.raw_scores
+    seen = steps.exp_scores[i][~steps.masked[i]]  # the diagonal is never masked, so never empty
+    smallest = float(seen.min())
+    big = np.unravel_index(int(np.argmax(raw)), raw.shape)
+    d_k = int(steps.Q.shape[1])
+    return StepFacts(
+        identity_projections=all(_is_identity(W) for W in (steps.W_q, steps.W_k, steps.W_v)),
+        same_query_key=steps.W_q.shape == steps.W_k.shape and bool(np.allclose(steps.W_q, steps.W_k)),
+        symmetric_scores=bool(np.allclose(raw, raw.T)),
+        largest_score=(int(big[0]), int(big[1])),
+        row_best=int(np.argmax(raw[i])),
+        d_k=d_k,
+        sqrt_d_k=float(np.sqrt(d_k)),
+        exp_ratio=float(seen.max()) / smallest if smallest > 0 else float("inf"),
+        row_sum_error=float(np.abs(steps.weights.sum(axis=1) - 1).max()),
+    )
+
+
 # --- validation ---------------------------------------------------------------------------------------
 
 

@@ -93,7 +93,6 @@ intro(
     "principal components**."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 model = state.model_name()
 enc = cache.encoder(model)
 L, d = enc.num_layers, enc.hidden_size
@@ -451,13 +450,13 @@ if treatment == "whiten" and stats.fits[layer].shrinkage > 0:
 
 # ------------------------------------------------------------------------------------------- 4. two models
 st.header("4. Trained or random? The same corpus through two models")
-other = controls.compare_picker("aniso", model)
-if other is None:
-    st.caption(
-        "Switch on the comparison to measure the cone of a second encoder on the same corpus, by default the "
-        "same architecture with random weights."
-    )
-else:
+other = controls.compare_picker(
+    "aniso",
+    model,
+    off_note="Switch on the comparison to measure the cone of a second encoder on the same corpus, by default "
+    "the same architecture with random weights.",
+)
+if other is not None:
     with st.spinner("Running the second model over the corpus (once per model and corpus)…"):
         stats2 = (
             cache.set_stats(other, stats_key, corpus_sentences)

@@ -18,6 +18,7 @@ from lib.attention import (
     pool_attention,
     recompute_attention,
     special_token_share,
+    strongest_keys,
     target_attention,
     token_labels,
 )
@@ -44,7 +45,6 @@ intro(
     "below. A layer runs several of these **heads** side by side, each with its own Q, K and V."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 a = state.analysis(min_sentences=1)
 ss, tv = a.set, a.vectors
 enc = cache.encoder(a.model)
@@ -55,9 +55,7 @@ word = escape_md(ss.target or "the target")
 
 
 def sentence_label(k: int) -> str:
-    """Label of sentence k (1-based) for the pickers, with its sense."""
-    sense = ss.senses[k - 1]
-    return ss.labels[k - 1] + (f"  · {sense}" if sense else "")
+    return ss.option_label(k - 1)
 
 
 def md_token(label: str) -> str:
@@ -65,20 +63,20 @@ def md_token(label: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_int("attn_sentence", 1, 1, n_sent)
-state.url_int("attn_layer", 1, 1, L)
-state.url_int("attn_head", 1, 1, H)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("attn_sentence", "int", 1, lo=1, hi=n_sent),
+    state.Control("attn_layer", "int", 1, lo=1, hi=L),
+    state.Control("attn_head", "int", 1, lo=1, hi=H),
+    state.Control("attn_target_mean", "bool", True),
+]
+state.init_controls(CONTROLS)
 c_sent, c_layer, c_head = st.columns([3, 1, 1])
-c_sent.selectbox(
+s_num = c_sent.selectbox(
     "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="attn_sentence"
 )
-c_layer.slider("Layer", 1, L, key="attn_layer", help=f"1 = closest to the input, {L} = the last layer.")
-c_head.slider("Head", 1, H, key="attn_head", help=f"Each layer has {H} heads that attend independently.")
-s_num, layer_num, head_num = (
-    st.session_state.attn_sentence,
-    st.session_state.attn_layer,
-    st.session_state.attn_head,
-)
+layer_num = c_layer.slider("Layer", 1, L, key="attn_layer", help=f"1 = closest to the input, {L} = the last layer.")
+head_num = c_head.slider("Head", 1, H, key="attn_head", help=f"Each layer has {H} heads that attend independently.")
 i, layer, head = s_num - 1, layer_num - 1, head_num - 1
 
 tokens = encoding.tokens[i]
@@ -113,7 +111,7 @@ chart(
     download="context_lens_attention",
 )
 row = weights[tpos[0]]
-top = [int(k) for k in np.argsort(-row)[:3]]
+top = strongest_keys(row, 3)
 st.markdown(
     "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
     "all word pieces (the keys), and every row adds up to 1. "
@@ -156,7 +154,6 @@ if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
 
 # ------------------------------------------------------------------------------------------- 3. target
 st.header(f"What “{word}” looks at, and what looks at it")
-state.url_bool("attn_target_mean", True)
 use_mean = st.toggle(
     "Average over all heads",
     key="attn_target_mean",
@@ -222,14 +219,16 @@ else:
     choices = [k for k in range(1, n_sent + 1) if k != s_num]
     if "_attn_compare_chosen" not in st.session_state:
         st.session_state["_attn_compare_chosen"] = state.url_has("attn_compare")
-    state.url_int("attn_compare", auto + 1, 1, n_sent)
+    # only with two sentences or more; by default a sentence where the target has another sense
+    CONTROLS.append(state.Control("attn_compare", "int", auto + 1, lo=1, hi=n_sent))
+    state.init_controls(CONTROLS[-1:])
     if not st.session_state["_attn_compare_chosen"] or st.session_state.attn_compare not in choices:
         st.session_state.attn_compare = auto + 1
 
     def _chosen() -> None:
         st.session_state["_attn_compare_chosen"] = True
 
-    st.selectbox(
+    compare = st.selectbox(
         "Compare with",
         options=choices,
         format_func=sentence_label,
@@ -237,7 +236,7 @@ else:
         on_change=_chosen,
         help="By default a sentence where the target has a different sense.",
     )
-    j = st.session_state.attn_compare - 1
+    j = compare - 1
     tokens_b = encoding.tokens[j]
     labels_b = token_labels(tokens_b)
     weights_b = cache.sentence_attention(a.model, encoding.sentences[j]).attentions[0][layer, head]
@@ -296,7 +295,7 @@ except UnsupportedArchitectureError as err:
 else:
     st.markdown(
         f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
-        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {np.sqrt(rec.d_k):.2f}. "
+        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
         "The softmax turns each row of scores into weights that add up to 1."
     )
     m1, m2, m3 = st.columns(3)
@@ -308,11 +307,10 @@ else:
         "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."
     )
     q_row = tpos[0]
-    dots = rec.q[q_row] @ rec.k.T  # (n,)
     table = pd.DataFrame(
         {
             "key": labels,
-            "q·k": dots,
+            "q·k": rec.dot_products(q_row),
             "q·k / √d_k": rec.scores[q_row],
             "softmax (recomputed)": rec.weights[q_row],
             "the model's weight": rec.model_weights[q_row],
@@ -339,12 +337,4 @@ try:
 except StreamlitAPIException:
     st.caption("Open “Attention by hand” in the sidebar to compute a small example step by step.")
 
-state.sync_url(
-    {
-        "attn_sentence": s_num,
-        "attn_layer": layer_num,
-        "attn_head": head_num,
-        "attn_target_mean": use_mean,
-        **({"attn_compare": st.session_state.attn_compare} if n_sent >= 2 else {}),
-    }
-)
+state.sync_controls(CONTROLS)

@@ -18,17 +18,17 @@ from ui import state
 from ui.widgets import chart, intro
 from ui.widgets import escape_md as md
 
-DEFAULTS = {
-    "calc_tokens": "The cat sat",
-    "calc_d": 2,
-    "calc_use_pos": True,
-    "calc_scale": False,
-    "calc_causal": False,
-    "calc_temperature": 1.0,
-    "calc_block": False,
-    "calc_row": 1,  # follow the cell S[cat, sat] through every step
-    "calc_col": 2,
-}
+# the page's controls, declared once (ui.state.Control): the switches travel in the link, the words do not
+CONTROLS = [
+    state.Control("calc_tokens", "text", " ".join(ta.COURSE_TOKENS), max_chars=130, in_url=False),
+    state.Control("calc_d", "int", 2, lo=2, hi=4),
+    state.Control("calc_use_pos", "bool", True),
+    state.Control("calc_scale", "bool", False),
+    state.Control("calc_causal", "bool", False),
+    state.Control("calc_temperature", "float", 1.0, lo=0.01, hi=100.0),
+    state.Control("calc_block", "bool", False),
+]
+FOLLOW = {"calc_row": 1, "calc_col": 2}  # follow the cell S[cat, sat] through every step (0-based token indices)
 WARMUP_ROWS = [  # course lesson 002: bank [0.5, 0.5] pushed by a finance or a nature context
     {"word": "bank", "context": "finance", "base x": 0.5, "base y": 0.5, "shift x": 0.3, "shift y": -0.2},
     {"word": "bank", "context": "nature", "base x": 0.5, "base y": 0.5, "shift x": -0.2, "shift y": 0.3},
@@ -45,18 +45,12 @@ APPLE_ANSWER = {"fruit": (-0.35, 0.25), "company": (0.25, -0.35)}
 MATRIX_NAMES = ("W_Q", "W_K", "W_V")
 FFN_NAMES = ("W1", "W2")
 
-ss = st.session_state
-# The main switches come from the link on a session's first run (ui.state), then live in session state.
-state.url_int("calc_d", DEFAULTS["calc_d"], 2, 4)
-for _k in ("calc_use_pos", "calc_scale", "calc_causal", "calc_block"):
-    state.url_bool(_k, DEFAULTS[_k])
-state.url_float("calc_temperature", DEFAULTS["calc_temperature"], 0.01, 100.0)
-for _k, _v in DEFAULTS.items():
-    ss.setdefault(_k, _v)
-ss.setdefault("calc_version", 0)
-ss.setdefault("calc_warm_version", 0)
-ss.setdefault("calc_warm_base", pd.DataFrame(WARMUP_ROWS))
-ss.setdefault("calc_memory", {"emb": {}, "pos": {}, "W": {}})
+session = st.session_state
+state.init_controls(CONTROLS)
+session.setdefault("calc_version", 0)
+session.setdefault("calc_warm_version", 0)
+session.setdefault("calc_warm_base", pd.DataFrame(WARMUP_ROWS))
+session.setdefault("calc_memory", {"emb": {}, "pos": {}, "W": {}})
 
 
 def num(x: float) -> str:
@@ -97,34 +91,36 @@ def square(M: np.ndarray | None, d: int) -> np.ndarray:
 
 
 def reset_all() -> None:
-    for k, v in DEFAULTS.items():
-        ss[k] = v
-    ss["calc_memory"] = {"emb": {}, "pos": {}, "W": {}}
-    ss.pop("calc_valid", None)
-    ss.pop("calc_struct", None)
-    ss["calc_version"] += 1
+    for c in CONTROLS:
+        session[c.key] = c.default
+    for k in FOLLOW:
+        session.pop(k, None)  # back to the default cell on the next run
+    session["calc_memory"] = {"emb": {}, "pos": {}, "W": {}}
+    session.pop("calc_valid", None)
+    session.pop("calc_struct", None)
+    session["calc_version"] += 1
 
 
 def add_apple() -> None:
-    base = ss["calc_warm_edited"] if "calc_warm_edited" in ss else ss["calc_warm_base"]
+    base = session["calc_warm_edited"] if "calc_warm_edited" in session else session["calc_warm_base"]
     keep = base[base["word"] != "apple"]
-    ss["calc_warm_base"] = pd.concat([keep, pd.DataFrame(APPLE_ROWS)], ignore_index=True)
-    ss["calc_warm_version"] += 1
+    session["calc_warm_base"] = pd.concat([keep, pd.DataFrame(APPLE_ROWS)], ignore_index=True)
+    session["calc_warm_version"] += 1
 
 
 def show_apple_answer() -> None:
     add_apple()
-    df = ss["calc_warm_base"].copy()
+    df = session["calc_warm_base"].copy()
     for ctx, (sx, sy) in APPLE_ANSWER.items():
         rows = (df["word"] == "apple") & (df["context"] == ctx)
         df.loc[rows, "shift x"] = sx
         df.loc[rows, "shift y"] = sy
-    ss["calc_warm_base"] = df
+    session["calc_warm_base"] = df
 
 
 def reset_warmup() -> None:
-    ss["calc_warm_base"] = pd.DataFrame(WARMUP_ROWS)
-    ss["calc_warm_version"] += 1
+    session["calc_warm_base"] = pd.DataFrame(WARMUP_ROWS)
+    session["calc_warm_version"] += 1
 
 
 # --- page -----------------------------------------------------------------------------------------------
@@ -147,8 +143,8 @@ intro(
     label="About the warm-up",
 )
 warm_edit = st.data_editor(
-    ss["calc_warm_base"],
-    key=f"calc_warm_v{ss['calc_warm_version']}",
+    session["calc_warm_base"],
+    key=f"calc_warm_v{session['calc_warm_version']}",
     num_rows="dynamic",
     hide_index=True,
     column_config={
@@ -159,7 +155,7 @@ warm_edit = st.data_editor(
     },
     width="stretch",
 )
-ss["calc_warm_edited"] = warm_edit
+session["calc_warm_edited"] = warm_edit
 b1, b2, b3 = st.columns(3)
 b1.button("Exercise: add “apple”", on_click=add_apple, key="calc_warm_apple", width="stretch")
 b2.button("Show one answer", on_click=show_apple_answer, key="calc_warm_answer", width="stretch")
@@ -240,25 +236,22 @@ temperature = t4.number_input(
     help="Divides the scores before softmax: below 1 sharpens, above 1 flattens. 1 = ordinary attention.",
 )
 use_block = t5.toggle("Residual + LayerNorm + FFN", key="calc_block", help="The rest of an encoder layer (course 3.2).")
-state.sync_url(
-    {"calc_d": d, "calc_use_pos": use_pos, "calc_scale": scale, "calc_causal": causal,
-     "calc_temperature": temperature, "calc_block": use_block}
-)
+state.sync_controls(CONTROLS)
 
 errors: list[str] = []
 try:
     tokens = ta.parse_tokens(tokens_text)
 except ta.ToyAttentionError as err:
     errors.append(str(err))
-    tokens = ss["calc_struct"][0] if "calc_struct" in ss else ta.COURSE_TOKENS
+    tokens = session["calc_struct"][0] if "calc_struct" in session else ta.COURSE_TOKENS
 
 struct = (tokens, int(d))
-memory = ss["calc_memory"]
-if ss.get("calc_struct") != struct:
+memory = session["calc_memory"]
+if session.get("calc_struct") != struct:
     # New words or width: new editors, filled from the last valid numbers (or the defaults).
-    if "calc_struct" in ss:
-        ss["calc_version"] += 1
-    ss["calc_struct"] = struct
+    if "calc_struct" in session:
+        session["calc_version"] += 1
+    session["calc_struct"] = struct
     words = list(dict.fromkeys(tokens))
     dims = [f"dim {c + 1}" for c in range(d)]
     in_out = ([f"in {r + 1}" for r in range(d)], [f"out {c + 1}" for c in range(d)])
@@ -272,10 +265,10 @@ if ss.get("calc_struct") != struct:
     }
     for name in MATRIX_NAMES + FFN_NAMES:
         bases[name] = cells(square(memory["W"].get(name), d), *in_out)
-    ss["calc_bases"] = bases
+    session["calc_bases"] = bases
 
-bases = ss["calc_bases"]
-ver = ss["calc_version"]
+bases = session["calc_bases"]
+ver = session["calc_version"]
 words = list(bases["E"].index)
 dims = list(bases["E"].columns)
 text_cols = {c: st.column_config.TextColumn(c) for c in dims}
@@ -333,7 +326,7 @@ if not errors and E_words is not None and P is not None and all(v is not None fo
     except ta.ToyAttentionError as err:
         errors.append(str(err))
     if fresh is not None:
-        ss["calc_valid"] = fresh
+        session["calc_valid"] = fresh
         memory["emb"].update({w: list(E_words[i]) for i, w in enumerate(words)})
         memory["pos"].update({k: list(P[k]) for k in range(len(tokens))})
         memory["W"].update({**Ws, **fresh.ffn})
@@ -341,9 +334,9 @@ if not errors and E_words is not None and P is not None and all(v is not None fo
 for msg in errors:
     st.error(msg)
 
-if "calc_valid" not in ss:  # a bad cell before anything was valid: fall back to the course example
-    ss["calc_valid"] = ta.ToyInputs.course_example()
-inputs: ta.ToyInputs = ss["calc_valid"]
+if "calc_valid" not in session:  # a bad cell before anything was valid: fall back to the course example
+    session["calc_valid"] = ta.ToyInputs.course_example()
+inputs: ta.ToyInputs = session["calc_valid"]
 if errors:
     st.warning("The steps below still show the last valid numbers. Fix the cell above and they update.")
 
@@ -362,9 +355,7 @@ d_now = X.shape[1]
 dcols = [f"dim {c + 1}" for c in range(d_now)]
 
 st.header("3. Step by step")
-for key in ("calc_row", "calc_col"):
-    if not 0 <= ss[key] < n:
-        ss[key] = min(DEFAULTS[key], n - 1)
+state.init_controls([state.Control(k, "int", min(v, n - 1), lo=0, hi=n - 1, in_url=False) for k, v in FOLLOW.items()])
 s1, s2, _ = st.columns([1, 1, 2])
 i = s1.selectbox("Follow the query (row)", range(n), format_func=lambda k: labels[k], key="calc_row")
 j = s2.selectbox("… and the key (column)", range(n), format_func=lambda k: labels[k], key="calc_col")
@@ -404,7 +395,8 @@ step("Step 1 · Input X = E + P" if use_pos else "Step 1 · Input X = E", r"X = 
      x_text, table(X, labels, dcols), work["X"])
 
 # Step 2: Q, K, V
-identity = all(np.array_equal(W, np.eye(d_now)) for W in (steps.W_q, steps.W_k, steps.W_v))
+facts = ta.step_facts(steps, i)
+identity = facts.identity_projections
 if identity:
     qkv_text = (
         "All three projections are the identity (the course's simplification), so Q = K = V = X. In a trained "
@@ -412,10 +404,9 @@ if identity:
         "X rows differ."
     )
 else:
-    sym = np.allclose(steps.W_q, steps.W_k)
     qkv_text = (
         "Your projections change the vectors before they are compared. "
-        + ("W_Q = W_K, so scores stay symmetric. " if sym else
+        + ("W_Q = W_K, so scores stay symmetric. " if facts.same_query_key else
            "W_Q ≠ W_K: what a token asks for (query) now differs from what it offers (key), so a token can "
            "match another strongly without the reverse being true. ")
         + "The values V are what gets mixed in the end."
@@ -432,13 +423,12 @@ st.code(work["QKV"], language="text", wrap_lines=True)
 
 # Step 3: scores
 raw = steps.raw_scores
-big = np.unravel_index(np.argmax(raw), raw.shape)
-row_best = int(np.argmax(raw[i]))
+big, row_best = facts.largest_score, facts.row_best
 s_text = (
     f"S[i, j] = Q[i] · K[j] is large when token i's query points the same way as token j's key and both "
     f"are long. In row {a} the largest score is {num(raw[i, row_best])}, with {md(labels[row_best])}. The "
     f"largest in the whole table is S[{md(labels[big[0]])}, {md(labels[big[1]])}] = {num(raw[big])}."
-    + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if np.allclose(raw, raw.T) else "")
+    + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if facts.symmetric_scores else "")
 )
 step("Step 3 · Scores S = QKᵀ", r"S = Q K^\top,\qquad S_{ij} = \sum_c Q_{ic} K_{jc}", s_text,
      table(raw, labels, labels), work["scores"])
@@ -447,9 +437,8 @@ step("Step 3 · Scores S = QKᵀ", r"S = Q K^\top,\qquad S_{ij} = \sum_c Q_{ic} 
 if scale or causal:
     parts = []
     if scale:
-        d_k = steps.Q.shape[1]
         parts.append(
-            f"Dividing by √d_k = √{d_k} = {num(np.sqrt(d_k))} keeps scores from growing with the width of the "
+            f"Dividing by √d_k = √{facts.d_k} = {num(facts.sqrt_d_k)} keeps scores from growing with the width of the "
             "vectors (BERT-base: d_k = 64, so ÷ 8). Smaller scores make the weights more even."
         )
     if causal:
@@ -470,9 +459,7 @@ else:
     )
 
 # Step 5: exp
-row_exp = steps.exp_scores[i]
-unmasked = row_exp[~steps.masked[i]]
-ratio = unmasked.max() / unmasked.min() if unmasked.min() > 0 else np.inf
+ratio = facts.exp_ratio
 exp_text = (
     "exp makes every score positive and stretches the differences: a score larger by 1 becomes e ≈ 2.72 "
     f"times larger. In row {a} the biggest exp is "
@@ -514,7 +501,7 @@ with wr:
     row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
     st.markdown(
         "Dividing each exp by its row sum turns the scores into mixing weights: all between 0 and 1, each row "
-        f"summing to 1 (largest deviation here: {num(np.abs(steps.weights.sum(axis=1) - 1).max())}). "
+        f"summing to 1 (largest deviation here: {num(facts.row_sum_error)}). "
         f"Row {a}: {row_txt}."
     )
     st.code(work["weights"], language="text", wrap_lines=True)

@@ -20,6 +20,7 @@ from lib.context import (
     check_replacement,
     edit,
     layer_cosines,
+    mark,
     sense_centroids,
     sense_flip,
     suggested_swaps,
@@ -46,7 +47,6 @@ intro(
     "The words that move it most are the ones the model reads the meaning from."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 a = state.analysis(min_sentences=1)
 ss, tv = a.set, a.vectors
 enc = cache.encoder(a.model)
@@ -56,44 +56,38 @@ n_sent = len(ss)
 target_word = ss.target or None
 
 
-def sentence_label(k: int) -> str:
-    sense = ss.senses[k - 1]
-    return ss.labels[k - 1] + (f"  · {sense}" if sense else "")
-
-
 def q(text: str) -> str:
     return f"“{escape_md(text)}”"
 
 
 # ------------------------------------------------------------------------------------------- controls
-state.url_int("ctx_sentence", 1, 1, n_sent)
-state.url_int("ctx_layer", L, 0, L)
-state.url_choice("ctx_replace", "mask", list(REPLACEMENTS))
-state.url_text("ctx_own", "", MAX_TYPED)
+# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
+CONTROLS = [
+    state.Control("ctx_sentence", "int", 1, lo=1, hi=n_sent),
+    state.Control("ctx_layer", "int", L, lo=0, hi=L),
+    state.Control("ctx_replace", "choice", "mask", choices=tuple(REPLACEMENTS)),
+    state.Control("ctx_own", "text", "", max_chars=MAX_TYPED, omit_default=True),
+]
+state.init_controls(CONTROLS)
 c_sent, c_layer = st.columns([3, 1])
-c_sent.selectbox(
-    "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="ctx_sentence"
+s_num = c_sent.selectbox(
+    "Sentence", options=list(range(1, n_sent + 1)), format_func=lambda k: ss.option_label(k - 1), key="ctx_sentence"
 )
-c_layer.slider(
+layer = c_layer.slider(
     "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position (before any attention), {L} = last."
 )
 c_own, c_rep = st.columns([3, 1])
-c_own.text_input(
+own = c_own.text_input(
     "Or type a sentence of your own",
     key="ctx_own",
     max_chars=MAX_TYPED,
     help=f"Leave empty to use the sentence above. The target is the first “{escape_md(ss.target)}”, or mark another "
     f"word in [brackets]. At most {MAX_WORDS} words and {MAX_PIECES} word pieces.",
 )
-c_rep.selectbox(
+rep_key = c_rep.selectbox(
     "Replace each word by", options=list(REPLACEMENTS), format_func=REPLACEMENTS.get, key="ctx_replace"
 )
-s_num, layer, rep_key = (
-    st.session_state.ctx_sentence,
-    st.session_state.ctx_layer,
-    st.session_state.ctx_replace,
-)
-own = " ".join(st.session_state.ctx_own.split())
+own = " ".join(own.split())
 i = None if own else s_num - 1
 sentence = own or ss.sentences[i]
 own_sense = None if i is None else ss.senses[i]
@@ -221,9 +215,13 @@ if st.session_state.get("_ctx_for") not in (None, sent_key):  # another sentence
     st.session_state["ctx_with"] = ""
     st.session_state["ctx_edited"] = ""
 st.session_state["_ctx_for"] = sent_key
-state.url_int("ctx_word", k_edit + 1, 1, n_words)
-state.url_text("ctx_with", "", 40)
-state.url_text("ctx_edited", "", MAX_TYPED)
+# the edit's controls: their bounds and default follow the sentence
+CONTROLS += [
+    state.Control("ctx_word", "int", k_edit + 1, lo=1, hi=n_words),
+    state.Control("ctx_with", "text", "", max_chars=40, omit_default=True),
+    state.Control("ctx_edited", "text", "", max_chars=MAX_TYPED, omit_default=True),
+]
+state.init_controls(CONTROLS[-3:])
 
 
 def _use_swap(index: int, replacement: str) -> None:
@@ -245,28 +243,28 @@ if swaps:
             width="stretch",
         )
 c_word, c_with = st.columns(2)
-c_word.selectbox(
+word_num = c_word.selectbox(
     "Word to change",
     options=list(range(1, n_words + 1)),
     format_func=lambda k: f"{k} · {occ.words[k - 1]}",
     key="ctx_word",
 )
-c_with.text_input("Replace it with (leave empty to delete it)", key="ctx_with", max_chars=40)
-st.text_input(
+with_raw = c_with.text_input("Replace it with (leave empty to delete it)", key="ctx_with", max_chars=40)
+typed = st.text_input(
     "Or type the whole edited sentence",
     key="ctx_edited",
     max_chars=MAX_TYPED,
     help="Overrides the word and replacement above. Keep the target (or mark it in [brackets]).",
 )
-j = st.session_state.ctx_word - 1
-typed = " ".join(st.session_state.ctx_edited.split())
+j = word_num - 1
+typed = " ".join(typed.split())
 try:
     if typed:
         span = find_target(typed, target_word)
-        edited = span.sentence[: span.start] + "[" + span.word + "]" + span.sentence[span.end :]
+        edited = mark(span.sentence, span.start, span.end)
         change = f"the sentence becomes “{escape_md(span.sentence)}”"
     else:
-        with_text = check_replacement(st.session_state.ctx_with)
+        with_text = check_replacement(with_raw)
         edited, span = edit(occ.sentence, occ.target_span, occ.spans[j], with_text)
         change = f"{q(occ.words[j])} becomes {q(with_text)}" if with_text else f"{q(occ.words[j])} is deleted"
     tv_edit = cache.target_vectors(a.model, (edited,), None)
@@ -327,14 +325,4 @@ if tv_edit is not None:
             "Label the sentences with senses (“sense | sentence”) to see which sense the edited word is nearest to."
         )
 
-state.sync_url(
-    {
-        "ctx_sentence": s_num,
-        "ctx_layer": layer,
-        "ctx_replace": rep_key,
-        "ctx_word": st.session_state.ctx_word,
-        **({"ctx_own": own} if own else {}),
-        **({"ctx_with": st.session_state.ctx_with} if st.session_state.ctx_with else {}),
-        **({"ctx_edited": typed} if typed else {}),
-    }
-)
+state.sync_controls(CONTROLS, {"ctx_own": own, "ctx_edited": typed})  # as read, spaces folded

@@ -6,7 +6,7 @@ import streamlit as st
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
 from lib.similarity import chance_phrase, cosine_matrix, pair_values, sense_similarity
 from ui import cache, state
-from ui.widgets import download_figure, escape_md, intro, sentence_table, shared_chart
+from ui.widgets import download_figure, escape_md, intro, sentence_table, shared_chart, weights_note
 
 st.title("Context Lens")
 intro(
@@ -28,9 +28,10 @@ st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone; each
 # figure is built once per set and model and shared by reruns and sessions (ui.cache.shared_figure)
 floor = shared_floor(first_cos, last_cos)
-titles = (
-    "Layer 0: embeddings (word piece + position + segment)",
-    f"Layer {last}: after {last} layers of attention",
+note = weights_note()  # the headings name random weights once; the untitled heatmaps below add nothing
+titles = tuple(
+    t + (f" · {note}" if note else "")
+    for t in ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers of attention")
 )
 fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
 for col, m, title, name, scale in zip(
@@ -48,7 +49,7 @@ for col, m, title, name, scale in zip(
             fig_key,
             lambda m=m, scale=scale: similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=floor, show_scale=scale),
         )
-        shared_chart(shared, key=name, share=0.5)
+        shared_chart(shared, key=name, share=0.5, name_model=False)
 sentence_table(ss.sentences, ss.senses)
 both = cache.shared_figure(
     "home_heatmaps", fig_key, lambda: before_after_heatmaps(first_cos, last_cos, ss.labels, ss.senses, titles)

@@ -127,12 +127,13 @@ def upload_section(current_target: str) -> None:
 def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     """Is the separation in the architecture or learned? The same sentences through a second model."""
     st.header("Trained or random? The same sentences through two models")
-    other = controls.compare_picker("layers", model)
+    other = controls.compare_picker(
+        "layers",
+        model,
+        off_note="Switch on the comparison to run these sentences through a second encoder, by default the "
+        "same architecture with random weights.",
+    )
     if other is None:
-        st.caption(
-            "Switch on the comparison to run these sentences through a second encoder, by default the same "
-            "architecture with random weights."
-        )
         return
     tv2 = cache.target_vectors(other, ss.sentences, ss.target)
     senses2 = [senses[i] for i in tv2.kept]
@@ -179,7 +180,7 @@ intro(
     "each layer, whether sentences with the same sense end up closer than sentences with different "
     "senses, and at which layer the sense can be read off best."
 )
-state.init_session()
+
 upload_section(state.sentence_set().target)
 uploaded = st.session_state.get("_layers_uploaded")
 

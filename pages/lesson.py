@@ -40,14 +40,17 @@ intro(
     "class sees the same thing. The model is the one chosen in the sidebar."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 model = state.model_name()
 enc = cache.encoder(model)
 L = enc.num_layers
 
 # ----------------------------------------------------------------------------------------- progress
-state.url_int(K_STEP, 1, 1, N)
-state.url_int(K_DONE, 0, 0, 2**N - 1)  # bit i set: step i solved (lib.lesson.solved_mask)
+CONTROLS = [
+    state.Control(K_STEP, "int", 1, lo=1, hi=N),
+    # not a widget: bit i set means step i solved (lib.lesson.solved_mask); set by the "Check" button
+    state.Control(K_DONE, "int", 0, lo=0, hi=2**N - 1, omit_default=True),
+]
+state.init_controls(CONTROLS)
 answers: dict[str, lesson.AnswerRecord] = st.session_state.setdefault(K_ANSWERS, {})
 
 
@@ -537,5 +540,4 @@ back, _, nxt = st.columns([1, 3, 1])
 back.button("← Back", key="lesson_back", on_click=_move, args=(-1,), disabled=k == 1, width="stretch")
 nxt.button("Next →", key="lesson_next", on_click=_move, args=(1,), disabled=k == N, width="stretch")
 
-mask = st.session_state.get(K_DONE, 0)
-state.sync_url({K_STEP: k, **({K_DONE: mask} if mask else {})})
+state.sync_controls(CONTROLS)

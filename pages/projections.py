@@ -49,7 +49,6 @@ intro(
     "removing the top components, before any of the three."
 )
 
-state.init_session()  # no-op inside the app; lets the page run on its own (tests, `streamlit run`)
 a = state.analysis(min_sentences=1)
 ss, tv = a.set, a.vectors
 enc = cache.encoder(a.model)

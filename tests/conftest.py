@@ -54,18 +54,11 @@ def page_test(page: str, *, text: str | None = None, target: str | None = None, 
     """
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
-    if preset is not None:
-        from lib.presets import preset_by_id
+    from ui import state
 
-        p = preset_by_id(preset)
-        at.session_state["cl_preset"] = preset
-        at.session_state["cl_text"] = p.text
-        at.session_state["cl_target"] = p.target
-        at.session_state["_cl_initialised"] = True
+    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     if text is not None:
-        at.session_state["cl_preset"] = "custom"
-        at.session_state["cl_text"] = text
-        at.session_state["cl_target"] = target or ""
-        at.session_state["_cl_initialised"] = True
+        state.seed(at, text=text, target=target)
+    elif preset is not None:
+        state.seed(at, preset=preset)
     return at

@@ -18,6 +18,7 @@ from lib.encoder import DEFAULT_MODEL
 from lib.presets import default_preset, preset_by_id
 from lib.sentences import pack_text, unpack_text
 from tests.conftest import ROOT, page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -106,14 +107,7 @@ def _long_custom_set() -> str:
 
 def _app_with_set(text: str, target: str, **extra) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.session_state["cl_preset"] = "custom"
-    at.session_state["cl_text"] = text
-    at.session_state["cl_target"] = target
-    at.session_state["_cl_initialised"] = True
-    at.session_state["cl_model"] = DEFAULT_MODEL
-    at.session_state["cl_model_active"] = DEFAULT_MODEL
-    for k, v in extra.items():
-        at.session_state[k] = v
+    state.seed(at, text=text, target=target, model=DEFAULT_MODEL, **extra)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -167,13 +161,13 @@ def test_url_helpers_clamp_and_fall_back():
     script = """
 import streamlit as st
 from ui import state
-st.session_state["_cl_initialised"] = True
+state.seed(st.session_state, presenter=False)  # a started session: the link's shared keys are not read
 a = state.url_int("t_int", 3, 1, 5)
 b = state.url_float("t_float", 0.5, 0.0, 1.0)
 c = state.url_choice("t_choice", "x", ["x", "y"])
 d = state.url_bool("t_bool", False)
 st.write(repr((a, b, c, d)))
-st.write(repr(st.session_state.get("_cl_url_notes", [])))
+st.write(repr(state.url_notes(st.session_state)))
 """
     import sys
 

@@ -18,6 +18,7 @@ from lib.attention import (
     recompute_attention,
     softmax,
     special_token_share,
+    strongest_keys,
     target_attention,
     token_labels,
 )
@@ -74,6 +75,7 @@ def test_special_token_share_by_hand():
     np.testing.assert_allclose(s.other, 0.4)  # "hi" and "there"
     np.testing.assert_allclose(s.cls_mean + s.sep_mean + s.punctuation_mean + s.other_mean, 1.0)
     assert s.cls.shape == (2, 3) and s.cls_mean.shape == (2,)
+    np.testing.assert_allclose(s.cls_sep_mean, 0.4)
 
     # all attention on [SEP]
     to_sep = np.zeros((1, 1, n, n))
@@ -212,6 +214,11 @@ def test_recomputation_all_heads(encoder, encoding):
         # the scores are Q·Kᵀ/√d_k: check one entry by hand from q and k
         expected = float(r.q[3, 1] @ r.k[3, 2]) / math.sqrt(r.d_k)
         assert r.scores[3, 1, 2] == pytest.approx(expected)
+        # the page's worked table: dot products of query 1 with every key, then ÷ √d_k gives the scores
+        assert r.dot_products(1).shape == (encoder.num_heads, n)
+        np.testing.assert_allclose(r.dot_products(1) / r.scale, r.scores[:, 1, :], rtol=1e-5, atol=1e-6)
+        one = recompute_attention(encoder, encoding, 0, layer, 3)
+        np.testing.assert_allclose(one.dot_products(1), r.dot_products(1)[3], rtol=1e-6)
 
 
 def test_recomputation_rejects_bad_layer_and_head(encoder, encoding):
@@ -359,3 +366,9 @@ def test_rows_summing_to_one_counts_rows_by_hand():
     z = np.zeros((2, 2))
     rec = AttentionRecomputation(0, 0, 2, z, z, z, z, weights, weights, 0.0)
     assert rec.rows_summing_to_one() == 1
+
+
+def test_strongest_keys_by_hand():
+    row = np.array([0.1, 0.4, 0.1, 0.3, 0.1])
+    assert strongest_keys(row) == [1, 3, 0]  # ties go to the earlier key
+    assert strongest_keys(row, k=10) == [1, 3, 0, 2, 4]

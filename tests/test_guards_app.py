@@ -17,6 +17,7 @@ from lib.encoder import DEFAULT_MODEL
 from lib.presets import default_preset, load_presets
 from lib.sentences import pack_text
 from tests.conftest import ROOT, page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -99,11 +100,7 @@ def _sidebar_app() -> AppTest:
 def test_picking_a_preset_keeps_my_sentences_one_click_away():
     mine = "money | My bank gave me a loan.\nriver | The bank was muddy."
     at = _sidebar_app()
-    at.session_state["cl_preset"] = "custom"
-    at.session_state["cl_text"] = mine
-    at.session_state["cl_target"] = "bank"
-    at.session_state["cl_model"] = DEFAULT_MODEL
-    at.session_state["_cl_initialised"] = True
+    state.seed(at, text=mine, target="bank", model=DEFAULT_MODEL)
     at.run()
     assert not at.exception and not [b for b in at.button if b.key == "cl_back_to_own"]
     other = next(p for p in load_presets() if p.text != mine)
@@ -123,15 +120,9 @@ def test_sentence_box_has_max_chars():
 
 
 def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypatch):
-    from ui import state
-
     monkeypatch.setattr(state, "MAX_PACKED_IN_URL", 20)
     at = _sidebar_app()
-    at.session_state["cl_preset"] = "custom"
-    at.session_state["cl_text"] = TEXT
-    at.session_state["cl_target"] = "bank"
-    at.session_state["cl_model"] = DEFAULT_MODEL
-    at.session_state["_cl_initialised"] = True
+    state.seed(at, text=TEXT, target="bank", model=DEFAULT_MODEL)
     at.run()
     assert at.query_params.get("toolong") in ("1", ["1"]) and "text" not in at.query_params
     # whoever opens that link is told, instead of silently getting the default preset
@@ -145,8 +136,6 @@ def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypat
 
 
 def test_an_upload_longer_than_the_sentence_box_keeps_whole_lines_and_says_so(monkeypatch):
-    from ui import state
-
     monkeypatch.setattr(state, "MAX_TEXT_CHARS", 400)
     at = page_test("pages/layers.py", preset=default_preset().id).run()
     rows = [f"river,The bank {k} of the wide and slow river was green." for k in range(20)]

@@ -23,6 +23,7 @@ from lib.encoder import DEFAULT_MODEL
 from lib.presets import default_preset, preset_by_id
 from lib.sentences import MAX_SENTENCES, pack_text
 from tests.conftest import ROOT, page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -36,15 +37,8 @@ def app(*, text=None, target=None, query=None, session=None) -> AppTest:
     """app.py's first run (the sidebar and the start page), on a custom set and/or a link."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     if text is not None:
-        at.session_state["cl_preset"] = "custom"
-        at.session_state["cl_text"] = text
-        at.session_state["cl_target"] = target or ""
-        at.session_state["cl_model"] = DEFAULT_MODEL
-        at.session_state["cl_model_active"] = DEFAULT_MODEL
-        at.session_state["cl_presenter"] = False
-        at.session_state["_cl_initialised"] = True
-    for k, v in (session or {}).items():
-        at.session_state[k] = v
+        state.seed(at, text=text, target=target, model=DEFAULT_MODEL, presenter=False)
+    state.seed(at, **(session or {}))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     return at.run()
@@ -55,8 +49,7 @@ def page(path, *, text=None, target=None, preset=None, query=None, session=None,
     if not (ROOT / path).exists():
         pytest.skip(f"{path} does not exist yet")
     at = page_test(path, text=text, target=target, preset=preset)
-    for k, v in (session or {}).items():
-        at.session_state[k] = v
+    state.seed(at, **(session or {}))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
@@ -106,7 +99,7 @@ def url_note(fragment: str) -> Callable[[AppTest], None]:
     """A page run on its own records link problems for the sidebar (which app.py draws)."""
 
     def check(at: AppTest) -> None:
-        notes = at.session_state["_cl_url_notes"] if "_cl_url_notes" in at.session_state else []  # noqa: SIM401
+        notes = state.url_notes(at)
         assert any(fragment in n for n in notes), notes
 
     return check

@@ -2,7 +2,7 @@
 
 Each case is a link as the app wrote it before the change (every URL key of the page, non-default values).
 Opening it must set the page's controls to those values, and the URL the page writes (ui.state.sync_url,
-held in ``_cl_page_url`` until app.py writes it) must carry the same values, so copying the address bar
+read with ``ui.state.url_written`` before app.py writes it) must carry the same values, so copying the address bar
 gives the same view again. The shared keys (preset, target, text, model, weights, seed, presenter,
 toolong) are covered by tests/test_app_shell.py and tests/test_guards_app.py.
 """
@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from lib.encoder import DEFAULT_MODEL
 from lib.presets import default_preset
 from tests.conftest import page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
+
+RANDOM0 = f"{DEFAULT_MODEL}#random-0"
 
 # page -> (link as written before the change, the session values it must give)
 OLD_LINKS = {
@@ -27,6 +31,8 @@ OLD_LINKS = {
             "layers_pairs": "1",
             "layers_reference": "1",
             "layers_sentence": "2",
+            "layers_compare": "1",  # ui.controls.compare_picker: a second model beside the first
+            "layers_other": RANDOM0,
         },
         {
             "layers_layer": 3,
@@ -36,6 +42,8 @@ OLD_LINKS = {
             "layers_pairs": True,
             "layers_reference": True,
             "layers_sentence": 2,
+            "layers_compare": True,
+            "layers_other": RANDOM0,
         },
     ),
     "pages/attention.py": (
@@ -87,6 +95,16 @@ OLD_LINKS = {
         {"aniso_corpus": "builtin", "aniso_layer": 2, "aniso_treatment": "whiten", "aniso_k": 3, "aniso_bert": False},
     ),
     "pages/lesson.py": ({"lesson_step": "2", "lesson_done": "1"}, {"lesson_step": 2, "lesson_done": 1}),
+    "pages/context.py": (
+        {
+            "ctx_sentence": "6",
+            "ctx_layer": "4",
+            "ctx_replace": "unk",
+            "ctx_word": "2",
+            "ctx_with": "savings",
+        },
+        {"ctx_sentence": 6, "ctx_layer": 4, "ctx_replace": "unk", "ctx_word": 2, "ctx_with": "savings"},
+    ),
 }
 
 
@@ -102,10 +120,10 @@ def test_an_old_link_opens_the_same_view_and_is_written_back(page):
         at.query_params[k] = v
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert not at.session_state["_cl_url_notes"], at.session_state["_cl_url_notes"]  # no key was refused
+    assert not state.url_notes(at), state.url_notes(at)  # no key was refused
     for key, value in expected.items():
         assert at.session_state[key] == value, key
-    written = at.session_state["_cl_page_url"]
+    written = state.url_written(at)
     for key, value in expected.items():
         if page == "pages/lesson.py" and key == "lesson_done":
             continue  # the lesson writes the steps solved in this session, not the link's (see pages/lesson.py)
@@ -129,11 +147,12 @@ CONTROLS = [
     state.Control("t_float", "float", 0.5, lo=0.0, hi=1.0),
     state.Control("t_text", "text", "", max_chars=4),
     state.Control("t_local", "int", 3, lo=0, hi=9, in_url=False),
+    state.Control("t_short", "text", "", omit_default=True),
 ]
 state.init_controls(CONTROLS)
 st.write(repr(tuple(st.session_state[c.key] for c in CONTROLS)))
 state.sync_controls(CONTROLS, {"t_bool": False})
-st.write(repr(st.session_state["_cl_page_url"]))
+st.write(repr(state.url_written(st.session_state)))
 """
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -142,6 +161,148 @@ st.write(repr(st.session_state["_cl_page_url"]))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     # clamped to hi, the link's choice, the link's bool, the default float, cut text; t_local ignores the link
-    assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3))
+    assert at.markdown[0].value == repr((10, "y", True, 0.5, "abcd", 3, ""))
     written = at.markdown[1].value
+    # t_local never goes into the link, t_short not while it is at its default (empty)
     assert written == repr({"t_int": "10", "t_choice": "y", "t_bool": "0", "t_float": "0.5", "t_text": "abcd"})
+
+
+# ------------------------------------------------------------------------------------------- the view a link opens
+# Links as teachers shared them before the controls were declared once (issue 15), and what the page must show.
+BANK = default_preset()
+
+
+def _bank_sentence(k: int) -> str:
+    return BANK.sentence_set().sentences[k - 1]
+
+
+def _before_target(sentence: str) -> str:
+    from lib.targets import find_target
+    from ui.widgets import escape_md
+
+    return escape_md(sentence[: find_target(sentence, BANK.target).start])
+
+
+def _md(text: str) -> str:
+    from ui.widgets import escape_md
+
+    return escape_md(text)
+
+
+def _texts(at, *kinds) -> str:
+    return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
+
+
+def _attention_views():
+    yield {"attn_sentence": "3", "attn_layer": "2", "attn_head": "5"}, [
+        ("header", "Layer 2, head 5: who looks at whom"),
+        ("caption", "Sentence 3 as the model reads it"),
+        ("markdown", "The head enlarged above, layer 2, head 5, is row 2, column 5"),
+        ("markdown", "In layer 2, mean over heads, apart from itself"),  # attn_target_mean defaults to on
+    ]
+    yield {"attn_head": "2", "attn_target_mean": "0", "attn_sentence": "2", "attn_compare": "1"}, [
+        ("header", "Layer 1, head 2: who looks at whom"),
+        ("markdown", "In layer 1, head 2, apart from itself"),
+        ("markdown", "“bank” in sentence 2 looks most at"),
+        ("markdown", "in sentence 1 at"),
+    ]
+
+
+def _context_views():
+    yield {"ctx_sentence": "2", "ctx_layer": "0", "ctx_replace": "delete"}, [
+        ("caption", _before_target(_bank_sentence(2))),
+        ("markdown", "At layer 0 (input), deleting “"),
+    ]
+    own = "Herons wait on the quiet bank of the canal."
+    yield {"ctx_own": own, "ctx_replace": "unk", "ctx_layer": "5"}, [
+        ("caption", _before_target(own)),
+        ("markdown", "At layer 5, replacing by [UNK] “"),
+    ]
+    yield {"ctx_sentence": "6", "ctx_edited": "We spread a blanket on the [bank] and watched the money."}, [
+        ("markdown", f"When the sentence becomes “{_md('We spread a blanket on the bank and watched the money.')}”"),
+    ]
+    yield {"ctx_sentence": "6", "ctx_word": "2", "ctx_with": "savings"}, [
+        ("markdown", "becomes “savings”"),
+    ]
+
+
+def _calculator_views():
+    yield {"calc_d": "3", "calc_temperature": "2.5"}, [
+        ("markdown", "The temperature 2.5 divides each score first: above 1 it flattens the contrast."),
+        ("table", "dim 3"),
+    ]
+    yield {"calc_use_pos": "0", "calc_scale": "1", "calc_causal": "1", "calc_block": "1"}, [
+        ("subheader", "Step 1 · Input X = E"),
+        ("subheader", "Step 4 · Scale and mask"),
+        ("markdown", "The causal mask hides every key after the query"),
+        ("header", "5. Residual, LayerNorm and a tiny feed-forward network"),
+    ]
+
+
+def _lesson_views():
+    from lib import lesson
+
+    steps = lesson.STEPS
+    yield {"lesson_step": "3", "lesson_done": "5"}, [
+        ("header", f"Step 3 of {len(steps)}: {steps[2].title}"),
+        ("progress", f"2 of {len(steps) - 1} questions solved"),
+    ]
+    yield {"lesson_step": "0", "lesson_done": "2"}, [  # clamped to the first step
+        ("header", f"Step 1 of {len(steps)}: {steps[0].title}"),
+        ("progress", f"1 of {len(steps) - 1} questions solved"),
+    ]
+
+
+VIEWS = [
+    *(("pages/attention.py", link, want) for link, want in _attention_views()),
+    *(("pages/context.py", link, want) for link, want in _context_views()),
+    *(("pages/calculator.py", link, want) for link, want in _calculator_views()),
+    *(("pages/lesson.py", link, want) for link, want in _lesson_views()),
+]
+
+
+@pytest.mark.parametrize(
+    ("page", "link", "want"), VIEWS, ids=[f"{p.split('/')[1][:-3]}-{k}" for k, (p, _, _) in enumerate(VIEWS)]
+)
+def test_an_old_link_shows_its_view(page, link, want):
+    at = page_test(page, preset=BANK.id)
+    for k, v in link.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    for kind, fragment in want:
+        if kind == "table":
+            shown = " ".join(" ".join(map(str, t.value.columns)) for t in at.table)
+        elif kind == "progress":
+            shown = " ".join(str(p.proto.text) for p in at.get("progress"))
+        else:
+            shown = _texts(at, kind)
+        assert fragment in shown, (kind, fragment, shown[:2000])
+
+
+def test_seed_starts_a_session_that_does_not_read_the_links_shared_keys():
+    """ui.state.seed: the tests' public way into a session (no private keys)."""
+    import sys
+
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    script = """
+import streamlit as st
+from ui import state
+ss = state.sentence_set()
+st.write(repr((ss.target, state.model_name(), state.presenter(), st.session_state.get("attn_layer"))))
+state.Control("attn_layer", "int", 1, lo=1, hi=6).init()
+st.write(repr(st.session_state["attn_layer"]))
+"""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    at = AppTest.from_string(script, default_timeout=120)
+    state.seed(at, presenter=True, attn_layer=9)
+    at.query_params.update({"preset": "apple", "attn_layer": "3"})  # a started session reads neither
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.markdown[0].value == repr((BANK.target, DEFAULT_MODEL, True, 9))
+    assert at.markdown[1].value == "6"  # a seeded value is still clamped by its control
+    assert state.url_notes(at) == [] and state.url_written(at) == {}

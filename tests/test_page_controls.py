@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from lib.encoder import DEFAULT_MODEL
 from tests.conftest import ROOT, page_test
+from ui import state
 
 pytestmark = pytest.mark.slow
 RANDOM0 = f"{DEFAULT_MODEL}#random-0"
@@ -35,7 +36,11 @@ def test_link_with_random_weights_names_them_everywhere():
     assert any("Random weights (seed 3)" in w.value for w in at.sidebar.warning)
     assert {k: at.query_params[k] for k in at.query_params} == {"preset": "apple", "weights": "random", "seed": "3"}
     shown = titles(at)
-    assert shown and all("random weights, seed 3" in t for t in shown), shown
+    assert shown and all("random weights, seed 3" in t for t in shown if t), shown
+    # Home's two heatmaps have no title of their own: the bold heading above each names the weights, once
+    headings = [m.value for m in at.markdown if m.value.startswith("**Layer ")]
+    assert len(headings) == 2 and all(h.count("random weights, seed 3") == 1 for h in headings), headings
+    assert shown.count("") == 2, shown
 
 
 def test_a_bad_weights_link_falls_back_with_a_note():
@@ -50,8 +55,8 @@ def test_a_bad_weights_link_falls_back_with_a_note():
 
 
 def test_layers_probe_and_two_models():
-    at = page_test("pages/layers.py", preset="apple")
-    at.session_state["cl_model_active"] = RANDOM0
+    at = page_test("pages/layers.py")
+    state.seed(at, preset="apple", model=RANDOM0)
     at.query_params["layers_compare"] = "1"
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -65,7 +70,7 @@ def test_layers_probe_and_two_models():
     assert any("random weights, seed 0 vs trained weights" in t for t in shown)
     # the default second model is the trained twin of the random one, and the link keeps the choice
     assert at.text_input(key="layers_other").value == DEFAULT_MODEL
-    page_url = at.session_state["_cl_page_url"]
+    page_url = state.url_written(at)
     assert page_url["layers_compare"] == "1" and page_url["layers_other"] == DEFAULT_MODEL
     assert "Blue: **" in text and "red, dashed" in text
 
@@ -79,7 +84,7 @@ def test_projections_neighbour_check_and_three_seeds():
     assert "nearest neighbours" in captions and "random layout would keep about 45%" in captions
     assert "The same map from three random starts" in [h.value for h in at.subheader]
     assert any("three seeds" in t for t in titles(at))
-    assert at.session_state["_cl_page_url"]["proj_seeds"] == "1"
+    assert state.url_written(at)["proj_seeds"] == "1"
     # PCA has no seed: the toggle is disabled and the view is not drawn
     at.radio(key="proj_method").set_value("pca").run()
     assert at.toggle(key="proj_seeds").disabled

@@ -10,16 +10,15 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui import state
+
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 
 
 def _app(text: str | None = None, target: str | None = None) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=240)
     if text is not None:
-        at.session_state["_cl_initialised"] = True
-        at.session_state["cl_preset"] = "custom"
-        at.session_state["cl_text"] = text
-        at.session_state["cl_target"] = target
+        state.seed(at, text=text, target=target)
     return at
 
 
@@ -49,7 +48,7 @@ def test_preset_shows_every_section():
     downloads = {b.key for b in at.get("download_button")}
     assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
-    page_url = at.session_state["_cl_page_url"]
+    page_url = state.url_written(at)
     assert page_url["layers_layer"] == str(at.session_state["layers_layer"])
     assert page_url["layers_pooling"] == "layer"
 
@@ -68,8 +67,8 @@ def test_controls_do_not_run_the_model_again():
     at.radio(key="layers_pooling").set_value("all").run()
     _ok(at)
     assert _encoder_calls() == calls
-    assert at.session_state["_cl_page_url"]["layers_pooling"] == "all"
-    assert at.session_state["_cl_page_url"]["layers_view"] == "all"
+    assert state.url_written(at)["layers_pooling"] == "all"
+    assert state.url_written(at)["layers_view"] == "all"
     assert "mean of all layers" in _markdown(at)
 
 
@@ -221,3 +220,19 @@ def test_user_text_is_escaped_and_nothing_shows_nan():
     )
     assert not re.search(r"\b(nan|inf)\b", shown, re.IGNORECASE)
     assert "<script" not in shown
+
+
+def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
+    """Only target markup is removed (lib.targets.strip_markup): a typed [MASK] stays "[MASK]" in labels."""
+    import json
+
+    text = "river | The [MASK] sat on the river [bank].\nmoney | The bank raised rates.\nriver | A muddy bank."
+    at = _app(text, "bank").run()
+    _ok(at, charts=3)
+    shown = [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
+    shown += [m.value for m in at.markdown] + [c.value for c in at.caption]
+    shown += [df.value.to_csv() for df in at.dataframe] + [t.value.to_csv() for t in at.table]
+    found = [s for s in shown if "MASK" in s]
+    assert found, "the sentence with [MASK] is shown somewhere"
+    for s in found:
+        assert re.search(r"(?<!\[)(?<!\\\[)MASK", s) is None, s[:300]

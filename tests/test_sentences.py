@@ -66,6 +66,12 @@ def test_labels_are_short_unique_and_without_brackets():
     assert labels[0].endswith("…")
 
 
+def test_option_label_adds_the_sense_when_there_is_one():
+    ss = parse_sentence_set(TEXT, "bank")
+    assert ss.option_label(0) == ss.labels[0] + "  · money"
+    assert ss.option_label(2) == ss.labels[2]  # no sense label on that line
+
+
 def test_problems_have_line_numbers_and_good_lines_stay():
     text = "\n".join(
         [

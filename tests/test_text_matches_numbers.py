@@ -20,6 +20,7 @@ from lib import lesson
 from lib import similarity as sim
 from lib.presets import preset_by_id
 from tests.conftest import ROOT
+from ui.state import seed
 
 N_LAYERS = 3
 
@@ -54,15 +55,7 @@ def _page(name: str, model: str, preset: str = "apple", **state):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "pages" / f"{name}.py"), default_timeout=240)
-    p = preset_by_id(preset)
-    at.session_state["_cl_initialised"] = True
-    at.session_state["cl_preset"] = p.id
-    at.session_state["cl_text"] = p.text
-    at.session_state["cl_target"] = p.target
-    at.session_state["cl_model"] = model
-    at.session_state["cl_model_active"] = model
-    for k, v in state.items():
-        at.session_state[k] = v
+    seed(at, preset=preset, model=model, **state)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]

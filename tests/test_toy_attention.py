@@ -24,6 +24,7 @@ from lib.toy_attention import (
     parse_cell,
     parse_matrix,
     parse_tokens,
+    step_facts,
     token_summaries,
     unique_labels,
     worked_cell,
@@ -108,6 +109,22 @@ def test_course_example_scaled_and_causal_by_hand():
     np.testing.assert_allclose(c.weights[1], [1 / (1 + A), A / (1 + A), 0], rtol=1e-10)
     np.testing.assert_allclose(c.weights[2], COURSE_WEIGHTS[2], rtol=1e-10)
     np.testing.assert_allclose(c.output[0], COURSE_X[0])  # attending only to itself leaves The unchanged
+
+
+def test_step_facts_of_the_course_example_by_hand():
+    f = step_facts(course_steps(), 1)  # row "cat": S = [0, 1.21, 1.21]
+    assert f.identity_projections and f.same_query_key and f.symmetric_scores
+    assert f.largest_score == (2, 2)  # sat·sat = 2.42
+    assert f.row_best == 1  # the tie 1.21 = 1.21 goes to the earlier key
+    assert f.d_k == 2 and f.sqrt_d_k == pytest.approx(math.sqrt(2))
+    assert f.exp_ratio == pytest.approx(A / 1.0)  # exp(1.21) / exp(0)
+    assert f.row_sum_error < 1e-12
+    # a causal mask: row "The" sees only itself, so the ratio of its one exp is 1
+    assert step_facts(course_steps(causal=True), 0).exp_ratio == pytest.approx(1.0)
+    # W_Q ≠ W_K: neither identity nor symmetric
+    X = np.array(COURSE_X)
+    g = step_facts(attention_steps(X, W_q=np.array([[1.0, 0.0], [1.0, 1.0]])), 0)
+    assert not g.identity_projections and not g.same_query_key and not g.symmetric_scores
 
 
 def test_temperature_divides_scores_before_softmax():

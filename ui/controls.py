@@ -118,17 +118,16 @@ def other_model_key(model: str) -> str:
     return model_key(base, "random", 0) if weights == "trained" else base
 
 
-def compare_picker(page: str, model: str) -> str | None:
+def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     """A toggle and a model field for "compare with a second model"; returns the second model's key or None.
 
+    ``off_note``: shown while the toggle is off (what switching it on would show).
     URL keys: ``<page>_compare`` (1/0) and ``<page>_other`` (a model key, e.g. "<id>#random-0").
     """
     k_on, k_other = f"{page}_compare", f"{page}_other"
-    on = state.url_bool(k_on, False)
     default_other = other_model_key(model)
-    if k_other not in st.session_state:
-        raw = state._url_value(k_other)
-        st.session_state[k_other] = (raw or default_other).strip()[:220]
+    picker = [state.Control(k_on, "bool", False), state.Control(k_other, "text", default_other, max_chars=220)]
+    state.init_controls(picker)
     c1, c2 = st.columns([1, 2])
     on = c1.toggle(
         "Compare with a second model",
@@ -144,8 +143,9 @@ def compare_picker(page: str, model: str) -> str | None:
         help=f"Default: {default_other}. Any model the Model panel accepts; add #random-0 for its random twin.",
     )
     other = (st.session_state.get(k_other) or "").strip() or default_other
-    state.sync_url({k_on: on, k_other: other})
+    state.sync_controls(picker, {k_other: other})
     if not on:
+        st.caption(off_note)
         return None
     try:
         other = model_key(other)

@@ -5,9 +5,13 @@ written into the URL's query parameters after every run, so a teacher can copy t
 opens the same view. A link is read once, when a session starts; a garbled or oversized value gives a clear
 message and the default instead.
 
-Page controls:  value = url_int("layers_layer", default, lo, hi)  # before the widget, then
-                st.slider(..., key="layers_layer")                 # widget keyed the same, no value=
-                sync_url({"layers_layer": value})                  # after the widget
+Page controls, declared once each:
+    CONTROLS = [Control("layers_layer", "int", L, lo=0, hi=L), ...]
+    init_controls(CONTROLS)                      # before the widgets: session state, else the link, else default
+    layer = st.slider("Layer", 0, L, key="layers_layer")   # widget keyed the same, no value=
+    sync_controls(CONTROLS)                      # at the end: the same keys into the URL
+
+Tests: seed(at, preset=..., **controls) before at.run(); url_written(at) and url_notes(at) after it.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a
 MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
 SHARED_KEYS = ("preset", "target", "text", "model", "weights", "seed", "presenter", "toolong")
 K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset replaces it
+K_INITIALISED = "_cl_initialised"  # the link's shared keys have been read (once per session)
+K_PAGE_URL = "_cl_page_url"  # this run's page controls for the URL (sync_url), written by finish_run
+K_URL_NOTES = "_cl_url_notes"  # what was wrong with the link's values, for the sidebar
 
 
 # --------------------------------------------------------------------------- the URL, read once
@@ -66,12 +73,12 @@ def _url0() -> dict[str, str]:
         except Exception:  # a malformed query string must never break the app
             snap = {}
         st.session_state["_cl_url0"] = snap
-        st.session_state["_cl_url_notes"] = []
+        st.session_state[K_URL_NOTES] = []
     return st.session_state["_cl_url0"]
 
 
 def _url_note(message: str) -> None:
-    notes = st.session_state.setdefault("_cl_url_notes", [])
+    notes = st.session_state.setdefault(K_URL_NOTES, [])
     if message not in notes:
         notes.append(message)
         box = st.session_state.get("_cl_notes_box")  # the sidebar's slot, when app.py drew it this run
@@ -94,18 +101,34 @@ def url_has(key: str) -> bool:
     return key in _url0()
 
 
-def url_int(key: str, default: int, lo: int, hi: int) -> int:
-    """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
+def _first_value(key: str, default, parse, problem: str):
+    """Session state's value of ``key``, set on first use from the link (``parse(raw)``) or ``default``.
+
+    A link value ``parse`` refuses (ValueError) gives ``default`` and the note "The link's “key” value
+    ``problem``; the default is used."
+    """
     if key not in st.session_state:
         value = default
         raw = _url_value(key)
         if raw is not None:
             try:
-                value = int(raw)
+                value = parse(raw)
             except ValueError:
-                _url_note(f"The link's “{key}” value is not a whole number; the default is used.")
+                _url_note(f"The link's “{key}” value {problem}; the default is used.")
         st.session_state[key] = value
-    value = st.session_state[key]
+    return st.session_state[key]
+
+
+def _finite_float(raw: str) -> float:
+    value = float(raw)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(raw)
+    return value
+
+
+def url_int(key: str, default: int, lo: int, hi: int) -> int:
+    """Initial value of an integer control: session state, else the link, else ``default``; clamped."""
+    value = _first_value(key, default, int, "is not a whole number")
     if not isinstance(value, int) or isinstance(value, bool):
         value = default
     clamped = min(max(value, lo), hi)
@@ -115,19 +138,7 @@ def url_int(key: str, default: int, lo: int, hi: int) -> int:
 
 def url_float(key: str, default: float, lo: float, hi: float) -> float:
     """Like :func:`url_int` for a float control."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            try:
-                value = float(raw)
-                if value != value or value in (float("inf"), float("-inf")):
-                    raise ValueError
-            except ValueError:
-                value = default
-                _url_note(f"The link's “{key}” value is not a number; the default is used.")
-        st.session_state[key] = value
-    value = float(st.session_state[key])
+    value = float(_first_value(key, default, _finite_float, "is not a number"))
     clamped = min(max(value, lo), hi)
     st.session_state[key] = clamped
     return clamped
@@ -135,32 +146,26 @@ def url_float(key: str, default: float, lo: float, hi: float) -> float:
 
 def url_choice(key: str, default: str, choices: Sequence[str]) -> str:
     """Initial value of a choice control (selectbox/radio with string options)."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            if raw in choices:
-                value = raw
-            else:
-                _url_note(f"The link's “{key}” value is not one of the choices; the default is used.")
-        st.session_state[key] = value
-    if st.session_state[key] not in choices:
+
+    def parse(raw: str) -> str:
+        if raw not in choices:
+            raise ValueError(raw)
+        return raw
+
+    if _first_value(key, default, parse, "is not one of the choices") not in choices:
         st.session_state[key] = default if default in choices else choices[0]
     return st.session_state[key]
 
 
+def _bool(raw: str) -> bool:
+    if raw not in ("1", "true", "0", "false"):
+        raise ValueError(raw)
+    return raw in ("1", "true")
+
+
 def url_bool(key: str, default: bool) -> bool:
     """Initial value of a checkbox/toggle ('1'/'0' in the link)."""
-    if key not in st.session_state:
-        value = default
-        raw = _url_value(key)
-        if raw is not None:
-            if raw in ("1", "true", "0", "false"):
-                value = raw in ("1", "true")
-            else:
-                _url_note(f"The link's “{key}” value should be 1 or 0; the default is used.")
-        st.session_state[key] = value
-    return bool(st.session_state[key])
+    return bool(_first_value(key, default, _bool, "should be 1 or 0"))
 
 
 def url_text(key: str, default: str = "", max_chars: int = 300) -> str:
@@ -187,6 +192,8 @@ class Control:
     known (they often depend on the model or the set), e.g.
     ``Control("layers_layer", "int", L, lo=0, hi=L)``.
     kind: "int" / "float" (lo, hi), "choice" (choices), "bool", "text" (max_chars).
+    in_url: False for a control the link never carries (still clamped / checked).
+    omit_default: the link leaves the control out while it is at its default (keeps links short).
     """
 
     key: str
@@ -197,12 +204,12 @@ class Control:
     choices: tuple[str, ...] = ()
     max_chars: int = 300
     in_url: bool = True
+    omit_default: bool = False
 
     def init(self) -> object:
         """Set the widget's initial value in session state (from the link when ``in_url``) and return it."""
-        if not self.in_url:
+        if not self.in_url:  # never read from the link: start from the default, then clamp/check like the rest
             st.session_state.setdefault(self.key, self.default)
-            return st.session_state[self.key]
         if self.kind == "int":
             return url_int(self.key, int(self.default), int(self.lo), int(self.hi))
         if self.kind == "float":
@@ -223,29 +230,37 @@ def init_controls(controls: Sequence[Control]) -> None:
 
 
 def sync_controls(controls: Sequence[Control], values: dict[str, object] | None = None) -> None:
-    """Write every ``in_url`` control into the URL: its value from ``values``, else from session state."""
+    """Write every ``in_url`` control into the URL: its value from ``values``, else from session state.
+
+    A control with ``omit_default`` stays out of the link while at its default (a link without it opens the
+    same view), e.g. an empty text box.
+    """
     values = values or {}
-    sync_url(
-        {c.key: values.get(c.key, st.session_state.get(c.key, c.default)) for c in controls if c.in_url}
-    )
+    params = {}
+    for c in controls:
+        if c.in_url:
+            value = values.get(c.key, st.session_state.get(c.key, c.default))
+            if not (c.omit_default and value == c.default):
+                params[c.key] = value
+    sync_url(params)
 
 
 def sync_url(params: dict[str, object]) -> None:
     """Put this page's main controls into the URL (written at the end of the run by :func:`finish_run`)."""
-    page = st.session_state.setdefault("_cl_page_url", {})
+    page = st.session_state.setdefault(K_PAGE_URL, {})
     for k, v in params.items():
         page[k] = ("1" if v else "0") if isinstance(v, bool) else str(v)
 
 
 def begin_run() -> None:
     """Called by app.py at the start of every run."""
-    st.session_state["_cl_page_url"] = {}
+    st.session_state[K_PAGE_URL] = {}
 
 
 def finish_run() -> None:
     """Called by app.py at the end of every run (also after st.stop): write the URL once."""
     desired = dict(_shared_params())
-    desired.update(st.session_state.get("_cl_page_url", {}))
+    desired.update(st.session_state.get(K_PAGE_URL, {}))
     try:
         current = st.query_params.to_dict()
     except Exception:
@@ -310,7 +325,7 @@ def shell_guard() -> None:
 def init_session() -> None:
     """Fill the shared widgets' state from the link on a session's first run."""
     shell_guard()
-    if st.session_state.get("_cl_initialised"):
+    if st.session_state.get(K_INITIALISED):
         return
     url = _url0()
     preset = default_preset()
@@ -361,7 +376,58 @@ def init_session() -> None:
             _url_note(f"The link's “seed” value should be a whole number from 0 to {MAX_SEED_UI}; 0 is used.")
     st.session_state[K_SEED] = seed
     st.session_state[K_PRESENTER] = url_bool("presenter", False)
-    st.session_state["_cl_initialised"] = True
+    st.session_state[K_INITIALISED] = True
+
+
+# --------------------------------------------------------------------------- for tests
+def _session(at):
+    return getattr(at, "session_state", at)  # an AppTest, or its session_state
+
+
+def seed(
+    at,
+    *,
+    preset: str | None = None,
+    text: str | None = None,
+    target: str | None = None,
+    model: str | None = None,
+    presenter: bool | None = None,
+    **controls: object,
+) -> None:
+    """For tests: start an AppTest's session (before ``at.run()``) as if the learner had already set it up.
+
+    ``preset`` (an id) or ``text`` (+ ``target``: the learner's own set) chooses the sentence set; ``model``
+    (a model key that loads) and ``presenter`` the other shared settings. Any of these marks the session as
+    started, so the link's shared keys are not read (the default preset unless a set is given). ``controls``
+    are page controls by their key (``seed(at, ctx_own="The [bank] ...")``), used as the session's values,
+    before the link's.
+    """
+    session = _session(at)
+    if preset is not None or text is not None or model is not None or presenter is not None:
+        if text is not None:
+            session[K_PRESET], session[K_TEXT], session[K_TARGET] = CUSTOM, text, target or ""
+        else:
+            p = preset_by_id(preset) if preset is not None else default_preset()
+            if p is None:
+                raise ValueError(f"no preset {preset!r}")
+            session[K_PRESET], session[K_TEXT], session[K_TARGET] = p.id, p.text, p.target
+        session[K_MODEL] = session[K_ACTIVE_MODEL] = model or DEFAULT_MODEL
+        session[K_PRESENTER] = bool(presenter)
+        session[K_INITIALISED] = True
+    for key, value in controls.items():
+        session[key] = value
+
+
+def url_written(at) -> dict[str, str]:
+    """For tests: the page controls the last run put into the URL (key -> value as a link carries it)."""
+    session = _session(at)
+    return dict(session[K_PAGE_URL]) if K_PAGE_URL in session else {}
+
+
+def url_notes(at) -> list[str]:
+    """For tests: what the session's link had wrong (the notes the sidebar shows)."""
+    session = _session(at)
+    return list(session[K_URL_NOTES]) if K_URL_NOTES in session else []
 
 
 # --------------------------------------------------------------------------- sidebar
@@ -459,7 +525,7 @@ def render_sidebar() -> None:
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     box = sb.container()  # link notes; a page's own controls add theirs here later in the run
     st.session_state["_cl_notes_box"] = box
-    for note in st.session_state.get("_cl_url_notes", []):
+    for note in st.session_state.get(K_URL_NOTES, []):
         box.warning(escape_md(note))
     if st.session_state.get(K_PRESET) == CUSTOM and _packed_text() is None:
         sb.caption("This set is too long to put in a link; the link keeps the other settings.")

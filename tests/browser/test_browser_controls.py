@@ -26,12 +26,15 @@ def chart_titles(pg) -> list[str]:
 
 
 def test_a_random_weights_link_names_the_weights_in_every_chart_title(page, server, shots_dir):
-    # the start page's charts have no title of their own: the note becomes the title
+    # the start page's two heatmaps have no title of their own: the bold heading above each names the
+    # weights, once (no second, chart-drawn title under it)
     page.goto(server + "/?preset=bank&weights=random&seed=0")
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
     titles = chart_titles(page)
-    assert titles and all("random weights, seed 0" in t for t in titles), titles
+    assert len(titles) == 2 and not any(titles), titles
+    headings = page.locator("[data-testid='stMain'] strong").filter(has_text="random weights, seed 0")
+    assert headings.count() == 2, headings.all_inner_texts()
     # the link keeps saying so, so it can be passed on
     q = parse_qs(urlparse(page.url).query)
     assert q.get("weights") == ["random"] and q.get("seed") == ["0"]
