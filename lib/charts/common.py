@@ -556,3 +556,18 @@ def grid_axes(k: int) -> tuple[str, str]:
     """The x and y axis references ("x", "y"; "x2", "y2"; …) of panel k (0-based) of :func:`subplot_grid`."""
     suffix = "" if k == 0 else str(k + 1)
     return f"x{suffix}", f"y{suffix}"
+
+
+def labelled_line(x, y, *, text: list[str], name: str, hovertemplate: str, color: str, width: float = 3) -> dict:
+    """A thick line with markers and each value written above its point (``text``), as a trace dict."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "lines+markers+text",
+        "text": text,
+        "textposition": "top center",
+        "line": {"color": color, "width": width},
+        "name": name,
+        "hovertemplate": hovertemplate,
+    }

@@ -18,6 +18,7 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    labelled_line,
     sense_color_map,
     subplot_grid,
 )
@@ -228,18 +229,15 @@ def edit_by_layer(
         rows, 1, shared_x=True, row_heights=[0.65, 0.35] if with_senses else None, v_space=0.08
     )
     traces = [
-        {
-            "type": "scatter",
-            "x": x,
-            "y": c,
-            "mode": "lines+markers+text",
-            "text": [f"{v:.3f}" for v in c],
-            "textposition": "top center",
-            "line": {"color": BAR_COLOR, "width": 3},
-            "name": "cosine(edited, original)",
-            "hovertemplate": "%{x}: cosine %{y:.4f}<extra></extra>",
-            "showlegend": False,
-        }
+        labelled_line(
+            x,
+            c,
+            text=[f"{v:.3f}" for v in c],
+            name="cosine(edited, original)",
+            hovertemplate="%{x}: cosine %{y:.4f}<extra></extra>",
+            color=BAR_COLOR,
+        )
+        | {"showlegend": False}
     ]
     low = float(min(c.min(initial=1.0), 0.9))
     layout["yaxis"] |= {"title": {"text": "cosine with the original"}, "range": [low - 0.05, 1.03]}

@@ -29,6 +29,7 @@ from lib.charts.common import (
     grid_axes,
     group_senses,
     hline,
+    labelled_line,
     merged,
     sense_ticks,
     subplot_grid,
@@ -656,14 +657,11 @@ def readout_chart(
 def accuracy_line(x: list, accuracy: np.ndarray, *, name: str, what: str, color: str = ALL_PAIRS_COLOR) -> dict:
     """An accuracy per layer as a thick line with each value written above its point ("83%")."""
     acc = np.asarray(accuracy, dtype=float)
-    return {
-        "type": "scatter",
-        "x": x,
-        "y": acc,
-        "mode": "lines+markers+text",
-        "text": [f"{v:.0%}" for v in acc],
-        "textposition": "top center",
-        "line": {"color": color, "width": 3},
-        "name": name,
-        "hovertemplate": f"layer %{{x}}: {what} %{{y:.1%}}<extra></extra>",
-    }
+    return labelled_line(
+        x,
+        acc,
+        text=[f"{v:.0%}" for v in acc],
+        name=name,
+        hovertemplate=f"layer %{{x}}: {what} %{{y:.1%}}<extra></extra>",
+        color=color,
+    )
