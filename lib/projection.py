@@ -63,6 +63,13 @@ class Projection:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def variance_kept(self) -> float | None:
+        """PCA: the share of the total variance its ``dims`` axes keep together; None for UMAP and t-SNE."""
+        if self.explained_variance_ratio is None:
+            return None
+        return float(np.sum(self.explained_variance_ratio))
+
+    @property
     def label(self) -> str:
         return METHOD_LABELS[self.method]
 

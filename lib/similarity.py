@@ -89,6 +89,47 @@ ETHAYARAJH_2019_BERT_BASE = LayerReference(
 )
 
 
+@dataclass(frozen=True)
+class AnisotropyComparison:
+    """A raw anisotropy curve's highest value next to a reference model's (e.g. BERT-base).
+
+    peak_layer:     0-based layer of the curve's highest value
+    peak:           that value
+    reference_peak: the reference curve's highest value
+    ratio:          peak / reference_peak
+    strength:       "mild next to" (ratio < 0.4), "weaker than" (< 0.8), "comparable to" (< 1.25) or
+                    "stronger than", to be followed by the reference's name
+    """
+
+    peak_layer: int
+    peak: float
+    reference_peak: float
+    ratio: float
+    strength: str
+
+
+def compare_anisotropy(
+    curve: np.ndarray, reference: LayerReference = ETHAYARAJH_2019_BERT_BASE
+) -> AnisotropyComparison:
+    """How strong a raw anisotropy curve ((L + 1,) mean cosines of random pairs) is next to ``reference``."""
+    c = np.asarray(curve, dtype=float)
+    if c.ndim != 1 or len(c) == 0 or not np.all(np.isfinite(c)):
+        raise ValueError("compare_anisotropy needs a non-empty 1-D curve of finite values")
+    k = int(np.argmax(c))
+    ref_peak = float(max(reference.anisotropy))
+    ratio = float(c[k]) / ref_peak
+    strength = (
+        "mild next to"
+        if ratio < 0.4
+        else "weaker than"
+        if ratio < 0.8
+        else "comparable to"
+        if ratio < 1.25
+        else "stronger than"
+    )
+    return AnisotropyComparison(peak_layer=k, peak=float(c[k]), reference_peak=ref_peak, ratio=ratio, strength=strength)
+
+
 # --------------------------------------------------------------------------------------------
 # Cosine
 # --------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from lib.encoder import DEFAULT_MODEL, split_model_key
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
+    compare_anisotropy,
     cosine_matrix,
     leave_one_out_readout,
     mean_offdiagonal,
@@ -216,7 +217,6 @@ chart(
     download="context_lens_anisotropy",
 )
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
-peak = int(np.argmax(curves[UNTREATED]))
 st.markdown(
     f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
     f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
@@ -230,21 +230,11 @@ st.markdown(
         else f"does less here ({fmt(z)} against {fmt(raw)} raw)."
     )
 )
-raw_curve = np.asarray(curves[UNTREATED], dtype=float)
-bert_peak = max(ETHAYARAJH_2019_BERT_BASE.anisotropy)
-ratio = float(raw_curve.max()) / bert_peak
-strength = (
-    "mild next to BERT-base's"
-    if ratio < 0.4
-    else "weaker than BERT-base's"
-    if ratio < 0.8
-    else "comparable to BERT-base's"
-    if ratio < 1.25
-    else "stronger than BERT-base's"
-)
+strength = compare_anisotropy(curves[UNTREATED])
 st.markdown(
-    f"This model's raw curve, layer 0 to {L}: {', '.join(fmt(float(x)) for x in raw_curve)}. Its highest value, "
-    f"{fmt(float(raw_curve[peak]))} at layer {peak}, is {strength} {bert_peak:.2f}."
+    f"This model's raw curve, layer 0 to {L}: {', '.join(fmt(float(x)) for x in curves[UNTREATED])}. Its highest "
+    f"value, {fmt(strength.peak)} at layer {strength.peak_layer}, is {strength.strength} BERT-base's "
+    f"{strength.reference_peak:.2f}."
 )
 if show_bert:
     bert = ETHAYARAJH_2019_BERT_BASE.anisotropy
@@ -252,7 +242,7 @@ if show_bert:
     text = (
         f"The grey line is raw **BERT-base** (Ethayarajh 2019), stretched to the same depth: it climbs to "
         f"{bert[b_peak]:.2f} at its layer {b_peak} of 12, while this model's raw curve peaks at "
-        f"{fmt(float(curves[UNTREATED][peak]))} (layer {peak}) and ends at {fmt(float(curves[UNTREATED][L]))}. "
+        f"{fmt(strength.peak)} (layer {strength.peak_layer}) and ends at {fmt(float(curves[UNTREATED][L]))}. "
     )
     if is_default:
         text += (

@@ -220,7 +220,7 @@ hits_map, total = same_sense_neighbours(coords, senses)
 hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
 parts = []
 if method == "pca":
-    kept = float(np.sum(proj.explained_variance_ratio))
+    kept = proj.variance_kept
     parts.append(
         f"These {dims} axes keep **{kept:.0%}** of the variance of the {n} vectors"
         + (f" (PC1 alone {proj.explained_variance_ratio[0]:.0%})" if dims > 1 else "")

@@ -9,6 +9,7 @@ import pytest
 
 from lib.projection import (
     MIN_POINTS,
+    Projection,
     ProjectionError,
     align_to,
     clamp_n_neighbors,
@@ -29,6 +30,11 @@ def test_pca_by_hand():
     p = pca_projection(X, 2)
     # centred: x has sum of squares 8, y has 2 -> ratios 0.8 and 0.2; the constant z carries nothing
     np.testing.assert_allclose(p.explained_variance_ratio, [0.8, 0.2])
+    assert p.variance_kept == pytest.approx(1.0)  # x and y carry all of it; z is constant
+    # axes with sums of squares 8, 2 and 0.5 (mean 0): two axes keep 10 / 10.5
+    X3 = np.array([[2.0, 0, 0], [-2.0, 0, 0], [0, 1.0, 0], [0, -1.0, 0], [0, 0, 0.5], [0, 0, -0.5]])
+    assert pca_projection(X3, 2).variance_kept == pytest.approx(10 / 10.5)
+    assert Projection(coords=p.coords, method="umap", dims=2).variance_kept is None
     np.testing.assert_allclose(np.abs(p.coords), [[2, 0], [2, 0], [0, 1], [0, 1]], atol=1e-12)
     # deterministic sign: the largest loading of each axis is positive -> +x maps to +PC1
     assert p.coords[0, 0] > 0

@@ -516,3 +516,15 @@ def test_layer_profile_static_vs_contextual_table():
     unlabelled = _profile(senses=(None,) * 6)
     assert list(unlabelled.static_vs_contextual([None, 1])) == ["all pairs"]
     assert unlabelled.baseline_mean.shape == (p.cosines.shape[0],)
+
+
+def test_compare_anisotropy_by_hand():
+    ref_peak = max(sim.ETHAYARAJH_2019_BERT_BASE.anisotropy)  # 0.675
+    c = sim.compare_anisotropy(np.array([0.02, 0.15, 0.18, 0.17, 0.0]))
+    assert (c.peak_layer, c.peak, c.reference_peak) == (2, 0.18, ref_peak)
+    assert c.ratio == pytest.approx(0.18 / 0.675) and c.strength == "mild next to"
+    assert sim.compare_anisotropy(np.array([0.1, 0.6])).strength == "comparable to"  # 0.6 / 0.675 = 0.89
+    assert sim.compare_anisotropy(np.array([0.4])).strength == "weaker than"  # 0.59
+    assert sim.compare_anisotropy(np.array([0.9])).strength == "stronger than"  # 1.33
+    with pytest.raises(ValueError):
+        sim.compare_anisotropy(np.array([0.1, np.nan]))
