@@ -38,7 +38,7 @@ from lib.similarity import (
 )
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, intro, shared_chart
+from ui.widgets import chart, escape_md, page_intro, shared_chart
 
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
@@ -84,15 +84,7 @@ def twin_sentence(model_name: str, other_name: str, curve: np.ndarray, other_cur
 
 # ------------------------------------------------------------------------------------------- intro
 st.title("Anisotropy: why raw cosine misleads")
-intro(
-    "In many contextual models the vectors do not spread evenly in all directions: they sit in a narrow "
-    "cone, and a few “rogue” dimensions with very large values dominate cosine (course §4.2). In BERT-base, "
-    f"two random words average a cosine of up to {max(ETHAYARAJH_2019_BERT_BASE.anisotropy):.2f} "
-    "(Ethayarajh 2019); then a similarity of 0.6 says less than it seems. How strong this is differs a lot "
-    "between models and layers, so this page measures it in the model you are using, on ordinary text, and "
-    "shows the three fixes of §5: **z-scoring** each dimension, **whitening**, and **removing the top "
-    "principal components**."
-)
+page_intro("anisotropy", bert_peak=f"{max(ETHAYARAJH_2019_BERT_BASE.anisotropy):.2f}")
 
 model = state.model_name()
 enc = cache.encoder(model)

@@ -32,22 +32,15 @@ from lib.charts.attention import (
     target_attention_by_layer,
 )
 from ui import cache, state
-from ui.widgets import chart, escape_md, intro, shared_chart
+from ui.widgets import chart, escape_md, page_intro, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
 st.title("Attention")
-intro(
-    "In every layer, each word piece asks a question of all the others and takes a weighted mix of their "
-    "answers. Its **query** (Q) says what it is looking for at this layer, each **key** (K) says what a word "
-    "piece has to offer, and each **value** (V) is what gets passed on when that word piece is picked. "
-    "The match between a query and a key, turned into weights that add up to 1, is the attention you see "
-    "below. A layer runs several of these **heads** side by side, each with its own Q, K and V."
-)
+page_intro("attention")
 
 a = state.analysis(min_sentences=1)
-ss, tv = a.set, a.vectors
-enc = cache.encoder(a.model)
+ss, tv, enc = a.set, a.vectors, a.encoder
 encoding = tv.encoding
 n_sent = len(ss)
 L, H = enc.num_layers, enc.num_heads

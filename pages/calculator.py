@@ -15,7 +15,7 @@ from lib import toy_attention as ta
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
 from ui import state
-from ui.widgets import chart, intro
+from ui.widgets import chart, page_intro
 from ui.widgets import escape_md as md
 
 # the page's controls, declared once (ui.state.Control): the switches travel in the link, the words do not
@@ -126,22 +126,11 @@ def reset_warmup() -> None:
 # --- page -----------------------------------------------------------------------------------------------
 
 st.title("Toy attention calculator")
-intro(
-    "Self-attention by hand, on numbers small enough to check with a pencil. The page starts on the course's "
-    "worked example (“The cat sat”, d = 2, Q = K = V = X, no scaling), walks through every step with one "
-    "cell's arithmetic written out, and then lets you change anything: the words, every number, the "
-    "projection matrices, scaling, a causal mask, a temperature."
-)
+page_intro("calculator")
 
 # ---- 1. warm-up ----------------------------------------------------------------------------------------
 st.header("1. Warm-up: a base vector plus a context shift")
-intro(
-    "Before any attention: the course's beginner lesson models a contextual vector as *the word's base "
-    "vector + a shift that the context adds*. “bank” starts at [0.5, 0.5]; a finance context pushes it by "
-    "[0.3, −0.2] towards *money*, a nature context by [−0.2, 0.3] towards *river*. Attention (below) is the "
-    "real mechanism that computes such a shift from the other words in the sentence.",
-    label="About the warm-up",
-)
+page_intro("calculator_warmup", label="About the warm-up")
 warm_edit = st.data_editor(
     session["calc_warm_base"],
     key=f"calc_warm_v{session['calc_warm_version']}",

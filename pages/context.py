@@ -28,7 +28,7 @@ from lib.context import (
 )
 from lib.targets import TargetError, find_target
 from ui import cache, state
-from ui.widgets import chart, escape_md, intro
+from ui.widgets import chart, escape_md, page_intro
 
 REPLACEMENTS = {
     "mask": "[MASK] (each word piece)",
@@ -40,16 +40,10 @@ DONE = {"mask": "masked", "unk": "replaced by [UNK]", "delete": "deleted"}
 MAX_TYPED = 300
 
 st.title("What moves the word")
-intro(
-    "The course's whole argument is that **the context pushes a word towards one meaning**. Here you can "
-    "test it on the real model: take one sentence, hide one word at a time, and measure how far the "
-    "target's vector moves (1 − cosine between its vector in the full sentence and in the edited one). "
-    "The words that move it most are the ones the model reads the meaning from."
-)
+page_intro("context")
 
 a = state.analysis(min_sentences=1)
-ss, tv = a.set, a.vectors
-enc = cache.encoder(a.model)
+ss, tv, enc = a.set, a.vectors, a.encoder
 L = enc.num_layers
 names = layer_names(L)
 n_sent = len(ss)

@@ -6,19 +6,20 @@ import streamlit as st
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
 from lib.similarity import chance_phrase, cosine_matrix, pair_values, sense_similarity
 from ui import cache, state
-from ui.widgets import download_figure, escape_md, intro, sentence_table, shared_chart, weights_note
-
-st.title("Context Lens")
-intro(
-    "A static word vector gives **bank** one fixed vector, whether you sit on a river bank or open an "
-    "account at a bank. A transformer encoder gives every *occurrence* its own vector, computed from the "
-    "whole sentence: the word keeps its identity and the context pushes it toward one meaning. This app "
-    "lets you watch that happen inside a real model, layer by layer."
+from ui.widgets import (
+    download_figure,
+    escape_md,
+    page_intro,
+    sentence_table,
+    shared_chart,
+    weights_note,
 )
 
+st.title("Context Lens")
+page_intro("home")
+
 a = state.analysis(min_sentences=2)
-ss, tv = a.set, a.vectors
-enc = cache.encoder(a.model)
+ss, tv, enc = a.set, a.vectors, a.encoder
 last = enc.num_layers
 first_cos = cosine_matrix(tv.vectors[:, 0, :])
 last_cos = cosine_matrix(tv.vectors[:, last, :])

@@ -47,7 +47,7 @@ from lib.similarity import (
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, intro, sentence_table
+from ui.widgets import chart, escape_md, page_intro, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -174,12 +174,7 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
 
 # ------------------------------------------------------------------------------------- page
 st.title("Layer by layer")
-intro(
-    "The same word gets a new vector in every sentence, and the encoder builds it up layer by layer. "
-    "This page follows **one word across all the sentences of the set**: how similar its vectors are at "
-    "each layer, whether sentences with the same sense end up closer than sentences with different "
-    "senses, and at which layer the sense can be read off best."
-)
+page_intro("layers")
 
 upload_section(state.sentence_set().target)
 uploaded = st.session_state.get("_layers_uploaded")

@@ -25,20 +25,14 @@ from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, controls, state
-from ui.widgets import chart, download_figure, escape_md, intro
+from ui.widgets import chart, download_figure, escape_md, intro, page_intro
 
 STEPS = lesson.STEPS
 N = len(STEPS)
 K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
 
 st.title("Guided lesson")
-intro(
-    f"{N - 1} short steps through the course, from one word's many vectors to attention worked out by hand. "
-    "Each step shows the real model at work and asks one question; your answer is checked against the "
-    "numbers the model has just computed. The lesson uses its own fixed sentences (the **bat**, **bank** "
-    "and **apple** presets and a few sentences on five topics), not the set in the sidebar, so everyone in a "
-    "class sees the same thing. The model is the one chosen in the sidebar."
-)
+page_intro("lesson", steps=N - 1)
 
 model = state.model_name()
 enc = cache.encoder(model)

@@ -26,7 +26,7 @@ from lib.projection import (
 )
 from lib.similarity import other_token_masks
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, intro, shared_chart
+from ui.widgets import chart, escape_md, page_intro, shared_chart
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -39,19 +39,10 @@ PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-len
 
 # ------------------------------------------------------------------------------------------- intro
 st.title("Projections: the word's vectors on a flat map")
-intro(
-    "A vector has hundreds of numbers; to look at it we squash it to 2 or 3. **PCA** turns the space so that "
-    "its first axes carry the most variance and drops the rest. Distances on its map are straight-line "
-    "(Euclidean) distances of the projected points: they can only be shorter than in the full space, never "
-    "longer, and they are not the cosines the rest of the app uses. **UMAP** and **t-SNE** bend the space to "
-    "keep each point's nearest neighbours together: good at showing groups, but the size of a cluster and "
-    "the distance between clusters mean little. The course (§8.3) suggests standardizing the vectors, or "
-    "removing the top components, before any of the three."
-)
+page_intro("projections")
 
 a = state.analysis(min_sentences=1)
-ss, tv = a.set, a.vectors
-enc = cache.encoder(a.model)
+ss, tv, enc = a.set, a.vectors, a.encoder
 L, d = enc.num_layers, enc.hidden_size
 n = len(ss)
 word = escape_md(ss.target or "the target")

@@ -25,6 +25,7 @@ from lib import budget
 from lib.encoder import (
     DEFAULT_MODEL,
     WEIGHTS,
+    Encoder,
     ModelLoadError,
     TargetError,
     TargetVectors,
@@ -646,6 +647,11 @@ class Analysis:
     set: SentenceSet
     vectors: TargetVectors
     model: str
+
+    @property
+    def encoder(self) -> Encoder:
+        """The loaded model (cached once per server)."""
+        return cache.encoder(self.model)
 
 
 def analysis(min_sentences: int = 1) -> Analysis:

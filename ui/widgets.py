@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -134,6 +137,25 @@ def shared_chart(shared, *, key: str, layout: dict | None = None, download: str 
         if layout:
             shared.fig.update_layout(**layout)
         chart(shared.fig, key=key, download=download, **kwargs)
+
+
+INTRO_DIR = Path(__file__).resolve().parents[1] / "assets" / "intro"
+
+
+@functools.cache
+def intro_text(name: str) -> str:
+    """A page's introduction from ``assets/intro/<name>.md`` (course text a lecturer can edit without touching
+    code). Lines of a paragraph are joined with spaces; paragraphs are separated by a blank line."""
+    raw = (INTRO_DIR / f"{name}.md").read_text(encoding="utf-8")
+    paragraphs = [" ".join(line.strip() for line in block.splitlines()) for block in raw.strip().split("\n\n")]
+    return "\n\n".join(paragraphs)
+
+
+def page_intro(name: str, *, label: str = "About this page", **values: object) -> None:
+    """:func:`intro` of ``assets/intro/<name>.md``; ``values`` fill its ``{placeholders}`` (e.g. a number the
+    page measures)."""
+    text = intro_text(name)
+    intro(text.format(**values) if values else text, label=label)
 
 
 def intro(text: str, *, label: str = "About this page") -> None:
