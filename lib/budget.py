@@ -92,12 +92,14 @@ def fit_to_budget(
     *,
     per_sentence: int | None = None,
     per_set: int | None = None,
+    n_sentences: int | None = None,
 ) -> BudgetCut:
     """Keep the longest prefix of a set whose word pieces (each capped at ``per_sentence``) fit ``per_set``.
 
     ``piece_counts[i]`` is sentence i's length in word pieces with [CLS] and [SEP]. At least one sentence is
     always kept (it is capped like the others). The caps default to this module's constants, read at call
-    time (tests set small ones).
+    time (tests set small ones). ``n_sentences``: the set's number of sentences when ``piece_counts`` covers only
+    its first ones (enough of them to pass ``per_set``); by default ``len(piece_counts)``.
     """
     per_sentence = MAX_PIECES_PER_SENTENCE if per_sentence is None else per_sentence
     per_set = MAX_SET_PIECES if per_set is None else per_set
@@ -110,7 +112,7 @@ def fit_to_budget(
         kept += 1
         if n > per_sentence:
             shortened.append(i)
-    n_all = len(piece_counts)
+    n_all = len(piece_counts) if n_sentences is None else max(int(n_sentences), len(piece_counts))
     shortened_note = (
         f"{len(shortened)} sentence(s) are longer than {per_sentence} word pieces: the model reads only their "
         f"first {per_sentence}."

@@ -278,14 +278,12 @@ def compute_corpus_statistics(
     :data:`lib.budget.MAX_CORPUS_PIECES` (``CorpusStats.notes`` says what was cut). Only the non-special word
     pieces' vectors are kept between chunks; no Encoding is kept.
     """
-    from lib import budget
-    from lib.budget import MAX_PIECES_PER_SENTENCE, fit_to_budget
+    from lib.budget import MAX_PIECES_PER_SENTENCE
 
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
     if not sentences:
         raise CorpusError("The corpus has no sentences.")
-    counts = [len(x) for x in encoder.tokenizer(list(sentences), add_special_tokens=True)["input_ids"]]
-    cut = fit_to_budget(counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=budget.MAX_CORPUS_PIECES)
+    cut = corpus_budget(encoder.tokenizer, sentences, chunk=chunk)
     sentences = sentences[: cut.kept]
     tokens = _TokenVectors()
     for start in range(0, len(sentences), chunk):
@@ -295,6 +293,41 @@ def compute_corpus_statistics(
             progress(min(start + chunk, len(sentences)), len(sentences))
     notes = (cut.message,) if cut.message else ()
     return tokens.statistics(encoder.name, sample_size=sample_size, seed=seed, notes=notes)
+
+
+def corpus_budget(tokenizer, corpus: CorpusText | Sequence[str], *, chunk: int = 64):
+    """What of the corpus :func:`compute_corpus_statistics` encodes: a :class:`lib.budget.BudgetCut` (sentences
+    kept, those read only up to :data:`lib.budget.MAX_PIECES_PER_SENTENCE` word pieces, and its ``message``).
+
+    Needs only the tokenizer, and only the corpus's first sentences (until the budget is full), so a page
+    can say what is cut in a fraction of a second, before the model's pass over the rest.
+    """
+    from lib import budget
+    from lib.budget import MAX_PIECES_PER_SENTENCE, fit_to_budget
+
+    sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
+    counts = _piece_counts(tokenizer, sentences, MAX_PIECES_PER_SENTENCE, budget.MAX_CORPUS_PIECES, chunk)
+    return fit_to_budget(
+        counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=budget.MAX_CORPUS_PIECES, n_sentences=len(sentences)
+    )
+
+
+def _piece_counts(tokenizer, sentences: Sequence[str], per_sentence: int, per_set: int, chunk: int) -> list[int]:
+    """Word pieces ([CLS] and [SEP] included) of the corpus's first sentences, as many as
+    :func:`lib.budget.fit_to_budget` needs to decide the cut: tokenized ``chunk`` at a time, until the
+    capped pieces pass ``per_set`` (and at least two are counted). A 2 MB upload cut at 6,000 word pieces
+    is ~50 sentences read twice (here and by the model), not 1,000 tokenized to be thrown away.
+    """
+    counts: list[int] = []
+    total = 0
+    for start in range(0, len(sentences), max(1, chunk)):
+        part = list(sentences[start : start + chunk])
+        for ids in tokenizer(part, add_special_tokens=True)["input_ids"]:
+            counts.append(len(ids))
+            total += min(len(ids), per_sentence)
+        if total > per_set and len(counts) >= 2:
+            break
+    return counts
 
 
 def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:

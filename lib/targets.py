@@ -85,11 +85,11 @@ def strip_markup(text: str, *, strict: bool = True) -> tuple[str, tuple[int, int
     instead and the span is None.
     """
     opens, closes = markup_brackets(text)
-    if not strict:
-        drop = set(opens) | set(closes)
-        return "".join(ch for i, ch in enumerate(text) if i not in drop), None
     if not opens and not closes:
         return text, None
+    if not strict:
+        drop = sorted(opens + closes)  # the text between the dropped brackets, in slices (not char by char)
+        return "".join(text[a + 1 : b] for a, b in zip([-1, *drop], [*drop, len(text)], strict=True)), None
     where = short(text)
     if len(opens) != len(closes):
         raise MarkupError(
@@ -122,21 +122,26 @@ def strip_markup(text: str, *, strict: bool = True) -> tuple[str, tuple[int, int
 
 
 def markup_brackets(text: str) -> tuple[list[int], list[int]]:
-    """Positions of the ``[`` and ``]`` in ``text`` that are markup (not part of a special token)."""
+    """Positions of the ``[`` and ``]`` in ``text`` that are markup (not part of a special token).
+
+    Jumps from bracket to bracket with ``str.find`` (a 2 MB uploaded corpus is read in milliseconds, not
+    character by character); a special token's own brackets are skipped.
+    """
     opens: list[int] = []
     closes: list[int] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "[":
-            special = next((t for t in SPECIAL_TOKENS_IN_TEXT if text.startswith(t, i)), None)
-            if special is not None:
-                i += len(special)
-                continue
-            opens.append(i)
-        elif ch == "]":
-            closes.append(i)
-        i += 1
+    a, b = text.find("["), text.find("]")
+    while a >= 0 or b >= 0:
+        if b < 0 or 0 <= a < b:
+            special = next((t for t in SPECIAL_TOKENS_IN_TEXT if text.startswith(t, a)), None)
+            i = a + len(special) if special is not None else a + 1
+            if special is None:
+                opens.append(a)
+            a = text.find("[", i)
+            if 0 <= b < i:  # a "]" inside the special token
+                b = text.find("]", i)
+        else:
+            closes.append(b)
+            b = text.find("]", b + 1)
     return opens, closes
 
 

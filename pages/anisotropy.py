@@ -175,9 +175,14 @@ elif corpus_choice == "upload":
             for note in (encoding_note, *parsed.notes) if encoding_note else parsed.notes:
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id
+            # what the budget cuts is said before the model's pass over the rest (a 2 MB file: seconds)
+            cut_note = cache.corpus_cut(model, stats_key, parsed.sentences).message
+            if cut_note:
+                st.info(escape_md(cut_note))
             stats = cache.corpus_stats(model, stats_key, parsed.sentences)
             for note in stats.notes:
-                st.info(escape_md(note))
+                if note != cut_note:
+                    st.info(escape_md(note))
             corpus_sentences = tuple(parsed.sentences)
             corpus_label = f"the uploaded file ({len(parsed)} sentences)"
         except (CorpusError, UploadError) as err:

@@ -206,3 +206,34 @@ def test_anisotropy_curves_real_model(encoder):
     # centring alone (part of every fix) removes the shared direction: the fixes sit below raw
     for t in ("zscore", "whiten", "topk"):
         assert np.all(curves[t][1:] < curves["none"][1:])
+
+
+# ---------------------------------------------------------------- the budget, known before the model runs
+@pytest.mark.parametrize("per_set", [20, 60, 150, 100_000])
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_set, chunk):
+    """Issue 11 (item 7a): the corpus's word pieces are counted a chunk at a time until the budget is full, not
+    all 1,000 sentences of a 2 MB upload; the cut (and its message) is the one of counting every sentence."""
+    from lib import budget
+    from lib.corpus import corpus_budget
+
+    sentences = [f"Sentence {k} says {'very ' * (k % 7)}little about the weather today." for k in range(15)]
+    sentences[2] = "word " * 300  # longer than a sentence may be: read up to MAX_PIECES_PER_SENTENCE
+    monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", per_set)
+    counts = [len(ids) for ids in encoder.tokenizer(sentences, add_special_tokens=True)["input_ids"]]
+    expected = budget.fit_to_budget(counts, per_set=per_set)
+    calls = []
+    original = encoder.tokenizer.__class__.__call__
+
+    def counting(self, texts, *args, **kwargs):
+        calls.append(len(texts))
+        return original(self, texts, *args, **kwargs)
+
+    monkeypatch.setattr(encoder.tokenizer.__class__, "__call__", counting)
+    cut = corpus_budget(encoder.tokenizer, sentences, chunk=chunk)
+    assert cut == expected
+    if per_set < 100_000:  # a budget the corpus passes: its tail is never tokenized
+        assert 0 < cut.kept < len(sentences) and f"first {cut.kept} of {len(sentences)}" in cut.message
+        assert sum(calls) <= max(cut.kept + 1, 2) + chunk - 1  # up to the sentence that did not fit, in chunks
+    else:
+        assert cut.kept == len(sentences) and "left out" not in cut.message

@@ -158,3 +158,25 @@ def test_scale_free_measure_next_to_the_gap(encoder):
         assert "mostly changes the scale of the cosines" in text
     # finding 8: the raw curve is shown in full, and called mild only when it is
     assert "This model's raw curve, layer 0 to 6:" in text
+
+
+def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
+    """Issue 11 (item 7a): the budget's cut is said as soon as the file is read (before the model's pass), once,
+    and the statistics are those of the sentences it names."""
+    from lib import budget
+
+    monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", 300)
+    lines = [f"Line {k}: the [river] flows past the old mill near town number {k}." for k in range(40)]
+    lines[1] = "word " * 200  # longer than one sentence may be
+    data = ("# a comment\n" + "\n".join(lines) + "\n").encode("utf-8")
+    at = page_test(PAGE, preset=default_preset().id)
+    at.session_state["aniso_corpus"] = "upload"
+    at.run()
+    at.file_uploader(key="aniso_upload").set_value(("corpus.txt", data, "text/plain")).run()
+    _assert_ok(at)
+    cut = [i.value.replace("\\", "") for i in at.info if "word pieces one set may use" in i.value]
+    assert len(cut) == 1, [i.value for i in at.info]
+    kept = int(re.search(r"only its first (\d+) of 40 sentences", cut[0]).group(1))
+    assert 3 <= kept < 40 and "1 sentence(s) are longer than 128 word pieces" in cut[0]
+    assert f"from {kept} sentences" in _text(at)  # the caption under the curves: the statistics' sentences
+    assert "the uploaded file (40 sentences)" in _text(at).replace("\\", "")  # escaped for markdown

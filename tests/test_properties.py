@@ -310,3 +310,40 @@ def test_align_to_keeps_distances(X, dims):
     d0 = np.linalg.norm(b[:, None] - b[None], axis=-1)
     d1 = np.linalg.norm(aligned[:, None] - aligned[None], axis=-1)
     np.testing.assert_allclose(d0, d1, atol=1e-6 * (1 + d0.max()))
+
+
+# ------------------------------------------------------------------------------------------- markup
+def _markup_brackets_by_character(text: str) -> tuple[list[int], list[int]]:
+    """The character-by-character scan lib.targets.markup_brackets replaced (issue 11: a 2 MB corpus took
+    seconds): the reference its jumps from bracket to bracket must agree with."""
+    from lib.targets import SPECIAL_TOKENS_IN_TEXT
+
+    opens, closes, i = [], [], 0
+    while i < len(text):
+        if text[i] == "[":
+            special = next((t for t in SPECIAL_TOKENS_IN_TEXT if text.startswith(t, i)), None)
+            if special is not None:
+                i += len(special)
+                continue
+            opens.append(i)
+        elif text[i] == "]":
+            closes.append(i)
+        i += 1
+    return opens, closes
+
+
+bracket_texts = st.lists(
+    st.sampled_from(["[", "]", "a", " ", "x y", "[MASK]", "[CLS]", "[SEP]", "[UNK]", "[PAD]", "[MAS", "SK]", "[[", "]]"]),
+    max_size=25,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None, database=None, derandomize=True)
+@given(st.one_of(bracket_texts, st.text(alphabet="[]aMASK ", max_size=40)))
+def test_markup_brackets_agree_with_a_character_scan(text):
+    from lib.targets import markup_brackets, strip_markup
+
+    opens, closes = _markup_brackets_by_character(text)
+    assert markup_brackets(text) == (opens, closes)
+    drop = set(opens) | set(closes)
+    assert strip_markup(text, strict=False) == ("".join(ch for i, ch in enumerate(text) if i not in drop), None)

@@ -26,6 +26,7 @@ from lib.corpus import (
     CorpusStats,
     CorpusText,
     compute_corpus_statistics,
+    corpus_budget,
     corpus_statistics,
     load_reference_corpus,
 )
@@ -297,6 +298,14 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
         ("corpus_stats", model_name, corpus_key),
         run,
         "Running the model over the reference corpus (once per model and corpus)…",
+    )
+
+
+def corpus_cut(model_name: str, corpus_key: str, _sentences: tuple[str, ...]):
+    """lib.corpus.corpus_budget of a reference corpus (the tokenizer only), once per (model, corpus key): what
+    :func:`corpus_stats` will keep, known before the model runs, so the page can say it at once."""
+    return _cached(
+        ("corpus_cut", model_name, corpus_key), lambda: corpus_budget(encoder(model_name).tokenizer, _sentences)
     )
 
 
