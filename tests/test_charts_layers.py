@@ -163,13 +163,18 @@ def test_before_after_share_one_scale_covering_both_matrices():
 def test_dimension_labels_sit_on_their_rows_bars():
     var, mean, part = RNG.random(30), RNG.normal(size=30), RNG.normal(size=30)
     fig = geometry.dimension_profile(var, mean, part, label_top=2)
-    labels = [a for a in fig.layout.annotations if a.text.startswith("dim")]
+    texts = fig.data[6:]  # one text trace of "dim j" labels per row, on the row's axes
+    labels = [(t.xaxis, t.yaxis, text, y) for t in texts for text, y in zip(t.text, t.y, strict=True)]
     assert len(labels) == 6
-    for a in labels:
-        row = {"y": 0, "y2": 1, "y3": 2}[a.yref]
-        j = int(a.text.split()[1])
-        assert a.y == pytest.approx((var, mean, part)[row][j]) and a.xref == a.yref.replace("y", "x")
-        assert fig.data[row].marker.color[j] == geometry.HIGHLIGHT
+    for xref, yref, text, y in labels:
+        row = {"y": 0, "y2": 1, "y3": 2}[yref]
+        j = int(text.split()[1])
+        assert y == pytest.approx((var, mean, part)[row][j]) and xref == yref.replace("y", "x")
+        assert fig.data[row].y[j] == pytest.approx(y)  # the row's profile, every dimension
+        bars = fig.data[3 + row]  # the row's labelled dimensions, drawn orange over it
+        assert bars.marker.color == geometry.HIGHLIGHT and bars.width == 1 and bars.xaxis == xref
+        assert bars.y[list(bars.x).index(j)] == pytest.approx(y)
+    assert not [a for a in fig.layout.annotations if a.text.startswith("dim")]  # no annotation to redraw
     assert fig.layout.xaxis.matches == "x3" and fig.layout.xaxis3.title.text == "dimension"
 
 
