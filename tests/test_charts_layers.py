@@ -171,9 +171,11 @@ def test_dimension_labels_sit_on_their_rows_bars():
         j = int(text.split()[1])
         assert y == pytest.approx((var, mean, part)[row][j]) and xref == yref.replace("y", "x")
         assert fig.data[row].y[j] == pytest.approx(y)  # the row's profile, every dimension
-        bars = fig.data[3 + row]  # the row's labelled dimensions, drawn orange over it
-        assert bars.marker.color == geometry.HIGHLIGHT and bars.width == 1 and bars.xaxis == xref
-        assert bars.y[list(bars.x).index(j)] == pytest.approx(y)
+        marked = fig.data[3 + row]  # the row's labelled dimensions: orange rectangles over it, one wide
+        assert marked.fillcolor == geometry.HIGHLIGHT and marked.xaxis == xref
+        k = 5 * list(marked.x[::5]).index(j - 0.5)  # each rectangle: 4 corners and a gap
+        assert list(marked.x[k : k + 4]) == [j - 0.5, j - 0.5, j + 0.5, j + 0.5]
+        assert marked.y[k + 1] == pytest.approx(y) and marked.y[k] == marked.y[k + 3] == 0
     assert not [a for a in fig.layout.annotations if a.text.startswith("dim")]  # no annotation to redraw
     assert fig.layout.xaxis.matches == "x3" and fig.layout.xaxis3.title.text == "dimension"
 

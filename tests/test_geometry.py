@@ -350,9 +350,9 @@ def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
     fig = dimension_profile(var, mean, contrib, label_top=1)
     # every row: all dimensions in one step profile, dims 1 (variance) and 2 (mean, cosine) as orange bars
     assert [list(t.y) for t in fig.data[:3]] == [list(var), list(mean), list(contrib)]
-    assert [list(t.x) for t in fig.data[3:6]] == [[1, 2]] * 3
-    assert [list(t.y) for t in fig.data[3:6]] == [[5.0, 0.2], [0.1, -3.0], [0.01, 0.2]]
-    assert all(t.marker.color == HIGHLIGHT for t in fig.data[3:6]) and fig.data[0].line.color != HIGHLIGHT
+    tops = [{x: y for x, y in zip(t.x[1::5], t.y[1::5], strict=True)} for t in fig.data[3:6]]  # (left, top)
+    assert tops == [{0.5: 5.0, 1.5: 0.2}, {0.5: 0.1, 1.5: -3.0}, {0.5: 0.01, 1.5: 0.2}]  # dims 1 and 2, 1 wide
+    assert all(t.fillcolor == HIGHLIGHT for t in fig.data[3:6]) and fig.data[0].fillcolor != HIGHLIGHT
     assert [list(t.text) for t in fig.data[6:]] == [["dim 1"], ["dim 2"], ["dim 2"]]
 
 def test_default_top_k_is_about_d_over_100_within_bounds():

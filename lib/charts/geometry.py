@@ -183,9 +183,9 @@ def dimension_profile(
     Drawn light for the browser (issue 16): each row's d bars are one filled step line (plotly's "hvh"
     shape: a flat step one dimension wide centred on each dimension, i.e. bars with no gap, as they are
     drawn at this width anyway), one SVG path instead of d; the labelled dimensions are drawn over it as
-    a few orange bars of the same width, and their "dim j" labels are a text trace per row, not
+    orange rectangles of the same width (one path per row), and their "dim j" labels are a text trace per row, not
     annotations (plotly measures and redraws every annotation of a figure when any one changes). Traces
-    0-2 are the rows' profiles, 3-5 their orange bars, 6-8 their labels.
+    0-2 are the rows' profiles, 3-5 their orange rectangles, 6-8 their labels.
     """
     var, mu, contrib = _finite(variance), _finite(mean), _finite(cosine_contribution)
     d = var.shape[0]
@@ -226,14 +226,22 @@ def dimension_profile(
                 "yaxis": yname,
             }
         )
+        # the labelled dimensions as orange rectangles, one dimension wide, in one filled path (a bar trace
+        # would sit under the filled profile: plotly draws bars below scatter traces)
+        rx, ry = [], []
+        for j in hi:
+            rx += [j - 0.5, j - 0.5, j + 0.5, j + 0.5, None]
+            ry += [0.0, float(vals[j]), float(vals[j]), 0.0, None]
         marked.append(
             {
-                "type": "bar",
-                "x": hi,
-                "y": [float(vals[j]) for j in hi],
-                "width": 1,  # one dimension wide, as the steps (a bar's width is not taken from sparse x)
-                "marker": {"color": HIGHLIGHT, "line": {"width": 0}},
-                "hovertemplate": f"dimension %{{x}}<br>{what} %{{y:.4f}}<extra></extra>",
+                "type": "scatter",
+                "x": rx,
+                "y": ry,
+                "mode": "lines",
+                "line": {"color": HIGHLIGHT, "width": 1},  # covers the profile's blue outline
+                "fill": "toself",
+                "fillcolor": HIGHLIGHT,
+                "hoverinfo": "skip",  # the profile underneath gives the same numbers
                 "showlegend": False,
                 "xaxis": xname,
                 "yaxis": yname,
