@@ -163,13 +163,20 @@ def test_before_after_share_one_scale_covering_both_matrices():
 def test_dimension_labels_sit_on_their_rows_bars():
     var, mean, part = RNG.random(30), RNG.normal(size=30), RNG.normal(size=30)
     fig = geometry.dimension_profile(var, mean, part, label_top=2)
-    labels = [a for a in fig.layout.annotations if a.text.startswith("dim")]
+    texts = fig.data[6:]  # one text trace of "dim j" labels per row, on the row's axes
+    labels = [(t.xaxis, t.yaxis, text, y) for t in texts for text, y in zip(t.text, t.y, strict=True)]
     assert len(labels) == 6
-    for a in labels:
-        row = {"y": 0, "y2": 1, "y3": 2}[a.yref]
-        j = int(a.text.split()[1])
-        assert a.y == pytest.approx((var, mean, part)[row][j]) and a.xref == a.yref.replace("y", "x")
-        assert fig.data[row].marker.color[j] == geometry.HIGHLIGHT
+    for xref, yref, text, y in labels:
+        row = {"y": 0, "y2": 1, "y3": 2}[yref]
+        j = int(text.split()[1])
+        assert y == pytest.approx((var, mean, part)[row][j]) and xref == yref.replace("y", "x")
+        assert fig.data[row].y[j] == pytest.approx(y)  # the row's profile, every dimension
+        marked = fig.data[3 + row]  # the row's labelled dimensions: orange rectangles over it, one wide
+        assert marked.fillcolor == geometry.HIGHLIGHT and marked.xaxis == xref
+        k = 5 * list(marked.x[::5]).index(j - 0.5)  # each rectangle: 4 corners and a gap
+        assert list(marked.x[k : k + 4]) == [j - 0.5, j - 0.5, j + 0.5, j + 0.5]
+        assert marked.y[k + 1] == pytest.approx(y) and marked.y[k] == marked.y[k + 3] == 0
+    assert not [a for a in fig.layout.annotations if a.text.startswith("dim")]  # no annotation to redraw
     assert fig.layout.xaxis.matches == "x3" and fig.layout.xaxis3.title.text == "dimension"
 
 

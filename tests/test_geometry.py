@@ -342,15 +342,18 @@ def test_anisotropy_chart_stretches_the_reference_to_the_same_depth():
 
 
 def test_dimension_profile_marks_the_extreme_dimension_of_each_row():
-    from lib.charts.geometry import dimension_profile
+    from lib.charts.geometry import HIGHLIGHT, dimension_profile
 
     var = np.array([0.1, 5.0, 0.2, 0.1])
     mean = np.array([0.0, 0.1, -3.0, 0.0])
     contrib = np.array([0.0, 0.01, 0.2, 0.03])
     fig = dimension_profile(var, mean, contrib, label_top=1)
-    colors = list(fig.data[0].marker.color)
-    assert colors[1] == colors[2] != colors[0]  # dim 1 (variance) and dim 2 (mean, cosine) highlighted
-    assert {a.text for a in fig.layout.annotations if a.text.startswith("dim")} == {"dim 1", "dim 2"}
+    # every row: all dimensions in one step profile, dims 1 (variance) and 2 (mean, cosine) as orange bars
+    assert [list(t.y) for t in fig.data[:3]] == [list(var), list(mean), list(contrib)]
+    tops = [{x: y for x, y in zip(t.x[1::5], t.y[1::5], strict=True)} for t in fig.data[3:6]]  # (left, top)
+    assert tops == [{0.5: 5.0, 1.5: 0.2}, {0.5: 0.1, 1.5: -3.0}, {0.5: 0.01, 1.5: 0.2}]  # dims 1 and 2, 1 wide
+    assert all(t.fillcolor == HIGHLIGHT for t in fig.data[3:6]) and fig.data[0].fillcolor != HIGHLIGHT
+    assert [list(t.text) for t in fig.data[6:]] == [["dim 1"], ["dim 2"], ["dim 2"]]
 
 def test_default_top_k_is_about_d_over_100_within_bounds():
     assert [default_top_k(d) for d in (2, 128, 384, 768, 1024, 4096)] == [1, 1, 4, 8, 10, MAX_TOP_COMPONENTS]

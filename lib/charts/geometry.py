@@ -179,6 +179,13 @@ def dimension_profile(
     (largest variance, largest |mean|, largest |part|) are labelled; every labelled dimension is drawn
     orange in all three rows, so one dimension can be followed from row to row. A "rogue" dimension is
     a spike far above the rest.
+
+    Drawn light for the browser (issue 16): each row's d bars are one filled step line (plotly's "hvh"
+    shape: a flat step one dimension wide centred on each dimension, i.e. bars with no gap, as they are
+    drawn at this width anyway), one SVG path instead of d; the labelled dimensions are drawn over it as
+    orange rectangles of the same width (one path per row), and their "dim j" labels are a text trace per row, not
+    annotations (plotly measures and redraws every annotation of a figure when any one changes). Traces
+    0-2 are the rows' profiles, 3-5 their orange rectangles, 6-8 their labels.
     """
     var, mu, contrib = _finite(variance), _finite(mean), _finite(cosine_contribution)
     d = var.shape[0]
@@ -188,8 +195,7 @@ def dimension_profile(
         [int(j) for j in np.argsort(-np.abs(vals), kind="stable")[: max(0, label_top)]]
         for vals, _ in rows_data
     ]
-    hi = set().union(*tops)
-    colors = [HIGHLIGHT if j in hi else PLAIN for j in range(d)]
+    hi = sorted(set().union(*tops))
     grid = subplot_grid(
         3,
         1,
@@ -201,39 +207,65 @@ def dimension_profile(
             "each dimension's part of the mean cosine (the parts add up to it)",
         ),
     )
-    traces, labels = [], []
+    traces, marked, labels = [], [], []
     for k, ((vals, what), top) in enumerate(zip(rows_data, tops, strict=True)):
         xname, yname = grid_axes(k)
         traces.append(
             {
-                "type": "bar",
+                "type": "scatter",
                 "x": x,
                 "y": vals,
-                "marker": {"color": colors, "line": {"width": 0}},
+                "mode": "lines",
+                "line": {"shape": "hvh", "color": PLAIN, "width": 1},
+                "fill": "tozeroy",
+                "fillcolor": PLAIN,
+                "hoveron": "points",
                 "hovertemplate": f"dimension %{{x}}<br>{what} %{{y:.4f}}<extra></extra>",
                 "showlegend": False,
                 "xaxis": xname,
                 "yaxis": yname,
             }
         )
-        labels += [
+        # the labelled dimensions as orange rectangles, one dimension wide, in one filled path (a bar trace
+        # would sit under the filled profile: plotly draws bars below scatter traces)
+        rx, ry = [], []
+        for j in hi:
+            rx += [j - 0.5, j - 0.5, j + 0.5, j + 0.5, None]
+            ry += [0.0, float(vals[j]), float(vals[j]), 0.0, None]
+        marked.append(
             {
-                "x": j,
-                "y": float(vals[j]),
-                "xref": xname,
-                "yref": yname,
-                "text": f"dim {j}",
-                "showarrow": True,
-                "arrowhead": 0,
-                "ay": -22 if vals[j] >= 0 else 22,
-                "font": {"color": HIGHLIGHT, "size": 12},
+                "type": "scatter",
+                "x": rx,
+                "y": ry,
+                "mode": "lines",
+                "line": {"color": HIGHLIGHT, "width": 1},  # covers the profile's blue outline
+                "fill": "toself",
+                "fillcolor": HIGHLIGHT,
+                "hoverinfo": "skip",  # the profile underneath gives the same numbers
+                "showlegend": False,
+                "xaxis": xname,
+                "yaxis": yname,
             }
-            for j in top
-        ]
-    grid["annotations"] = grid["annotations"] + labels
+        )
+        labels.append(
+            {
+                "type": "scatter",
+                "mode": "text",
+                "x": top,
+                "y": [float(vals[j]) for j in top],
+                "text": [f"dim {j}" for j in top],
+                "textposition": ["top center" if vals[j] >= 0 else "bottom center" for j in top],
+                "textfont": {"color": HIGHLIGHT, "size": 12},
+                "cliponaxis": False,  # a label above the tallest bar stays whole
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "xaxis": xname,
+                "yaxis": yname,
+            }
+        )
     grid["xaxis3"]["title"] = {"text": "dimension"}
     layout = merged(base_layout(title=_title(title), height=660), **grid, bargap=0)
-    return figure(traces, layout)
+    return figure(traces + marked + labels, layout)
 
 
 def norms_by_layer(
