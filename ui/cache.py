@@ -12,6 +12,7 @@ A set is encoded **without** attention weights (they are num_layers × num_heads
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import Counter
@@ -145,32 +146,12 @@ def lesson_numbers(step: str, model_name: str, compute: Callable[[], object]):
     return _cached(("lesson", step, model_name), compute)
 
 
+@functools.cache
 def reference_corpus() -> CorpusText:
     """The built-in reference corpus, read and parsed once per process (lib.corpus.load_reference_corpus).
 
-    A missing file raises CorpusError each time it is asked for (nothing is cached then)."""
-    global _reference_corpus
-    if _reference_corpus is None:
-        _reference_corpus = load_reference_corpus()
-    return _reference_corpus
-
-
-_reference_corpus: CorpusText | None = None
-
-
-def _one(enc: Encoding, i: int) -> Encoding:
-    """Sentence i of an encoding as an Encoding of its own (the same arrays, no copy)."""
-    return Encoding(
-        model_name=enc.model_name,
-        sentences=(enc.sentences[i],),
-        tokens=(enc.tokens[i],),
-        token_ids=(enc.token_ids[i],),
-        offsets=(enc.offsets[i],),
-        special=(enc.special[i],),
-        hidden_states=(enc.hidden_states[i],),
-        attentions=None if enc.attentions is None else (enc.attentions[i],),
-        truncated=(enc.truncated[i],),
-    )
+    A missing file raises CorpusError each time it is asked for (an exception is not cached)."""
+    return load_reference_corpus()
 
 
 def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
@@ -195,7 +176,7 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
         out = encoder(model_name).encode(list(new), attentions=False, max_tokens=cap)
         release_memory()  # torch's temporaries of the forward pass go back to the OS
         for i, s in enumerate(new):
-            fresh[s] = _one(out, i)
+            fresh[s] = out.subset([i])  # the same arrays, no copy
             RESULTS.put(key(s), fresh[s])
         return new  # the batch's entry holds only its sentences' text (counted by plain_nbytes)
 
