@@ -227,3 +227,20 @@ def unpack_text(packed: str, max_chars: int = MAX_TEXT_CHARS) -> str:
         return data.decode("utf-8")[:max_chars]
     except (binascii.Error, zlib.error, UnicodeError, ValueError) as err:
         raise ContextLensError("The sentences in the link are garbled or cut off.") from err
+
+
+def text_from_link(value: str, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """The sentences a link's ``text`` value carries: the app's packed form (:func:`pack_text`), or plain
+    text that someone typed into a link by hand (``?target=bank&text=I sat by the river bank.``; several
+    sentences separated by newlines, ``%0A``).
+
+    A value is read as plain text only when it is not a packed value and contains white space, which a
+    packed value never does; anything else (a packed value cut short, stray characters) raises the
+    "garbled" ContextLensError of :func:`unpack_text`.
+    """
+    try:
+        return unpack_text(value, max_chars)
+    except ContextLensError:
+        if any(ch.isspace() for ch in value):
+            return value[:max_chars]
+        raise

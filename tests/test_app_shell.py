@@ -78,6 +78,17 @@ def test_custom_set_link_round_trip():
     assert "same-sense pairs average" in " ".join(m.value for m in at.markdown)
 
 
+def test_a_hand_typed_plain_text_link_opens_its_sentences_and_is_written_back_packed():
+    text = "The bank raised its rates.\nWe sat on the river bank."
+    at = run_app({"target": "bank", "text": text})  # what a teacher types: words, not the packed form
+    assert not at.exception
+    assert at.session_state["cl_preset"] == "custom"
+    assert at.sidebar.text_area(key="cl_text").value == text
+    assert not any("garbled" in w.value for w in at.sidebar.warning)
+    q = query(at)
+    assert unpack_text(q["text"]) == text  # the address bar now carries the app's own form
+
+
 def test_unlabelled_set_suggests_labels():
     text = "The bank raised rates.\nWe sat on the river bank.\nBank on it."
     at = run_app({"target": "bank", "text": pack_text(text)})

@@ -18,6 +18,7 @@ from lib.sentences import (
     parse_sentence_set,
     rows_to_text,
     split_label,
+    text_from_link,
     unpack_text,
 )
 from lib.targets import TargetError
@@ -238,3 +239,14 @@ def test_subset_keeps_sentences_senses_and_lines_aligned():
     assert sub.target == ss.target and sub.notes == ss.notes
     assert sub.labels[0].startswith("S1 · four bank")  # labels are renumbered for the subset
     assert ss.subset(range(len(ss))) == ss
+
+
+def test_text_from_link_reads_packed_and_hand_typed_values():
+    text = "money | The bank raised rates.\nriver | We sat on the river bank."
+    assert text_from_link(pack_text(text)) == text
+    assert text_from_link("I sat by the river bank.") == "I sat by the river bank."
+    assert text_from_link("a b\nc bank", max_chars=5) == "a b\nc"
+    for garbled in ("%%%garbled%%%", pack_text(text)[:-8], "abc"):  # no white space: not plain text
+        with pytest.raises(ValueError) as info:
+            text_from_link(garbled)
+        assert "garbled" in str(info.value)

@@ -41,7 +41,7 @@ from lib.sentences import (
     clean_sentences,
     pack_text,
     parse_sentence_set,
-    unpack_text,
+    text_from_link,
 )
 from ui import cache
 from ui.widgets import escape_md
@@ -334,7 +334,7 @@ def init_session() -> None:
     raw_text = _url_value("text") if "text" in url else None
     if raw_text is not None:
         try:
-            text = unpack_text(raw_text)
+            text = text_from_link(raw_text)
             target = (_url_value("target") or "")[:100]
             preset_id = CUSTOM
         except ContextLensError as err:  # a garbled or cut-off link
