@@ -102,6 +102,14 @@ CONTROLS = [
 ]
 state.init_controls(CONTROLS)
 
+
+
+def _parse_corpus_file(data: bytes):
+    """(note on the file's encoding or None, lib.corpus.CorpusText) of an uploaded .txt file."""
+    text, encoding_note = decode_text_file(data)
+    return encoding_note, parse_corpus_text(text)
+
+
 c_corpus, c_layer = st.columns([2, 3])
 c_corpus.radio(
     "Reference corpus",
@@ -170,8 +178,7 @@ elif corpus_choice == "upload":
         )
     else:
         try:
-            text, encoding_note = decode_text_file(upload.getvalue())
-            parsed = parse_corpus_text(text)
+            encoding_note, parsed = cache.parsed_upload("corpus", upload.getvalue(), _parse_corpus_file)
             for note in (encoding_note, *parsed.notes) if encoding_note else parsed.notes:
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id

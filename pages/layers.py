@@ -94,7 +94,9 @@ def upload_section(current_target: str) -> None:
         if up is None:
             return
         try:
-            res = parse_upload(up.getvalue(), target, up.name)
+            res = cache.parsed_upload(
+                f"set|{target}|{up.name}", up.getvalue(), lambda data: parse_upload(data, target, up.name)
+            )
         except UploadError as err:
             st.error(escape_md(str(err)))
             return
