@@ -334,3 +334,26 @@ def test_server_runs_blas_on_the_configured_threads(monkeypatch):
     assert cache.limit_blas_threads() == 1
     blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
     assert blas and all(p["num_threads"] == 1 for p in blas)
+
+
+def test_an_uploaded_file_is_parsed_once_per_content_and_a_failed_parse_is_not_kept():
+    from lib.errors import ContextLensError
+    from lib.upload import UploadError, parse_upload
+    from ui import cache
+
+    calls = []
+
+    def parse(data: bytes):
+        calls.append(data)
+        return parse_upload(data, "bank", "set.csv")
+
+    data = b"money,The bank raised rates.\nriver,We sat on the river bank.\n"
+    first = cache.parsed_upload("test|bank", data, parse)
+    again = cache.parsed_upload("test|bank", data, parse)
+    assert again is first and len(calls) == 1 and len(first) == 2
+    cache.parsed_upload("test|bank", data + b"money,The bank closed.\n", parse)  # new content: parsed again
+    assert len(calls) == 2
+    for _ in range(2):  # a file that fails says so on every rerun: its error is not cached
+        with pytest.raises(ContextLensError):
+            cache.parsed_upload("test|bank", b"\x89PNG\r\n\x1a\n\x00\x00", parse)
+    assert len(calls) == 4 and issubclass(UploadError, ContextLensError)
