@@ -336,6 +336,24 @@ def test_server_runs_blas_on_the_configured_threads(monkeypatch):
     assert blas and all(p["num_threads"] == 1 for p in blas)
 
 
+
+def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
+    import subprocess
+    import sys
+
+    code = (
+        "from ui import cache\n"
+        "import scipy.linalg, sklearn.decomposition, umap\n"  # what a first projection loads, later
+        "from threadpoolctl import threadpool_info\n"
+        "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["CONTEXT_LENS_BLAS_THREADS"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[1]"
+
+
 def test_an_uploaded_file_is_parsed_once_per_content_and_a_failed_parse_is_not_kept():
     from lib.errors import ContextLensError
     from lib.upload import UploadError, parse_upload

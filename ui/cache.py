@@ -70,6 +70,9 @@ def limit_blas_threads() -> int:
     except ValueError:
         n = 1
     threadpool_limits(limits=n, user_api="blas")  # process-wide until changed; not a context here
+    # threadpool_limits reaches only the BLAS libraries loaded so far; scipy (loaded with scikit-learn or UMAP
+    # when a learner first projects) brings its own OpenBLAS, which reads this variable when it loads.
+    os.environ["OPENBLAS_NUM_THREADS"] = str(n)
     return n
 
 
