@@ -206,3 +206,16 @@ def test_apple_answer_moves_towards_food_and_technology_markers():
 
     assert nearest(result("fruit")) == "pear (food)"
     assert nearest(result("company")) == "laptop (technology)"
+
+
+def test_a_followed_cell_that_no_longer_exists_goes_back_to_the_default_cell():
+    at = _run()
+    at.text_input(key="calc_tokens").set_value("the dog saw the old cat").run()
+    at.selectbox(key="calc_row").set_value(5).run()
+    at.selectbox(key="calc_col").set_value(4).run()
+    at.text_input(key="calc_tokens").set_value("The cat sat").run()  # rows 5 and 4 are gone
+    _assert_ok(at)
+    assert at.session_state["calc_row"] == 1 and at.session_state["calc_col"] == 2  # S[cat, sat], as at the start
+    at.text_input(key="calc_tokens").set_value("The cat").run()  # the default column is gone too: clamped
+    _assert_ok(at)
+    assert at.session_state["calc_row"] == 1 and at.session_state["calc_col"] == 1

@@ -210,6 +210,9 @@ class Control:
     def init(self) -> object:
         """Set the widget's initial value in session state (from the link when ``in_url``) and return it."""
         if not self.in_url:  # never read from the link: start from the default, then clamp/check like the rest
+            now = st.session_state.get(self.key)
+            if self.kind == "int" and isinstance(now, int) and not (self.lo <= now <= self.hi):
+                del st.session_state[self.key]  # its range moved away from it (fewer tokens): the default again
             st.session_state.setdefault(self.key, self.default)
         if self.kind == "int":
             return url_int(self.key, int(self.default), int(self.lo), int(self.hi))
