@@ -24,9 +24,11 @@ held-out sentences.
 
 Speed: the L2-penalised solution lies in the span of the training rows, so each fold is fitted on the
 training data's coordinates in that span (rank <= number of training sentences) instead of all d
-dimensions; this gives the same predictions and makes small sets nearly free. All (layer, fold,
-label set) problems are solved in one vectorised L-BFGS run (tests check the predictions against
-``sklearn.linear_model.LogisticRegression``). Large sets are bounded: more than ``MAX_SENTENCES``
+dimensions; this gives the same predictions and makes small sets nearly free. Those coordinates are
+along the rows' singular vectors, so L-BFGS is preconditioned by each column's length. The true labels
+and all shuffles of one (layer, fold) are solved in one vectorised L-BFGS run, with every label set's
+logits from one matrix product (tests check the predictions against
+``sklearn.linear_model.LogisticRegression``). 150 real sentences: ~2 s of CPU, was ~20 s. Large sets are bounded: more than ``MAX_SENTENCES``
 sentences are probed on a stratified sample of that many, and the number of shuffles is lowered (never
 below ``MIN_SHUFFLES``) to keep the work under ``MAX_WORK``; ``notes`` says so.
 """
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+CURVATURE = 0.1  # typical p(1 - p) of the log-loss, for _fit_batch's preconditioning
 MAX_SENTENCES = 150  # a larger set is probed on a stratified sample of this many sentences
 MAX_WORK = 12_000_000  # bound on (runs × layers × folds × rows × columns × classes): a few seconds
 MIN_SHUFFLES = 5
@@ -118,32 +121,36 @@ def _fit_batch(A: np.ndarray, Y: np.ndarray, mask: np.ndarray, classes: int, C: 
     D, m, r = A.shape
     S = Y.shape[1]
     c = classes if classes > 2 else 1
-    onehot = np.zeros((D, S, m, classes))
-    np.put_along_axis(onehot, Y[..., None], 1.0, axis=-1)
-    w_rows = mask[:, None, :, None]  # (D, 1, m, 1)
+    onehot = np.zeros((D, m, S, classes))  # rows first: every label set's logits come from one product
+    np.put_along_axis(onehot, Y.transpose(0, 2, 1)[..., None], 1.0, axis=-1)
+    w_rows = mask[:, :, None, None] * C  # (D, m, 1, 1)
     At = np.ascontiguousarray(A.transpose(0, 2, 1))  # (D, r, m)
-    n_w = D * S * r * c
-
-    def logits_of(theta):
-        W = theta[:n_w].reshape(D, S, r, c)
-        b = theta[n_w:].reshape(D, S, c)
-        Z = np.matmul(A[:, None], W) + b[:, :, None, :]  # (D, S, m, c)
-        if c == 1:  # binary: logits (0, z)
-            Z = np.concatenate([np.zeros_like(Z), Z], axis=-1)
-        return W, Z
+    n_w = D * r * S * c
+    # Preconditioning. _fold_space gives A orthogonal columns, so the objective's Hessian is close to diagonal:
+    # 1 + C * p(1 - p) * ||column||² for a weight, C * p(1 - p) * rows for an intercept. L-BFGS runs on the
+    # variables scaled by the inverse square root of that (the minimum is the same point, W = PW * theta):
+    # ~5 times fewer iterations on 150 real sentences, the same predictions.
+    col2 = np.einsum("dmr,dmr->dr", A, A)
+    PW = (1.0 / np.sqrt(1.0 + C * CURVATURE * col2))[:, :, None, None]  # (D, r, 1, 1)
+    PB = (1.0 / np.sqrt(1.0 + C * CURVATURE * mask.sum(axis=1)))[:, None, None]  # (D, 1, 1)
 
     def objective(theta):
-        W, Z = logits_of(theta)
-        Z = Z - Z.max(axis=-1, keepdims=True)
-        logsum = np.log(np.exp(Z).sum(axis=-1, keepdims=True))
-        logp = Z - logsum
-        loss = -np.sum(w_rows * onehot * logp) * C + 0.5 * np.sum(W * W)
-        G = (np.exp(logp) - onehot) * w_rows * C  # (D, S, m, classes): d loss / d logits
+        W = theta[:n_w].reshape(D, r, S, c) * PW
+        b = theta[n_w:].reshape(D, S, c) * PB
+        Z = np.matmul(A, W.reshape(D, r, S * c)).reshape(D, m, S, c) + b[:, None]
+        if c == 1:  # binary: logits (0, z)
+            Z = np.concatenate([np.zeros_like(Z), Z], axis=-1)
+        Z -= Z.max(axis=-1, keepdims=True)
+        E = np.exp(Z)
+        tot = E.sum(axis=-1, keepdims=True)
+        logp = Z - np.log(tot)
+        loss = -np.sum(w_rows * onehot * logp) + 0.5 * np.sum(W * W)
+        G = (E / tot - onehot) * w_rows  # (D, m, S, classes): d loss / d logits
         if c == 1:
             G = G[..., 1:]
-        gW = np.matmul(At[:, None], G) + W  # (D, S, r, c)
-        gb = G.sum(axis=2)
-        return loss, np.concatenate([gW.ravel(), gb.ravel()])
+        gW = np.matmul(At, G.reshape(D, m, S * c)).reshape(D, r, S, c) + W
+        gb = G.sum(axis=1)
+        return loss, np.concatenate([(gW * PW).ravel(), (gb * PB).ravel()])
 
     theta = np.zeros(n_w + D * S * c)
     f_prev = np.inf
@@ -155,8 +162,8 @@ def _fit_batch(A: np.ndarray, Y: np.ndarray, mask: np.ndarray, classes: int, C: 
         if f_prev - res.fun <= 1e-9 * max(1.0, abs(res.fun)):
             break
         f_prev = res.fun
-    W = theta[:n_w].reshape(D, S, r, c)
-    b = theta[n_w:].reshape(D, S, c)
+    W = (theta[:n_w].reshape(D, r, S, c) * PW).transpose(0, 2, 1, 3)  # (D, S, r, c)
+    b = theta[n_w:].reshape(D, S, c) * PB
     return W, b
 
 
@@ -173,14 +180,14 @@ def _fold_space(Xtr: np.ndarray, Xte: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     An L2-penalised linear model's weight vector lies in that span (the gradient of the loss is a
     combination of the rows, and the penalty's is the weights themselves), so fitting there gives the
-    same predictions with at most (training rows) columns instead of d.
+    same predictions with at most (training rows) columns instead of d. The coordinates are along the
+    training rows' singular vectors, so the columns of the training design are orthogonal (what
+    :func:`_fit_batch`'s preconditioning assumes).
     """
     from sklearn.preprocessing import StandardScaler
 
     scaler = StandardScaler().fit(Xtr)  # a constant dimension is centred, not divided by 0
     A, B = scaler.transform(Xtr), scaler.transform(Xte)
-    if A.shape[0] >= A.shape[1]:
-        return A, B
     _, S, Vt = np.linalg.svd(A, full_matrices=False)
     r = int(np.sum(S[0] * 1e-10 < S)) if S.size and S[0] > 0 else 0
     if r == 0:
