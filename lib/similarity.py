@@ -1282,6 +1282,20 @@ class EvidenceCard:
         return "\n".join(lines) + "\n"
 
 
+def _largest_first(values: np.ndarray, k: int) -> list[int]:
+    """Indices of the ``k`` largest values, largest first, the lower index first on a tie: the first ``k`` of
+    a stable sort by descending value, without sorting all of them (a set of 500 sentences has 124,750 pairs).
+    """
+    values = np.asarray(values)
+    if k >= len(values):
+        top = np.arange(len(values))
+    else:
+        kth = np.partition(values, len(values) - k)[len(values) - k]  # the k-th largest value
+        top = np.flatnonzero(values >= kth)  # every tie of it too, so the tie-break below stays exact
+    order = np.lexsort((top, -values[top]))
+    return [int(i) for i in top[order][:k]]
+
+
 def evidence_card(
     first: np.ndarray,
     chosen: np.ndarray,
@@ -1318,11 +1332,11 @@ def evidence_card(
     change = np.abs(v1 - v0)
 
     def argbest(mask: np.ndarray, values: np.ndarray, highest: bool) -> int | None:
+        """The pair with the highest (lowest) value among ``mask``, the first pair on a tie."""
         if not mask.any():
             return None
-        cand = np.flatnonzero(mask)
-        key = -values[cand] if highest else values[cand]
-        return int(cand[np.lexsort((cand, key))[0]])
+        cand = np.flatnonzero(mask)  # ascending, and argmax/argmin return the first of equal values
+        return int(cand[np.argmax(values[cand]) if highest else np.argmin(values[cand])])
 
     surprise = (
         argbest(diff, v1, True)
@@ -1338,7 +1352,7 @@ def evidence_card(
             argbest(same, v1, True),
             argbest(diff, v1, False),
         ]
-        by_change = [int(p) for p in np.lexsort((np.arange(len(pairs)), -change))]
+        by_change = _largest_first(change, max_rows + len(picks))
         chosen_pairs = []
         for p in [*picks, *by_change]:
             if p is not None and p not in chosen_pairs:

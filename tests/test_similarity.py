@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lib import similarity as sim
 
@@ -528,3 +530,13 @@ def test_compare_anisotropy_by_hand():
     assert sim.compare_anisotropy(np.array([0.9])).strength == "stronger than"  # 1.33
     with pytest.raises(ValueError):
         sim.compare_anisotropy(np.array([0.1, np.nan]))
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 0.1, 0.5, 0.5, 1.0, -0.2]), min_size=1, max_size=40),
+    st.integers(min_value=1, max_value=45),
+)
+def test_largest_first_is_a_stable_descending_sort_cut_at_k(values, k):
+    # many ties on purpose: the lower index must come first among equal values, as a full stable sort gives
+    want = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
+    assert sim._largest_first(np.array(values), k) == want
