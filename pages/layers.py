@@ -591,15 +591,18 @@ if labelled:
 
 # ------------------------------------------------------------------------------------- 8. evidence card
 st.header("8. Evidence card")
-card = evidence_card(
-    prof.vectors[:, 0, :],
-    prof.vectors[:, r, :],
-    ss.clean_sentences,
-    senses,
-    target=ss.target,
-    first_name="layer 0",
-    chosen_name=rep,
-    cosines=(prof.cosines[0], prof.cosines[r]),
+card = cache.evidence(
+    (model, tuple(ss.sentences), tuple(senses), ss.target, r, rep),
+    lambda: evidence_card(
+        prof.vectors[:, 0, :],
+        prof.vectors[:, r, :],
+        ss.clean_sentences,
+        senses,
+        target=ss.target,
+        first_name="layer 0",
+        chosen_name=rep,
+        cosines=(prof.cosines[0], prof.cosines[r]),
+    ),
 )
 if ro is not None:
     card_readout = (

@@ -505,6 +505,13 @@ def layer_profile(
     )
 
 
+def evidence(key: tuple, compute: Callable[[], object]):
+    """The Layer by layer page's evidence card, once per ``key`` (model, sentences, senses, target and the
+    chosen representation): choosing its pairs among every pair of a large set costs tens of milliseconds,
+    and most reruns (a new pair view, a toggle) do not change it."""
+    return _cached(("evidence", *key), compute)
+
+
 @st.cache_resource(show_spinner=False, max_entries=32, ttl=_PAGE_TTL)
 def anisotropy_curves(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
     """lib.corpus.anisotropy_curves (Anisotropy), keyed by model, corpus and k: {treatment: (L+1,)}."""
