@@ -236,3 +236,17 @@ def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
     assert found, "the sentence with [MASK] is shown somewhere"
     for s in found:
         assert re.search(r"(?<!\[)(?<!\\\[)MASK", s) is None, s[:300]
+
+
+def test_a_long_set_lists_its_sentences_in_a_grid_with_the_text_as_typed():
+    from ui.widgets import TABLE_MAX_ROWS
+
+    n = TABLE_MAX_ROWS + 10
+    lines = [f"{'money' if k % 2 else 'river'} | Row {k}: the *bank* <b>{k}</b> by the [bank]." for k in range(n)]
+    at = _app("\n".join(lines), "bank").run()
+    _ok(at, charts=3)
+    grids = [df.value for df in at.dataframe if "sentence" in df.value.columns and len(df.value) == n]
+    assert len(grids) == 1 and not [t for t in at.table if len(t.value) == n]
+    row = grids[0]["sentence"].iloc[3]
+    assert row == "Row 3: the *bank* <b>3</b> by the [bank]."  # as typed: a grid renders no markdown, no HTML
+    assert list(grids[0].index[:2]) == ["S1", "S2"] and grids[0]["sense"].iloc[0] == "river"

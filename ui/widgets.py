@@ -169,14 +169,27 @@ def intro(text: str, *, label: str = "About this page") -> None:
         st.markdown(text)
 
 
+TABLE_MAX_ROWS = 50  # a longer sentence list is a scrolling data grid, not an HTML table
+
+
 def sentence_table(sentences, senses, *, label: str = "The sentences (S1, S2, …)", expanded: bool = False) -> None:
     """The sentences behind a chart's S1…Sn labels, as a plain table (user text shown literally), in an
-    expander: the chart's text alternative, and the full labels a phone has no room for."""
+    expander: the chart's text alternative, and the full labels a phone has no room for.
+
+    Up to TABLE_MAX_ROWS sentences: an HTML table (st.table, read in full by a screen reader). More: a data
+    grid (st.dataframe) that draws only the rows in view; a 500-row HTML table is slow for the browser to lay
+    out and for the server to build on every rerun.
+    """
     import pandas as pd
 
+    grid = len(sentences) > TABLE_MAX_ROWS
+    literal = (lambda s: s) if grid else escape_md  # st.table renders markdown; a grid shows text as it is
     rows = {"": [f"S{i + 1}" for i in range(len(sentences))]}
     if any(senses):
-        rows["sense"] = [escape_md(s) if s else "–" for s in senses]
-    rows["sentence"] = [escape_md(s) for s in sentences]  # st.table renders markdown: show user text literally
+        rows["sense"] = [literal(s) if s else "–" for s in senses]
+    rows["sentence"] = [literal(s) for s in sentences]
     with st.expander(label, expanded=expanded):
-        st.table(pd.DataFrame(rows).set_index(""))
+        if grid:
+            st.dataframe(pd.DataFrame(rows).set_index(""), width="stretch", height=360)
+        else:
+            st.table(pd.DataFrame(rows).set_index(""))
