@@ -11,10 +11,12 @@ import html
 import math
 import os
 import re
+import threading
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.basedatatypes import BasePlotlyType
 
 # Okabe-Ito, reordered so the first colours are the most distinct on a projector.
 SENSE_COLORS = (
@@ -189,15 +191,262 @@ def _containers(obj):
     return obj
 
 
+# ------------------------------------------------------------------------------------------ lazy figures
+# Building a go.Figure costs plotly ~1 ms per axis and trace even unvalidated (an object per property, a
+# validated object per subplot axis: 0.085 s for the attention overview's 78 panels), and a new student
+# builds a dozen. Streamlit only needs the figure's ``to_dict()``. So production figures are LazyFigures:
+# they keep the trace and layout dicts, answer ``to_dict`` (and ``update_layout``, ``fit_cell_text``,
+# ``figure_dict``...) from them, and turn into a plotly Figure in place the first time anything else of
+# plotly's API is used (``fig.data``, ``fig.layout.title.text``, ``fig.add_trace``...), so code that reads a
+# figure never notices. Tests validate every figure (CONTEXT_LENS_VALIDATE_FIGURES=1) and get plotly
+# Figures straight away; tests/test_lazy_figures.py checks both give the same ``to_dict`` for every chart.
+_LAZY_LOCK = threading.RLock()  # one materialisation or lazy read at a time (shared figures, many sessions)
+# Read from the dicts, never materialise: what Streamlit, the charts' helpers and lib.budget use.
+_LAZY_ATTRS = frozenset(
+    {
+        "to_dict",
+        "to_plotly_json",
+        "update_layout",
+        "materialise",
+        "_data",
+        "_layout",
+        "_b64",
+        "_builder",
+        "__class__",
+        "__dict__",
+        "__init__",
+        "__getattribute__",
+        "__setattr__",
+        "__delattr__",
+    }  # fmt: skip
+)
+# Layout keys of subplots (xaxis2, coloraxis3, ...): plotly validates these even in an unvalidated figure.
+_SUBPLOT_KEY = re.compile(r"^(coloraxis|geo|legend|map|polar|scene|smith|ternary|xaxis|yaxis)(\d+)$")
+_PLAIN_UNDERSCORE_KEYS = frozenset({"paper_bgcolor", "plot_bgcolor"})  # layout keys that are not paths
+
+
+class LazyFigure(Figure):
+    """A :class:`Figure` kept as its trace and layout dicts until plotly's API is used (see above).
+
+    ``to_dict`` gives what the plotly Figure's would (the default template added as plotly adds it, and the
+    numpy arrays base64-encoded once per figure, not on every rerun); ``update_layout`` merges into the
+    dicts as plotly's does. Any other attribute turns the object into a :class:`Figure` in place
+    (:meth:`materialise`, thread-safe), which then behaves exactly as ``Figure(data, layout)`` would.
+    """
+
+    def __init__(self, data: list[dict], layout: dict) -> None:  # noqa: D107 (no plotly __init__ on purpose)
+        d = object.__getattribute__(self, "__dict__")
+        d["_data"], d["_layout"], d["_b64"], d["_builder"] = data, layout, {}, None
+
+    def __getattribute__(self, name: str):
+        if name in _LAZY_ATTRS or object.__getattribute__(self, "_builder") == threading.get_ident():
+            return object.__getattribute__(self, name)
+        LazyFigure.materialise(self)
+        return getattr(self, name)
+
+    def materialise(self) -> Figure:
+        """Turn this figure into a plotly :class:`Figure` in place (once; a no-op afterwards) and return it."""
+        with _LAZY_LOCK:
+            if type(self) is not LazyFigure:
+                return self
+            d = object.__getattribute__(self, "__dict__")
+            data, layout = d["_data"], d["_layout"]
+            d["_builder"] = threading.get_ident()  # plotly's __init__ below reads the object as a Figure
+            try:
+                Figure.__init__(self, data=data, layout=layout, _validate=False)
+            except BaseException:
+                d["_data"], d["_layout"], d["_builder"] = data, layout, None
+                raise
+            for key in ("_b64", "_builder"):
+                d.pop(key, None)
+            object.__setattr__(self, "__class__", Figure)
+        return self
+
+    def to_dict(self) -> dict:
+        from _plotly_utils.utils import convert_to_base64
+
+        with _LAZY_LOCK:
+            if type(self) is not LazyFigure:
+                return Figure.to_dict(self)
+            data = [_lazy_trace(t) for t in self._data]
+            layout = _lazy_layout(self._layout)
+        if "template" not in layout:
+            template = _default_template()
+            if template is not None:
+                layout["template"] = _containers(template)
+        res = {"data": data, "layout": layout}
+        _encode_arrays(res, self._b64)
+        convert_to_base64(res)  # anything else plotly sends as a typed array (a no-op for plain lists)
+        return res
+
+    def to_plotly_json(self) -> dict:
+        return self.to_dict()
+
+    def update_layout(self, dict1: dict | None = None, overwrite: bool = False, **kwargs) -> go.Figure:
+        """plotly's update_layout on the layout dict: nested dicts merged key by key, a list of dicts
+        (shapes, annotations) merged element by element into a non-empty one, any other value (None too, as
+        in plotly's unvalidated figure) replaced. An update plotly would read differently (``overwrite=True``, a ``title_text``
+        path) turns the figure into a plotly Figure first."""
+        changes = {**(dict1 or {}), **kwargs}
+        with _LAZY_LOCK:
+            if type(self) is not LazyFigure or overwrite or _has_paths(changes):
+                return Figure.update_layout(LazyFigure.materialise(self), dict1, overwrite, **kwargs)
+            layout = self._layout
+            for key, value in changes.items():
+                match = _SUBPLOT_KEY.match(key)
+                if match and match.group(2) == "1":
+                    key = match.group(1)  # noqa: PLW2901 (plotly's name for the first one)
+                _update(layout, key, value)
+        return self
+
+    def __setattr__(self, name: str, value) -> None:
+        if not _building(self):
+            LazyFigure.materialise(self)
+        Figure.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if not _building(self):
+            LazyFigure.materialise(self)
+        Figure.__delattr__(self, name)
+
+
+def _building(fig: LazyFigure) -> bool:
+    return object.__getattribute__(fig, "__dict__").get("_builder") == threading.get_ident()
+
+
+def _eager(name: str):
+    """A special method of LazyFigure that materialises the figure, then runs plotly's (Python calls
+    these on the class, past ``__getattribute__``)."""
+    method = getattr(Figure, name)
+
+    def run(self, *args, **kwargs):
+        if not _building(self):
+            LazyFigure.materialise(self)
+        return method(self, *args, **kwargs)
+
+    run.__name__ = name
+    return run
+
+
+for _name in ("__getitem__", "__setitem__", "__contains__", "__iter__", "__eq__", "__repr__", "__reduce__"):
+    setattr(LazyFigure, _name, _eager(_name))
+
+
+def _lazy_trace(trace: dict) -> dict:
+    """A copy of a trace dict as plotly's unvalidated Figure keeps it (with its type)."""
+    out = _containers(trace)
+    out.setdefault("type", "scatter")
+    return out
+
+
+def _lazy_layout(layout: dict) -> dict:
+    """A copy of a layout dict as plotly's unvalidated Figure keeps it: subplot axes (xaxis2...) as plotly's
+    validation of them leaves them (None values and empty dicts left out, an empty axis dropped)."""
+    out = {}
+    for k, v in layout.items():
+        if _SUBPLOT_KEY.match(k) and isinstance(v, dict):
+            v = _pruned(v)  # noqa: PLW2901
+            if v:
+                out[k] = v
+        else:
+            out[k] = _containers(v)
+    return out
+
+
+def _pruned(obj):
+    """``obj`` copied (as :func:`_containers`) without None values and empty dicts in its dicts."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            v = _pruned(v)  # noqa: PLW2901
+            if v is not None and v != {}:
+                out[k] = v
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_pruned(v) for v in obj]
+    return obj
+
+
+def _encode_arrays(obj, memo: dict) -> None:
+    """Numpy arrays in ``obj`` (fresh containers) replaced by plotly's typed-array dicts, each array encoded
+    once per figure: ``memo`` keeps the array (so its id stays its own) and its encoding."""
+    from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
+
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if isinstance(value, np.ndarray) and not is_skipped_key(key):
+                hit = memo.get(id(value))
+                if hit is None or hit[0] is not value:
+                    hit = memo[id(value)] = (value, to_typed_array_spec(value))
+                spec = hit[1]
+                obj[key] = dict(spec) if isinstance(spec, dict) else spec
+            elif isinstance(value, (dict, list)):
+                _encode_arrays(value, memo)
+    elif isinstance(obj, list):
+        for value in obj:
+            if isinstance(value, (dict, list)):
+                _encode_arrays(value, memo)
+
+
+def _has_paths(changes: dict, top: bool = True) -> bool:
+    """True when a key of ``changes`` (at any depth) is one of plotly's underscore paths (``title_text``)."""
+    for key, value in changes.items():
+        if "_" in key and not (top and key in _PLAIN_UNDERSCORE_KEYS):
+            return True
+        if isinstance(value, dict) and _has_paths(value, top=False):
+            return True
+    return False
+
+
+def _update(obj: dict, key: str, value) -> None:
+    """plotly's update of ``obj[key]`` with ``value`` (BaseFigure._perform_update), on dicts; the dicts
+    and lists already in ``obj`` are replaced by changed copies, never changed (they may be shared)."""
+    old = obj.get(key)
+    if isinstance(value, dict) and isinstance(old, dict):
+        new = dict(old)
+        for k, v in value.items():
+            _update(new, k, v)
+        obj[key] = new
+    elif (
+        isinstance(value, (list, tuple))
+        and isinstance(old, (list, tuple))
+        and old
+        and all(isinstance(el, dict) for el in old)
+    ):
+        if not value:
+            return  # plotly leaves a non-empty list of objects as it is
+        new_list = []
+        for i, el in enumerate(old):  # each element merged with the update's element i (cycled)
+            holder = {"el": el}
+            _update(holder, "el", value[i % len(value)])
+            new_list.append(holder.get("el", el))
+        new_list.extend(value[len(old) :])
+        obj[key] = new_list
+    else:
+        obj[key] = value
+
+
+def materialised(fig: go.Figure) -> go.Figure:
+    """``fig`` as a plotly Figure (a :class:`LazyFigure` materialised in place; anything else as it is)."""
+    return LazyFigure.materialise(fig) if type(fig) is LazyFigure else fig
+
+
 def figure(data: Sequence[dict | go.Figure], layout: dict | None = None) -> go.Figure:
     """A figure from trace dicts (``{"type": "scatter", ...}``) and a layout dict, built in one step.
 
     Use nested dicts (``{"title": {"text": ...}}``), not plotly's ``title_text`` shorthand: unvalidated
-    figures keep keys as given. Trace objects (``go.Scatter(...)``) are accepted too. The figure is a
-    :class:`Figure`, whose ``to_dict`` (Streamlit's per-rerun copy) does not copy every value.
+    figures keep keys as given. Trace objects (``go.Scatter(...)``) are accepted too. Validated (the tests),
+    the figure is a :class:`Figure`, whose ``to_dict`` (Streamlit's per-rerun copy) does not copy every
+    value; otherwise a :class:`LazyFigure`, which is a Figure built only when plotly's API is used. The
+    top-level dicts are copied (properties set to None left out, as plotly does); the values in them are
+    shared with the caller, who must not change them.
     """
     traces = [t.to_plotly_json() if hasattr(t, "to_plotly_json") else t for t in data]
-    return Figure(data=traces, layout=layout or {}, _validate=validating())
+    if validating():
+        return Figure(data=traces, layout=layout or {}, _validate=True)
+    # plotly's constructor leaves out properties given as None
+    traces = [{k: v for k, v in t.items() if v is not None} for t in traces]
+    return LazyFigure(traces, {k: v for k, v in (layout or {}).items() if v is not None})
 
 
 def merged(base: dict, **changes) -> dict:
@@ -383,56 +632,82 @@ def cell_text_size(
     return size if size >= min_size else None
 
 
-def _axis_domain(fig: go.Figure, axis_ref: str | None, letter: str) -> tuple[float, float]:
+def _props(obj) -> dict:
+    """The property dict of a plotly object (its figure's own storage, no copy) or of a dict."""
+    props = obj._props if isinstance(obj, BasePlotlyType) else obj
+    return props if isinstance(props, dict) else {}
+
+
+def _get(d, *path):
+    """``d[path[0]][path[1]]...`` through nested dicts, None where a step is missing."""
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _axis_domain(layout: dict, axis_ref: str | None, letter: str) -> tuple[float, float]:
     name = (axis_ref or letter).replace(letter, f"{letter}axis", 1)
-    axis = fig.layout[name] if name in fig.layout else None  # noqa: SIM401 (a plotly Layout has no .get)
-    domain = axis.domain if axis is not None and axis.domain else (0.0, 1.0)
+    domain = _get(layout, name, "domain")
+    domain = domain if domain is not None and len(domain) else (0.0, 1.0)
     return float(domain[0]), float(domain[1])
 
 
 def _label_px(ticktext, font: float) -> float:
     """Rough width (px) of the widest tick label (HTML tags stripped)."""
-    if not ticktext:
+    if ticktext is None or not len(ticktext):
         return 3 * font * CHAR_WIDTH
     return max(len(_TAG.sub("", str(t))) for t in ticktext) * font * CHAR_WIDTH + 8
 
 
-def heatmap_cell_px(fig: go.Figure, trace: go.Heatmap, width_px: float) -> tuple[float, float]:
+def heatmap_cell_px(fig: go.Figure, trace: go.Heatmap | dict, width_px: float) -> tuple[float, float]:
     """Estimated width and height (px) of one cell of a heatmap trace when ``fig`` is drawn ``width_px`` wide.
 
     Uses the figure's height and margins, the trace's axis domain, the widest y tick label and a colour bar.
+    Reads the figure's dicts (a :class:`LazyFigure` stays lazy); ``trace`` is one of ``fig.data`` or its dict.
     """
-    z = trace.z if trace.z is not None else ()
+    trace = _props(trace)
+    z = trace.get("z")
+    z = z if z is not None else ()
     rows = len(z)
     cols = max((len(r) for r in z), default=0)
     if rows == 0 or cols == 0:
         return 0.0, 0.0
-    lay = fig.layout
-    font = float(lay.font.size or 12)
-    margin = lay.margin
-    left = margin.l if margin.l is not None else _PLOTLY_DEFAULT_MARGIN
-    right = margin.r if margin.r is not None else _PLOTLY_DEFAULT_MARGIN
-    top = margin.t if margin.t is not None else _PLOTLY_DEFAULT_MARGIN
-    bottom = margin.b if margin.b is not None else _PLOTLY_DEFAULT_MARGIN
-    yname = (trace.yaxis or "y").replace("y", "yaxis", 1)
-    yaxis = lay[yname] if yname in lay else None  # noqa: SIM401 (a plotly Layout has no .get)
-    ticks = yaxis.ticktext if yaxis is not None and yaxis.ticktext else None
-    has_bar = lay.coloraxis.showscale is not False if trace.coloraxis else trace.showscale is not False
+    lay = fig._layout
+    font = float(_get(lay, "font", "size") or 12)
+    margin = lay.get("margin") or {}
+    left, right, top, bottom = (margin.get(k) for k in ("l", "r", "t", "b"))
+    left = left if left is not None else _PLOTLY_DEFAULT_MARGIN
+    right = right if right is not None else _PLOTLY_DEFAULT_MARGIN
+    top = top if top is not None else _PLOTLY_DEFAULT_MARGIN
+    bottom = bottom if bottom is not None else _PLOTLY_DEFAULT_MARGIN
+    yname = (trace.get("yaxis") or "y").replace("y", "yaxis", 1)
+    ticks = _get(lay, yname, "ticktext")
+    if trace.get("coloraxis"):
+        has_bar = _get(lay, trace["coloraxis"], "showscale") is not False
+    else:
+        has_bar = trace.get("showscale") is not False
     plot_w = width_px - left - right - _label_px(ticks, font) - (_COLORBAR_PX if has_bar else 0)
-    plot_h = (lay.height or _PLOTLY_DEFAULT_HEIGHT) - top - bottom - 2.5 * font  # minus the x tick labels
-    x0, x1 = _axis_domain(fig, trace.xaxis, "x")
-    y0, y1 = _axis_domain(fig, trace.yaxis, "y")
+    plot_h = (
+        (lay.get("height") or _PLOTLY_DEFAULT_HEIGHT) - top - bottom - 2.5 * font
+    )  # minus the x tick labels
+    x0, x1 = _axis_domain(lay, trace.get("xaxis"), "x")
+    y0, y1 = _axis_domain(lay, trace.get("yaxis"), "y")
     return max(plot_w, 0.0) * (x1 - x0) / cols, max(plot_h, 0.0) * (y1 - y0) / rows
 
 
-def _cell_chars(trace: go.Heatmap) -> int:
-    """Characters in the widest number a heatmap trace writes in its cells (its text, else its z formatted
-    with the template's format, e.g. ``%{z:.2f}``)."""
-    if "%{text" in trace.texttemplate and trace.text is not None:
-        cells = (v for row in trace.text if row is not None for v in row)
+def _cell_chars(trace: dict) -> int:
+    """Characters in the widest number a heatmap trace (its dict) writes in its cells (its text, else its z
+    formatted with the template's format, e.g. ``%{z:.2f}``)."""
+    texttemplate = trace.get("texttemplate") or ""
+    text = trace.get("text")
+    if "%{text" in texttemplate and text is not None:
+        cells = (v for row in text if row is not None for v in row)
         return max((len(_TAG.sub("", str(v))) for v in cells), default=0)
-    spec = re.search(r"%\{z:([^}]*)\}", trace.texttemplate)
-    values = np.asarray(trace.z if trace.z is not None else [], dtype=float).ravel()
+    spec = re.search(r"%\{z:([^}]*)\}", texttemplate)
+    z = trace.get("z")
+    values = np.asarray(z if z is not None else [], dtype=float).ravel()
     values = values[np.isfinite(values)]
     if values.size == 0:
         return 0
@@ -450,8 +725,20 @@ def fit_cell_text(fig: go.Figure, width_px: float, *, min_size: int = MIN_CELL_F
     ``width_px`` (:func:`heatmap_cell_px`). If the widest number would be drawn below ``min_size`` px, the
     numbers are hidden (the hover label still shows each value); otherwise the font size is left to plotly,
     which fits it to the cell actually drawn (so it also shrinks on a narrower screen than assumed).
+    A :class:`LazyFigure` is changed in its dicts (and stays lazy).
     """
-    for i, hide in cell_text_changes(fig, width_px, min_size=min_size):
+    changes = cell_text_changes(fig, width_px, min_size=min_size)
+    if type(fig) is LazyFigure:
+        with _LAZY_LOCK:
+            if type(fig) is LazyFigure:
+                for i, hide in changes:
+                    trace = fig._data[i]
+                    if hide:
+                        trace["texttemplate"] = ""
+                    else:  # a new dict: the old one may be shared with other traces
+                        trace["textfont"] = {k: v for k, v in trace["textfont"].items() if k != "size"}
+                return fig
+    for i, hide in changes:
         trace = fig.data[i]
         if hide:
             trace.texttemplate = ""
@@ -460,23 +747,27 @@ def fit_cell_text(fig: go.Figure, width_px: float, *, min_size: int = MIN_CELL_F
     return fig
 
 
-def cell_text_changes(fig: go.Figure, width_px: float, *, min_size: int = MIN_CELL_FONT) -> list[tuple[int, bool]]:
+def cell_text_changes(
+    fig: go.Figure, width_px: float, *, min_size: int = MIN_CELL_FONT
+) -> list[tuple[int, bool]]:
     """What :func:`fit_cell_text` would change, without changing ``fig``: (trace index, hide its numbers).
 
     Empty when nothing changes, so a caller can draw a shared figure as it is instead of copying it first
-    (a copy of a figure costs plotly tens of milliseconds).
+    (a copy of a figure costs plotly tens of milliseconds). Reads the figure's dicts, so a
+    :class:`LazyFigure` stays lazy.
     """
-    max_size = int(fig.layout.font.size or 12)
+    max_size = int(_get(fig._layout, "font", "size") or 12)
     out = []
-    for i, trace in enumerate(fig.data):
-        if trace.type != "heatmap" or not trace.texttemplate:
+    for i, trace in enumerate(fig._data):
+        texttemplate = trace.get("texttemplate")
+        if trace.get("type") != "heatmap" or not texttemplate:
             continue
         chars = _cell_chars(trace)
-        lines = trace.texttemplate.count("<br>") + 1
+        lines = texttemplate.count("<br>") + 1
         w, h = heatmap_cell_px(fig, trace, width_px)
         if cell_text_size(w, h, chars, lines=lines, max_size=max_size, min_size=min_size) is None:
             out.append((i, True))
-        elif trace.textfont.size is not None:
+        elif _get(trace, "textfont", "size") is not None:
             out.append((i, False))
     return out
 
