@@ -189,6 +189,11 @@ def _json(fig_or_dict) -> dict:
     return json.loads(pio.to_json(d, validate=False))
 
 
+def _plotly(fig: go.Figure) -> dict:
+    """What plotly's own ``to_dict`` of a plotly Figure sends (deep copies, convert_to_base64)."""
+    return json.loads(pio.to_json(go.Figure.to_dict(fig), validate=False))
+
+
 def _both(build, monkeypatch):
     """``build()`` without validation (the app) and with it (the tests), from the same inputs."""
     state = LAYERS_RNG.bit_generator.state
@@ -235,6 +240,30 @@ def test_lazy_figure_sends_what_plotly_would(name, real, monkeypatch):
         assert type(got) is LazyFigure
         assert _scales(_json(got)) == _scales(_json(want))
     assert type(lazy) is LazyFigure  # nothing above needed plotly's objects
+
+
+def test_arrays_are_sent_as_plotly_sends_them():
+    """lib.charts.common's one-pass copy and encoding against plotly's convert_to_base64, on every kind of
+    value a figure can hold; an array is encoded once per figure, and the copy never shares a container."""
+    import pandas as pd
+    from _plotly_utils.utils import convert_to_base64
+
+    value = {
+        "z": np.arange(12, dtype=np.float32).reshape(3, 4), "x": np.arange(5), "big": np.arange(3) * 2**40,
+        "text": np.array(["a", "<b>"]), "empty": np.array([]), "series": pd.Series([1.5, 2.5]),
+        "rows": [np.arange(3.0), [1, 2]], "pair": (0.5, np.float32(0.25)), "range": np.array([0.0, 1.0]),
+        "nested": [{"y": np.linspace(0, 1, 4), "mask": np.array([True, False])}], "n": np.int64(3), "s": "t",
+    }  # fmt: skip
+    want = copy.deepcopy(value)
+    convert_to_base64(want)
+    memo: dict = {}
+    got = common._export(value, memo)
+    assert json.loads(pio.to_json(got, validate=False)) == json.loads(pio.to_json(want, validate=False))
+    assert got["rows"] is not value["rows"] and got["nested"][0] is not value["nested"][0]
+    assert isinstance(value["z"], np.ndarray) and isinstance(value["nested"][0]["y"], np.ndarray)  # unchanged
+    again = common._export(value, memo)
+    assert again == got and again["z"] is not got["z"]  # same encoding, a new dict each time
+    assert memo[id(value["z"])][0] is value["z"]
 
 
 def _copy(fig):
@@ -385,10 +414,12 @@ def test_figure_builds_plotly_figures_when_validating(monkeypatch):
     monkeypatch.setenv(common.VALIDATE_ENV, "1")
     assert type(common.figure([{"type": "bar", "y": [1]}])) is Figure
     monkeypatch.delenv(common.VALIDATE_ENV)
-    lazy = common.figure([{"type": "bar", "y": [1]}], {"height": None, "xaxis2": {}})
+    data = [{"type": "bar", "y": [1], "name": None}, {"y": [2], "marker": {"color": None}}]  # a type-less scatter
+    layout = {"height": None, "xaxis2": {}, "xaxis1": {"title": None, "showgrid": False}, "yaxis3": {"tickfont": {}},
+              "yaxis2": {"title": {"text": "y", "font": {}}, "range": (0, 1)}, "title": {"text": None}}  # fmt: skip
+    lazy = common.figure(data, layout)
     assert type(lazy) is LazyFigure
-    assert _json(lazy) == _json(Figure(data=[{"type": "bar", "y": [1]}], layout={"height": None, "xaxis2": {}},
-                                       _validate=False))  # fmt: skip
+    assert _json(lazy) == _plotly(Figure(data=copy.deepcopy(data), layout=copy.deepcopy(layout), _validate=False))
 
 
 # ------------------------------------------------------------------ the pages, with validation off (production)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from _plotly_utils.utils import is_homogeneous_array, to_typed_array_spec
 from plotly.basedatatypes import BasePlotlyType
 
 # Okabe-Ito, reordered so the first colours are the most distinct on a projector.
@@ -172,13 +173,11 @@ class Figure(go.Figure):
     """
 
     def to_dict(self) -> dict:
-        from _plotly_utils.utils import convert_to_base64
-
-        res = {"data": _containers(self._data), "layout": _containers(self._layout)}
-        frames = [_containers(f._props) for f in self._frame_objs]
+        memo: dict = {}
+        res = {"data": _export(self._data, memo), "layout": _export(self._layout, memo)}
+        frames = [_export(f._props, memo) for f in self._frame_objs]
         if frames:
             res["frames"] = frames
-        convert_to_base64(res)  # numpy arrays as typed arrays, as plotly sends them
         return res
 
 
@@ -263,21 +262,17 @@ class LazyFigure(Figure):
         return self
 
     def to_dict(self) -> dict:
-        from _plotly_utils.utils import convert_to_base64
-
         with _LAZY_LOCK:
             if type(self) is not LazyFigure:
                 return Figure.to_dict(self)
-            data = [_lazy_trace(t) for t in self._data]
-            layout = _lazy_layout(self._layout)
+            memo = self._b64
+            data = [_lazy_trace(t, memo) for t in self._data]
+            layout = _lazy_layout(self._layout, memo)
         if "template" not in layout:
             template = _default_template()
             if template is not None:
                 layout["template"] = _containers(template)
-        res = {"data": data, "layout": layout}
-        _encode_arrays(res, self._b64)
-        convert_to_base64(res)  # anything else plotly sends as a typed array (a no-op for plain lists)
-        return res
+        return {"data": data, "layout": layout}
 
     def to_plotly_json(self) -> dict:
         return self.to_dict()
@@ -297,6 +292,12 @@ class LazyFigure(Figure):
                 if match and match.group(2) == "1":
                     key = match.group(1)  # noqa: PLW2901 (plotly's name for the first one)
                 _update(layout, key, value)
+                if match and isinstance(layout.get(key), dict):
+                    pruned = _pruned(layout[key])
+                    if pruned:
+                        layout[key] = pruned
+                    else:
+                        del layout[key]
         return self
 
     def __setattr__(self, name: str, value) -> None:
@@ -332,29 +333,36 @@ for _name in ("__getitem__", "__setitem__", "__contains__", "__iter__", "__eq__"
     setattr(LazyFigure, _name, _eager(_name))
 
 
-def _lazy_trace(trace: dict) -> dict:
-    """A copy of a trace dict as plotly's unvalidated Figure keeps it (with its type)."""
-    out = _containers(trace)
+def _lazy_trace(trace: dict, memo: dict) -> dict:
+    """A trace dict as plotly's unvalidated Figure sends it (with its type; :func:`_export`)."""
+    out = _export(trace, memo)
     out.setdefault("type", "scatter")
     return out
 
 
-def _lazy_layout(layout: dict) -> dict:
-    """A copy of a layout dict as plotly's unvalidated Figure keeps it: subplot axes (xaxis2...) as plotly's
-    validation of them leaves them (None values and empty dicts left out, an empty axis dropped)."""
-    out = {}
-    for k, v in layout.items():
-        if _SUBPLOT_KEY.match(k) and isinstance(v, dict):
-            v = _pruned(v)  # noqa: PLW2901
-            if v:
-                out[k] = v
-        else:
-            out[k] = _containers(v)
-    return out
+def _lazy_layout(layout: dict, memo: dict) -> dict:
+    """A layout dict as plotly's unvalidated Figure sends it (:func:`_export`)."""
+    return {k: _export(v, memo) if isinstance(v, (dict, list, tuple)) else _value(k, v, memo) for k, v in layout.items()}
+
+
+def _subplots_as_plotly(layout: dict) -> dict:
+    """``layout`` (changed in place and returned) with its subplot axes (xaxis2...) as plotly's validation of
+    them, which even an unvalidated Figure runs, leaves them: None values and empty dicts left out, an empty
+    axis dropped, "xaxis1" called "xaxis"."""
+    for k in [k for k in layout if _SUBPLOT_KEY.match(k)]:
+        v = layout.pop(k)
+        match = _SUBPLOT_KEY.match(k)
+        name = match.group(1) if match.group(2) == "1" else k
+        if isinstance(v, dict):
+            v = _pruned(v)
+            if not v:
+                continue
+        layout[name] = v
+    return layout
 
 
 def _pruned(obj):
-    """``obj`` copied (as :func:`_containers`) without None values and empty dicts in its dicts."""
+    """``obj`` without None values and empty dicts in its dicts (new dicts and lists; values shared)."""
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
@@ -367,26 +375,43 @@ def _pruned(obj):
     return obj
 
 
-def _encode_arrays(obj, memo: dict) -> None:
-    """Numpy arrays in ``obj`` (fresh containers) replaced by plotly's typed-array dicts, each array encoded
-    once per figure: ``memo`` keeps the array (so its id stays its own) and its encoding."""
-    from _plotly_utils.utils import is_skipped_key, to_typed_array_spec
+_PLAIN = (str, int, float, bool, type(None))  # never typed arrays (numpy's float64 is a float too)
+_PLAIN_TYPES = frozenset(_PLAIN)
+_SKIPPED_KEYS = frozenset({"geojson", "layer", "layers", "range"})  # plotly's is_skipped_key: sent as they are
 
+
+def _export(obj, memo: dict):
+    """What plotly's ``to_dict`` makes of ``obj`` in one pass: a copy of its nested dicts, lists and tuples
+    (tuples as lists), with each numpy array (or other array) that is a dict value replaced by plotly's
+    typed-array dict (``{"dtype", "bdata", "shape"}``), as ``convert_to_base64`` replaces them. Other values
+    are shared. ``memo`` keeps each numpy array's encoding (a figure's arrays are never changed), so a
+    cached figure encodes its arrays once, not on every rerun."""
     if isinstance(obj, dict):
-        for key, value in obj.items():
-            if isinstance(value, np.ndarray) and not is_skipped_key(key):
-                hit = memo.get(id(value))
-                if hit is None or hit[0] is not value:
-                    hit = memo[id(value)] = (value, to_typed_array_spec(value))
-                spec = hit[1]
-                obj[key] = dict(spec) if isinstance(spec, dict) else spec
-            elif isinstance(value, (dict, list)):
-                _encode_arrays(value, memo)
-    elif isinstance(obj, list):
-        for value in obj:
-            if isinstance(value, (dict, list)):
-                _encode_arrays(value, memo)
+        out = {}
+        for k, v in obj.items():
+            if type(v) in _PLAIN_TYPES:
+                out[k] = v
+            elif isinstance(v, (dict, list, tuple)):
+                out[k] = _containers(v) if k in _SKIPPED_KEYS else _export(v, memo)
+            else:
+                out[k] = _value(k, v, memo)
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_export(v, memo) if isinstance(v, (dict, list, tuple)) else v for v in obj]
+    return obj
 
+
+def _value(key: str, value, memo: dict):
+    """A dict value as plotly sends it: an array as a typed-array dict (see :func:`_export`)."""
+    if key in _SKIPPED_KEYS or isinstance(value, _PLAIN):
+        return value
+    if isinstance(value, np.ndarray):
+        hit = memo.get(id(value))
+        if hit is None or hit[0] is not value:  # the memo keeps the array: its id is not reused meanwhile
+            hit = memo[id(value)] = (value, to_typed_array_spec(value))
+        spec = hit[1]
+        return dict(spec) if isinstance(spec, dict) else spec
+    return to_typed_array_spec(value) if is_homogeneous_array(value) else value
 
 def _has_paths(changes: dict, top: bool = True) -> bool:
     """True when a key of ``changes`` (at any depth) is one of plotly's underscore paths (``title_text``)."""
@@ -446,7 +471,7 @@ def figure(data: Sequence[dict | go.Figure], layout: dict | None = None) -> go.F
         return Figure(data=traces, layout=layout or {}, _validate=True)
     # plotly's constructor leaves out properties given as None
     traces = [{k: v for k, v in t.items() if v is not None} for t in traces]
-    return LazyFigure(traces, {k: v for k, v in (layout or {}).items() if v is not None})
+    return LazyFigure(traces, _subplots_as_plotly({k: v for k, v in (layout or {}).items() if v is not None}))
 
 
 def merged(base: dict, **changes) -> dict:
