@@ -253,6 +253,8 @@ def test_arrays_are_sent_as_plotly_sends_them():
         "text": np.array(["a", "<b>"]), "empty": np.array([]), "series": pd.Series([1.5, 2.5]),
         "rows": [np.arange(3.0), [1, 2]], "pair": (0.5, np.float32(0.25)), "range": np.array([0.0, 1.0]),
         "nested": [{"y": np.linspace(0, 1, 4), "mask": np.array([True, False])}], "n": np.int64(3), "s": "t",
+        "t": np.arange(12.0).reshape(3, 4).T, "view": np.arange(10, dtype=np.int32)[::3], "u": np.arange(4, dtype=np.uint8),
+        "i16": np.arange(3, dtype=np.int16), "f64": np.array([0.1, np.nan, np.inf]), "be": np.arange(3, dtype=">f8"),
     }  # fmt: skip
     want = copy.deepcopy(value)
     convert_to_base64(want)

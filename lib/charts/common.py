@@ -7,6 +7,7 @@ the same sense keeps its colour on every chart of a page.
 
 from __future__ import annotations
 
+import base64
 import html
 import math
 import os
@@ -16,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from _plotly_utils.utils import is_homogeneous_array, to_typed_array_spec
+from _plotly_utils.utils import is_homogeneous_array, plotlyjsShortTypes, to_typed_array_spec
 from plotly.basedatatypes import BasePlotlyType
 
 # Okabe-Ito, reordered so the first colours are the most distinct on a projector.
@@ -401,6 +402,18 @@ def _export(obj, memo: dict):
     return obj
 
 
+def _typed_array(v: np.ndarray):
+    """plotly's ``to_typed_array_spec`` of a numpy array; for the numeric arrays of our charts (floats, ints
+    up to 32 bits, native byte order) without its detour through narwhals and a copy (~0.4 ms an array)."""
+    dtype = str(v.dtype)
+    if v.size == 0 or dtype not in plotlyjsShortTypes:  # int64, bool, strings...: plotly's own conversion
+        return to_typed_array_spec(v)
+    spec = {"dtype": plotlyjsShortTypes[dtype], "bdata": base64.b64encode(np.ascontiguousarray(v)).decode("ascii")}
+    if v.ndim > 1:
+        spec["shape"] = str(v.shape)[1:-1]
+    return spec
+
+
 def _value(key: str, value, memo: dict):
     """A dict value as plotly sends it: an array as a typed-array dict (see :func:`_export`)."""
     if key in _SKIPPED_KEYS or isinstance(value, _PLAIN):
@@ -408,7 +421,7 @@ def _value(key: str, value, memo: dict):
     if isinstance(value, np.ndarray):
         hit = memo.get(id(value))
         if hit is None or hit[0] is not value:  # the memo keeps the array: its id is not reused meanwhile
-            hit = memo[id(value)] = (value, to_typed_array_spec(value))
+            hit = memo[id(value)] = (value, _typed_array(value))
         spec = hit[1]
         return dict(spec) if isinstance(spec, dict) else spec
     return to_typed_array_spec(value) if is_homogeneous_array(value) else value
