@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
+from plotly.io.json import to_json_plotly
 
 from lib.attention import special_token_share, target_attention, token_labels
 from lib.charts import attention, common, context, home, layers, lesson, projection, toy
@@ -296,7 +297,7 @@ def _pair(monkeypatch):
         lambda f: f.update_traces(showscale=False) and None,
         lambda f: f.update_xaxes(showgrid=False) and None,
         lambda f: setattr(f, "layout", go.Layout(height=300)),
-        lambda f: f.to_json()[:10],
+        lambda f: tuple(f.layout.xaxis2.domain),
         lambda f: [t.type for t in f.select_traces()],
     ],
 )
@@ -307,6 +308,17 @@ def test_plotly_api_on_a_lazy_figure_turns_it_into_a_figure(use, monkeypatch):
     assert use(fig) == use(eager)
     assert type(fig) is Figure and isinstance(fig, go.Figure)
     assert _json(fig) == _json(eager)
+
+
+def test_a_download_of_a_lazy_figure_leaves_it_lazy(monkeypatch):
+    """ui.widgets.download_figure's HTML (plotly's to_html, which reads to_dict) and to_json: the same
+    figure as the plotly Figure's, and a shared figure stays lazy for the sessions drawing it."""
+    fig, eager = _pair(monkeypatch)
+    html = fig.to_html(include_plotlyjs="cdn", full_html=True)
+    assert type(fig) is LazyFigure
+    sent = fig.to_dict()
+    assert to_json_plotly(sent["data"]) in html and to_json_plotly(sent["layout"]) in html
+    assert json.loads(fig.to_json()) == _plotly(eager) and type(fig) is LazyFigure
 
 
 def test_a_materialised_figure_is_plotlys(monkeypatch):

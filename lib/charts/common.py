@@ -201,25 +201,11 @@ def _containers(obj):
 # figure never notices. Tests validate every figure (CONTEXT_LENS_VALIDATE_FIGURES=1) and get plotly
 # Figures straight away; tests/test_lazy_figures.py checks both give the same ``to_dict`` for every chart.
 _LAZY_LOCK = threading.RLock()  # one materialisation or lazy read at a time (shared figures, many sessions)
-# Read from the dicts, never materialise: what Streamlit, the charts' helpers and lib.budget use.
+# Read from the dicts, never materialise: what Streamlit, the charts' helpers, downloads and lib.budget use.
 _LAZY_ATTRS = frozenset(
-    {
-        "to_dict",
-        "to_plotly_json",
-        "update_layout",
-        "materialise",
-        "_data",
-        "_layout",
-        "_b64",
-        "_builder",
-        "__class__",
-        "__dict__",
-        "__init__",
-        "__getattribute__",
-        "__setattr__",
-        "__delattr__",
-    }  # fmt: skip
-)
+    {"to_dict", "to_plotly_json", "to_json", "to_html", "update_layout", "materialise", "_data", "_layout",
+     "_b64", "_builder", "__class__", "__dict__", "__init__", "__getattribute__", "__setattr__", "__delattr__"}
+)  # fmt: skip (to_json and to_html are plotly's: they only read to_dict())
 # Layout keys of subplots (xaxis2, coloraxis3, ...): plotly validates these even in an unvalidated figure.
 _SUBPLOT_KEY = re.compile(r"^(coloraxis|geo|legend|map|polar|scene|smith|ternary|xaxis|yaxis)(\d+)$")
 _PLAIN_UNDERSCORE_KEYS = frozenset({"paper_bgcolor", "plot_bgcolor"})  # layout keys that are not paths
@@ -280,9 +266,9 @@ class LazyFigure(Figure):
 
     def update_layout(self, dict1: dict | None = None, overwrite: bool = False, **kwargs) -> go.Figure:
         """plotly's update_layout on the layout dict: nested dicts merged key by key, a list of dicts
-        (shapes, annotations) merged element by element into a non-empty one, any other value (None too, as
-        in plotly's unvalidated figure) replaced. An update plotly would read differently (``overwrite=True``, a ``title_text``
-        path) turns the figure into a plotly Figure first."""
+        (shapes, annotations) merged element by element into a non-empty one, any other value (None too,
+        as in plotly's unvalidated figure) replaced. An update plotly would read differently
+        (``overwrite=True``, a ``title_text`` path) turns the figure into a plotly Figure first."""
         changes = {**(dict1 or {}), **kwargs}
         with _LAZY_LOCK:
             if type(self) is not LazyFigure or overwrite or _has_paths(changes):
