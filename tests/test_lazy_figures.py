@@ -321,6 +321,21 @@ def test_a_download_of_a_lazy_figure_leaves_it_lazy(monkeypatch):
     assert json.loads(fig.to_json()) == _plotly(eager) and type(fig) is LazyFigure
 
 
+def test_the_cache_counts_a_lazy_figures_encoded_arrays(monkeypatch):
+    """lib.budget.figure_nbytes of a lazy figure: its dicts, plus the base64 text it will keep of its arrays
+    once sent (counted when the figure enters the cache), so the byte-bounded cache stays bounded."""
+    from lib.budget import figure_nbytes, plain_nbytes
+
+    fig, _ = _pair(monkeypatch)
+    arrays = sum(t["z"].nbytes for t in fig._data)
+    seen: set[int] = set()
+    counted = figure_nbytes(fig) - plain_nbytes(fig._data, seen) - plain_nbytes(fig._layout, seen)
+    fig.to_dict()
+    kept = sum(len(spec["bdata"]) for _, spec in fig._b64.values())
+    assert counted == arrays * 4 // 3 and kept <= counted + 4 * len(fig._data)  # up to base64's padding
+    assert type(fig) is LazyFigure
+
+
 def test_a_materialised_figure_is_plotlys(monkeypatch):
     fig, eager = _pair(monkeypatch)
     assert fig.layout.title.text == eager.layout.title.text
