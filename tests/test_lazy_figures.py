@@ -456,22 +456,29 @@ PAGES = ["home", "attention", "layers", "context", "projections", "anisotropy", 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", PAGES)
-def test_pages_send_the_same_charts_without_validation(page, monkeypatch):
+@pytest.mark.parametrize(
+    ("page", "how"), [(p, "default") for p in PAGES] + [("attention", "presenter"), ("layers", "random weights")]
+)
+def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     """Each page run as in production (lazy figures, none validated) sends the same charts as with the tests'
     validation: the figure caches are emptied between the two runs so each builds its own figures. No figure
-    needs plotly's objects on the way (none is materialised)."""
+    needs plotly's objects on the way (none is materialised). Also in presenter mode (presenter_layout and
+    fit_cell_text on every chart) and with a random-weights model (every title renamed: name_weights)."""
+    from lib.encoder import DEFAULT_MODEL, model_key
     from lib.presets import default_preset
     from tests.conftest import page_test
-    from ui import cache
+    from ui import cache, state
 
     built = []
     materialise = LazyFigure.materialise
     monkeypatch.setattr(LazyFigure, "materialise", lambda fig: built.append(type(fig)) or materialise(fig))
+    settings = {"presenter": {"presenter": True}, "random weights": {"model": model_key(DEFAULT_MODEL, weights="random")}}
 
     def specs() -> list[dict]:
         cache.RESULTS.clear()
-        at = page_test(f"pages/{page}.py", preset=default_preset().id).run()
+        at = page_test(f"pages/{page}.py")
+        state.seed(at, preset=default_preset().id, **settings.get(how, {}))
+        at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert not at.error, [e.value for e in at.error]
         return [_scales(json.loads(c.proto.spec)) for c in at.get("plotly_chart")]
@@ -482,3 +489,7 @@ def test_pages_send_the_same_charts_without_validation(page, monkeypatch):
     monkeypatch.setenv(common.VALIDATE_ENV, "1")
     checked = specs()
     assert fast and fast == checked
+    if how == "random weights":
+        assert all("random weights" in c["layout"]["title"]["text"] for c in fast if c["layout"].get("title"))
+    if how == "presenter":
+        assert all(c["layout"]["font"]["size"] == common.PRESENTER_FONT for c in fast)
