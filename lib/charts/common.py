@@ -243,8 +243,8 @@ class LazyFigure(Figure):
             except BaseException:
                 d["_data"], d["_layout"], d["_builder"] = data, layout, None
                 raise
-            for key in ("_b64", "_builder"):
-                d.pop(key, None)
+            d.pop("_b64", None)
+            d["_builder"] = None  # kept: a thread already in LazyFigure.__getattribute__ still reads it
             object.__setattr__(self, "__class__", Figure)
         return self
 
