@@ -412,6 +412,7 @@ def _value(key: str, value, memo: dict):
         return dict(spec) if isinstance(spec, dict) else spec
     return to_typed_array_spec(value) if is_homogeneous_array(value) else value
 
+
 def _has_paths(changes: dict, top: bool = True) -> bool:
     """True when a key of ``changes`` (at any depth) is one of plotly's underscore paths (``title_text``)."""
     for key, value in changes.items():
