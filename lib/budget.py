@@ -189,7 +189,7 @@ def figure_nbytes(fig) -> int:
 
     Reads the figure's own storage (``_data``/``_layout``: no copy, unlike ``to_dict``); any other object
     counts as :func:`nbytes` of it. A lazy figure (lib.charts.common.LazyFigure) also keeps the base64 text
-    of its arrays once it has been sent: 4/3 of the arrays' own bytes more.
+    of its arrays (those that are dict values) once it has been sent: 4/3 of their own bytes more.
     """
     data, layout = getattr(fig, "_data", None), getattr(fig, "_layout", None)
     if data is None and layout is None:
@@ -202,17 +202,20 @@ def figure_nbytes(fig) -> int:
 
 
 def _array_bytes(obj, seen: set[int]) -> int:
-    """Bytes of the numpy arrays in nested lists, tuples and dicts, each array once (its own bytes, a view
-    counted as its size, not its base's)."""
-    if isinstance(obj, np.ndarray):
-        if id(obj) in seen:
-            return 0
-        seen.add(id(obj))
-        return int(obj.nbytes)
-    if isinstance(obj, (list, tuple)):
-        return sum(_array_bytes(x, seen) for x in obj)
+    """Bytes of the numpy arrays that are dict values in nested dicts and lists of dicts (what a lazy figure
+    base64-encodes), each array once, a view counted as its own size. Lists of plain values are skipped."""
     if isinstance(obj, dict):
-        return sum(_array_bytes(v, seen) for v in obj.values())
+        total = 0
+        for v in obj.values():
+            if isinstance(v, np.ndarray):
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    total += int(v.nbytes)
+            elif isinstance(v, (dict, list, tuple)):
+                total += _array_bytes(v, seen)
+        return total
+    if isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (dict, list, tuple)):
+        return sum(_array_bytes(x, seen) for x in obj)
     return 0
 
 
