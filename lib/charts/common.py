@@ -214,8 +214,9 @@ _PLAIN_UNDERSCORE_KEYS = frozenset({"paper_bgcolor", "plot_bgcolor"})  # layout 
 class LazyFigure(Figure):
     """A :class:`Figure` kept as its trace and layout dicts until plotly's API is used (see above).
 
-    ``to_dict`` gives what the plotly Figure's would (the default template added as plotly adds it, and the
-    numpy arrays base64-encoded once per figure, not on every rerun); ``update_layout`` merges into the
+    ``to_dict`` gives what the plotly Figure's would (the default template added as plotly adds it, the one
+    in force when the figure is sent, and the numpy arrays base64-encoded once per figure, not on every
+    rerun); ``update_layout`` merges into the
     dicts as plotly's does. Any other attribute turns the object into a :class:`Figure` in place
     (:meth:`materialise`, thread-safe), which then behaves exactly as ``Figure(data, layout)`` would.
     """
