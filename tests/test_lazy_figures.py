@@ -50,7 +50,7 @@ def real(encoder):
     return SimpleNamespace(
         enc=enc, att=att, labels=labels, ta=ta, coords=coords,
         share=special_token_share(att, enc.tokens[0], enc.special[0]),
-    )  # fmt: skip
+    )
 
 
 # Inputs are drawn once, here, so that a builder called twice (validated and not) gets the same ones.
@@ -114,7 +114,7 @@ BUILDERS = {
         text_max=8,
         first=1,
         height=400,
-    ),  # fmt: skip
+    ),
     "home.before_after_heatmaps": _suite("before_after_heatmaps"),
     "home.similarity_heatmap": _suite("home_similarity_heatmap"),
     "layers.similarity_heatmap": _suite("similarity_heatmap"),
@@ -133,7 +133,7 @@ BUILDERS = {
         "money",
         highlight=[1],
         title="c",
-    ),  # fmt: skip
+    ),
     "lesson.readout_lines": lambda r: lesson.readout_lines(
         ["a", "<b>"], _ACC, [0.5, 0.6], title="r", chance=_CHANCE
     ),
@@ -150,7 +150,7 @@ BUILDERS = {
         context_hover=["c"] * 4,
         axis_titles=("PC1", "PC2"),
         title="p",
-    ),  # fmt: skip
+    ),
     "projection.projection_scatter[3d]": lambda r: projection.projection_scatter(
         r.coords[6][:4], ["river", "money", None, "river"], LABELS[:4], ["1", "2", "3", "4"]
     ),
@@ -161,7 +161,7 @@ BUILDERS = {
         ["1", "2", "3", "4"],
         [f"layer {j}" for j in range(7)],
         cols=3,
-    ),  # fmt: skip
+    ),
     "toy.vector_arrows": lambda r: toy.vector_arrows(_X3, _Y3, ["The", "<b>cat</b>", "sat"], title="v"),
     "toy.warmup_arrows": lambda r: toy.warmup_arrows(
         ["bank", "bank", "apple"],
@@ -169,7 +169,7 @@ BUILDERS = {
         np.array([[0.5, 0.5], [0.5, 0.5], [0.3, 0.3]]),
         np.array([[0.8, 0.3], [0.3, 0.8], [np.nan, np.nan]]),
         references={"money": (0.9, 0.1)},
-    ),  # fmt: skip
+    ),
 }
 CHART_MODULES = (
     "attention",
@@ -256,7 +256,7 @@ def test_arrays_are_sent_as_plotly_sends_them():
         "nested": [{"y": np.linspace(0, 1, 4), "mask": np.array([True, False])}], "n": np.int64(3), "s": "t",
         "t": np.arange(12.0).reshape(3, 4).T, "view": np.arange(10, dtype=np.int32)[::3], "u": np.arange(4, dtype=np.uint8),
         "i16": np.arange(3, dtype=np.int16), "f64": np.array([0.1, np.nan, np.inf]), "be": np.arange(3, dtype=">f8"),
-    }  # fmt: skip
+    }
     want = copy.deepcopy(value)
     convert_to_base64(want)
     memo: dict = {}
@@ -405,7 +405,7 @@ def test_fitting_a_lazy_copy_leaves_the_original(monkeypatch):
     fig = home.paired_cosine_heatmaps(
         _M, titles=["a", "b"], zrange=(0.0, 1.0), row_ticks=LABELS, hover={"hovertemplate": "%{z:.3f}"},
         text_max=8, first=1, height=400,
-    )  # fmt: skip
+    )
     assert common.cell_text_changes(fig, 200)  # too narrow for the numbers
     sent = _json(fig)
     fitted = common.fit_cell_text(_copy(fig), 200)
@@ -445,7 +445,7 @@ def test_figure_builds_plotly_figures_when_validating(monkeypatch):
     monkeypatch.delenv(common.VALIDATE_ENV)
     data = [{"type": "bar", "y": [1], "name": None}, {"y": [2], "marker": {"color": None}}]  # a type-less scatter
     layout = {"height": None, "xaxis2": {}, "xaxis1": {"title": None, "showgrid": False}, "yaxis3": {"tickfont": {}},
-              "yaxis2": {"title": {"text": "y", "font": {}}, "range": (0, 1)}, "title": {"text": None}}  # fmt: skip
+              "yaxis2": {"title": {"text": "y", "font": {}}, "range": (0, 1)}, "title": {"text": None}}
     lazy = common.figure(data, layout)
     assert type(lazy) is LazyFigure
     assert _json(lazy) == _plotly(Figure(data=copy.deepcopy(data), layout=copy.deepcopy(layout), _validate=False))
