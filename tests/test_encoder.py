@@ -17,6 +17,7 @@ from lib.encoder import (
     TargetVectors,
     concat_encodings,
     load_encoder,
+    plan_batches,
 )
 from lib.errors import ContextLensError
 from lib.presets import preset_by_id
@@ -101,6 +102,62 @@ def test_more_sentences_than_one_batch_keep_input_order(encoder):
     assert list(out.sentences) == sents
     for i in (0, 7, 19):
         alone = encoder.encode([sents[i]])
+        np.testing.assert_allclose(alone.hidden_states[0], out.hidden_states[i], atol=1e-4)
+
+
+def test_plan_batches_bounds_the_padded_pieces_of_every_batch():
+    lengths = [3, 128, 17, 17, 5, 128, 40, 128, 2, 64, 9, 128, 128, 200]
+    for cap in (1, 50, 128, 256, 512):
+        batches = plan_batches(lengths, cap)
+        assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # each sentence once
+        for b in batches:
+            longest = max(lengths[i] for i in b)
+            assert len(b) == 1 or len(b) * longest <= cap  # only a sentence alone may pass the cap
+            assert [lengths[i] for i in b] == sorted(lengths[i] for i in b)
+        flat = [lengths[i] for b in batches for i in b]
+        assert flat == sorted(flat)  # batches run from short to long, so each pads little
+    # short sentences share a batch, long ones run a few at a time
+    assert [len(b) for b in plan_batches([16] * 64 + [128] * 8, 512)] == [32, 32, 4, 4]
+
+
+def test_encode_equals_the_model_called_directly_on_the_same_batches(encoder, monkeypatch):
+    # encode() copies each layer's part of a sentence straight out of the model's per-layer tensors; the
+    # numbers must be exactly those of the model's own output for the same padded batch, read the old way
+    # (all layers stacked, then sliced), padding and truncation included
+    import torch
+
+    import lib.encoder as module
+
+    monkeypatch.setattr(module, "_BATCH_PIECES", 40)  # several batches of different sizes
+    sents = [
+        "The bank raised its rates.",
+        "We sat on the river bank and watched the ducks for a long, quiet afternoon by the water.",
+        "Bank.",
+        "You can bank on it, said the teller at the bank.",
+        "The bank by the river flooded in spring.",
+    ]
+    limit = 16
+    out = encoder.encode(sents, attentions=True, max_tokens=limit)
+    lengths = [min(len(x), limit) for x in encoder.tokenizer(sents)["input_ids"]]
+    batches = plan_batches(lengths, 40)
+    assert len(batches) > 1
+    for idx in batches:
+        batch = [sents[i] for i in idx]
+        enc = encoder.tokenizer(batch, max_length=limit, padding=True, truncation=True, return_tensors="pt")
+        with torch.inference_mode():
+            ref = encoder.model(**enc, output_hidden_states=True, output_attentions=True)
+        hs = torch.stack(ref.hidden_states, dim=1).numpy()
+        att = torch.stack(ref.attentions, dim=1).numpy()
+        for j, i in enumerate(idx):
+            t = int(enc["attention_mask"][j].sum())
+            assert out.hidden_states[i].shape == (encoder.num_hidden_states, t, encoder.hidden_size)
+            np.testing.assert_array_equal(out.hidden_states[i], hs[j, :, :t, :])
+            np.testing.assert_array_equal(out.attentions[i], att[j, :, :, :t, :t])
+            assert out.hidden_states[i].flags.c_contiguous and not out.hidden_states[i].flags.writeable
+    assert out.truncated == tuple(len(x) > limit for x in encoder.tokenizer(sents)["input_ids"])
+    # and every sentence still matches itself encoded alone (batches change nothing beyond float noise)
+    for i, s in enumerate(sents):
+        alone = encoder.encode([s], attentions=False, max_tokens=limit)
         np.testing.assert_allclose(alone.hidden_states[0], out.hidden_states[i], atol=1e-4)
 
 
