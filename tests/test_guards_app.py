@@ -148,3 +148,65 @@ def test_an_upload_longer_than_the_sentence_box_keeps_whole_lines_and_says_so(mo
     n_kept = text.count("\n") + 1
     assert _warnings(at).count(f"only the first {n_kept} of 20 lines were kept") == 1
     assert at.get("plotly_chart")
+
+
+# ------------------------------------------------------------------------- said before the model runs
+def _in_page_order(node):
+    """Every element under ``node`` in the order the page shows them (depth first, in index order)."""
+    children = getattr(node, "children", None)
+    if children is None:
+        yield node
+        return
+    for _, child in sorted(children.items()):
+        yield from _in_page_order(child)
+
+
+def test_the_budget_message_comes_before_the_chart(small_budget, encoder):
+    at = _app()
+    at.query_params["target"] = "bank"
+    at.query_params["text"] = pack_text(TEXT)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    msg = f"only its first {_expected_kept(encoder)} of {len(SENTENCES)} sentences are used"
+    kinds = [(el.type, re.sub(r"\\(.)", r"\1", str(getattr(el, "value", "")))) for el in _in_page_order(at.main)]
+    said = [i for i, (kind, value) in enumerate(kinds) if kind == "warning" and msg in value]
+    charts = [i for i, (kind, _) in enumerate(kinds) if kind == "plotly_chart"]
+    assert len(said) == 1 and charts, kinds
+    assert said[0] < charts[0]
+
+
+def test_the_budget_message_is_on_the_page_before_the_model_runs(small_budget, encoder, monkeypatch):
+    # a model run that never returns (here: fails) still leaves the learner the message about their set,
+    # because it is written from the tokenizer's counts before the model is asked for anything
+    import lib.encoder as module
+
+    def no_model(self, *args, **kwargs):
+        raise RuntimeError("the model is not reached in this test")
+
+    monkeypatch.setattr(module.Encoder, "encode", no_model)
+    fresh = [s.replace("opened early", "closed late for the test of the message") for s in SENTENCES]
+    at = page_test("pages/home.py", text="\n".join(fresh), target="bank").run()
+    assert at.exception, "the model was asked for the set"
+    clean = [s.split("|", 1)[1].strip() for s in fresh]
+    kept = budget.fit_to_budget([len(x) for x in encoder.tokenizer(clean)["input_ids"]], per_set=SET_CAP).kept
+    assert kept < len(fresh)
+    assert _warnings(at).count(f"only its first {kept} of {len(fresh)} sentences are used") == 1
+    assert not at.get("plotly_chart")
+
+
+def test_a_large_set_shows_its_progress_from_before_the_first_chunk(encoder, monkeypatch):
+    from ui import cache
+
+    monkeypatch.setattr(cache, "CHUNK", 4)
+    seen: list[tuple[int, int, int]] = []  # (done, total, model runs so far)
+    sentences = tuple(f"The bank number {k} had a progress bar today." for k in range(10))
+    cache.encode_in_chunks(
+        DEFAULT_MODEL, sentences, "bank", lambda d, t: seen.append((d, t, cache.ENCODE_CALLS[DEFAULT_MODEL]))
+    )
+    runs = cache.ENCODE_CALLS[DEFAULT_MODEL]
+    assert [(d, t) for d, t, _ in seen] == [(0, 10), (4, 10), (8, 10), (10, 10)]
+    assert seen[0][2] == runs - 3  # the first call came before the model ran on any chunk
+    # a rerun (everything cached) shows no bar at all
+    seen.clear()
+    cache.encode_in_chunks(DEFAULT_MODEL, sentences, "bank", lambda d, t: seen.append((d, t, 0)))
+    assert seen == [] and cache.ENCODE_CALLS[DEFAULT_MODEL] == runs

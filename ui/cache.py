@@ -166,6 +166,11 @@ def reference_corpus() -> CorpusText:
     return load_reference_corpus()
 
 
+def _sentence_key(model_name: str, sentence: str) -> tuple:
+    """The RESULTS key of one sentence's encoding (read up to the per-sentence cap in force)."""
+    return ("sentence", model_name, sentence, budget.MAX_PIECES_PER_SENTENCE)
+
+
 def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
     """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once per sentence.
 
@@ -178,7 +183,7 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
     cap = budget.MAX_PIECES_PER_SENTENCE
 
     def key(s: str) -> tuple:
-        return ("sentence", model_name, s, cap)
+        return _sentence_key(model_name, s)
 
     fresh: dict[str, Encoding] = {}  # this call's own results: a set larger than the cache still gets them
 
@@ -242,11 +247,16 @@ def encode_in_chunks(
 ) -> None:
     """Make sure every chunk of a large set is encoded (cached), calling ``progress(done, total)``.
 
-    Not cached itself, so it may drive a progress bar; :func:`target_vectors` then finds every chunk in
-    the cache.
+    ``progress(0, total)`` comes first, before the model runs, then one call after each chunk; when every
+    sentence is cached already, nothing is called (a rerun shows no bar). Not cached itself, so it may drive
+    a progress bar; :func:`target_vectors` then finds every chunk in the cache.
     """
     clean = clean_sentences(sentences, target)
+    if all(_sentence_key(model_name, s) in RESULTS for s in clean):
+        return  # every sentence is cached: nothing to run, nothing to show
     done = 0
+    if progress is not None:
+        progress(0, len(clean))
     for chunk in _chunks(clean):
         encoding(model_name, chunk)
         done += len(chunk)

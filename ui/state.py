@@ -680,13 +680,14 @@ def analysis(min_sentences: int = 1) -> Analysis:
     if note:
         st.warning(escape_md(note))
     if len(ss) > cache.CHUNK:
+        # said before the model starts (the budget's message above, then this bar), so a large set shows at
+        # once what happens to it; the bar shows 0 of n before the first chunk and moves after each
         bar = st.empty()
-        cache.encode_in_chunks(
-            model,
-            ss.sentences,
-            ss.target,
-            lambda done, total: bar.progress(done / total, text=f"Running the model: {done} of {total} sentences…"),
-        )
+
+        def show(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Running the model: {done} of {total} sentences…")
+
+        cache.encode_in_chunks(model, ss.sentences, ss.target, show)
         bar.empty()
     try:
         tv = cache.target_vectors(model, ss.sentences, ss.target)
