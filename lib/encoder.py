@@ -75,6 +75,8 @@ _TOKENIZER_OPTIONS = {
     "return_special_tokens_mask": True,
     "return_overflowing_tokens": False,
 }
+# How encode() asks the tokenizer for lengths alone (no masks: a long set's lists are large)
+_LENGTHS_ONLY = {"add_special_tokens": True, "return_attention_mask": False, "return_token_type_ids": False}
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
@@ -321,7 +323,7 @@ class Encoder:
         limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
         with self._lock:
             # every sentence's full length in word pieces, for the batches and to tell which ones get cut
-            full = self.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+            full = self.tokenizer(texts, truncation=False, **_LENGTHS_ONLY)["input_ids"]
         lengths_full = [len(ids) for ids in full]
         del full
         results: list[tuple | None] = [None] * n
