@@ -7,7 +7,9 @@ For each case a new server starts on a free port (tests/browser/_browser.py), a 
 page so the model is loaded (the warm-up every hosted copy goes through once), then a new tab sends the
 oversized input. Reported:
 
-* **answer s**: seconds from sending the input until the page shows a chart or a message (an alert);
+* **shown s**: seconds from sending the input until the page shows anything about it: a message (an
+  alert), the model's progress bar ("Running the model: 0 of 500 sentences…") or a chart;
+* **answer s**: until the page shows a chart or a message (an alert);
 * **done s**: until the script run has finished and every chart on the page is drawn;
 * **peak RSS**: the server's high-water mark of resident memory (VmHWM in /proc/<pid>/status), warm-up
   included, and its resident memory at the end.
@@ -53,6 +55,9 @@ JS_ANSWER = """() => {
     const charts = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
         .filter(g => Array.isArray(g.data) && g.data.length > 0);
     return alerts.length > 0 || charts.length > 0; }"""
+JS_SHOWN = """() => document.querySelectorAll(
+    '[data-testid="stAlert"], [data-testid="stException"], [data-testid="stProgress"], [data-testid="stPlotlyChart"]'
+    ).length > 0"""
 JS_MESSAGES = """() => Array.from(document.querySelectorAll('[data-testid="stAlert"]')).map(a => a.textContent)"""
 JS_CHANGED_MESSAGES = """(b) => JSON.stringify(Array.from(document.querySelectorAll('[data-testid="stAlert"]'))
     .map(a => a.textContent)) !== JSON.stringify(b)"""
@@ -194,6 +199,8 @@ def run_case(key: str) -> dict:
                 pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                 c = _cpu_seconds(proc.pid)
                 t0 = act(pg, base)
+                pg.wait_for_function(JS_SHOWN, timeout=TIMEOUT_MS, polling=50)
+                shown = time.perf_counter() - t0
                 answer = _wait_answer(pg, t0)
                 done = _wait_done(pg, t0)
                 case_cpu = _cpu_seconds(proc.pid) - c
@@ -210,6 +217,7 @@ def run_case(key: str) -> dict:
             "warm_start_page_s": round(floor_s, 2),
             "warm_start_page_cpu_s": round(floor_cpu, 2),
             "server_cpu_s": round(case_cpu, 2),
+            "shown_s": round(shown, 2),
             "answer_s": round(answer, 2),
             "done_s": round(done, 2),
             "rss_after_warmup_mb": round(rss_warm),
