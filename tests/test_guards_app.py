@@ -194,17 +194,21 @@ def test_the_budget_message_is_on_the_page_before_the_model_runs(small_budget, e
     assert not at.get("plotly_chart")
 
 
-def test_a_large_set_shows_its_progress_from_before_the_first_chunk(encoder, monkeypatch):
+def test_a_large_set_shows_its_progress_from_before_the_model_runs_and_after_each_batch(encoder, monkeypatch):
+    import lib.encoder as module
     from ui import cache
 
-    monkeypatch.setattr(cache, "CHUNK", 4)
-    seen: list[tuple[int, int, int]] = []  # (done, total, model runs so far)
     sentences = tuple(f"The bank number {k} had a progress bar today." for k in range(10))
+    pieces = {len(x) for x in encoder.tokenizer(list(sentences))["input_ids"]}
+    assert len(pieces) == 1
+    monkeypatch.setattr(cache, "CHUNK", 4)
+    monkeypatch.setattr(module, "_BATCH_PIECES", 2 * pieces.pop())  # two sentences a batch, two batches a chunk
+    seen: list[tuple[int, int, int]] = []  # (done, total, model runs so far)
     cache.encode_in_chunks(
         DEFAULT_MODEL, sentences, "bank", lambda d, t: seen.append((d, t, cache.ENCODE_CALLS[DEFAULT_MODEL]))
     )
     runs = cache.ENCODE_CALLS[DEFAULT_MODEL]
-    assert [(d, t) for d, t, _ in seen] == [(0, 10), (4, 10), (8, 10), (10, 10)]
+    assert [(d, t) for d, t, _ in seen] == [(k, 10) for k in (0, 2, 4, 6, 8, 10)]
     assert seen[0][2] == runs - 3  # the first call came before the model ran on any chunk
     # a rerun (everything cached) shows no bar at all
     seen.clear()

@@ -171,7 +171,9 @@ def _sentence_key(model_name: str, sentence: str) -> tuple:
     return ("sentence", model_name, sentence, budget.MAX_PIECES_PER_SENTENCE)
 
 
-def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
+def encoding(
+    model_name: str, sentences: tuple[str, ...], progress: Callable[[int, int], None] | None = None
+) -> Encoding:
     """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once per sentence.
 
     Each sentence is cached on its own (a sentence encoded alone or in a batch gives the same vectors, see
@@ -179,6 +181,8 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
     preset, a class starting from the same preset) runs the model only on its new sentences, all of them in
     one call. Sessions asking for the same new sentences at the same moment wait for one model run. Each
     sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which were cut).
+    ``progress(ready, total)``: after each batch of the model's run, how many of the distinct sentences are
+    ready (the cached ones count from the start); not called when this session waits for another's run.
     """
     cap = budget.MAX_PIECES_PER_SENTENCE
 
@@ -187,10 +191,10 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
 
     fresh: dict[str, Encoding] = {}  # this call's own results: a set larger than the cache still gets them
 
-    def encode_new(new: tuple[str, ...]) -> tuple[str, ...]:
+    def encode_new(new: tuple[str, ...], report: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
         with _lock:
             ENCODE_CALLS[model_name] += 1
-        out = encoder(model_name).encode(list(new), attentions=False, max_tokens=cap)
+        out = encoder(model_name).encode(list(new), attentions=False, max_tokens=cap, progress=report)
         release_memory()  # torch's temporaries of the forward pass go back to the OS
         for i, s in enumerate(new):
             fresh[s] = out.subset([i])  # the same arrays, no copy
@@ -200,8 +204,12 @@ def encoding(model_name: str, sentences: tuple[str, ...]) -> Encoding:
     found = {s: RESULTS.get(key(s)) for s in dict.fromkeys(sentences)}
     new = tuple(s for s, hit in found.items() if hit is None)
     if new:
+        cached = len(found) - len(new)
+        report = None if progress is None else (lambda done, _n: progress(cached + done, len(found)))
         with st.spinner("Running the model on your sentences…"):
-            RESULTS.get_or_compute(("encoded", model_name, new, cap), lambda: encode_new(new), budget.plain_nbytes)
+            RESULTS.get_or_compute(
+                ("encoded", model_name, new, cap), lambda: encode_new(new, report), budget.plain_nbytes
+            )
         for s in new:
             found[s] = fresh.get(s) or RESULTS.get(key(s))
         lost = tuple(s for s in new if found[s] is None)  # another session's run, evicted meanwhile: again
@@ -247,21 +255,32 @@ def encode_in_chunks(
 ) -> None:
     """Make sure every chunk of a large set is encoded (cached), calling ``progress(done, total)``.
 
-    ``progress(0, total)`` comes first, before the model runs, then one call after each chunk; when every
+    ``progress(0, total)`` comes first, before the model runs, then one call after each batch of the model
+    (a few sentences: lib.encoder.plan_batches) and each chunk, never twice with the same count; when every
     sentence is cached already, nothing is called (a rerun shows no bar). Not cached itself, so it may drive
     a progress bar; :func:`target_vectors` then finds every chunk in the cache.
     """
     clean = clean_sentences(sentences, target)
     if all(_sentence_key(model_name, s) in RESULTS for s in clean):
         return  # every sentence is cached: nothing to run, nothing to show
-    done = 0
-    if progress is not None:
-        progress(0, len(clean))
-    for chunk in _chunks(clean):
-        encoding(model_name, chunk)
-        done += len(chunk)
-        if progress is not None:
+    if progress is None:
+        for chunk in _chunks(clean):
+            encoding(model_name, chunk)
+        return
+    shown = [-1]
+
+    def show(done: int) -> None:
+        if done != shown[0]:
+            shown[0] = done
             progress(done, len(clean))
+
+    show(0)
+    done = 0
+    for chunk in _chunks(clean):
+        size = len(chunk)
+        encoding(model_name, chunk, lambda ready, total, done=done, size=size: show(done + size * ready // total))
+        done += size
+        show(done)
 
 
 def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:

@@ -684,7 +684,7 @@ def analysis(min_sentences: int = 1) -> Analysis:
         st.warning(escape_md(note))
     if len(ss) > cache.CHUNK:
         # said before the model starts (the budget's message above, then this bar), so a large set shows at
-        # once what happens to it; the bar shows 0 of n before the first chunk and moves after each
+        # once what happens to it; the bar shows 0 of n before the model runs and moves after each batch
         bar = st.empty()
 
         def show(done: int, total: int) -> None:
