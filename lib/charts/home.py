@@ -134,7 +134,7 @@ def similarity_heatmap(
     ticks = sentence_ticks(senses)
     trace = {
         "type": "heatmap",
-        "z": m,
+        "z": m.astype(np.float32),  # float32 halves what the browser receives (500 sentences: 1.3 MB, not 2.7)
         "x": list(range(n)),
         "y": list(range(n)),
         **cell_numbers(m),
