@@ -286,7 +286,7 @@ def occlusion(
     rep = resolve_replacement(enc, replacement)
     per_piece = rep in SPECIAL_TOKENS_IN_TEXT or rep == getattr(enc.tokenizer, "mask_token", None)
 
-    n_pieces = len(enc.tokenizer(clean, add_special_tokens=True, truncation=False)["input_ids"])
+    n_pieces = enc.piece_counts([clean])[0]
     if n_pieces > max_pieces:
         raise ContextError(
             f"This sentence has {n_pieces} word pieces; the experiment takes at most {max_pieces} (it runs "

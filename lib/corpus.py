@@ -283,7 +283,7 @@ def compute_corpus_statistics(
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
     if not sentences:
         raise CorpusError("The corpus has no sentences.")
-    cut = corpus_budget(encoder.tokenizer, sentences, chunk=chunk)
+    cut = corpus_budget(encoder, sentences, chunk=chunk)
     sentences = sentences[: cut.kept]
     tokens = _TokenVectors()
     for start in range(0, len(sentences), chunk):
@@ -295,24 +295,25 @@ def compute_corpus_statistics(
     return tokens.statistics(encoder.name, sample_size=sample_size, seed=seed, notes=notes)
 
 
-def corpus_budget(tokenizer, corpus: CorpusText | Sequence[str], *, chunk: int = 64):
+def corpus_budget(encoder, corpus: CorpusText | Sequence[str], *, chunk: int = 64):
     """What of the corpus :func:`compute_corpus_statistics` encodes: a :class:`lib.budget.BudgetCut` (sentences
     kept, those read only up to :data:`lib.budget.MAX_PIECES_PER_SENTENCE` word pieces, and its ``message``).
 
-    Needs only the tokenizer, and only the corpus's first sentences (until the budget is full), so a page
-    can say what is cut in a fraction of a second, before the model's pass over the rest.
+    Needs only the tokenizer (``encoder.piece_counts``), and only the corpus's first sentences (until the
+    budget is full), so a page can say what is cut in a fraction of a second, before the model's pass over
+    the rest.
     """
     from lib import budget
     from lib.budget import MAX_PIECES_PER_SENTENCE, fit_to_budget
 
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
-    counts = _piece_counts(tokenizer, sentences, MAX_PIECES_PER_SENTENCE, budget.MAX_CORPUS_PIECES, chunk)
+    counts = _piece_counts(encoder.piece_counts, sentences, MAX_PIECES_PER_SENTENCE, budget.MAX_CORPUS_PIECES, chunk)
     return fit_to_budget(
         counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=budget.MAX_CORPUS_PIECES, n_sentences=len(sentences)
     )
 
 
-def _piece_counts(tokenizer, sentences: Sequence[str], per_sentence: int, per_set: int, chunk: int) -> list[int]:
+def _piece_counts(count, sentences: Sequence[str], per_sentence: int, per_set: int, chunk: int) -> list[int]:
     """Word pieces ([CLS] and [SEP] included) of the corpus's first sentences, as many as
     :func:`lib.budget.fit_to_budget` needs to decide the cut: tokenized ``chunk`` at a time, until the
     capped pieces pass ``per_set`` (and at least two are counted). A 2 MB upload cut at 6,000 word pieces
@@ -322,9 +323,9 @@ def _piece_counts(tokenizer, sentences: Sequence[str], per_sentence: int, per_se
     total = 0
     for start in range(0, len(sentences), max(1, chunk)):
         part = list(sentences[start : start + chunk])
-        for ids in tokenizer(part, add_special_tokens=True)["input_ids"]:
-            counts.append(len(ids))
-            total += min(len(ids), per_sentence)
+        for k in count(part):
+            counts.append(k)
+            total += min(k, per_sentence)
         if total > per_set and len(counts) >= 2:
             break
     return counts

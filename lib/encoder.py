@@ -295,6 +295,17 @@ class Encoder:
         )
 
     # ------------------------------------------------------------------ encoding
+    def piece_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's length in word pieces as the model would read it uncut ([CLS] and [SEP] included).
+
+        Every use of the shared tokenizer goes through the encoder's lock: a call sets the tokenizer's
+        truncation and padding on the tokenizer itself, so two sessions tokenizing at once with different
+        settings could read each other's (a budget counted on cut lengths, a batch left uncut).
+        """
+        with self._lock:
+            ids = self.tokenizer(list(texts), truncation=False, **_LENGTHS_ONLY)["input_ids"]
+        return [len(x) for x in ids]
+
     def encode(
         self,
         sentences: Sequence[str],
@@ -321,11 +332,7 @@ class Encoder:
             raise ContextLensError("No sentences to encode. Write at least one sentence.")
         n = len(texts)
         limit = self.max_tokens if max_tokens is None else max(2, min(int(max_tokens), self.max_tokens))
-        with self._lock:
-            # every sentence's full length in word pieces, for the batches and to tell which ones get cut
-            full = self.tokenizer(texts, truncation=False, **_LENGTHS_ONLY)["input_ids"]
-        lengths_full = [len(ids) for ids in full]
-        del full
+        lengths_full = self.piece_counts(texts)  # for the batches, and to tell which sentences get cut
         results: list[tuple | None] = [None] * n
         done = 0
         for idx in plan_batches([min(k, limit) for k in lengths_full], _BATCH_PIECES):

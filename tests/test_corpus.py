@@ -230,7 +230,7 @@ def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_
         return original(self, texts, *args, **kwargs)
 
     monkeypatch.setattr(encoder.tokenizer.__class__, "__call__", counting)
-    cut = corpus_budget(encoder.tokenizer, sentences, chunk=chunk)
+    cut = corpus_budget(encoder, sentences, chunk=chunk)
     assert cut == expected
     if per_set < 100_000:  # a budget the corpus passes: its tail is never tokenized
         assert 0 < cut.kept < len(sentences) and f"first {cut.kept} of {len(sentences)}" in cut.message

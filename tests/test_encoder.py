@@ -360,3 +360,25 @@ def test_target_beyond_the_limit_raises_truncated_error(encoder):
     tv = encoder.target_vectors([late, "The bank opened."], "bank", skip_missing=True)
     assert tv.kept == (1,)
     assert any("512" in p for p in tv.problems)
+
+
+def test_every_tokenizer_use_waits_for_the_encoders_lock(encoder):
+    """The tokenizer keeps its truncation/padding settings on itself: piece_counts (the budgets, the context
+    experiment) must not run while encode() has set them for its own batch in another session."""
+    import threading
+
+    done = threading.Event()
+    counts: list[list[int]] = []
+
+    def count():
+        counts.append(encoder.piece_counts(["The bank raised its rates.", "word " * 600]))
+        done.set()
+
+    with encoder._lock:  # another session's encode() in progress
+        worker = threading.Thread(target=count)
+        worker.start()
+        assert not done.wait(0.5)  # it waits for the lock
+    assert done.wait(60)
+    worker.join()
+    want = [len(encoder.tokenizer.tokenize("The bank raised its rates.")) + 2, 602]
+    assert counts == [want]  # the uncut length, more than the model's 512

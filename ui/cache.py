@@ -327,7 +327,7 @@ def corpus_cut(model_name: str, corpus_key: str, _sentences: tuple[str, ...]):
     """lib.corpus.corpus_budget of a reference corpus (the tokenizer only), once per (model, corpus key): what
     :func:`corpus_stats` will keep, known before the model runs, so the page can say it at once."""
     return _cached(
-        ("corpus_cut", model_name, corpus_key), lambda: corpus_budget(encoder(model_name).tokenizer, _sentences)
+        ("corpus_cut", model_name, corpus_key), lambda: corpus_budget(encoder(model_name), _sentences)
     )
 
 

@@ -603,11 +603,7 @@ def within_budget(ss: SentenceSet, model: str) -> tuple[SentenceSet, str]:
     if not ss.sentences:
         return ss, ""
     clean = list(clean_sentences(ss.sentences, ss.target, bad="keep"))
-    tokenizer = cache.encoder(model).tokenizer
-    ids = tokenizer(clean, add_special_tokens=True, return_attention_mask=False, return_token_type_ids=False)
-    counts = [len(x) for x in ids["input_ids"]]
-    del ids  # a long set's word-piece lists: only their lengths are needed
-    cut = budget.fit_to_budget(counts)
+    cut = budget.fit_to_budget(cache.encoder(model).piece_counts(clean))
     if not cut.dropped_note:  # shortened sentences are said by analysis() (Encoding.truncated)
         return ss, ""
     k = cut.kept
