@@ -18,6 +18,7 @@ from lib.charts.common import (
     merged,
     presenter_layout,
 )
+from ui.plotly_look import SentFigure, themed_spec
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
 
@@ -95,7 +96,10 @@ def chart(
     else:
         shown = fit_cell_text(_copy(fig), width)
     kwargs.setdefault("config", PLOTLY_CONFIG)
-    st.plotly_chart(shown, key=key, **kwargs)
+    # sent with Streamlit's look in the layout and theme=None, so the browser draws a changed chart once or
+    # twice instead of three times (ui/plotly_look.py says why)
+    kwargs.setdefault("theme", None)
+    st.plotly_chart(SentFigure(themed_spec(shown)), key=key, **kwargs)
     if download:
         download_figure(fig, download, key=f"{key or download}_download")
 
