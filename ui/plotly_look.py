@@ -66,6 +66,7 @@ def _scale(colors: list[str]) -> list:
 
 LOOK["colorscale"] = {"sequential": _scale(SEQUENTIAL), "sequentialminus": _scale(SEQUENTIAL),
                       "diverging": _scale(DIVERGING)}  # fmt: skip
+_LOOK_UNTITLED = {k: v for k, v in LOOK.items() if k != "title"}
 _AXIS = {
     # (not the theme's minor.gridcolor: a "minor" set in the layout, unlike one in a template, turns minor
     # ticks and grid lines on)
@@ -135,7 +136,9 @@ def themed_spec(fig: go.Figure | dict) -> dict:
         kind = trace.get("type", "scatter")
         if kind in SCALED and "colorscale" not in trace and "coloraxis" not in trace:
             trace["colorscale"] = LOOK["colorscale"]["sequential"]
-    out = under(LOOK, layout)
+    # the title's look only for a chart with a title: an empty title object is still a "title" to readers
+    # of the figure (tests/browser read layout.title)
+    out = under(LOOK if layout.get("title") else _LOOK_UNTITLED, layout)
     for kind in ("xaxis", "yaxis"):
         for name in _axis_names(layout, data, kind):
             out[name] = under(AXIS_LOOK[kind], layout.get(name) or {})
