@@ -89,7 +89,7 @@ CARTESIAN = {"scatter", "scattergl", "bar", "heatmap", "histogram", "box", "viol
 # the theme's defaults for colour-scaled traces without a scale of their own (its template's data part)
 SCALED = {"heatmap", "contour", "histogram2d", "histogram2dcontour"}
 DATAREVISION = "context-lens"  # constant: a chart whose figure changes is a new chart (new element id)
-LIST_MAX = 20_000  # numbers per array sent as a JSON list; larger arrays stay base64
+LIST_MAX = 2_000  # numbers per array sent as a JSON list (at most ~40 kB); larger arrays stay base64
 
 
 def under(base: dict, ours: dict) -> dict:
