@@ -31,7 +31,7 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import figure_dict
+from lib.charts.common import LazyFigure, figure_dict
 
 # Streamlit 1.67's plotly theme for this app's .streamlit/config.toml (light base, text #111111): the
 # template layout its front end builds (PlotlyChart's theme code), read from a chart drawn in Chromium.
@@ -151,7 +151,8 @@ def themed_spec(fig: go.Figure | dict) -> dict:
         axis.setdefault("colorscale", LOOK["colorscale"]["sequential"])
     out["datarevision"] = DATAREVISION
     spec = {"data": data, "layout": out}
-    if isinstance(fig, go.Figure) and fig._frame_objs:
+    # (a LazyFigure has no frames, and reading plotly's attributes of one would build its plotly objects)
+    if isinstance(fig, go.Figure) and not isinstance(fig, LazyFigure) and fig._frame_objs:
         spec["frames"] = [f.to_plotly_json() for f in fig._frame_objs]
     return spec
 
