@@ -579,7 +579,7 @@ def bench_big(browser, repeats: int) -> None:
         tab = new_tab(ctx)
         open_page(tab, srv.base + "/")
         srv.wait_quiet(span=2.0, below=0.05, timeout=300)
-        box = tab.page.get_by_label("Sentences, one per line")
+        box = tab.page.get_by_role("textbox", name="Sentences, one per line")
         i0 = len(tab.frames)
         t0 = time.perf_counter()
         box.fill(text)
