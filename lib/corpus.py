@@ -77,6 +77,16 @@ def corpus_id(sentences: Sequence[str]) -> str:
     return h[:12]
 
 
+def parse_corpus_file(data: bytes) -> tuple[CorpusText, str | None]:
+    """An uploaded plain-text file as a corpus (:func:`parse_corpus_text`), and a note when the file was not
+    UTF-8 (lib.upload.decode_text_file). Raises UploadError for a binary file, CorpusError for one without
+    sentences."""
+    from lib.upload import decode_text_file
+
+    text, encoding_note = decode_text_file(data)
+    return parse_corpus_text(text), encoding_note
+
+
 def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusText:
     """Plain text -> sentences. Lines starting with '#' are comments; blank lines are skipped; a line
     holding several sentences (a pasted paragraph) is split after '.', '!' or '?'. Square brackets

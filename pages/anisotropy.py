@@ -22,7 +22,7 @@ from lib.corpus import (
     CorpusError,
     CorpusStats,
     corpus_id,
-    parse_corpus_text,
+    parse_corpus_file,
 )
 from lib.encoder import DEFAULT_MODEL, split_model_key
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
@@ -36,7 +36,7 @@ from lib.similarity import (
     pair_values,
     sense_similarity,
 )
-from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError, decode_text_file
+from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from ui import cache, controls, state
 from ui.widgets import chart, escape_md, page_intro, shared_chart
 
@@ -101,13 +101,6 @@ CONTROLS = [
     state.Control("aniso_bert", "bool", True),
 ]
 state.init_controls(CONTROLS)
-
-
-
-def _parse_corpus_file(data: bytes):
-    """(note on the file's encoding or None, lib.corpus.CorpusText) of an uploaded .txt file."""
-    text, encoding_note = decode_text_file(data)
-    return encoding_note, parse_corpus_text(text)
 
 
 c_corpus, c_layer = st.columns([2, 3])
@@ -178,7 +171,7 @@ elif corpus_choice == "upload":
         )
     else:
         try:
-            encoding_note, parsed = cache.parsed_upload("corpus", upload.getvalue(), _parse_corpus_file)
+            parsed, encoding_note = cache.parsed_upload("corpus", upload.getvalue(), parse_corpus_file)
             for note in (encoding_note, *parsed.notes) if encoding_note else parsed.notes:
                 st.info(escape_md(note))
             stats_key = "upload-" + parsed.corpus_id

@@ -237,3 +237,15 @@ def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_
         assert sum(calls) <= max(cut.kept + 1, 2) + chunk - 1  # up to the sentence that did not fit, in chunks
     else:
         assert cut.kept == len(sentences) and "left out" not in cut.message
+
+
+def test_an_uploaded_corpus_file_is_decoded_then_split_and_a_binary_one_refused():
+    from lib.corpus import parse_corpus_file
+    from lib.upload import UploadError
+
+    corpus, note = parse_corpus_file("Le café était fermé. Il pleuvait.\n# a comment\n".encode("latin-1"))
+    assert corpus.sentences == ("Le café était fermé.", "Il pleuvait.") and note  # not UTF-8: said
+    corpus, note = parse_corpus_file(b"One sentence here.\nAnother one.")
+    assert len(corpus) == 2 and note is None
+    with pytest.raises(UploadError):
+        parse_corpus_file(b"\x89PNG\r\n\x1a\n\x00\x00\x00")

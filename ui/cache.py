@@ -185,10 +185,7 @@ def encoding(
     ready (the cached ones count from the start); not called when this session waits for another's run.
     """
     cap = budget.MAX_PIECES_PER_SENTENCE
-
-    def key(s: str) -> tuple:
-        return _sentence_key(model_name, s)
-
+    key = functools.partial(_sentence_key, model_name)
     fresh: dict[str, Encoding] = {}  # this call's own results: a set larger than the cache still gets them
 
     def encode_new(new: tuple[str, ...], report: Callable[[int, int], None] | None = None) -> tuple[str, ...]:

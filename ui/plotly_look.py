@@ -31,7 +31,7 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import LazyFigure, figure_dict
+from lib.charts.common import LazyFigure, figure_dict, typed_array
 
 # Streamlit 1.67's plotly theme for this app's .streamlit/config.toml (light base, text #111111): the
 # template layout its front end builds (PlotlyChart's theme code), read from a chart drawn in Chromium.
@@ -107,14 +107,12 @@ def under(base: dict, ours: dict) -> dict:
 def _plain_arrays(obj):
     """``obj`` (a trace or part of one) with small numpy arrays left as arrays (JSON lists when sent) and
     large ones as plotly's base64 specs. Returns a new container; arrays are not copied."""
-    from _plotly_utils.utils import to_typed_array_spec
-
     if isinstance(obj, dict):
         return {k: _plain_arrays(v) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_plain_arrays(v) for v in obj]
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "iuf" and obj.size > LIST_MAX:
-        return to_typed_array_spec(obj)
+        return typed_array(obj)
     return obj
 
 
