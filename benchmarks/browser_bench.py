@@ -25,9 +25,11 @@ repository's .streamlit/config.toml):
   a link with their own 8 sentences at the same moment, then click "Attention". Time to the first chart
   (p50 / p95 / max) and to the Attention page's charts, the server's CPU seconds for the class, its peak RSS,
   and the server-side time of each session's script runs (``CONTEXT_LENS_RUN_LOG=1``, see ui/timing.py).
-  ``--class-static server,proxy`` runs each size twice: Streamlit's front-end files (/static/) from the
-  server, then from an emulated reverse proxy (the browser answers /static/ from Streamlit's build folder
-  on disk, as nginx or a CDN in front of the server would; docs/hosting.md).
+  ``--class-static`` says who serves Streamlit's front-end files (/static/), each size once per choice:
+  ``serve`` (the shipped entry, serve.py: compressed from memory by ui.static_files; the default),
+  ``server`` (plain `streamlit run app.py`: Streamlit's own uncompressed file reads) and ``proxy`` (app.py
+  behind an emulated reverse proxy: the browser answers /static/ from Streamlit's build folder on disk, as
+  nginx or a CDN in front of the server would; docs/hosting.md).
 
 Seconds on a shared two-core machine are noisy: compare with the floor measured in the same run.
 """
@@ -107,7 +109,7 @@ def r3(x):
 class Server:
     """A `streamlit run` process: its CPU seconds, RSS and run log, read from /proc and its log file."""
 
-    def __init__(self, app: str = "app.py", cwd: Path = ROOT, extra_args=None, env=None):
+    def __init__(self, app: str = "serve.py", cwd: Path = ROOT, extra_args=None, env=None):
         self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env)
         self.pid = self.proc.pid
         self._peak = 0
@@ -650,7 +652,8 @@ JS_ONE_CHART = """() => { const g = document.querySelector('[data-testid="stPlot
     return g !== null && Array.isArray(g.data) && g.data.length > 0; }"""
 
 
-STATIC_MODES = ("server", "proxy")  # --class-static: who serves Streamlit's front-end files to the class
+# --class-static: who serves Streamlit's front-end files to the class, and which entry the server runs
+STATIC_MODES = {"serve": "serve.py", "server": "app.py", "proxy": "app.py"}
 
 
 def _streamlit_static_dir() -> Path:
@@ -755,15 +758,17 @@ async def _class(browser, srv: Server, n: int, first: int, static: str = "server
     }
 
 
-def bench_class(sizes: list[int], statics: tuple[str, ...] = ("server",)) -> None:
+def bench_class(sizes: list[int], statics: tuple[str, ...] = ("serve",)) -> None:
     from playwright.async_api import async_playwright
 
     print(f"class: {sizes} students opening their own links at once, then Attention; static files from "
           f"{' and '.join(statics)}", flush=True)  # fmt: skip
-    srv = Server(env={"CONTEXT_LENS_RUN_LOG": "1"})
     out = []
+    hwm = {}
+    rss_before = {}
+    first = [1000]
 
-    async def run():
+    async def run(srv: Server, runs: list[tuple[int, str]]):
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             try:
@@ -775,10 +780,10 @@ def bench_class(sizes: list[int], statics: tuple[str, ...] = ("server",)) -> Non
                 await page.wait_for_function(JS_CHARTS_DRAWN, polling=200)
                 await ctx.close()
                 srv.wait_quiet(span=2.0, below=0.05, timeout=300)
-                first = 1000
-                for n, static in [(n, st) for n in sizes for st in statics]:
-                    r = await _class(browser, srv, n, first, static)
-                    first += n
+                for n, static in runs:
+                    r = await _class(browser, srv, n, first[0], static)
+                    r["entry"] = STATIC_MODES[static]
+                    first[0] += n
                     out.append(r)
                     print(f"  N={n}, static from {static}: {r['charted']}/{n} charted; first chart p50 {r['home_chart_s']['p50']} s, "
                           f"p95 {r['home_chart_s']['p95']}, max {r['home_chart_s']['max']}; Attention max "
@@ -788,12 +793,16 @@ def bench_class(sizes: list[int], statics: tuple[str, ...] = ("server",)) -> Non
             finally:
                 await browser.close()
 
-    try:
-        base_rss = srv.rss()
-        asyncio.run(run())
-        OUT["sections"]["class"] = {"rows": out, "rss_before_gb": r3(base_rss), "process_peak_rss_gb": r3(srv.hwm())}
-    finally:
-        srv.stop()
+    # one fresh server per entry (serve.py, app.py), each running every size for the choices that use it
+    for entry in dict.fromkeys(STATIC_MODES[st] for st in statics):
+        srv = Server(app=entry, env={"CONTEXT_LENS_RUN_LOG": "1"})
+        try:
+            rss_before[entry] = r3(srv.rss())
+            asyncio.run(run(srv, [(n, st) for n in sizes for st in statics if STATIC_MODES[st] == entry]))
+            hwm[entry] = r3(srv.hwm())
+        finally:
+            srv.stop()
+    OUT["sections"]["class"] = {"rows": out, "rss_before_gb": rss_before, "process_peak_rss_gb": hwm}
 
 
 # =========================================================================================== main
@@ -854,8 +863,9 @@ def main() -> None:
     ap.add_argument("--only", default="config,interactions,big,class")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--class-sizes", default="1,10,30")
-    ap.add_argument("--class-static", default="server",
-                    help="class: who serves /static/ (server, proxy = emulated reverse proxy/CDN, or server,proxy)")  # fmt: skip
+    ap.add_argument("--class-static", default="serve",
+                    help="class: who serves /static/: serve (serve.py), server (app.py), proxy (app.py behind an "
+                         "emulated reverse proxy/CDN), or several: serve,server,proxy")  # fmt: skip
     ap.add_argument("--out", default=str(RESULTS))
     ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
     ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
@@ -893,7 +903,7 @@ def main() -> None:
             finally:
                 browser.close()
     if "class" in sections:
-        statics = tuple(x.strip() for x in a.class_static.split(",") if x.strip() in STATIC_MODES) or ("server",)
+        statics = tuple(x.strip() for x in a.class_static.split(",") if x.strip() in STATIC_MODES) or ("serve",)
         bench_class([int(x) for x in a.class_sizes.split(",")], statics)
     OUT["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)

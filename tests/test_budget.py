@@ -325,6 +325,29 @@ def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_
     assert len(cache.RESULTS) <= 2
 
 
+def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page(encoder):
+    from lib.encoder import DEFAULT_MODEL
+    from ui import cache
+
+    m = DEFAULT_MODEL
+    small = ("A small bank by the canal.", "The bank by the canal lends money.", "Canal banks flood.")
+    big = tuple(f"Bank number {k} stands by the old canal." for k in range(cache.ATTENTIONS_WITH_SET + 1))
+    calls = cache.ENCODE_CALLS[m]
+    es = cache.encoding(m, small)
+    assert es.attentions is None  # the set's own encoding stays lean
+    for k, s in enumerate(small):
+        att = cache.sentence_attention(m, s)  # no model run: kept from the set's run
+        alone = encoder.encode([s], attentions=True)
+        assert att.tokens[0] == es.tokens[k] == alone.tokens[0]
+        np.testing.assert_allclose(att.attentions[0], alone.attentions[0], atol=1e-5)
+        np.testing.assert_allclose(att.hidden_states[0], es.hidden_states[k], atol=0)
+    assert cache.ENCODE_CALLS[m] == calls + 1
+    cache.encoding(m, big)  # a larger set runs without them: the Attention page runs the model itself
+    assert cache.ENCODE_CALLS[m] == calls + 2
+    assert cache.sentence_attention(m, big[0]).attentions[0].shape[:2] == (encoder.num_layers, encoder.num_heads)
+    assert cache.ENCODE_CALLS[m] == calls + 3
+
+
 def test_server_runs_blas_on_the_configured_threads(monkeypatch):
     from threadpoolctl import threadpool_info
 

@@ -97,13 +97,13 @@ def test_port_health_check_and_command():
     cmds = [rest for word, rest in ins if word == "CMD"]
     assert len(cmds) == 1
     assert json.loads(cmds[0]) == [
-        "streamlit", "run", "app.py",
+        "streamlit", "run", "serve.py",
         "--server.port", "8501", "--server.address", "0.0.0.0", "--server.headless", "true",
     ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "needed", ["app.py", "lib", "ui", "pages", "assets", "requirements.txt", ".streamlit"]
+    "needed", ["app.py", "serve.py", "lib", "ui", "pages", "assets", "requirements.txt", ".streamlit"]
 )
 def test_dockerignore_keeps_what_the_app_runs_and_drops_secrets(needed):
     patterns = [

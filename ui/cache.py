@@ -12,6 +12,7 @@ A set is encoded **without** attention weights (they are num_layers × num_heads
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -171,6 +172,18 @@ def _sentence_key(model_name: str, sentence: str) -> tuple:
     return ("sentence", model_name, sentence, budget.MAX_PIECES_PER_SENTENCE)
 
 
+def _attention_key(model_name: str, sentence: str) -> tuple:
+    """The RESULTS key of one sentence's encoding **with** attentions (:func:`sentence_attention`)."""
+    return ("attention", model_name, sentence, budget.MAX_PIECES_PER_SENTENCE)
+
+
+# A set of at most this many new sentences is encoded with its attentions, kept per sentence for the
+# Attention page: the model computes them anyway (eager attention), copying them out costs nothing measurable
+# (8 sentences: 0.033 s of CPU either way), and a learner who opens Attention next needs no model run
+# (two single-sentence runs, ~0.02 s of CPU, per new student). Larger sets are encoded without them (memory).
+ATTENTIONS_WITH_SET = 16
+
+
 def encoding(
     model_name: str, sentences: tuple[str, ...], progress: Callable[[int, int], None] | None = None
 ) -> Encoding:
@@ -191,11 +204,16 @@ def encoding(
     def encode_new(new: tuple[str, ...], report: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
         with _lock:
             ENCODE_CALLS[model_name] += 1
-        out = encoder(model_name).encode(list(new), attentions=False, max_tokens=cap, progress=report)
+        attentions = len(new) <= ATTENTIONS_WITH_SET
+        out = encoder(model_name).encode(list(new), attentions=attentions, max_tokens=cap, progress=report)
         release_memory()  # torch's temporaries of the forward pass go back to the OS
         for i, s in enumerate(new):
-            fresh[s] = out.subset([i])  # the same arrays, no copy
-            RESULTS.put(key(s), fresh[s])
+            one = out.subset([i])  # the same arrays, no copy
+            if attentions:
+                RESULTS.put(_attention_key(model_name, s), one)
+                one = dataclasses.replace(one, attentions=None)
+            fresh[s] = one
+            RESULTS.put(key(s), one)
         return new  # the batch's entry holds only its sentences' text (counted by plain_nbytes)
 
     found = {s: RESULTS.get(key(s)) for s in dict.fromkeys(sentences)}
@@ -220,7 +238,8 @@ def sentence_attention(model_name: str, sentence: str) -> Encoding:
     """One cleaned sentence encoded **with** attentions (``attentions[0]``: (L, H, n, n)), cached.
 
     Read up to the same MAX_PIECES_PER_SENTENCE word pieces as the set, so its word pieces are those of
-    the set's encoding (the target's token indices carry over).
+    the set's encoding (the target's token indices carry over). A sentence of a small set is usually found
+    here already: :func:`encoding` keeps its attentions from the set's own model run (ATTENTIONS_WITH_SET).
     """
 
     def run() -> Encoding:
@@ -229,7 +248,7 @@ def sentence_attention(model_name: str, sentence: str) -> Encoding:
         return encoder(model_name).encode([sentence], attentions=True, max_tokens=cap)
 
     cap = budget.MAX_PIECES_PER_SENTENCE
-    return _cached(("attention", model_name, sentence, cap), run)
+    return _cached(_attention_key(model_name, sentence), run)
 
 
 def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str, ...]:

@@ -109,7 +109,7 @@ def _healthy(base: str) -> bool:
 
 
 def start_server(
-    app: str = "app.py",
+    app: str = "serve.py",
     cwd: Path = ROOT,
     timeout: float = 180.0,
     *,
@@ -117,6 +117,9 @@ def start_server(
     env: dict[str, str] | None = None,
 ):
     """Start `streamlit run <app>` on a free port; return (process, base URL, log path) once healthy.
+
+    The default is serve.py, the entry the README and the Docker image start (app.py behind st.App, with
+    Streamlit's front-end files served compressed by ui.static_files).
 
     ``extra_args``: more command-line options (e.g. ``["--runner.postScriptGC", "true"]``); ``env``:
     extra environment variables for the server.

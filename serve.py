@@ -1,0 +1,27 @@
+"""Context Lens behind Streamlit's ASGI entry: the same app, with its front-end files served compressed.
+
+Run with:  streamlit run serve.py        (the app itself is app.py; `streamlit run app.py` works too)
+
+`streamlit run` finds the ``st.App`` below and runs it with uvicorn. The app, its pages, links and
+configuration are exactly those of ``app.py``; the only difference is who answers ``/static/...`` (Streamlit's
+own JavaScript, CSS and fonts): ui.static_files, compressed once and kept in memory, instead of Streamlit's
+uncompressed file reads. See docs/hosting.md for the measured difference.
+"""
+
+from pathlib import Path
+
+import streamlit as st
+from starlette.middleware import Middleware
+from streamlit import config, file_util
+
+from ui.static_files import CompressedStaticFiles
+
+_base = (config.get_option("server.baseUrlPath") or "").strip("/")
+_static_prefix = f"/{_base}/static/" if _base else "/static/"
+
+app = st.App(
+    str(Path(__file__).resolve().parent / "app.py"),
+    middleware=[
+        Middleware(CompressedStaticFiles, str(Path(file_util.get_static_dir()) / "static"), prefix=_static_prefix)
+    ],
+)
