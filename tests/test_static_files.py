@@ -161,3 +161,31 @@ def test_streamlits_own_build_is_served_smaller_and_identical():
     status, headers, body = request(app, f"/static/js/{biggest.name}", headers=GZ)
     assert status == 200 and gzip.decompress(body) == biggest.read_bytes()
     assert len(body) < biggest.stat().st_size / 2
+
+
+def test_requests_arriving_together_compress_a_file_once(folder, monkeypatch):
+    import threading
+
+    from ui import static_files
+
+    calls = []
+    real = static_files.gzip.compress
+
+    def slow_compress(data, **kw):
+        calls.append(len(data))
+        threading.Event().wait(0.2)  # long enough for every request to arrive while the first compresses
+        return real(data, **kw)
+
+    monkeypatch.setattr(static_files.gzip, "compress", slow_compress)
+    app = CompressedStaticFiles(Recorder(), str(folder))
+    bodies = []
+    threads = [
+        threading.Thread(target=lambda: bodies.append(request(app, "/static/js/main.abc.js", headers=GZ)[2]))
+        for _ in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(bodies) == 8 and len(set(bodies)) == 1
+    assert gzip.decompress(bodies[0]) == (folder / "js" / "main.abc.js").read_bytes()

@@ -95,6 +95,7 @@ class CompressedStaticFiles:
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._cached_bytes = 0
         self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}  # files being read and compressed, one lock each
 
     # -- files -------------------------------------------------------------------------------------------
     def resolve(self, relative: str) -> str | None:
@@ -118,7 +119,24 @@ class CompressedStaticFiles:
             return found
 
     def build(self, relative: str, path: str) -> _Entry:
-        """Read and (if it is text) compress one file, and keep it within the byte budget."""
+        """Read and (if it is text) compress one file, and keep it within the byte budget.
+
+        One build per file at a time: a class arriving together at a fresh server asks for the same files at
+        once, and every request but the first waits for that one compression instead of repeating it.
+        """
+        with self._lock:
+            building = self._building.setdefault(relative, threading.Lock())
+        with building:
+            found = self.cached(relative)
+            if found is not None:
+                return found
+            try:
+                return self._build(relative, path)
+            finally:
+                with self._lock:
+                    self._building.pop(relative, None)
+
+    def _build(self, relative: str, path: str) -> _Entry:
         content_type = _content_type(path)
         with open(path, "rb") as handle:
             raw = handle.read()
