@@ -8,7 +8,7 @@ Sections (issue 7):
   1. encode() of the default preset vs a bare transformers forward pass with hidden states + attentions
      (same model object, same sentences); target ratio <= 1.15.
   2. Warm rerun of each page file (AppTest, cached encoder) vs an empty Streamlit page; target < 0.25 s.
-  3. Cold start: `streamlit run app.py` to the home page's chart drawn in Chromium, vs a floor measured
+  3. Cold start: `streamlit run serve.py` to the home page's chart drawn in Chromium, vs a floor measured
      now: a one-chart Streamlit app to its chart in Chromium + a bare process that imports transformers
      and loads the model; target ratio <= 1.2.
   4. First UMAP after a server start (fresh process; after the app's warm-up, and without it) vs PCA on
@@ -262,7 +262,7 @@ def bench_cold_start(repeats: int) -> None:
             _time_to_chart(ctx, "floor.py", floor_dir)
             run_child(BARE_LOAD)
             for _ in range(runs):
-                a, ha = _time_to_chart(ctx, "app.py", ROOT)
+                a, ha = _time_to_chart(ctx, "serve.py", ROOT)
                 f, hf = _time_to_chart(ctx, "floor.py", floor_dir)
                 t_app.append(a)
                 h_app.append(ha)
@@ -279,7 +279,7 @@ def bench_cold_start(repeats: int) -> None:
         note="part of the floor (interpreter start included)")  # fmt: skip
     row(
         "3",
-        "Context Lens: `streamlit run app.py` to the home chart",
+        "Context Lens: `streamlit run serve.py` to the home chart",
         m_app,
         "s",
         baseline=floor,

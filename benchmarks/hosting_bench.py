@@ -1,6 +1,6 @@
 """Issue 11, item 7(a): each oversized input against a fresh server, its peak memory and time to an answer.
 
-    python benchmarks/hosting_bench.py            # all cases, one fresh `streamlit run app.py` each
+    python benchmarks/hosting_bench.py            # all cases, one fresh `streamlit run serve.py` each
     python benchmarks/hosting_bench.py link csv   # only some
 
 For each case a new server starts on a free port (tests/browser/_browser.py), a first tab opens the start

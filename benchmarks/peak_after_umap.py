@@ -8,7 +8,7 @@ reference corpus's statistics, shared figures) and compiled UMAP for a learner w
 (umap, numba and pynndescent loaded: ~0.92 GB resident), then receives the 500 × 390-word-piece link
 (tests/browser/_oversized.py), which fills the set budget (20,000 word pieces: ~210 MB of hidden states).
 For each folder given (a copy of the app, e.g. ``git archive main | tar -x -C /tmp/main-copy``, to compare
-before and after in one run) a fresh ``streamlit run app.py`` starts there; one Chromium tab visits every
+before and after in one run) a fresh ``streamlit run serve.py`` (app.py in a checkout without it) starts there; one Chromium tab visits every
 page of app.py, then Projections with UMAP chosen, and waits until UMAP is drawn and the server is quiet.
 Printed, one JSON line per folder: resident memory and its high-water mark (``VmHWM``, MB of 1024²) before
 the link, the high-water mark after it (target: ≤ 1.2 GB = 1,229 MB), the resident memory at the end, and
@@ -47,8 +47,9 @@ JS_UMAP_SHOWN = """() => Array.from(document.querySelectorAll('[data-testid="stM
 def measure(folder: Path) -> dict:
     from playwright.sync_api import sync_playwright
 
-    proc, base, log = start_server(cwd=folder)
-    out: dict = {"app": str(folder)}
+    entry = "serve.py" if (folder / "serve.py").exists() else "app.py"  # a checkout from before serve.py: app.py
+    proc, base, log = start_server(app=entry, cwd=folder)
+    out: dict = {"app": str(folder), "entry": entry}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
