@@ -346,6 +346,13 @@ def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page
     assert cache.ENCODE_CALLS[m] == calls + 2
     assert cache.sentence_attention(m, big[0]).attentions[0].shape[:2] == (encoder.num_layers, encoder.num_heads)
     assert cache.ENCODE_CALLS[m] == calls + 3
+    # so does a set of few but long sentences, whose attentions would exceed the byte bound
+    long = tuple(f"The bank {k} " + "stood by the long and winding canal " * 16 for k in range(4))
+    pieces = min(encoder.piece_counts([long[0]])[0], cache.budget.MAX_PIECES_PER_SENTENCE)
+    assert 4 * pieces**2 * encoder.num_layers * encoder.num_heads * 4 > cache.ATTENTIONS_WITH_SET_BYTES
+    cache.encoding(m, long)
+    cache.sentence_attention(m, long[0])
+    assert cache.ENCODE_CALLS[m] == calls + 5
 
 
 def test_server_runs_blas_on_the_configured_threads(monkeypatch):

@@ -177,11 +177,22 @@ def _attention_key(model_name: str, sentence: str) -> tuple:
     return ("attention", model_name, sentence, budget.MAX_PIECES_PER_SENTENCE)
 
 
-# A set of at most this many new sentences is encoded with its attentions, kept per sentence for the
-# Attention page: the model computes them anyway (eager attention), copying them out costs nothing measurable
-# (8 sentences: 0.033 s of CPU either way), and a learner who opens Attention next needs no model run
-# (two single-sentence runs, ~0.02 s of CPU, per new student). Larger sets are encoded without them (memory).
+# A small set is encoded with its attentions, kept per sentence for the Attention page: the model computes them
+# anyway (eager attention), copying them out costs nothing measurable (8 sentences: 0.033 s of CPU either way),
+# and a learner who opens Attention next needs no model run of their own (two single-sentence runs, ~0.02 s of
+# CPU and a spinner, per new student). "Small": at most ATTENTIONS_WITH_SET new sentences whose attentions
+# (layers × heads × n² float32 each) come to at most ATTENTIONS_WITH_SET_BYTES, the size of what the Attention
+# page would compute for its one or two sentences anyway; a larger set is encoded without them (memory).
 ATTENTIONS_WITH_SET = 16
+ATTENTIONS_WITH_SET_BYTES = 4 * 1024 * 1024
+
+
+def _keep_attentions(model_name: str, new: tuple[str, ...], cap: int) -> bool:
+    if len(new) > ATTENTIONS_WITH_SET:
+        return False
+    enc = encoder(model_name)
+    squares = sum(min(n, cap) ** 2 for n in enc.piece_counts(new))
+    return squares * enc.num_layers * enc.num_heads * 4 <= ATTENTIONS_WITH_SET_BYTES
 
 
 def encoding(
@@ -204,7 +215,7 @@ def encoding(
     def encode_new(new: tuple[str, ...], report: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
         with _lock:
             ENCODE_CALLS[model_name] += 1
-        attentions = len(new) <= ATTENTIONS_WITH_SET
+        attentions = _keep_attentions(model_name, new, cap)
         out = encoder(model_name).encode(list(new), attentions=attentions, max_tokens=cap, progress=report)
         release_memory()  # torch's temporaries of the forward pass go back to the OS
         for i, s in enumerate(new):
