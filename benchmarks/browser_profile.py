@@ -54,6 +54,8 @@ CASES = {
     "attention_head": ("/attention", "slider", "Head", None),
     "attention_layer": ("/attention", "slider", "Layer", None),
     "projections_layer": ("/projections", "slider", "Layer", None),
+    "projections_method": ("/projections", "radio", "Method", ("PCA", "UMAP")),
+    "calculator_scaling": ("/calculator", "toggle", "scaling", None),
 }
 
 # Marks every plot element and counts plotly_afterplot per element; new elements have no mark.
@@ -199,6 +201,8 @@ def main() -> None:
     ap.add_argument("--width", type=int, default=1400)
     ap.add_argument("--calls", action="store_true", help="also count plotly.js API calls (a separate pass)")
     ap.add_argument("--json", help="write the aggregates here")
+    ap.add_argument("--big", type=int, default=0,
+                    help="first send this many labelled sentences (browser_bench.big_text) from the start page")
     args = ap.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -211,6 +215,8 @@ def main() -> None:
             ctx = browser.new_context(viewport={"width": args.width, "height": 900})
             pg = ctx.new_page()
             pg.set_default_timeout(LOAD_MS)
+            if args.big:
+                send_sentences(pg, base, args.big)
             for name in args.cases:
                 report[name] = profile_case(browser, pg, base, name, args)
             browser.close()
@@ -221,9 +227,28 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(report, indent=1))
 
 
+def send_sentences(pg, base: str, n: int) -> None:
+    """Put ``n`` labelled sentences in the session (as browser_bench's "big" section does)."""
+    from benchmarks.browser_bench import big_text
+
+    text, _target = big_text(n)
+    pg.goto(base + "/")
+    pg.wait_for_function(JS_CHARTS_DRAWN)
+    pg.wait_for_function(JS_IDLE)
+    pg.get_by_role("textbox", name="Sentences, one per line").fill(text)
+    pg.keyboard.press("Control+Enter")
+    pg.wait_for_timeout(1000)
+    pg.wait_for_function(JS_IDLE, timeout=600_000)
+    pg.wait_for_function(JS_CHARTS_DRAWN)
+
+
 def profile_case(browser, pg, base: str, name: str, args) -> dict:
     path, kind, label, values = CASES[name]
-    pg.goto(base + path)
+    if args.big:  # same session: navigate inside the app, keeping the sentences
+        pg.locator(f"[data-testid='stSidebarNav'] a[href$='{path}']").first.click()
+        pg.wait_for_timeout(500)
+    else:
+        pg.goto(base + path)
     pg.wait_for_selector("[data-testid='stApp']")
     pg.wait_for_function(JS_IDLE)
     pg.wait_for_function(JS_CHARTS_DRAWN)
@@ -242,6 +267,11 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
             state["dir"] = key
             pg.keyboard.press(key)
             state["dir"] = "ArrowLeft" if key == "ArrowRight" else "ArrowRight"
+        elif kind == "toggle":
+            box = pg.locator("[data-testid='stMain'] [data-testid='stCheckbox']", has_text=label).first
+            el = box.locator("label").first
+            el.scroll_into_view_if_needed()
+            el.click()
         else:
             group = pg.locator("[data-testid='stMain'] [data-testid='stRadio']", has_text=label).first
             el = group.locator("label", has_text=state["next"]).first

@@ -65,3 +65,79 @@ def test_large_arrays_stay_base64_and_the_figure_is_not_changed(monkeypatch):
     assert isinstance(y, dict) and y["dtype"] == "f8"  # over LIST_MAX numbers: base64, as plotly sends it
     assert fig.to_json() == before  # the (possibly shared) figure itself is untouched
     assert LIST_MAX >= 1_000  # the real limit keeps the default preset's arrays (384 dimensions, 12 x 12) as lists
+
+
+# ------------------------------------------------------------------------------- margins sized in advance
+def _line_chart(y_title="mean cosine", x_title="layer", **yaxis):
+    from lib.charts.common import base_layout, figure, merged
+
+    layout = merged(base_layout(height=420), xaxis={"title": {"text": x_title}}, yaxis={"title": {"text": y_title}, **yaxis})
+    return figure([{"type": "scatter", "x": list(range(7)), "y": np.linspace(0.31, 0.87, 7)}], layout)
+
+
+def test_text_width_is_source_sans():
+    # digits are 0.497 em in Source Sans, a "." 0.249 em; tags are not drawn, entities are one character
+    assert plotly_look.text_width("0.8", 12) == (497 + 249 + 497) * 12 / 1000
+    assert plotly_look.text_width("<span style='color:red'>S1</span>", 12) == plotly_look.text_width("S1", 12)
+    assert plotly_look.text_width("&lt;", 10) == plotly_look.text_width("<", 10)
+    assert plotly_look.text_width("<b>W</b>", 12) > plotly_look.text_width("W", 12)  # bold is wider
+    assert plotly_look.text_width("漢", 12) == 12  # an unknown character counts as 1 em: never too narrow
+
+
+def test_auto_tick_labels_follow_plotlys_steps():
+    # 0..1 over 300 px: about 8 ticks, so a step of 0.2; plotly writes 1, not 1.0, and a true minus sign
+    assert plotly_look._auto_tick_labels(0.0, 1.0, 300, None) == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    assert plotly_look._auto_tick_labels(-0.1, 0.1, 300, None)[0] == "−0.1"
+    assert plotly_look._auto_tick_labels(0.0, 1.0, 300, ".0%")[-1] == "100%"
+    assert plotly_look._auto_tick_labels(0.0, 1.0, 300, ",.3s") is None  # a format it does not know: no guess
+
+
+def test_presized_margins_hold_the_labels_and_titles():
+    spec = themed_spec(_line_chart(), 980)
+    m = spec["layout"]["margin"]
+    labels = plotly_look._axis_labels(spec, "yaxis", 300)
+    widest = max(plotly_look.text_width(t, 12) for t in labels)
+    y_title = AXIS_LOOK["yaxis"]["title"]
+    # the widest y label, plotly's gap before it, and the title (0.7 of its font + its standoff)
+    assert m["l"] >= plotly_look.Y_LABEL_GAP + widest + 0.7 * y_title["font"]["size"] + y_title["standoff"]
+    assert m["l"] <= plotly_look.Y_LABEL_GAP + widest + 0.7 * y_title["font"]["size"] + y_title["standoff"] + 4
+    x_title = AXIS_LOOK["xaxis"]["title"]
+    assert m["b"] >= plotly_look.X_LABELS_DEPTH + 0.7 * x_title["font"]["size"] + x_title["standoff"]
+    # a longer y title does not change the margin (it runs along the axis); longer labels do
+    assert themed_spec(_line_chart(y_title="a much longer title on the y axis"), 980)["layout"]["margin"] == m
+    wide = themed_spec(_line_chart(tickvals=[0.4, 0.8], ticktext=["0.4", "very wide label"]), 980)
+    assert wide["layout"]["margin"]["l"] > m["l"] + 50
+    # without a width (a caller that does not know it) the margins are left as built
+    assert themed_spec(_line_chart())["layout"]["margin"]["l"] == 10
+
+
+def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
+    from lib.charts.common import figure
+
+    big = _line_chart()
+    big.layout.margin.l = 300
+    assert themed_spec(big, 980)["layout"]["margin"]["l"] == 300  # never lowered
+    for layout in (
+        {"xaxis": {"side": "top"}},  # labels on top: the top margin, not predicted
+        {"xaxis2": {"overlaying": "x", "side": "top"}},  # a second axis over the first
+        {"yaxis": {"tickformat": ",.3s"}},  # a number format it does not know
+        {"yaxis": {"title": {"text": "two<br>lines"}}},
+        {"yaxis": {"tickfont": {"size": 20}}},  # presenter mode's larger fonts
+    ):
+        fig = figure([{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], {"margin": {"l": 10, "b": 10}, **layout})
+        assert themed_spec(fig, 980)["layout"]["margin"] == {**LOOK["margin"], "l": 10, "b": 10}, layout
+    fig = figure([{"type": "scatter3d", "x": [0, 1], "y": [0, 1], "z": [0, 1]}], {"margin": {"l": 10, "b": 10}})
+    assert themed_spec(fig, 980)["layout"]["margin"]["l"] == 10
+
+
+def test_every_layers_chart_is_presized(encoder):
+    """The charts the layer slider and the pooling switch redraw all get their margins in advance."""
+    from lib.presets import default_preset
+    from tests.conftest import page_test
+
+    at = page_test("pages/layers.py", preset=default_preset().id).run()
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(specs) >= 5
+    for spec in specs:
+        margin = spec["layout"]["margin"]
+        assert margin["l"] > 10 and margin["b"] > 10, spec["layout"].get("title")

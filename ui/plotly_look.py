@@ -26,6 +26,7 @@ by layer's pooling switch 15. Sent as built here, a changed chart is drawn once:
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -126,9 +127,10 @@ def _axis_names(layout: dict, data: list[dict], kind: str) -> set[str]:
     return names
 
 
-def themed_spec(fig: go.Figure | dict) -> dict:
+def themed_spec(fig: go.Figure | dict, width: float | None = None) -> dict:
     """``{"data", "layout"}`` of ``fig`` as sent to the browser: Streamlit's look in the layout, no
-    template, a constant ``datarevision``, small arrays as lists (see the module's docstring)."""
+    template, a constant ``datarevision``, small arrays as lists (see the module's docstring); with the chart's
+    ``width`` (px), margins sized in advance for its axis labels (:func:`presize_margins`)."""
     spec = figure_dict(fig)  # new dicts and lists, values shared; the default template left out
     layout = spec["layout"]
     layout.pop("template", None)
@@ -149,6 +151,8 @@ def themed_spec(fig: go.Figure | dict) -> dict:
         axis.setdefault("colorscale", LOOK["colorscale"]["sequential"])
     out["datarevision"] = DATAREVISION
     spec = {"data": data, "layout": out}
+    if width is not None:
+        spec = presize_margins(spec, width)
     # (a LazyFigure has no frames, and reading plotly's attributes of one would build its plotly objects)
     if isinstance(fig, go.Figure) and not isinstance(fig, LazyFigure) and fig._frame_objs:
         spec["frames"] = [f.to_plotly_json() for f in fig._frame_objs]
@@ -168,3 +172,252 @@ class SentFigure(go.Figure):
 
     def to_dict(self) -> dict:
         return self._sent
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Margins sized in advance (issue 16): plotly's automargin draws a chart a second time when its axis labels push
+# a margin out after the first draw. With the margins the labels need already in the layout, the first draw is
+# the only one. ``automargin`` stays on, so a label whose estimate was short still gets its room (plotly then
+# draws twice, as before): an estimate can cost a draw, never a cut label.
+
+# Advance widths of Source Sans (Streamlit's chart font) in 1/1000 em, measured in Chromium with Streamlit's
+# own font file: regular (400) and bold (700). Characters not listed count as _WIDE.
+_GLYPHS = (' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
+           "“”‘’–—−·…éèêáàäöüñçß×÷√≈°→←′▍■●★")  # fmt: skip
+_W400 = (200, 289, 426, 497, 497, 824, 609, 249, 303, 303, 418, 497, 249, 311, 249, 350, 497, 497, 497, 497, 497,
+         497, 497, 497, 497, 497, 249, 249, 497, 497, 497, 425, 847, 543, 588, 571, 615, 527, 494, 617, 652, 263,
+         479, 579, 486, 727, 647, 664, 566, 664, 569, 534, 536, 645, 515, 786, 513, 476, 539, 303, 350, 303, 497,
+         500, 542, 504, 553, 456, 555, 496, 292, 504, 544, 246, 247, 495, 255, 829, 547, 542, 555, 555, 347, 419,
+         338, 544, 467, 719, 446, 467, 425, 303, 241, 303, 497, 426, 426, 249, 249, 480, 800, 497, 249, 948, 496,
+         496, 496, 504, 504, 504, 542, 544, 547, 456, 576, 497, 497, 557, 497, 331, 619, 619, 249, 769, 600, 600,
+         896)  # fmt: skip
+_W700 = (200, 340, 537, 528, 528, 857, 667, 300, 344, 344, 457, 528, 300, 332, 300, 339, 528, 528, 528, 528, 528,
+         528, 528, 528, 528, 528, 300, 300, 528, 528, 528, 463, 902, 573, 605, 582, 635, 548, 524, 638, 674, 301,
+         509, 614, 518, 762, 665, 684, 596, 684, 613, 556, 556, 665, 556, 813, 567, 525, 541, 344, 339, 344, 528,
+         500, 555, 527, 573, 468, 573, 518, 341, 534, 571, 276, 278, 548, 286, 857, 572, 555, 573, 573, 398, 443,
+         383, 568, 523, 776, 514, 521, 460, 344, 268, 344, 528, 537, 537, 300, 300, 480, 800, 528, 300, 978, 518,
+         518, 518, 527, 527, 527, 555, 568, 572, 467, 632, 528, 528, 588, 528, 365, 617, 617, 300, 769, 600, 600,
+         896)  # fmt: skip
+_WIDTHS = {400: dict(zip(_GLYPHS, _W400, strict=True)), 700: dict(zip(_GLYPHS, _W700, strict=True))}
+_WIDE = 1000  # an unlisted character (a CJK ideograph is 1 em): too wide rather than too narrow
+# plotly's geometry around an axis (px, measured in Chromium with plotly.js 4 and this module's look):
+Y_LABEL_GAP = 27  # a left y axis: the margin is this + the widest tick label (then + the title)
+X_LABELS_DEPTH = 42  # a bottom x axis with one line of 12-px tick labels
+TITLE_CAP = 0.7  # an axis title with a standoff takes 0.7 of its font size + the standoff (plotly's approxTitleDepth)
+LEGEND_LEFT = 16  # a legend at the left edge (x = 0) pushes the left margin to 15 px
+_SLACK = 2  # px more than the estimate: rounding in the browser never pushes the margin
+_TAG_RE = re.compile(r"<[^>]*>")
+
+
+def text_width(text: str, size: float, *, bold: bool = False) -> float:
+    """Width in px of one line of plotly text (its tags removed, entities read) in Source Sans at ``size`` px."""
+    import html as _html
+
+    plain = _html.unescape(_TAG_RE.sub("", str(text)))
+    bold = bold or "<b>" in str(text)
+    table = _WIDTHS[700 if bold else 400]
+    return sum(table.get(ch, _WIDE) for ch in plain) * size / 1000.0
+
+
+def _values(v) -> list[float] | None:
+    """Numbers of a data array as sent (a list or numpy array), or None (base64 or not numeric)."""
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind not in "iuf":
+            return None
+        a = v[np.isfinite(v)] if v.dtype.kind == "f" else v
+        return [float(a.min()), float(a.max())] if a.size else []
+    if isinstance(v, (list, tuple)):
+        try:
+            a = np.asarray(v, dtype=float).ravel()
+        except (TypeError, ValueError):
+            return None
+        a = a[np.isfinite(a)]
+        return [float(a.min()), float(a.max())] if a.size else []
+    return None
+
+
+def _auto_tick_labels(lo: float, hi: float, length: float, tickformat: str | None) -> list[str] | None:
+    """The widest-looking tick labels plotly picks for a linear axis over [lo, hi] drawn ``length`` px long
+    (its prepTicks/autoTicks: about one tick per 40 px, dtick rounded up to 2, 5 or 10 x a power of ten)."""
+    if tickformat not in (None, "", ".0%"):
+        return None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo or length <= 0:
+        return None
+    nt = min(max(length / 40.0, 4), 9) + 1
+    rough = (hi - lo) / nt
+    base = 10 ** math.floor(math.log10(rough))
+    dtick = next(m for m in (2, 5, 10) if m * base >= rough * (1 - 1e-9)) * base
+    scale = 100.0 if tickformat == ".0%" else 1.0
+    decimals = 0 if tickformat == ".0%" else max(0, -math.floor(math.log10(dtick) + 1e-9))
+    ticks = [k * dtick for k in range(math.ceil(lo / dtick - 1e-9), math.floor(hi / dtick + 1e-9) + 1)]
+    out = []
+    for t in ticks:
+        s = f"{abs(t) * scale:.{decimals}f}"
+        if "." in s:
+            s = s.rstrip("0").rstrip(".")
+        out.append(("−" if t < 0 and s.strip("0.") else "") + s + ("%" if scale == 100.0 else ""))
+    return out
+
+
+_SIMPLE_TRACES = {"scatter", "bar", "heatmap"}
+
+
+def _axis_traces(data: list[dict], name: str) -> list[dict]:
+    """The traces drawn on axis ``name`` ("xaxis", "yaxis2", ...)."""
+    letter = name[0]
+    ref = letter + name[5:]  # "x", "y2", ...
+    return [t for t in data if (t.get(f"{letter}axis") or letter) == ref]
+
+
+def _axis_labels(spec: dict, name: str, length: float) -> list[str] | None:
+    """The tick labels of one axis ("xaxis", "yaxis2", ...) as plotly will draw them, or None if not
+    predictable."""
+    axis = spec["layout"].get(name) or {}
+    if axis.get("showticklabels") is False:
+        return []
+    if axis.get("type") not in (None, "linear", "-", "category") or axis.get("tickangle") not in (None, "auto", 0):
+        return None
+    if axis.get("tickmode") == "array" or (axis.get("tickmode") is None and axis.get("tickvals") is not None):
+        text = axis.get("ticktext")
+        vals = axis.get("tickvals")
+        if vals is None:
+            return None
+        if text is not None:
+            return [str(t) for t in text]
+        return [_number_label(v, axis.get("tickformat")) for v in vals]
+    letter = name[0]
+    data = _axis_traces(spec["data"], name)
+    raw = [t.get(letter) for t in data]
+    if raw and all(isinstance(v, list) and v and all(isinstance(c, str) for c in v) for v in raw):
+        return list(dict.fromkeys(c for v in raw for c in v))  # categories, in order
+    lo, hi = math.inf, -math.inf
+    rng = axis.get("range")
+    if rng is not None and len(rng) == 2 and all(isinstance(r, (int, float)) for r in rng):
+        lo, hi = sorted(float(r) for r in rng)
+    else:
+        for trace in data:
+            kind = trace.get("type", "scatter")
+            vals = _values(trace.get(letter))
+            if vals is None:
+                return None  # strings (categories), base64 or dates: not predicted
+            if vals:
+                lo, hi = min(lo, vals[0]), max(hi, vals[1])
+            value_axis = "x" if trace.get("orientation") == "h" else "y"
+            if (kind == "bar" and letter == value_axis) or trace.get("fill") in (f"tozero{letter}",):
+                lo, hi = min(lo, 0.0), max(hi, 0.0)
+        if not math.isfinite(lo):
+            return None
+        pad = 0.05 * (hi - lo) if hi > lo else 1.0  # autorange's padding, generously
+        lo, hi = lo - pad, hi + pad
+    return _auto_tick_labels(lo, hi, length, axis.get("tickformat"))
+
+
+def _number_label(v, tickformat: str | None) -> str:
+    """A tick value as plotly writes it (the formats this app uses: none, ".0%"); wide when unknown."""
+    if not isinstance(v, (int, float)):
+        return str(v)
+    if tickformat == ".0%":
+        return f"{v * 100:.0f}%"
+    if tickformat:
+        return "0" * 12  # an unknown format: wide, never too narrow
+    s = f"{abs(v):.6g}"
+    return ("−" if v < 0 else "") + s
+
+
+def _domain(axis: dict) -> tuple[float, float]:
+    d = axis.get("domain") or (0.0, 1.0)
+    return float(d[0]), float(d[1])
+
+
+def presize_margins(spec: dict, width: float) -> dict:
+    """``spec`` with ``layout.margin`` l and b raised to what its axes' tick labels and titles will push them to
+    (a chart ``width`` px wide), so plotly draws it once. Unchanged when a label cannot be predicted: traces
+    other than :data:`_SIMPLE_TRACES`, axes on the top or right, overlaying axes, rotated labels, fonts other
+    than the look's."""
+    layout, data = spec["layout"], spec["data"]
+    names = {k for k in layout if re.fullmatch(r"[xy]axis\d*", k)}
+    for t in data:
+        if t.get("type", "scatter") not in _SIMPLE_TRACES:
+            return spec
+        for letter in "xy":
+            ref = t.get(f"{letter}axis") or letter
+            names.add(f"{letter}axis{ref[1:]}")
+    margin = dict(layout.get("margin") or {})
+    height = float(layout.get("height") or 450)
+    need_l = need_b = 0
+    for name in sorted(names):
+        axis = layout.get(name) or {}
+        if axis.get("overlaying") or axis.get("anchor") == "free":
+            return spec
+        anchor = axis.get("anchor") or ("y" if name[0] == "x" else "x") + name[5:]
+        across = _domain(layout.get(f"{anchor[0]}axis{anchor[1:]}") or {})
+        if across[0] > 0:
+            continue  # away from the bottom / left edge: its labels push no margin
+        along = _domain(axis)
+        if name[0] == "y":
+            if axis.get("side", "left") != "left":
+                return spec
+            length = (height - margin.get("t", 80) - max(margin.get("b", 80), X_LABELS_DEPTH)) * (along[1] - along[0])
+            need = _y_margin(spec, name, length)
+            if need is None:
+                return spec
+            need_l = max(need_l, need)
+        else:
+            if axis.get("side", "bottom") != "bottom":
+                return spec
+            need = _x_margin(spec, name, (width - 100) * (along[1] - along[0]))
+            if need is None:
+                return spec
+            need_b = max(need_b, need)
+    if layout.get("showlegend") is not False and (layout.get("legend") or {}).get("x", 1.02) <= 0:
+        need_l = max(need_l, LEGEND_LEFT)
+    margin["l"] = max(margin.get("l", 80), need_l)
+    margin["b"] = max(margin.get("b", 80), need_b)
+    return {**spec, "layout": {**layout, "margin": margin}}
+
+
+def _title(axis: dict) -> tuple[str, float, float] | None:
+    title = axis.get("title") or {}
+    text = title.get("text") if isinstance(title, dict) else title
+    if not text:
+        return None
+    font = (title.get("font") or {}) if isinstance(title, dict) else {}
+    return str(text), float(font.get("size", 14)), float(title.get("standoff", 0) if isinstance(title, dict) else 0)
+
+
+def _title_depth(axis: dict) -> float | None:
+    """What an axis title adds to the margin (0 without a title), or None (several lines: not predicted)."""
+    title = _title(axis)
+    if title is None:
+        return 0.0
+    text, size, standoff = title
+    return None if "<br" in text else TITLE_CAP * size + standoff
+
+
+def _y_margin(spec: dict, name: str, length: float) -> int | None:
+    y = spec["layout"].get(name) or {}
+    if (y.get("tickfont") or {}).get("size", 12) != 12:
+        return None
+    labels = _axis_labels(spec, name, length)
+    depth = _title_depth(y)
+    if labels is None or depth is None or any("<br" in t for t in labels):
+        return None
+    need = (Y_LABEL_GAP + max(text_width(t, 12) for t in labels)) if labels else 0
+    return math.ceil(need + depth) + _SLACK if need or depth else 0
+
+
+def _x_margin(spec: dict, name: str, length: float) -> int | None:
+    x = spec["layout"].get(name) or {}
+    if (x.get("tickfont") or {}).get("size", 12) != 12:
+        return None
+    labels = _axis_labels(spec, name, length)
+    depth = _title_depth(x)
+    if labels is None or depth is None or any("<br" in t for t in labels):
+        return None
+    if labels and x.get("tickangle") != 0:
+        # labels wider than their share of the axis are turned by plotly (taller): not predicted
+        widest = max(text_width(t, 12) for t in labels)
+        if (widest + 8) * len(labels) > length:
+            return None
+    need = X_LABELS_DEPTH if labels else 0
+    return math.ceil(need + depth) + _SLACK if need or depth else 0

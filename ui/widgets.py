@@ -99,7 +99,7 @@ def chart(
     # sent with Streamlit's look in the layout and theme=None, so the browser draws a changed chart once or
     # twice instead of three times (ui/plotly_look.py says why)
     kwargs.setdefault("theme", None)
-    st.plotly_chart(SentFigure(themed_spec(shown)), key=key, **kwargs)
+    st.plotly_chart(SentFigure(themed_spec(shown, width)), key=key, **kwargs)
     if download:
         download_figure(fig, download, key=f"{key or download}_download")
 
