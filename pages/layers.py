@@ -18,10 +18,12 @@ from streamlit.errors import StreamlitAPIException
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
+    layer_mark_index,
     layer_names,
     layer_small_multiples,
     readout_chart,
     sense_order,
+    show_layer_mark,
     similarity_heatmap,
     static_contextual_chart,
     subsample,
@@ -47,7 +49,7 @@ from lib.similarity import (
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, page_intro, sentence_table
+from ui.widgets import chart, escape_md, layer_marks, page_intro, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -257,6 +259,12 @@ def shown(cos: np.ndarray, idx: int) -> np.ndarray:
 
 
 pair_means = prof.pair_means  # (K + 2,)
+# The per-layer charts of sections 3, 5 and 6 carry an invisible line at every layer; this style rule shows the
+# chosen one. Their figures then stay the same when only the layer moves, and the browser keeps them as drawn.
+mark = layer_mark_index(K, r, pooled=choice.is_pooled)
+layer_marks(
+    {"layers_trajectories": mark, "layers_readout": mark, "layers_ethayarajh": None if choice.is_pooled else r}
+)
 zrange = prof.colour_range(adjusted=adjust)  # one scale for every layer, so layers compare by colour
 
 # ------------------------------------------------------------------------------------- 1. matrix
@@ -394,10 +402,15 @@ fig = trajectory_chart(
     baseline=band,
     pairs=pairs,
     pooled=pooled_point,
-    selected=r,
     adjusted=adjust,
+    all_marks=True,
 )
-chart(fig, key="layers_trajectories", download="context_lens_trajectories")
+chart(
+    fig,
+    key="layers_trajectories",
+    download="context_lens_trajectories",
+    download_fig=show_layer_mark(fig, mark),
+)
 if pairs and len(pairs) < n * (n - 1) // 2:
     st.caption(
         f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
@@ -466,7 +479,7 @@ chart(
         intra_sentence=prof.intra_sentence[:K],
         baseline=None if prof.baseline is None else prof.baseline.mean[:K],
         reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
-        selected=None if choice.is_pooled else r,
+        all_marks=True,
     ),
     key="layers_ethayarajh",
 )
@@ -511,8 +524,8 @@ else:
             ro.majority_baseline,
             best=int(np.argmax(ro.accuracy[:K])),
             pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
-            selected=r,
             chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
+            all_marks=True,
         ),
         key="layers_readout",
     )

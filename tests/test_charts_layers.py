@@ -188,3 +188,47 @@ def test_probe_and_readout_draw_the_majority_rate():
     (line,) = [t for t in readout.data if t.name and t.name.startswith("always")]
     assert list(line.y) == [0.5, 0.5]
     assert [t.text for t in readout.data if t.mode == "lines+markers+text"][0][6] == "90%"
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_all_marks_draw_an_invisible_line_at_every_layer_and_none_depends_on_the_choice(pooled):
+    k = len(NAMES)
+    acc = np.linspace(0.3, 0.9, k)
+    build = {
+        "trajectory": lambda sel: layers.trajectory_chart(
+            NAMES, same=acc, different=acc / 2, pooled=layers.PooledPoint("last 4", same=0.6) if pooled else None,
+            selected=sel, all_marks=True,
+        ),
+        "readout": lambda sel: layers.readout_chart(
+            NAMES, acc, 0.4, best=6, pooled=("last 4", 0.7) if pooled else None, selected=sel, all_marks=True
+        ),
+        "ethayarajh": lambda sel: layers.ethayarajh_chart(
+            NAMES, self_similarity=acc, intra_sentence=acc / 2, baseline=acc / 3, selected=sel, all_marks=True
+        ),
+    }  # fmt: skip
+    for name, make in build.items():
+        fig = make(None)
+        assert fig.to_json() == make(3).to_json(), name  # the chosen layer is not in the figure
+        marks = [s for s in fig.layout.shapes if s.opacity == 0]
+        slots = k + (1 if pooled and name != "ethayarajh" else 0)
+        assert len(marks) == slots, name
+        assert list(fig.layout.shapes[:slots]) == marks  # first, in layer order
+        assert [m.x0 for m in marks[:k]] == list(range(k))
+        for r in range(k):
+            idx = layers.layer_mark_index(k, r, pooled=pooled)
+            assert fig.layout.shapes[idx].x0 == r
+        if slots > k:
+            assert fig.layout.shapes[layers.layer_mark_index(k, k, pooled=True)].x0 == pytest.approx(k + 0.6)
+    assert layers.layer_mark_index(k, k + 1, pooled=False) is None
+
+
+def test_show_layer_mark_draws_the_chosen_line_in_a_copy():
+    fig = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, 7), all_marks=True)
+    shown = layers.show_layer_mark(fig, 4)
+    assert [s.opacity for s in shown.layout.shapes] == [0, 0, 0, 0, 1, 0, 0]
+    assert all(s.opacity == 0 for s in fig.layout.shapes)  # the original is untouched
+    # the same line the chart without all_marks draws at the selected layer
+    plain = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, 7), selected=4)
+    (line,) = plain.layout.shapes
+    assert (line.x0, line.line.color, line.line.width) == (4, shown.layout.shapes[4].line.color, 1)
+    assert layers.show_layer_mark(fig, None).to_json() == fig.to_json()

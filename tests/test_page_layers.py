@@ -250,3 +250,43 @@ def test_a_long_set_lists_its_sentences_in_a_grid_with_the_text_as_typed():
     row = grids[0]["sentence"].iloc[3]
     assert row == "Row 3: the *bank* <b>3</b> by the [bank]."  # as typed: a grid renders no markdown, no HTML
     assert list(grids[0].index[:2]) == ["S1", "S2"] and grids[0]["sense"].iloc[0] == "river"
+
+
+def _charts_by_key(at: AppTest) -> dict[str, str]:
+    """Each chart's spec (as sent) by its key (the element id ends with the key)."""
+    return {c.proto.id.rsplit("-", 1)[-1]: c.proto.spec for c in at.get("plotly_chart")}
+
+
+def _mark_rules(at: AppTest) -> dict[str, int]:
+    """The chosen-layer line each chart shows, read from the page's style rule (ui.widgets.layer_marks)."""
+    css = "\n".join(h.proto.body for h in at.get("html"))
+    return {k: int(i) for k, i in re.findall(r'\.st-key-(\w+) \.shape-group\[data-index="(\d+)"\] path', css)}
+
+
+def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
+    """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider (so the browser
+    keeps them as drawn), a style rule shows the chosen layer's line (issue 16)."""
+    at = _app().run()
+    _ok(at)
+    curves = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
+    at.slider(key="layers_layer").set_value(2).run()
+    before, marks2 = _charts_by_key(at), _mark_rules(at)
+    at.slider(key="layers_layer").set_value(5).run()
+    after, marks5 = _charts_by_key(at), _mark_rules(at)
+    for key in curves:
+        assert before[key] == after[key], key  # the same figure, byte for byte
+        assert (marks2[key], marks5[key]) == (2, 5), key
+        shapes = json.loads(after[key])["layout"]["shapes"]
+        # line i stands at layer i (the rule shows it), and is invisible in the figure itself
+        assert shapes[5]["x0"] == 5 and shapes[5]["opacity"] == 0 and shapes[5]["line"]["width"] > 0
+    assert before["layers_matrix"] != after["layers_matrix"]  # the matrix itself is the layer's
+    # a pooled representation: its point is marked where it is drawn, right of the layers; the
+    # Ethayarajh chart has no pooled point, so no line
+    at.radio(key="layers_pooling").set_value("last4").run()
+    marks = _mark_rules(at)
+    specs = _charts_by_key(at)
+    k = len(json.loads(specs["layers_ethayarajh"])["layout"]["xaxis"]["tickvals"])
+    assert marks["layers_trajectories"] == marks["layers_readout"] == k and "layers_ethayarajh" not in marks
+    pooled = json.loads(specs["layers_trajectories"])["layout"]["shapes"][k]
+    assert pooled["x0"] == pytest.approx(k + 0.6)
+    assert specs["layers_ethayarajh"] == after["layers_ethayarajh"]  # unchanged by the pooling too

@@ -74,6 +74,7 @@ def chart(
     download: str | None = None,
     name_model: bool = True,
     share: float = 1.0,
+    download_fig: go.Figure | None = None,
     **kwargs,
 ) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
@@ -83,10 +84,13 @@ def chart(
     weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
     ``share``: the fraction of the page's width the chart gets (0.5 in one of two columns); numbers in
     heatmap cells are hidden when cells that narrow cannot hold them (lib.charts.common.fit_cell_text).
+    ``download_fig``: the figure to download, when it differs from the one shown (e.g. with the chosen
+    layer's line drawn, which the page shows with a style rule: :func:`layer_marks`).
     """
     note = weights_note() if name_model else None
     if note:
         fig = name_weights(fig, note)
+        download_fig = name_weights(download_fig, note) if download_fig is not None else None
     presenting = bool(st.session_state.get("cl_presenter"))
     width = (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share
     if presenting:
@@ -101,7 +105,22 @@ def chart(
     kwargs.setdefault("theme", None)
     st.plotly_chart(SentFigure(themed_spec(shown, width)), key=key, **kwargs)
     if download:
-        download_figure(fig, download, key=f"{key or download}_download")
+        download_figure(download_fig if download_fig is not None else fig, download, key=f"{key or download}_download")
+
+
+def layer_marks(marks: dict[str, int | None]) -> None:
+    """Show the chosen layer's line in charts built with ``all_marks=True`` (lib.charts.layers._layer_marks).
+
+    ``marks``: chart key -> index of the line to show (None: none). Those charts carry an invisible line at every
+    layer, so their figure does not change with the layer slider and the browser keeps them as drawn (Streamlit
+    re-creates a chart whose figure changed, issue 16); this style rule, a few hundred bytes, is what changes.
+    """
+    rules = [
+        f'.st-key-{key} .shape-group[data-index="{int(index)}"] path {{ opacity: 1 !important; }}'
+        for key, index in marks.items()
+        if index is not None
+    ]
+    st.html("<style>" + "\n".join(rules) + "</style>")
 
 
 def _copy(fig: go.Figure | dict) -> go.Figure:

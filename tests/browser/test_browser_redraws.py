@@ -1,0 +1,61 @@
+"""What only a browser shows about redraws (issue 16), not timed: Layer by layer's layer slider moves the chosen
+layer's line in the per-layer charts without re-creating them, and the page's charts are drawn once (their
+margins were sized in advance, so plotly's automargin has nothing to push).
+
+Run:  python -m pytest tests/browser/test_browser_redraws.py -q
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser._browser import JS_IDLE, exceptions, screenshot, wait_charts
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# per chart (by its key): the plot element, the indices of the layer lines drawn visible, and whether plotly drew
+# it a second time for its margins
+JS_CHARTS = """() => Object.fromEntries(Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => {
+    const key = ((c.closest('.stElementContainer') || {}).className || '').match(/st-key-(\\S+)/);
+    const g = c.querySelector('.js-plotly-plot');
+    const shown = Array.from(c.querySelectorAll('.shape-group path'))
+        .filter(p => (g.layout.shapes[+p.parentNode.getAttribute('data-index')] || {}).opacity === 0)
+        .filter(p => getComputedStyle(p).opacity === '1')
+        .map(p => +p.parentNode.getAttribute('data-index'));
+    return [key ? key[1] : '', {shown, redrawn: '_redrawFromAutoMarginCount' in g._fullLayout}];
+}))"""
+JS_TAG = """() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')
+    .forEach(g => { g.__tagged = true; })"""
+JS_TAGGED = """() => Object.fromEntries(Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => {
+    const key = ((c.closest('.stElementContainer') || {}).className || '').match(/st-key-(\\S+)/);
+    return [key ? key[1] : '', !!c.querySelector('.js-plotly-plot').__tagged];
+}))"""
+CURVES = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
+
+
+def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server, shots_dir):
+    page.goto(server + "/layers?preset=bank")
+    wait_charts(page)
+    assert not exceptions(page), exceptions(page)
+    charts = page.evaluate(JS_CHARTS)
+    for key in CURVES:
+        assert charts[key]["shown"] == [6], (key, charts[key])  # the last layer, the slider's start
+    # at this width every chart of the page is drawn once: no second draw from plotly's automargin
+    assert not [k for k, c in charts.items() if c["redrawn"]], charts
+    page.evaluate(JS_TAG)
+    slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text="Layer").first
+    slider.get_by_role("slider").first.focus()
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_timeout(300)
+    page.wait_for_function(JS_IDLE)
+    page.wait_for_function(
+        "() => !!Array.from(document.querySelectorAll('h1, h2, h3, p')).find(e => /layer 5/.test(e.textContent))"
+    )
+    wait_charts(page)
+    charts, tagged = page.evaluate(JS_CHARTS), page.evaluate(JS_TAGGED)
+    for key in CURVES:
+        assert charts[key]["shown"] == [5], (key, charts[key])  # the line moved with the slider...
+        assert tagged[key], key  # ...in the chart already drawn, not a new one
+    assert not tagged["layers_matrix"]  # the matrix is the layer's own: drawn anew
+    screenshot(page, shots_dir, "redraws-layers-layer-5")
+    assert not page.errors, page.errors
