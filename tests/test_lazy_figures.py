@@ -123,6 +123,12 @@ BUILDERS = {
     "layers.static_contextual_chart": _suite("static_contextual_chart"),
     "layers.ethayarajh_chart": _suite("ethayarajh_chart"),
     "layers.readout_chart": _suite("readout_chart"),
+    "layers.show_layer_mark": lambda r: layers.show_layer_mark(
+        layers.readout_chart(
+            layers.layer_names(6), np.linspace(0.3, 0.9, 7), 0.4, best=6, pooled=("last 4", 0.7), all_marks=True
+        ),
+        7,
+    ),
     "lesson.centroid_scatter": lambda r: lesson.centroid_scatter(
         _XY[0],
         _XY[1],
