@@ -21,7 +21,11 @@ by layer's pooling switch 15. Sent as built here, a changed chart is drawn once:
   ``Plotly.react`` compares no data arrays; arrays go as JSON lists (base64 specs are compared by
   identity), except large ones (over :data:`LIST_MAX` numbers), which stay base64 to keep the message small
   and cost that chart the third draw;
-* axes keep ``automargin`` (labels are never cut), so the automargin redraw (2.) stays: 2 draws, not 3.
+* axes keep ``automargin`` (labels are never cut), and the margins the labels need are written into the layout
+  in advance (:func:`presize_margins`, from the labels' widths in Source Sans), so the automargin redraw (2.)
+  does not happen either: a chart is drawn once. Where the estimate cannot be made (a 3-D chart, labels on top,
+  labels plotly will turn on a narrow screen) or falls short, plotly pushes the margin as before: one more
+  draw, never a cut label.
 """
 
 from __future__ import annotations

@@ -100,8 +100,8 @@ def chart(
     else:
         shown = fit_cell_text(_copy(fig), width)
     kwargs.setdefault("config", PLOTLY_CONFIG)
-    # sent with Streamlit's look in the layout and theme=None, so the browser draws a changed chart once or
-    # twice instead of three times (ui/plotly_look.py says why)
+    # sent with Streamlit's look in the layout, theme=None and margins sized for this width, so the browser
+    # draws a changed chart once instead of three times (ui/plotly_look.py says why)
     kwargs.setdefault("theme", None)
     st.plotly_chart(SentFigure(themed_spec(shown, width)), key=key, **kwargs)
     if download:
