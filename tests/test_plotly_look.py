@@ -120,6 +120,7 @@ def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
     for layout in (
         {"xaxis": {"side": "top"}},  # labels on top: the top margin, not predicted
         {"xaxis2": {"overlaying": "x", "side": "top"}},  # a second axis over the first
+        {"yaxis": {"scaleanchor": "x", "constrain": "domain"}},  # equal axes shrinking the plot inside its domain
         {"yaxis": {"tickformat": ",.3s"}},  # a number format it does not know
         {"yaxis": {"title": {"text": "two<br>lines"}}},
         {"yaxis": {"tickfont": {"size": 20}}},  # presenter mode's larger fonts

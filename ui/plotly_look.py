@@ -351,7 +351,9 @@ def presize_margins(spec: dict, width: float) -> dict:
     need_l = need_b = 0
     for name in sorted(names):
         axis = layout.get(name) or {}
-        if axis.get("overlaying") or axis.get("anchor") == "free":
+        if axis.get("overlaying") or axis.get("anchor") == "free" or axis.get("constrain") == "domain":
+            # (an axis constrained to its domain shrinks the plot inside it: the labels then sit away from the
+            # edge and may push nothing, so a margin sized for them would only waste room)
             return spec
         anchor = axis.get("anchor") or ("y" if name[0] == "x" else "x") + name[5:]
         across = _domain(layout.get(f"{anchor[0]}axis{anchor[1:]}") or {})
