@@ -124,11 +124,17 @@ def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
         {"yaxis": {"tickformat": ",.3s"}},  # a number format it does not know
         {"yaxis": {"title": {"text": "two<br>lines"}}},
         {"yaxis": {"tickfont": {"size": 20}}},  # presenter mode's larger fonts
+        {"yaxis": {"ticks": "outside"}},  # tick marks add their length
+        {"xaxis": {"ticklabelposition": "inside"}},
     ):
         fig = figure([{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], {"margin": {"l": 10, "b": 10}, **layout})
         assert themed_spec(fig, 980)["layout"]["margin"] == {**LOOK["margin"], "l": 10, "b": 10}, layout
     fig = figure([{"type": "scatter3d", "x": [0, 1], "y": [0, 1], "z": [0, 1]}], {"margin": {"l": 10, "b": 10}})
     assert themed_spec(fig, 980)["layout"]["margin"]["l"] == 10
+    # hidden axes push nothing
+    hidden = {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": {"l": 10, "b": 10}}
+    fig = figure([{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], hidden)
+    assert themed_spec(fig, 980)["layout"]["margin"] == {**LOOK["margin"], "l": 10, "b": 10}
 
 
 def test_every_layers_chart_is_presized(encoder):

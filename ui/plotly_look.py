@@ -400,9 +400,18 @@ def _title_depth(axis: dict) -> float | None:
     return None if "<br" in text else TITLE_CAP * size + standoff
 
 
+def _plain_axis(axis: dict) -> bool:
+    """An axis drawn as this module's look draws it: 12-px labels outside, no tick marks."""
+    return (axis.get("tickfont") or {}).get("size", 12) == 12 and axis.get("ticks", "") == "" and axis.get(
+        "ticklabelposition", "outside"
+    ) == "outside"
+
+
 def _y_margin(spec: dict, name: str, length: float) -> int | None:
     y = spec["layout"].get(name) or {}
-    if (y.get("tickfont") or {}).get("size", 12) != 12:
+    if y.get("visible") is False:
+        return 0
+    if not _plain_axis(y):
         return None
     labels = _axis_labels(spec, name, length)
     depth = _title_depth(y)
@@ -414,7 +423,9 @@ def _y_margin(spec: dict, name: str, length: float) -> int | None:
 
 def _x_margin(spec: dict, name: str, length: float) -> int | None:
     x = spec["layout"].get(name) or {}
-    if (x.get("tickfont") or {}).get("size", 12) != 12:
+    if x.get("visible") is False:
+        return 0
+    if not _plain_axis(x):
         return None
     labels = _axis_labels(spec, name, length)
     depth = _title_depth(x)
