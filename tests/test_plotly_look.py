@@ -148,3 +148,21 @@ def test_every_layers_chart_is_presized(encoder):
     for spec in specs:
         margin = spec["layout"]["margin"]
         assert margin["l"] > 10 and margin["b"] > 10, spec["layout"].get("title")
+
+
+def test_labels_too_close_for_their_width_are_sized_upright():
+    """Forty sentence numbers under a heatmap of 500 sentences: plotly turns them upright (90 degrees), so the
+    bottom margin holds the widest label standing; a few labels with room between them stay flat."""
+    from lib.charts.layers import similarity_heatmap
+
+    rng = np.random.default_rng(0)
+    for n, upright in ((12, False), (500, True)):
+        x = rng.normal(size=(n, 8))
+        x /= np.linalg.norm(x, axis=1, keepdims=True)
+        fig = similarity_heatmap(x @ x.T, [f"S{i + 1} · s" for i in range(n)], ["a", "b"] * (n // 2), title="t")
+        spec = themed_spec(fig, 980)
+        labels = spec["layout"]["xaxis"]["ticktext"]
+        widest = max(plotly_look.text_width(t, 12) for t in labels)
+        title = 0.7 * AXIS_LOOK["xaxis"]["title"]["font"]["size"] + AXIS_LOOK["xaxis"]["title"]["standoff"]
+        depth = plotly_look.X_UPRIGHT_DEPTH + widest if upright else plotly_look.X_LABELS_DEPTH
+        assert depth + title <= spec["layout"]["margin"]["b"] <= depth + title + 4, n

@@ -207,6 +207,10 @@ _WIDE = 1000  # an unlisted character (a CJK ideograph is 1 em): too wide rather
 # plotly's geometry around an axis (px, measured in Chromium with plotly.js 4 and this module's look):
 Y_LABEL_GAP = 27  # a left y axis: the margin is this + the widest tick label (then + the title)
 X_LABELS_DEPTH = 42  # a bottom x axis with one line of 12-px tick labels
+X_UPRIGHT_DEPTH = 32  # ... turned upright (90 degrees): this + the widest label
+X_UPRIGHT_BELOW = 24  # px between tick labels under which plotly turns them upright (measured: 21.5 upright,
+# 71 turned by 30 degrees; the 30-degree case is left to plotly)
+X_UPRIGHT_RIGHT = 16  # upright labels reach this far right of the last one's tick
 TITLE_CAP = 0.7  # an axis title with a standoff takes 0.7 of its font size + the standoff (plotly's approxTitleDepth)
 LEGEND_LEFT = 16  # a legend at the left edge (x = 0) pushes the left margin to 15 px
 _SLACK = 2  # px more than the estimate: rounding in the browser never pushes the margin
@@ -348,7 +352,7 @@ def presize_margins(spec: dict, width: float) -> dict:
             names.add(f"{letter}axis{ref[1:]}")
     margin = dict(layout.get("margin") or {})
     height = float(layout.get("height") or 450)
-    need_l = need_b = 0
+    need_l = need_b = need_r = 0
     for name in sorted(names):
         axis = layout.get(name) or {}
         if axis.get("overlaying") or axis.get("anchor") == "free" or axis.get("constrain") == "domain":
@@ -374,11 +378,13 @@ def presize_margins(spec: dict, width: float) -> dict:
             need = _x_margin(spec, name, (width - 100) * (along[1] - along[0]))
             if need is None:
                 return spec
-            need_b = max(need_b, need)
+            need_b, need_r = max(need_b, need[0]), max(need_r, need[1])
     if layout.get("showlegend") is not False and (layout.get("legend") or {}).get("x", 1.02) <= 0:
         need_l = max(need_l, LEGEND_LEFT)
     margin["l"] = max(margin.get("l", 80), need_l)
     margin["b"] = max(margin.get("b", 80), need_b)
+    if need_r:
+        margin["r"] = max(margin.get("r", 80), need_r)
     return {**spec, "layout": {**layout, "margin": margin}}
 
 
@@ -421,20 +427,25 @@ def _y_margin(spec: dict, name: str, length: float) -> int | None:
     return math.ceil(need + depth) + _SLACK if need or depth else 0
 
 
-def _x_margin(spec: dict, name: str, length: float) -> int | None:
+def _x_margin(spec: dict, name: str, length: float) -> tuple[int, int] | None:
+    """(bottom margin, right margin) an x axis at the bottom needs, or None if not predicted."""
     x = spec["layout"].get(name) or {}
     if x.get("visible") is False:
-        return 0
+        return 0, 0
     if not _plain_axis(x):
         return None
     labels = _axis_labels(spec, name, length)
     depth = _title_depth(x)
     if labels is None or depth is None or any("<br" in t for t in labels):
         return None
+    need, right = (X_LABELS_DEPTH if labels else 0), 0
     if labels and x.get("tickangle") != 0:
-        # labels wider than their share of the axis are turned by plotly (taller): not predicted
+        # labels wider than their share of the axis are turned by plotly: by 30 degrees while there is room
+        # between them for that (not predicted here), else upright (90 degrees, then as deep as the widest label)
         widest = max(text_width(t, 12) for t in labels)
-        if (widest + 8) * len(labels) > length:
-            return None
-    need = X_LABELS_DEPTH if labels else 0
-    return math.ceil(need + depth) + _SLACK if need or depth else 0
+        spacing = length / len(labels)
+        if widest + 8 > spacing:
+            if spacing > X_UPRIGHT_BELOW:
+                return None
+            need, right = X_UPRIGHT_DEPTH + widest, X_UPRIGHT_RIGHT
+    return (math.ceil(need + depth) + _SLACK if need or depth else 0), right
