@@ -7,6 +7,7 @@ Requests it does not answer go on to the inner app, here a recorder standing in 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gzip
 import os
 from pathlib import Path
@@ -43,7 +44,9 @@ def request(app, path: str, *, method: str = "GET", headers: dict[str, str] | No
         "type": "http", "method": method, "path": path, "root_path": "", "query_string": b"",
         "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
     }  # fmt: skip
-    asyncio.run(app(scope, receive, send))
+    # asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop running in this one
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, app(scope, receive, send)).result()
     start = messages[0]
     body = b"".join(m.get("body", b"") for m in messages[1:])
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
