@@ -25,9 +25,9 @@ import gzip
 import hashlib
 import mimetypes
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from lib.budget import ByteLRU
 
 MAX_CACHE_BYTES = 48 * 1024 * 1024  # compressed bytes kept in memory; Streamlit 1.67's whole build is ~7 MB gzipped
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a larger file (none in Streamlit's build) is streamed from disk uncompressed
@@ -54,6 +54,19 @@ def _content_type(path: str) -> str:
     if kind.startswith("text/") or kind in ("application/javascript", "application/json"):
         kind += "; charset=utf-8"
     return kind
+
+
+def _read(path: str) -> _Entry:
+    """One file as it is sent: gzip-compressed if it is text, as it is otherwise."""
+    content_type = _content_type(path)
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    if _compressible(content_type):
+        body, encoding = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0), "gzip"
+    else:
+        body, encoding = raw, None
+    etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + ('-gz"' if encoding else '"')
+    return _Entry(body, encoding, content_type, etag)
 
 
 def _compressible(content_type: str) -> bool:
@@ -92,10 +105,7 @@ class CompressedStaticFiles:
         self.prefix = prefix
         self.directory = os.path.realpath(directory)
         self.max_cache_bytes = max_cache_bytes
-        self._cache: OrderedDict[str, _Entry] = OrderedDict()
-        self._cached_bytes = 0
-        self._lock = threading.Lock()
-        self._building: dict[str, threading.Lock] = {}  # files being read and compressed, one lock each
+        self._cache = ByteLRU(max_cache_bytes)  # relative path -> _Entry, bounded by the bodies' bytes
 
     # -- files -------------------------------------------------------------------------------------------
     def resolve(self, relative: str) -> str | None:
@@ -112,55 +122,22 @@ class CompressedStaticFiles:
 
     def cached(self, relative: str) -> _Entry | None:
         """The entry kept for ``relative`` (no file system access), or None."""
-        with self._lock:
-            found = self._cache.get(relative)
-            if found is not None:
-                self._cache.move_to_end(relative)
-            return found
+        return self._cache.get(relative)
 
     def build(self, relative: str, path: str) -> _Entry:
         """Read and (if it is text) compress one file, and keep it within the byte budget.
 
-        One build per file at a time: a class arriving together at a fresh server asks for the same files at
-        once, and every request but the first waits for that one compression instead of repeating it.
+        One build per file at a time (lib.budget.ByteLRU.get_or_compute): a class arriving together at a fresh
+        server asks for the same files at once, and every request but the first waits for that one compression
+        instead of repeating it. A file larger than the whole budget is compressed and sent, not kept.
         """
-        with self._lock:
-            building = self._building.setdefault(relative, threading.Lock())
-        with building:
-            found = self.cached(relative)
-            if found is not None:
-                return found
-            try:
-                return self._build(relative, path)
-            finally:
-                with self._lock:
-                    self._building.pop(relative, None)
-
-    def _build(self, relative: str, path: str) -> _Entry:
-        content_type = _content_type(path)
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        if _compressible(content_type):
-            body, encoding = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0), "gzip"
-        else:
-            body, encoding = raw, None
-        etag = '"' + hashlib.blake2b(raw, digest_size=12).hexdigest() + ('-gz"' if encoding else '"')
-        built = _Entry(body, encoding, content_type, etag)
-        with self._lock:
-            old = self._cache.pop(relative, None)
-            if old is not None:
-                self._cached_bytes -= len(old.body)
-            if len(body) <= self.max_cache_bytes:
-                self._cache[relative] = built
-                self._cached_bytes += len(body)
-                while self._cached_bytes > self.max_cache_bytes:
-                    _, evicted = self._cache.popitem(last=False)
-                    self._cached_bytes -= len(evicted.body)
-        return built
+        if os.path.getsize(path) > self.max_cache_bytes:
+            return _read(path)
+        return self._cache.get_or_compute(relative, lambda: _read(path), size=lambda entry: len(entry.body))
 
     @property
     def cached_bytes(self) -> int:
-        return self._cached_bytes
+        return self._cache.total_bytes
 
     # -- ASGI --------------------------------------------------------------------------------------------
     async def __call__(self, scope, receive, send) -> None:  # noqa: ANN001 (ASGI signature)
