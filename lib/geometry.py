@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.lazy import load
 from lib.similarity import unit_rows as _unit_rows
 
 # A dimension whose standard deviation is at most this fraction of the largest one (or exactly 0)
@@ -228,7 +229,7 @@ def _ledoit_wolf_shrinkage(C: np.ndarray) -> float:
     `fit_covariance` of 12 to 384 vectors × 384 dims took 0.8 to 1.2 times as long as with the former
     closed form (medians of 20 runs, noisy). Imported here so that importing this module stays light.
     """
-    from sklearn.covariance import ledoit_wolf_shrinkage
+    ledoit_wolf_shrinkage = load("sklearn.covariance").ledoit_wolf_shrinkage
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1):

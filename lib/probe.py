@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lib.lazy import load
+
 CURVATURE = 0.1  # typical p(1 - p) of the log-loss, for _fit_batch's preconditioning
 MAX_SENTENCES = 150  # a larger set is probed on a stratified sample of this many sentences
 MAX_WORK = 12_000_000  # bound on (runs × layers × folds × rows × columns × classes): a few seconds
@@ -116,7 +118,7 @@ def _fit_batch(A: np.ndarray, Y: np.ndarray, mask: np.ndarray, classes: int, C: 
     The problems are independent, so one L-BFGS run over all their parameters at once solves each of
     them (the joint objective is their sum); tests check the predictions against scikit-learn's.
     """
-    from scipy.optimize import minimize
+    minimize = load("scipy.optimize").minimize
 
     D, m, r = A.shape
     S = Y.shape[1]
@@ -184,7 +186,7 @@ def _fold_space(Xtr: np.ndarray, Xte: np.ndarray) -> tuple[np.ndarray, np.ndarra
     training rows' singular vectors, so the columns of the training design are orthogonal (what
     :func:`_fit_batch`'s preconditioning assumes).
     """
-    from sklearn.preprocessing import StandardScaler
+    StandardScaler = load("sklearn.preprocessing").StandardScaler
 
     scaler = StandardScaler().fit(Xtr)  # a constant dimension is centred, not divided by 0
     A, B = scaler.transform(Xtr), scaler.transform(Xte)
@@ -208,7 +210,7 @@ def probe_layers(
     unlabelled, left out). Deterministic for a given seed. Raises ProbeError with fewer than two senses
     that have two sentences each.
     """
-    from sklearn.model_selection import StratifiedKFold
+    StratifiedKFold = load("sklearn.model_selection").StratifiedKFold
     from threadpoolctl import threadpool_limits
 
     X = np.asarray(V, dtype=np.float64)
@@ -231,7 +233,7 @@ def probe_layers(
         )
     rng = np.random.default_rng(seed)
     if len(idx) > MAX_SENTENCES:
-        from sklearn.model_selection import train_test_split
+        train_test_split = load("sklearn.model_selection").train_test_split
 
         lab = [labels[i] for i in idx]
         idx, _ = train_test_split(idx, train_size=MAX_SENTENCES, stratify=lab, random_state=seed)

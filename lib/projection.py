@@ -10,10 +10,11 @@ Guards: fewer than `MIN_POINTS` points raise `ProjectionError` with a message th
 UMAP's `n_neighbors` and t-SNE's perplexity are clamped to what the number of points allows (the
 clamped value is reported in `notes`).
 
-umap-learn is imported lazily (its import and numba compilation take seconds). Before importing it,
+umap-learn and scikit-learn are imported lazily (their import and numba compilation take seconds), through
+`lib.lazy.load`, which makes first imports from several threads safe. Before importing umap,
 `NUMBA_CACHE_DIR` is pointed at a writable folder if unset. `warm_up_umap()` runs a tiny fit so that
-numba has compiled everything before a learner asks for UMAP; the app calls it in a background thread
-at server start.
+numba has compiled everything before the first map: the app calls it in a background thread the first
+time a learner chooses UMAP (ui.cache.warm_up_in_background).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TypedDict, Unpack
 import numpy as np
 
 from lib.errors import ContextLensError
+from lib.lazy import load
 
 METHODS = ("pca", "umap", "tsne")
 METHOD_LABELS = {"pca": "PCA", "umap": "UMAP", "tsne": "t-SNE"}
@@ -126,7 +128,7 @@ def pca_projection(X, dims: int = 2) -> Projection:
     C = A - A.mean(axis=0)
     if float(np.sum(C * C)) == 0.0:  # no variance at all (or below float64's range): nothing to show
         return _all_zero("pca", n, dims, [], explained_variance_ratio=np.zeros(dims))
-    from sklearn.decomposition import PCA
+    PCA = load("sklearn.decomposition").PCA
     from threadpoolctl import threadpool_limits
 
     m = min(dims, n, d)
@@ -172,9 +174,7 @@ def _import_umap():
     ensure_numba_cache_dir()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import umap
-
-    return umap
+        return load("umap")
 
 
 def clamp_n_neighbors(n_neighbors: int, n_points: int) -> int:
@@ -233,7 +233,7 @@ def tsne_projection(X, dims: int = 2, *, perplexity: float = 30.0, seed: int = D
     notes = _clamp_notes("t-SNE's perplexity", f"{p:.1f}", f"{float(perplexity):g}", n) if p != float(perplexity) else []
     if _all_identical(A):
         return _all_zero("tsne", n, dims, notes, perplexity=p, seed=seed)
-    from sklearn.manifold import TSNE
+    TSNE = load("sklearn.manifold").TSNE
     from threadpoolctl import threadpool_limits
 
     tsne = TSNE(
@@ -403,8 +403,11 @@ def warm_up_umap() -> float:
         # the same code paths as the page: spectral init (many points) and random init (few points)
         umap_projection(X, 2, n_neighbors=15)
         umap_projection(X[:5], 2, n_neighbors=15)
-    except Exception:  # a warm-up must never take the server down
-        pass
+    except Exception:  # a warm-up must never take the server down; the first UMAP then compiles (and shows any error)
+        import sys
+        import traceback
+
+        print("context-lens: the UMAP warm-up failed:\n" + traceback.format_exc(), file=sys.stderr, flush=True)
     return time.perf_counter() - start
 
 
@@ -469,7 +472,7 @@ def neighbour_check(X, Y, k: int = 5) -> NeighbourCheck:
     kk = max(1, min(int(k), n - 1))
     trust = None
     if kk < n / 2:
-        from sklearn.manifold import trustworthiness
+        trustworthiness = load("sklearn.manifold").trustworthiness
 
         trust = float(trustworthiness(A, np.asarray(Y, dtype=np.float64), n_neighbors=kk, metric="cosine"))
     return NeighbourCheck(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 
 import numpy as np
 import pytest
@@ -73,8 +74,21 @@ def test_pca_default_shows_map_layers_and_csv(encode_calls):
     assert _figure(at)["data"][0]["type"] == "scatter3d"
 
 
+def _umap_warmed_up(timeout: float = 300.0) -> None:
+    """Start this process's UMAP warm-up (as the page does) and wait for it: while it runs the page draws PCA."""
+    from ui import cache
+
+    cache.warm_up_in_background()
+    deadline = time.monotonic() + timeout
+    while cache.umap_status() == "warming" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cache.umap_status() == "ready"
+
+
 @pytest.mark.parametrize("method", ["umap", "tsne"])
 def test_nonlinear_methods_run_and_are_reproducible(method):
+    if method == "umap":
+        _umap_warmed_up()  # both runs below must draw UMAP, not the PCA shown while the warm-up runs
     at = page_test(PAGE, preset=default_preset().id)
     at.session_state["proj_method"] = method
     at.session_state["proj_across"] = False
@@ -86,6 +100,7 @@ def test_nonlinear_methods_run_and_are_reproducible(method):
     at2.session_state["proj_across"] = False
     at2.run()
     assert [_values(t["x"]) for t in _figure(at2)["data"]] == first  # fixed seed
+    assert _figure(at2)["layout"]["xaxis"]["title"]["text"] == {"umap": "UMAP 1", "tsne": "t-SNE 1"}[method]
 
 
 def test_context_points_and_preparation():

@@ -44,6 +44,7 @@ from lib.encoder import (
     load_encoder,
 )
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
+from lib.lazy import load
 from lib.memory import limit_arenas, release_memory
 from lib.probe import ProbeResult, probe_layers
 from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
@@ -387,6 +388,10 @@ def warm_up_in_background() -> None:
 
     import pandas  # noqa: F401  (umap imports pandas; plotly reads sys.modules["pandas"] without the import lock, so a half-imported pandas in the warm-up thread breaks figures other sessions build meanwhile)
 
+    # What the page draws meanwhile (the PCA map and its neighbour check) is imported here, before the warm-up's
+    # `import umap` holds lib.lazy's import lock for a few seconds: the PCA map does not wait for it.
+    load("sklearn.decomposition")
+    load("sklearn.manifold")
     threading.Thread(target=_run, name="context-lens-umap-warmup", daemon=True).start()
 
 
