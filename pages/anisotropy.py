@@ -16,6 +16,7 @@ from lib.charts.geometry import (
     norms_by_layer,
     similarity_before_after,
 )
+from lib.charts.layers import show_layer_mark
 from lib.corpus import (
     TREATMENTS,
     UNTREATED,
@@ -38,7 +39,7 @@ from lib.similarity import (
 )
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, page_intro, shared_chart
+from ui.widgets import chart, escape_md, layer_marks, page_intro, shared_chart
 
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
@@ -206,12 +207,17 @@ is_default = model == DEFAULT_MODEL
 # ------------------------------------------------------------------------------------------- 1. curves
 st.header("1. How alike are two random words?")
 ref = ETHAYARAJH_2019_BERT_BASE.anisotropy if show_bert else None
+# The curves and the lengths carry a mark at every layer, all hidden; this style rule shows the chosen one, so
+# their figures stay the same when only the layer moves and the browser keeps them as drawn (issue 16).
+layer_marks({"aniso_curves": layer, "aniso_norms": layer})
+curves_fig = anisotropy_by_layer(
+    curves, names, reference=ref, title="Mean cosine of random word-piece pairs", all_marks=True
+)
 chart(
-    anisotropy_by_layer(
-        curves, names, layer=layer, reference=ref, title="Mean cosine of random word-piece pairs"
-    ),
+    curves_fig,
     key="aniso_curves",
     download="context_lens_anisotropy",
+    download_fig=show_layer_mark(curves_fig, layer),
 )
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
 st.markdown(
@@ -326,7 +332,7 @@ if n_const:
         "instead of dividing by zero."
     )
 st.markdown(text)
-chart(norms_by_layer(stats.mean_norm, layer=layer, title="Mean vector length per layer"), key="aniso_norms")
+chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer", all_marks=True), key="aniso_norms")
 nm = stats.mean_norm
 st.markdown(
     f"Vector length goes from {fmt(float(nm[0]), 1)} at the embeddings to {fmt(float(nm[L]), 1)} at layer {L} "

@@ -60,6 +60,10 @@ BUILDERS = {
     "similarity_before_after": lambda: geometry.similarity_before_after(_cos(), _cos(), LABELS, SENSES, ("a", "b")),
     "dimension_profile": lambda: geometry.dimension_profile(RNG.random(30), RNG.normal(size=30), RNG.normal(size=30)),
     "norms_by_layer": lambda: geometry.norms_by_layer(RNG.random(7) * 10, layer=2, title="n"),
+    "norms_by_layer_marks": lambda: geometry.norms_by_layer(RNG.random(7) * 10, title="n", all_marks=True),
+    "anisotropy_by_layer_marks": lambda: geometry.anisotropy_by_layer(
+        {"none": RNG.random(7)}, {"none": "raw"}, title="t", all_marks=True
+    ),
     "gap_bars": lambda: geometry.gap_bars({"raw": (0.7, 0.4), "z-scored": (None, 0.1)}, title="g"),
     "probe_chart": lambda: controls.probe_chart(NAMES, RNG.random(7), RNG.random(7), RNG.random(7), 0.35, title="p"),
     "two_model_chart": lambda: controls.two_model_chart(

@@ -180,3 +180,33 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     assert 3 <= kept < 40 and "1 sentence(s) are longer than 128 word pieces" in cut[0]
     assert f"from {kept} sentences" in _text(at)  # the caption under the curves: the statistics' sentences
     assert "the uploaded file (40 sentences)" in _text(at).replace("\\", "")  # escaped for markdown
+
+
+def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent():
+    """The curves and the vector lengths mark the chosen layer with a style rule, not in their figures, so the
+    browser keeps them as drawn when only the layer moves (issue 16); what does change with the layer changes."""
+    at = page_test(PAGE, preset=default_preset().id).run()
+    _assert_ok(at)
+
+    def specs() -> dict[str, str]:
+        return {c.proto.id.rsplit("-", 1)[-1]: c.proto.spec for c in at.get("plotly_chart")}
+
+    def marks() -> dict[str, int]:
+        css = "\n".join(h.proto.body for h in at.get("html"))
+        return {k: int(i) for k, i in re.findall(r'\.st-key-(\w+) \.shape-group\[data-index="(\d+)"\] path', css)}
+
+    at.slider(key="aniso_layer").set_value(2).run()
+    before, marks2 = specs(), marks()
+    at.slider(key="aniso_layer").set_value(5).run()
+    after, marks5 = specs(), marks()
+    for key in ("aniso_curves", "aniso_norms"):
+        assert before[key] == after[key], key  # the same figure, byte for byte
+        assert (marks2[key], marks5[key]) == (2, 5), key
+    # shape j is layer j's mark, invisible in the figure itself: a line on the curves, the bar's outline on the lengths
+    line = json.loads(after["aniso_curves"])["layout"]["shapes"][5]
+    assert (line["x0"], line["opacity"]) == (5, 0)
+    norms = json.loads(after["aniso_norms"])
+    bar = norms["layout"]["shapes"][5]
+    assert bar["opacity"] == 0 and bar["x0"] < 5 < bar["x1"]
+    assert bar["y1"] == pytest.approx(_values(norms["data"][0]["y"])[5])  # as tall as layer 5's bar
+    assert before["aniso_matrices"] != after["aniso_matrices"]  # the matrices themselves are the layer's
