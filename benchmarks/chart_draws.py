@@ -2,6 +2,7 @@
 
     python benchmarks/chart_draws.py                         # every page, default preset
     python benchmarks/chart_draws.py pages/layers.py --widths 704,350 --repeats 5
+    python benchmarks/chart_draws.py pages/layers.py --state layers_pooling=last4
 
 Each page runs with AppTest on the default preset; every ``st.plotly_chart``'s spec and config, exactly as
 sent to the browser, is drawn in Chromium (Debian's /usr/bin/chromium, the plotly.js of the installed plotly
@@ -52,11 +53,14 @@ DRAW_JS = """async ([spec, config, width, repeats]) => {
 }"""
 
 
-def page_charts(page: str) -> list[dict]:
+def page_charts(page: str, state: dict | None = None) -> list[dict]:
     from lib.presets import default_preset
     from tests.conftest import page_test
 
-    at = page_test(page, preset=default_preset().id).run()
+    at = page_test(page, preset=default_preset().id)
+    for key, value in (state or {}).items():
+        at.session_state[key] = value
+    at.run()
     out = []
     for c in at.get("plotly_chart"):
         spec = json.loads(c.proto.spec)
@@ -72,6 +76,8 @@ def main() -> None:
     ap.add_argument("pages", nargs="*", default=PAGES)
     ap.add_argument("--widths", default="704", help="column widths in px, comma-separated")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--state", action="append", default=[], metavar="KEY=VALUE",
+                    help="a widget's value before the run, e.g. layers_pooling=last4 (an int if it reads as one)")
     ap.add_argument("--try-margins", action="store_true",
                     help="draw each chart again with the margins plotly ended with set in advance")
     args = ap.parse_args()
@@ -79,7 +85,8 @@ def main() -> None:
     import plotly
     from playwright.sync_api import sync_playwright
 
-    charts = {page: page_charts(page) for page in args.pages}
+    state = {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (x.split("=", 1) for x in args.state)}
+    charts = {page: page_charts(page, state) for page in args.pages}
     plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
     widths = [int(w) for w in args.widths.split(",")]
     with sync_playwright() as p:

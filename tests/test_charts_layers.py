@@ -236,3 +236,15 @@ def test_show_layer_mark_draws_the_chosen_line_in_a_copy():
     (line,) = plain.layout.shapes
     assert (line.x0, line.line.color, line.line.width) == (4, shown.layout.shapes[4].line.color, 1)
     assert layers.show_layer_mark(fig, None).to_json() == fig.to_json()
+
+
+def test_a_long_pooled_label_is_broken_in_two_at_its_middle_space():
+    assert layers.two_lines("mean of last 4") == "mean of<br>last 4"
+    assert layers.two_lines("mean of all") == "mean of<br>all"
+    assert layers.two_lines("layer 3") == "layer 3"  # short: as it is
+    assert layers.two_lines("averageofall") == "averageofall"  # no space: as it is
+    fig = layers.readout_chart(NAMES, np.linspace(0.2, 0.9, 7), 0.5, best=6, pooled=("mean of last 4", 0.7))
+    assert fig.layout.xaxis.ticktext[-1] == "mean of<br>last 4"
+    assert fig.layout.legend.y == layers.LEGEND_Y_POOLED  # lower, clear of the deeper axis
+    # the value labels may reach past the plot's edge (the first one, on a phone) instead of being cut
+    assert all(t.cliponaxis is False for t in fig.data if t.mode and "text" in t.mode)

@@ -137,6 +137,18 @@ def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
     assert themed_spec(fig, 980)["layout"]["margin"] == {**LOOK["margin"], "l": 10, "b": 10}
 
 
+def test_a_tick_label_of_two_lines_gets_one_line_more_of_margin():
+    """Layer by layer's pooled point is labelled "mean of<br>last 4": the bottom margin holds the second line, so
+    plotly draws the chart once; the width check reads each line on its own."""
+    from lib.charts.common import X_LABEL_LINE
+
+    one = themed_spec(_line_chart(), 980)["layout"]["margin"]["b"]
+    spec = _line_chart()
+    spec.layout.xaxis.update(tickmode="array", tickvals=[0, 1, 2], ticktext=["0 emb.", "1", "mean of<br>last 4"])
+    two = themed_spec(spec, 980)["layout"]["margin"]["b"]
+    assert two == one + X_LABEL_LINE
+
+
 def test_every_layers_chart_is_presized(encoder):
     """The charts the layer slider and the pooling switch redraw all get their margins in advance."""
     from lib.presets import default_preset

@@ -36,7 +36,7 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import LazyFigure, figure_dict, typed_array
+from lib.charts.common import X_LABEL_LINE, LazyFigure, figure_dict, typed_array
 
 # Streamlit 1.67's plotly theme for this app's .streamlit/config.toml (light base, text #111111): the
 # template layout its front end builds (PlotlyChart's theme code), read from a chart drawn in Chromium.
@@ -215,6 +215,7 @@ TITLE_CAP = 0.7  # an axis title with a standoff takes 0.7 of its font size + th
 LEGEND_LEFT = 16  # a legend at the left edge (x = 0) pushes the left margin to 15 px
 _SLACK = 2  # px more than the estimate: rounding in the browser never pushes the margin
 _TAG_RE = re.compile(r"<[^>]*>")
+_BR_RE = re.compile(r"<br\s*/?>", re.IGNORECASE)
 
 
 def text_width(text: str, size: float, *, bold: bool = False) -> float:
@@ -436,16 +437,18 @@ def _x_margin(spec: dict, name: str, length: float) -> tuple[int, int] | None:
         return None
     labels = _axis_labels(spec, name, length)
     depth = _title_depth(x)
-    if labels is None or depth is None or any("<br" in t for t in labels):
+    if labels is None or depth is None:
         return None
-    need, right = (X_LABELS_DEPTH if labels else 0), 0
+    lines = [_BR_RE.split(t) for t in labels]  # a label broken with <br> is drawn as several lines
+    extra = max((len(parts) - 1 for parts in lines), default=0)
+    need, right = (X_LABELS_DEPTH + extra * X_LABEL_LINE if labels else 0), 0
     if labels and x.get("tickangle") != 0:
         # labels wider than their share of the axis are turned by plotly: by 30 degrees while there is room
         # between them for that (not predicted here), else upright (90 degrees, then as deep as the widest label)
-        widest = max(text_width(t, 12) for t in labels)
+        widest = max(text_width(part, 12) for parts in lines for part in parts)
         spacing = length / len(labels)
         if widest + 8 > spacing:
-            if spacing > X_UPRIGHT_BELOW:
-                return None
+            if spacing > X_UPRIGHT_BELOW or extra:
+                return None  # turned by 30 degrees, or several lines turned: not predicted
             need, right = X_UPRIGHT_DEPTH + widest, X_UPRIGHT_RIGHT
     return (math.ceil(need + depth) + _SLACK if need or depth else 0), right

@@ -36,6 +36,7 @@ NO_SENSE_COLOR = "#7F7F7F"
 SAME_COLOR = SENSE_COLORS[2]  # bluish green
 DIFFERENT_COLOR = SENSE_COLORS[4]  # vermillion
 CONTEXT_COLOR = "#BBBBBB"
+X_LABEL_LINE = 16  # px each further line of a 12-px tick label broken with <br> adds (plotly's 1.3 line spacing)
 # Sequential scale for similarities and attention weights (perceptually uniform, colour-blind safe).
 SEQUENTIAL = "Viridis"
 # Diverging scale centred on 0 for adjusted similarities.
@@ -884,6 +885,7 @@ def labelled_line(x, y, *, text: list[str], name: str, hovertemplate: str, color
         "mode": "lines+markers+text",
         "text": text,
         "textposition": "top center",
+        "cliponaxis": False,  # the first label, half outside the plot on a phone, is not cut
         "line": {"color": color, "width": width},
         "name": name,
         "hovertemplate": hovertemplate,

@@ -129,6 +129,11 @@ def _legend_below(y: float = -0.22) -> dict:
     return {"orientation": "h", "y": y, "x": 0}
 
 
+# With a pooled point the x axis's labels take two lines ("mean of<br>last 4"): the legend goes lower, so that on
+# a phone, where the legend's rows shrink the plot it is measured against, it stays clear of the axis title
+LEGEND_Y_POOLED = -0.36
+
+
 def heatmap_hover(n: int, names: Sequence[str], what: str) -> dict:
     """Hover of an (n, n) cosine heatmap whose cells are ``names[row]`` x ``names[column]`` (escaped): both
     names up to HOVER_MAX sentences, the row and column numbers beyond (n x n strings are costly to send)."""
@@ -301,13 +306,23 @@ class PooledPoint:
     baseline: float | None = None
 
 
+def two_lines(label: str, longer_than: int = 8) -> str:
+    """A tick label longer than ``longer_than`` characters broken in two at the space nearest its middle
+    ("mean of last 4" -> "mean of<br>last 4"); a shorter label, or one without a space, as it is."""
+    spaces = [i for i, ch in enumerate(label) if ch == " "]
+    if len(label) <= longer_than or not spaces:
+        return label
+    cut = min(spaces, key=lambda i: (abs(i - len(label) / 2), -i))  # a tie: the longer first line
+    return label[:cut] + "<br>" + label[cut + 1 :]
+
+
 def _x_axis(names: Sequence[str], pooled_name: str | None) -> dict:
     """The layer axis: one tick per layer, and the pooled representation's tick to the right."""
     k = len(names)
     vals, text = list(range(k)), list(names)
     if pooled_name is not None:
         vals.append(k + 0.6)
-        text.append(pooled_name)
+        text.append(two_lines(pooled_name))  # "mean of<br>last 4": on a phone one line would reach past the chart
     return {
         "tickmode": "array",
         "tickvals": vals,
@@ -483,7 +498,7 @@ def trajectory_chart(
         base_layout(title=title, height=460),
         xaxis=_x_axis(names, pooled.name if pooled is not None else None),
         yaxis={"title": {"text": "cosine − baseline" if adjusted else "mean cosine"}},
-        legend=_legend_below(),
+        legend=_legend_below(LEGEND_Y_POOLED if pooled is not None else -0.22),
         shapes=shapes,
     )
     return figure(traces, layout)
@@ -673,6 +688,7 @@ def readout_chart(
                 "mode": "markers+text",
                 "text": [f"{pooled[1]:.0%}"],
                 "textposition": "top center",
+                "cliponaxis": False,
                 "marker": {"color": ALL_PAIRS_COLOR, "size": 13, "symbol": "diamond"},
                 "name": _esc(pooled[0]),
                 "hovertemplate": f"{_esc(pooled[0])}: %{{y:.1%}}<extra></extra>",
@@ -687,7 +703,7 @@ def readout_chart(
             "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0],
             "tickformat": ".0%",
         },
-        legend=_legend_below(),
+        legend=_legend_below(LEGEND_Y_POOLED if pooled is not None else -0.22),
         shapes=_layer_marks(k, pooled=pooled is not None, selected=selected, all_marks=all_marks),
     )
     return figure(traces, layout)
