@@ -149,6 +149,29 @@ def test_a_tick_label_of_two_lines_gets_one_line_more_of_margin():
     assert two == one + X_LABEL_LINE
 
 
+def test_labels_turned_by_a_fixed_angle_are_sized_by_their_slant():
+    """The token axes turn their labels by -60 degrees: the bottom margin holds the widest label's slanted depth
+    (measured in Chromium: 32 px + width · sin + 12 px · cos, then the title); labels turned the other way, or by
+    an angle on a y axis, are left to plotly."""
+    import math
+
+    tokens = ["[CLS]·0", "the·1", "approved·3"]
+    widest = max(plotly_look.text_width(t, 12) for t in tokens)
+    x_title = AXIS_LOOK["xaxis"]["title"]
+    title = 0.7 * x_title["font"]["size"] + x_title["standoff"]
+    for angle in (-30, -60, -90):
+        spec = _line_chart()
+        spec.layout.xaxis.update(tickmode="array", tickvals=[0, 1, 2], ticktext=tokens, tickangle=angle)
+        turn = math.radians(-angle)
+        expected = plotly_look.X_UPRIGHT_DEPTH + widest * math.sin(turn) + 12 * math.cos(turn) + title
+        assert themed_spec(spec, 980)["layout"]["margin"]["b"] == math.ceil(expected) + 2, angle
+    for axis, angle in (("xaxis", 45), ("yaxis", -60)):
+        spec = _line_chart()
+        spec.layout[axis].update(tickangle=angle)
+        # not predicted: the margins as built (what a caller that does not know the width gets)
+        assert themed_spec(spec, 980)["layout"]["margin"] == themed_spec(spec)["layout"]["margin"], (axis, angle)
+
+
 def test_every_layers_chart_is_presized(encoder):
     """The charts the layer slider and the pooling switch redraw all get their margins in advance."""
     from lib.presets import default_preset

@@ -284,8 +284,11 @@ def _axis_labels(spec: dict, name: str, length: float) -> list[str] | None:
     axis = spec["layout"].get(name) or {}
     if axis.get("showticklabels") is False:
         return []
-    if axis.get("type") not in (None, "linear", "-", "category") or axis.get("tickangle") not in (None, "auto", 0):
-        return None
+    angle = axis.get("tickangle")
+    if axis.get("type") not in (None, "linear", "-", "category") or not (
+        angle in (None, "auto", 0) or (name[0] == "x" and isinstance(angle, (int, float)) and -90 <= angle < 0)
+    ):
+        return None  # (an x axis's labels turned by a fixed angle down to the left are sized by _x_margin)
     if axis.get("tickmode") == "array" or (axis.get("tickmode") is None and axis.get("tickvals") is not None):
         text = axis.get("ticktext")
         vals = axis.get("tickvals")
@@ -442,7 +445,16 @@ def _x_margin(spec: dict, name: str, length: float) -> tuple[int, int] | None:
     lines = [_BR_RE.split(t) for t in labels]  # a label broken with <br> is drawn as several lines
     extra = max((len(parts) - 1 for parts in lines), default=0)
     need, right = (X_LABELS_DEPTH + extra * X_LABEL_LINE if labels else 0), 0
-    if labels and x.get("tickangle") != 0:
+    angle = x.get("tickangle")
+    if labels and isinstance(angle, (int, float)) and angle != 0:
+        # turned by a fixed angle (the token axes: -60 degrees), each label's end at its tick: as deep as the
+        # widest label's slanted length plus its height's share (measured in Chromium at -30 to -90 degrees)
+        if extra:
+            return None
+        turn = math.radians(abs(angle))
+        widest = max(text_width(t, 12) for t in labels)
+        need = X_UPRIGHT_DEPTH + widest * math.sin(turn) + 12 * math.cos(turn)
+    elif labels and x.get("tickangle") != 0:
         # labels wider than their share of the axis are turned by plotly: by 30 degrees while there is room
         # between them for that (not predicted here), else upright (90 degrees, then as deep as the widest label)
         widest = max(text_width(part, 12) for parts in lines for part in parts)

@@ -59,3 +59,43 @@ def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server
     assert not tagged["layers_matrix"]  # the matrix is the layer's own: drawn anew
     screenshot(page, shots_dir, "redraws-layers-layer-5")
     assert not page.errors, page.errors
+
+
+def _move_slider(page, label: str, key: str = "ArrowLeft") -> None:
+    slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
+    slider.get_by_role("slider").first.focus()
+    page.keyboard.press(key)
+    page.wait_for_timeout(300)
+    page.wait_for_function(JS_IDLE)
+    wait_charts(page)
+
+
+def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_lengths_drawn(page, server, shots_dir):
+    page.goto(server + "/anisotropy?preset=bank&aniso_layer=3")
+    wait_charts(page)
+    assert not exceptions(page), exceptions(page)
+    charts = page.evaluate(JS_CHARTS)
+    for key in ("aniso_curves", "aniso_norms"):
+        assert charts[key]["shown"] == [3], (key, charts[key])
+    page.evaluate(JS_TAG)
+    _move_slider(page, "Layer")
+    page.wait_for_function(
+        "() => !!Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot'))"
+        ".find(g => g.layout.title && /Layer 2/.test(JSON.stringify(g.layout)))"
+    )
+    charts, tagged = page.evaluate(JS_CHARTS), page.evaluate(JS_TAGGED)
+    for key in ("aniso_curves", "aniso_norms"):
+        assert charts[key]["shown"] == [2], (key, charts[key])  # the mark moved...
+        assert tagged[key], key  # ...in the chart already drawn
+    assert not tagged["aniso_matrices"]  # the matrices are the layer's own: drawn anew
+    screenshot(page, shots_dir, "redraws-anisotropy-layer-2")
+
+
+def test_attention_charts_are_drawn_once(page, server):
+    """The token heatmaps' labels are turned by 60 degrees: their margins are sized in advance too."""
+    page.goto(server + "/attention?preset=bank")
+    wait_charts(page)
+    assert not exceptions(page), exceptions(page)
+    charts = page.evaluate(JS_CHARTS)
+    assert {"attn_heatmap", "attn_target_bars", "attn_side_by_side"} <= set(charts)
+    assert not [k for k, c in charts.items() if c["redrawn"]], charts
