@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser._browser import JS_IDLE, exceptions, screenshot, wait_charts
+from tests.browser._browser import JS_IDLE, LOAD_MS, exceptions, screenshot, wait_charts, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -72,6 +72,10 @@ def _move_slider(page, label: str, key: str = "ArrowLeft") -> None:
 
 def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_lengths_drawn(page, server, shots_dir):
     page.goto(server + "/anisotropy?preset=bank&aniso_layer=3")
+    # the whole page: on a server that has not yet computed the reference corpus, the first charts come well before
+    # the last one
+    page.wait_for_selector(".st-key-aniso_matrices .js-plotly-plot", timeout=LOAD_MS)
+    wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
     charts = page.evaluate(JS_CHARTS)
@@ -94,6 +98,8 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
 def test_attention_charts_are_drawn_once(page, server):
     """The token heatmaps' labels are turned by 60 degrees: their margins are sized in advance too."""
     page.goto(server + "/attention?preset=bank")
+    page.wait_for_selector(".st-key-attn_side_by_side .js-plotly-plot", timeout=LOAD_MS)
+    wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
     charts = page.evaluate(JS_CHARTS)
