@@ -26,7 +26,6 @@ from lib.charts.attention import (
     MAX_TICK_LABELS,
     attention_heatmap,
     attention_overview,
-    side_by_side_heatmaps,
     special_token_share_chart,
     target_attention_bars,
     target_attention_by_layer,
@@ -239,12 +238,13 @@ else:
         sense = ss.senses[k]
         return f"Sentence {k + 1}" + (f" ({sense})" if sense else "")
 
-    chart(
-        side_by_side_heatmaps(
-            weights, labels, weights_b, labels_b, title_a=title_for(i), title_b=title_for(j)
-        ),
-        key="attn_side_by_side",
-    )
+    # two charts in two columns, not one figure of two panels: Streamlit stacks the columns on a phone, where two
+    # heatmaps side by side in one figure were too narrow to read; both on the same fixed 0–1 scale
+    left, right = st.columns(2)
+    with left:
+        chart(attention_heatmap(weights, labels, title=title_for(i)), key="attn_side_a", share=0.5)
+    with right:
+        chart(attention_heatmap(weights_b, labels_b, title=title_for(j)), key="attn_side_b", share=0.5)
 
     def top_other(w, pos: list[int], labs: list[str]) -> str:
         k, weight = most_attended(w, pos)

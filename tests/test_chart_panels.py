@@ -54,34 +54,6 @@ def test_grid_lays_out_panels_as_make_subplots_does(rows, cols, kw):
             assert 0.0 <= axis["domain"][0] < axis["domain"][1] <= 1.0
 
 
-def test_side_by_side_heatmaps_sit_on_their_own_axes_with_their_own_matrices(encoder):
-    from lib.charts.attention import side_by_side_heatmaps
-
-    enc = encoder.encode(["We sat on the river bank.", "The bank raised its interest rates again."])
-    a, b = enc.attentions[0][2, 5], enc.attentions[1][2, 5]  # layer 3, head 6 of each sentence
-    la, lb = token_labels(enc.tokens[0]), token_labels(enc.tokens[1])
-    assert a.shape != b.shape  # two sentences of different lengths: a mix-up would show
-    fig = side_by_side_heatmaps(a, la, b, lb, title_a="river", title_b="money")
-    left, right = fig.data
-    assert (left.xaxis, left.yaxis) != (right.xaxis, right.yaxis)
-    np.testing.assert_allclose(left.z, a, atol=1e-6)
-    np.testing.assert_allclose(right.z, b, atol=1e-6)
-    assert list(left.x) == list(left.y) == la and list(right.x) == list(right.y) == lb
-    lx, rx = _axis(fig, left.xaxis), _axis(fig, right.xaxis)
-    ly, ry = _axis(fig, left.yaxis), _axis(fig, right.yaxis)
-    assert _overlap(lx.domain, rx.domain) == 0 and lx.domain[1] < rx.domain[0]  # left panel, then right
-    assert tuple(ly.domain) == tuple(ry.domain)  # same height
-    for axis, y, x in ((lx, left.yaxis, left.xaxis), (rx, right.yaxis, right.xaxis)):
-        assert axis.anchor == y and _axis(fig, y).anchor == x
-    # each panel's tick labels are its own sentence's, and rows read top-down
-    assert set(lx.tickvals) <= set(la) and set(rx.tickvals) <= set(lb)
-    assert ly.autorange == ry.autorange == "reversed"
-    # one colour scale for both, so the two can be compared by eye; titles above their own panel
-    assert left.coloraxis == right.coloraxis == "coloraxis" and fig.layout.coloraxis.cmax == 1.0
-    titles = {ann.text: ann.x for ann in fig.layout.annotations}
-    assert lx.domain[0] < titles["river"] < lx.domain[1] and rx.domain[0] < titles["money"] < rx.domain[1]
-
-
 def test_target_bars_and_layer_heatmaps_stack_two_panels_on_one_token_axis(encoder):
     from lib.charts.attention import target_attention_bars, target_attention_by_layer
 

@@ -70,14 +70,6 @@ def _suite(name: str):
 
 BUILDERS = {
     "attention.attention_heatmap": lambda r: attention.attention_heatmap(r.att[2, 3], r.labels, title="<t>"),
-    "attention.side_by_side_heatmaps": lambda r: attention.side_by_side_heatmaps(
-        r.att[1, 0],
-        r.labels,
-        r.enc.attentions[1][1, 0],
-        token_labels(r.enc.tokens[1]),
-        title_a="a",
-        title_b="<b>",
-    ),
     "attention.attention_overview": lambda r: attention.attention_overview(r.att, r.labels, selected=(1, 2)),
     "attention.attention_overview[pooled]": lambda r: attention.attention_overview(
         r.att, r.labels, max_tokens=4

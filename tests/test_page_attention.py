@@ -100,3 +100,36 @@ def test_layer_and_head_come_from_the_link_and_are_clamped():
     assert at.session_state["attn_layer"] == 3
     assert at.session_state["attn_head"] == 12  # clamped to the model's 12 heads
     assert "Layer 3, head 12" in " ".join(h.value for h in at.header)
+
+
+def test_two_sentences_side_by_side_are_two_charts_each_with_its_own_matrix(encoder):
+    """Two charts in two columns (Streamlit stacks them on a phone), each with its own sentence's attention at the
+    chosen layer and head, on the same fixed 0–1 scale."""
+    import json
+
+    import numpy as np
+
+    from lib.attention import token_labels
+
+    at = _run()
+    _assert_ok(at)
+    at.slider(key="attn_layer").set_value(3).run()
+    at.slider(key="attn_head").set_value(6).run()
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    i, j = at.session_state["attn_sentence"] - 1, at.session_state["attn_compare"] - 1
+    assert i != j
+    sentences = [s for _, s in default_preset().rows]
+    for key, k in (("attn_side_a", i), ("attn_side_b", j)):
+        enc = encoder.encode([sentences[k]], attentions=True)
+        (trace,) = charts[key]["data"]
+        z = trace["z"]
+        if isinstance(z, dict):  # sent as a typed array
+            import base64
+
+            z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(z["shape"])
+        np.testing.assert_allclose(np.asarray(z, dtype=float), enc.attentions[0][2, 5], atol=1e-5)
+        assert list(trace["x"]) == token_labels(enc.tokens[0])
+        assert (trace["zmin"], trace["zmax"]) == (0, 1)
+        assert f"Sentence {k + 1}" in charts[key]["layout"]["title"]["text"]
+    # both in columns, next to each other on a wide screen
+    assert len(at.columns) >= 2

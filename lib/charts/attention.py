@@ -28,7 +28,6 @@ __all__ = [
     "ATTENTION_COLORSCALE",
     "attention_heatmap",
     "attention_overview",
-    "side_by_side_heatmaps",
     "special_token_share_chart",
     "target_attention_bars",
     "target_attention_by_layer",
@@ -127,37 +126,6 @@ def attention_heatmap(
         "yaxis": {"title": {"text": "query: the token looking"}, "autorange": "reversed", "type": "category", **ticks},
     }
     return figure([trace], layout)
-
-
-def side_by_side_heatmaps(
-    weights_a: np.ndarray,
-    labels_a: Sequence[str],
-    weights_b: np.ndarray,
-    labels_b: Sequence[str],
-    *,
-    title_a: str,
-    title_b: str,
-    max_labels: int = 14,
-) -> go.Figure:
-    """Two sentences' attention at the same layer and head, next to each other, one shared 0–1 colour bar.
-
-    weights_a: (n_a, n_a), weights_b: (n_b, n_b); labels as in `attention_heatmap`.
-    The left panel draws on axes x/y, the right one on x2/y2.
-    """
-    la, lb = _safe(labels_a), _safe(labels_b)
-    small = max(len(la), len(lb)) <= 10
-    layout = base_layout(height=heatmap_height(max(len(la), len(lb))) - 60)
-    layout |= subplot_grid(1, 2, h_space=0.14, titles=(esc(title_a), esc(title_b)))
-    layout["coloraxis"] = _coloraxis()
-    traces = []
-    for k, (weights, lab) in enumerate(((weights_a, la), (weights_b, lb))):
-        xa, ya = grid_axes(k)
-        traces.append(_heatmap_trace(weights, lab, lab, show_text=small, coloraxis="coloraxis", xaxis=xa, yaxis=ya))
-        ticks = _ticks(lab, max_labels)
-        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": -60, "title": {"text": "key"}, **ticks}
-        layout[f"yaxis{ya[1:]}"] |= {"type": "category", "autorange": "reversed", **ticks}
-    layout["yaxis"]["title"] = {"text": "query"}
-    return figure(traces, layout)
 
 
 def overview_outline(num_heads: int, layer: int, head: int | None) -> dict:

@@ -98,10 +98,10 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
 def test_attention_charts_are_drawn_once(page, server):
     """The token heatmaps' labels are turned by 60 degrees: their margins are sized in advance too."""
     page.goto(server + "/attention?preset=bank")
-    page.wait_for_selector(".st-key-attn_side_by_side .js-plotly-plot", timeout=LOAD_MS)
+    page.wait_for_selector(".st-key-attn_side_b .js-plotly-plot", timeout=LOAD_MS)
     wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
     charts = page.evaluate(JS_CHARTS)
-    assert {"attn_heatmap", "attn_target_bars", "attn_side_by_side"} <= set(charts)
+    assert {"attn_heatmap", "attn_target_bars", "attn_side_a", "attn_side_b"} <= set(charts)
     assert not [k for k, c in charts.items() if c["redrawn"]], charts
