@@ -12,10 +12,12 @@ import streamlit as st
 
 from lib.charts.geometry import (
     anisotropy_by_layer,
+    before_after_range,
     dimension_profile,
     norms_by_layer,
     similarity_before_after,
 )
+from lib.charts.home import similarity_heatmap
 from lib.charts.layers import show_layer_mark
 from lib.corpus import (
     TREATMENTS,
@@ -39,7 +41,15 @@ from lib.similarity import (
 )
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, layer_marks, page_intro, shared_chart
+from ui.widgets import (
+    chart,
+    download_figure,
+    escape_md,
+    layer_marks,
+    page_intro,
+    sentence_table,
+    shared_chart,
+)
 
 CORPUS_CHOICES = {
     "builtin": "Built-in reference corpus",
@@ -350,11 +360,26 @@ X = tv.vectors[:, layer, :]
 before = cosine_matrix(X)
 after = cosine_matrix(stats.treat(X, layer, treatment, k))
 t_name = names[treatment]
-chart(
-    similarity_before_after(
-        before, after, ss.labels, ss.senses, (f"Layer {layer}, raw cosine", f"Layer {layer}, {t_name}")
-    ),
-    key="aniso_matrices",
+titles = (f"Layer {layer}, raw cosine", f"Layer {layer}, {t_name}")
+# two charts in two columns, as on the start page: side by side on a laptop or projector, one under the other on
+# a phone (one figure of two panels squeezed both into a few pixels there); one colour range for both
+lo, hi = before_after_range(before, after)
+for col, m, title, key, scale in zip(
+    st.columns(2, gap="medium"),
+    (before, after),
+    titles,
+    ("aniso_matrix_raw", "aniso_matrix_treated"),
+    (False, True),
+    strict=True,
+):
+    with col:
+        st.markdown(f"**{escape_md(title)}**")
+        chart(similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=lo, zmax=hi, show_scale=scale), key=key, share=0.5)
+sentence_table(ss.sentences, ss.senses)
+download_figure(
+    similarity_before_after(before, after, ss.labels, ss.senses, titles),
+    "context_lens_anisotropy_before_after",
+    key="aniso_matrices_download",
 )
 mb, ma = mean_offdiagonal(before), mean_offdiagonal(after)
 sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None

@@ -150,6 +150,16 @@ def test_scale_free_measure_next_to_the_gap(encoder):
 
     before = auc(cosine_matrix(X))
     after = auc(cosine_matrix(stats.treat(X, layer, "zscore", at.session_state["aniso_k"])))
+    # the two matrices on screen (two charts, one per column) are these, on one colour range
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    shown = {}
+    for key, m in (("aniso_matrix_raw", cosine_matrix(X)), ("aniso_matrix_treated", cosine_matrix(stats.treat(X, layer, "zscore", at.session_state["aniso_k"])))):
+        (trace,) = charts[key]["data"]
+        z = trace["z"]
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(m.shape) if isinstance(z, dict) else z
+        np.testing.assert_allclose(np.asarray(z, dtype=float), m, atol=1e-4)
+        shown[key] = (trace["zmin"], trace["zmax"])
+    assert shown["aniso_matrix_raw"] == shown["aniso_matrix_treated"]
     assert shown_after == pytest.approx(after, abs=6e-4)
     assert f"{before:.3f}" in metrics[auc_label].delta
     text = _text(at)
@@ -209,4 +219,5 @@ def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent
     bar = norms["layout"]["shapes"][5]
     assert bar["opacity"] == 0 and bar["x0"] < 5 < bar["x1"]
     assert bar["y1"] == pytest.approx(_values(norms["data"][0]["y"])[5])  # as tall as layer 5's bar
-    assert before["aniso_matrices"] != after["aniso_matrices"]  # the matrices themselves are the layer's
+    for key in ("aniso_matrix_raw", "aniso_matrix_treated"):
+        assert before[key] != after[key], key  # the matrices themselves are the layer's

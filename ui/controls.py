@@ -48,7 +48,7 @@ def probe_section(
             p.shuffled,
             p.shuffled_high,
             p.chance,
-            title="Sense probe per layer vs the same probe on shuffled labels",
+            title="Sense probe per layer vs shuffled labels",  # short enough for a phone
         ),
         key=key,
     )

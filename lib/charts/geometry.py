@@ -132,6 +132,20 @@ def _marks(n_layers: int, layer: int | None, all_marks: bool) -> list[dict]:
     return [vline(layer, LAYER_LINE)] if layer is not None else []
 
 
+def before_after_range(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """One colour range for two (n, n) cosine matrices: their off-diagonal values (the diagonal, always 1, would
+    wash out the pairs) rounded out to 0.1, at least 0.2 wide, at most 1."""
+    A, B = _finite(before), _finite(after)
+    n = A.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
+    lo = float(np.floor(both.min() * 10) / 10)
+    hi = float(min(1.0, np.ceil(both.max() * 10) / 10))
+    if hi - lo < 0.2:
+        lo = hi - 0.2
+    return lo, hi
+
+
 def similarity_before_after(
     before: np.ndarray,
     after: np.ndarray,
@@ -148,12 +162,7 @@ def similarity_before_after(
     """
     A, B = _finite(before), _finite(after)
     n = len(labels)
-    off = ~np.eye(n, dtype=bool)
-    both = np.concatenate([A[off], B[off]]) if n > 1 else np.zeros(1)
-    lo = float(np.floor(both.min() * 10) / 10)
-    hi = float(min(1.0, np.ceil(both.max() * 10) / 10))
-    if hi - lo < 0.2:
-        lo = hi - 0.2
+    lo, hi = before_after_range(A, B)
     detailed = n <= DETAILED_HOVER_MAX  # per-cell sentence hover; beyond that only numbers (payload size)
     if detailed:
         safe = [escape(x) for x in labels]

@@ -116,6 +116,7 @@ def similarity_heatmap(
     title: str | None,
     *,
     zmin: float,
+    zmax: float = 1.0,
     show_scale: bool = True,
 ) -> go.Figure:
     """One cosine matrix with short row labels, for a chart that must fit a phone as well as a projector.
@@ -123,7 +124,7 @@ def similarity_heatmap(
     m: (n, n) cosine matrix; sentences: the n sentences (escaped here), shown in the hover label (and, on the
     page, in a table under the chart); senses: n sense labels or None. Rows are labelled S1…Sn after their
     sense in the sense's colour (common.sentence_ticks); columns 1…n. Two of these side by side share
-    ``zmin`` (and 1.0) so their colours compare; ``show_scale`` draws the colour bar. Large sets follow the
+    ``zmin`` and ``zmax`` (1.0 unless given) so their colours compare; ``show_scale`` draws the colour bar. Large sets follow the
     Layers page's rules: cell text up to CELL_TEXT_MAX sentences, hover sentences up to HOVER_MAX, thinned
     tick labels, at most 900 px tall.
     """
@@ -139,7 +140,7 @@ def similarity_heatmap(
         "y": list(range(n)),
         **cell_numbers(m),
         "zmin": zmin,
-        "zmax": 1.0,
+        "zmax": zmax,
         "colorscale": SEQUENTIAL,
         "showscale": show_scale,
         "colorbar": {"title": {"text": "cosine"}, "thickness": 14},

@@ -526,11 +526,23 @@ def static_contextual_chart(groups: Sequence[str], values: dict[str, Sequence[fl
     ]
     layout = merged(
         base_layout(height=400),
+        # each group's label on two lines ("layer 0:<br>+ position"): on one line they ran into each other, and
+        # past the chart's edge, on a phone
+        xaxis={"tickmode": "array", "tickvals": list(groups), "ticktext": [_group_tick(g) for g in groups]},
         yaxis={"title": {"text": "mean cosine between sentences"}, "range": [min(0.0, _min(values)) - 0.05, 1.12]},
         barmode="group",
-        legend=_legend_below(-0.15),
+        legend=_legend_below(-0.27),
     )
     return figure(traces, layout)
+
+
+def _group_tick(name: str) -> str:
+    """A representation's name as a tick label of two lines: before a bracket, after a colon, else at its middle."""
+    if " (" in name:
+        return name.replace(" (", "<br>(", 1)
+    if ": " in name:
+        return name.replace(": ", ":<br>", 1)
+    return two_lines(name)
 
 
 def _min(values: dict[str, Sequence[float | None]]) -> float:

@@ -74,7 +74,7 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
     page.goto(server + "/anisotropy?preset=bank&aniso_layer=3")
     # the whole page: on a server that has not yet computed the reference corpus, the first charts come well before
     # the last one
-    page.wait_for_selector(".st-key-aniso_matrices .js-plotly-plot", timeout=LOAD_MS)
+    page.wait_for_selector(".st-key-aniso_matrix_treated .js-plotly-plot", timeout=LOAD_MS)
     wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
@@ -91,7 +91,7 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
     for key in ("aniso_curves", "aniso_norms"):
         assert charts[key]["shown"] == [2], (key, charts[key])  # the mark moved...
         assert tagged[key], key  # ...in the chart already drawn
-    assert not tagged["aniso_matrices"]  # the matrices are the layer's own: drawn anew
+    assert not tagged["aniso_matrix_raw"] and not tagged["aniso_matrix_treated"]  # the layer's own: drawn anew
     screenshot(page, shots_dir, "redraws-anisotropy-layer-2")
 
 
