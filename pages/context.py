@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lib.charts.context import attention_vs_effect, edit_by_layer, shift_bars, shift_strip
+from lib.charts.context import (
+    attention_vs_shift,
+    correlation_by_layer,
+    edit_by_layer,
+    shift_bars,
+    shift_strip,
+)
 from lib.charts.layers import layer_names
 from lib.context import (
     MAX_PIECES,
@@ -157,17 +163,17 @@ st.download_button(
 # ------------------------------------------------------------------------------------------- 2. attention
 st.header("Attention vs effect")
 rho = attention_effect_correlation(occ)
-chart(
-    attention_vs_effect(
-        occ.words,
-        occ.attention[att_layer - 1],
-        occ.shift[att_layer],
-        rho,
-        layer=att_layer,
-        title=f"Does “{t_html}” attend most to the words that move it?",
-    ),
-    key="ctx_attention",
-)
+st.markdown(f"**Does “{word}” attend most to the words that move it?**")
+# two charts in two columns: side by side on a laptop or projector, one under the other on a phone
+left, right = st.columns([3, 2], gap="medium")
+with left:
+    chart(
+        attention_vs_shift(occ.words, occ.attention[att_layer - 1], occ.shift[att_layer], layer=att_layer),
+        key="ctx_attention",
+        share=0.6,
+    )
+with right:
+    chart(correlation_by_layer(rho, layer=att_layer), key="ctx_correlation", share=0.4)
 r_now = rho[att_layer - 1]
 if np.isfinite(r_now):
     st.markdown(

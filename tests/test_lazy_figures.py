@@ -84,9 +84,8 @@ BUILDERS = {
     "context.shift_bars": lambda r: context.shift_bars(_W, _SHIFT, _ATT, title="s"),
     "context.word_bars": lambda r: context.word_bars(_W, _ATT, axis_title="attention", title="w"),
     "context.shift_strip": lambda r: context.shift_strip(_W, _STRIP, NAMES, title="s"),
-    "context.attention_vs_effect": lambda r: context.attention_vs_effect(
-        _W, _ATT, _SHIFT, _CORR, layer=3, title="a"
-    ),
+    "context.attention_vs_shift": lambda r: context.attention_vs_shift(_W, _ATT, _SHIFT, layer=3, title="a"),
+    "context.correlation_by_layer": lambda r: context.correlation_by_layer(_CORR, layer=3),
     "context.edit_by_layer": lambda r: context.edit_by_layer(
         _COS7, NAMES, ["river"] * 4 + ["money"] * 3, ["money"] * 7, ["river", "money"], title="e"
     ),

@@ -152,3 +152,30 @@ def test_garbled_link_values_give_defaults_and_messages():
     assert any("brackets" in e.value for e in at.error)  # the typed sentence is refused with a message
     at.text_input(key="ctx_own").set_value("").run()
     _assert_ok(at)
+
+
+def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
+    """Two charts in two columns (stacked on a phone): the words' attention against their shift at the chosen
+    layer, and the rank correlation per layer, both equal to lib.context's on the same sentence."""
+    import json
+
+    from lib.context import attention_effect_correlation
+
+    at = _run()
+    _assert_ok(at, charts=5)
+    charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    occ = occlusion(encoder, default_preset().sentence_set().sentences[0], default_preset().target)
+    rho = attention_effect_correlation(occ)
+    (line,) = charts["ctx_correlation"]["data"]
+    shown = [np.nan if v is None else v for v in line["y"]]
+    np.testing.assert_allclose(shown, rho, atol=1e-6)
+    (points,) = charts["ctx_attention"]["data"]
+    assert points["text"] == list(occ.words)
+    layer = int(charts["ctx_attention"]["layout"]["title"]["text"].split()[1].rstrip(":"))
+    xs = points["x"]
+    if isinstance(xs, dict):
+        import base64
+
+        xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=xs["dtype"])
+    np.testing.assert_allclose(np.asarray(xs, dtype=float), occ.attention[layer - 1], atol=1e-6)
+    assert len(at.columns) >= 2

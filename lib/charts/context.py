@@ -18,6 +18,7 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    hline,
     labelled_line,
     sense_color_map,
     subplot_grid,
@@ -25,7 +26,15 @@ from lib.charts.common import (
 from lib.charts.common import esc as _esc
 from lib.charts.common import finite as _finite
 
-__all__ = ["attention_vs_effect", "edit_by_layer", "shift_bars", "shift_strip", "word_bars", "word_labels"]
+__all__ = [
+    "attention_vs_shift",
+    "correlation_by_layer",
+    "edit_by_layer",
+    "shift_bars",
+    "shift_strip",
+    "word_bars",
+    "word_labels",
+]
 
 BAR_COLOR = SENSE_COLORS[0]
 ATTENTION_COLOR = SENSE_COLORS[1]
@@ -144,66 +153,61 @@ def shift_strip(
     return figure([trace], layout)
 
 
-def attention_vs_effect(
+def attention_vs_shift(
     words: Sequence[str],
     attention: np.ndarray,
     shift: np.ndarray,
-    correlation: np.ndarray,
     *,
     layer: int,
     title: str = "",
 ) -> go.Figure:
-    """Left: each word's attention from the target (x) against the shift its masking causes (y) at
-    ``layer`` (1..L). Right: Spearman's rank correlation of the two, layer by layer (-1..1).
+    """Each word's attention from the target (x) against the shift its masking causes (y) at ``layer`` (1..L).
 
-    attention, shift: (n_words,) at ``layer``; correlation: (num_layers,) for layers 1..L (NaN = undefined).
+    attention, shift: (n_words,) at ``layer``. Drawn beside :func:`correlation_by_layer` (two charts in two
+    columns, stacked on a phone).
     """
     a, s = _finite(attention), _finite(shift)
+    trace = {
+        "type": "scatter",
+        "x": a,
+        "y": s,
+        "mode": "markers+text",
+        "text": [_esc(w) for w in words],
+        "textposition": "top center",
+        "cliponaxis": False,  # a word at the edge is not cut
+        "customdata": word_labels(words),
+        "marker": {"size": 10, "color": BAR_COLOR},
+        "hovertemplate": "<b>%{customdata}</b><br>attention %{x:.3f}<br>shift %{y:.4f}<extra></extra>",
+        "showlegend": False,
+    }
+    layout = base_layout(title=title or f"Layer {layer}: attention vs shift", height=420)
+    layout["xaxis"] = {"title": {"text": "target's attention (mean over heads)"}}
+    layout["yaxis"] = {"title": {"text": "shift when masked (1 − cosine)"}}
+    return figure([trace], layout)
+
+
+def correlation_by_layer(correlation: np.ndarray, *, layer: int, title: str = "") -> go.Figure:
+    """Spearman's rank correlation of attention and shift, layer by layer (-1..1), ``layer`` (1..L) enlarged.
+
+    correlation: (num_layers,) for layers 1..L (NaN = undefined).
+    """
     rho = np.asarray(correlation, dtype=np.float64)
     layers = list(range(1, len(rho) + 1))
-    traces = [
-        {
-            "type": "scatter",
-            "x": a,
-            "y": s,
-            "mode": "markers+text",
-            "text": [_esc(w) for w in words],
-            "textposition": "top center",
-            "customdata": word_labels(words),
-            "marker": {"size": 10, "color": BAR_COLOR},
-            "hovertemplate": "<b>%{customdata}</b><br>attention %{x:.3f}<br>shift %{y:.4f}<extra></extra>",
-            "showlegend": False,
-        },
-        {
-            "type": "scatter",
-            "x": layers,
-            "y": [None if not np.isfinite(r) else float(r) for r in rho],
-            "mode": "lines+markers",
-            "line": {"color": ATTENTION_COLOR, "width": 3},
-            "marker": {"size": [14 if k == layer else 8 for k in layers]},
-            "hovertemplate": "layer %{x}: Spearman ρ = %{y:.2f}<extra></extra>",
-            "showlegend": False,
-            "xaxis": "x2",
-            "yaxis": "y2",
-        },
-    ]
-    layout = base_layout(title=title, height=460)
-    layout |= subplot_grid(
-        1,
-        2,
-        col_widths=[0.6, 0.4],
-        h_space=0.12,
-        titles=(f"Layer {layer}: attention vs shift", "Rank correlation per layer"),
-    )
-    layout["xaxis"]["title"] = {"text": "target's attention to the word (mean over heads)"}
-    layout["yaxis"]["title"] = {"text": "shift when masked (1 − cosine)"}
-    layout["xaxis2"] |= {"title": {"text": "layer"}, "dtick": 1}
-    layout["yaxis2"] |= {"title": {"text": "Spearman ρ"}, "range": [-1.05, 1.05]}
-    layout["shapes"] = [  # the zero line of the correlation panel
-        {"type": "line", "xref": "x2 domain", "x0": 0, "x1": 1, "yref": "y2", "y0": 0, "y1": 0,
-         "line": {"color": CONTEXT_COLOR, "dash": "dot"}}  # fmt: skip
-    ]
-    return figure(traces, layout)
+    trace = {
+        "type": "scatter",
+        "x": layers,
+        "y": [None if not np.isfinite(r) else float(r) for r in rho],
+        "mode": "lines+markers",
+        "line": {"color": ATTENTION_COLOR, "width": 3},
+        "marker": {"size": [14 if k == layer else 8 for k in layers]},
+        "hovertemplate": "layer %{x}: Spearman ρ = %{y:.2f}<extra></extra>",
+        "showlegend": False,
+    }
+    layout = base_layout(title=title or "Rank correlation per layer", height=420)
+    layout["xaxis"] = {"title": {"text": "layer"}, "dtick": 1}
+    layout["yaxis"] = {"title": {"text": "Spearman ρ"}, "range": [-1.05, 1.05]}
+    layout["shapes"] = [hline(0, {"color": CONTEXT_COLOR, "dash": "dot"})]
+    return figure([trace], layout)
 
 
 def edit_by_layer(
