@@ -56,6 +56,8 @@ CASES = {
     "projections_layer": ("/projections", "slider", "Layer", None),
     "projections_method": ("/projections", "radio", "Method", ("PCA", "UMAP")),
     "calculator_scaling": ("/calculator", "toggle", "scaling", None),
+    "attention_rerun": ("/attention", "rerun", None, None),  # key "r": nothing changed, nothing to redraw
+    "layers_rerun": ("/layers", "rerun", None, None),
 }
 
 # Marks every plot element and counts plotly_afterplot per element; new elements have no mark.
@@ -199,6 +201,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=4, help="recorded moves per case")
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--width", type=int, default=1400)
+    ap.add_argument("--css", default="", help="a style rule added to the page before measuring (an experiment)")
     ap.add_argument("--calls", action="store_true", help="also count plotly.js API calls (a separate pass)")
     ap.add_argument("--json", help="write the aggregates here")
     ap.add_argument("--big", type=int, default=0,
@@ -253,12 +256,17 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
     pg.wait_for_function(JS_IDLE)
     pg.wait_for_function(JS_CHARTS_DRAWN)
     pg.wait_for_function(JS_IDLE)
+    if args.css:
+        pg.add_style_tag(content=args.css)
     pg.wait_for_timeout(1500)
     cdp = pg.context.new_cdp_session(pg)
     state = {"dir": "ArrowRight", "next": values[1] if values else None}
 
     def act():
-        if kind == "slider":
+        if kind == "rerun":
+            pg.locator("[data-testid='stMain'] h1").first.click()  # focus the page, not a text box
+            pg.keyboard.press("r")
+        elif kind == "slider":
             box = pg.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
             thumb = box.get_by_role("slider").first
             thumb.focus()
