@@ -142,7 +142,7 @@ else:
         "target's attention to each word in the same layer (mean over heads): compare the two orders in section 2."
     )
 chart(
-    shift_strip(occ.words, occ.shift, names, title="Every word at every layer (words in sentence order)"),
+    shift_strip(occ.words, occ.shift, names, title="Every word at every layer, in sentence order"),
     key="ctx_strip",
 )
 k_top = int(occ.ranking(occ.num_layers)[0])  # the word with the largest effect at the last layer

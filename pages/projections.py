@@ -267,7 +267,7 @@ if seeds_view and method != "pca":
             senses,
             hover,
             numbers,
-            [f"seed {s} · keeps {c.preserved:.0%} of neighbours" for s, c in enumerate(seed_checks)],
+            [f"seed {s}\nkeeps {c.preserved:.0%}" for s, c in enumerate(seed_checks)],
             cols=3,
             title=f"“{ss.target}” at layer {layer}: {METHOD_LABELS[method]} with three seeds",
         ),
@@ -328,7 +328,7 @@ else:
     full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
     kept_per_layer = [cache.projection_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
     titles = [
-        f"layer {j}" + (f" · {h}/{t} same-sense" if t else "") + f" · keeps {kept_per_layer[j]:.0%}"
+        f"layer {j}\n" + (f"{h}/{t} · " if t else "") + f"{kept_per_layer[j]:.0%}"
         for j, (h, t) in enumerate(counts)
     ]
     shared_chart(  # does not change with the layer slider: built once per set, method and preparation
@@ -347,7 +347,8 @@ else:
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
             f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
             f"(the word piece and its position, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
-            f"at layer {best}; the panel titles give the same count on each map."
+            f"at layer {best}. Under each layer's name: the same count on that panel's map ({counts[best][0]}/"
+            f"{counts[best][1]} at layer {best}), then the share of each point's neighbours the map keeps."
         )
     else:
         st.markdown(

@@ -201,3 +201,32 @@ def test_labels_too_close_for_their_width_are_sized_upright():
         title = 0.7 * AXIS_LOOK["xaxis"]["title"]["font"]["size"] + AXIS_LOOK["xaxis"]["title"]["standoff"]
         depth = plotly_look.X_UPRIGHT_DEPTH + widest if upright else plotly_look.X_LABELS_DEPTH
         assert depth + title <= spec["layout"]["margin"]["b"] <= depth + title + 4, n
+
+
+def test_a_title_too_wide_for_a_phone_is_broken_into_balanced_lines_with_room_above():
+    from ui.plotly_look import PHONE_TITLE_PX, TITLE_LINE_PX, text_width, wrap_title
+
+    long = "Share of sentences whose sense is read correctly, layer by layer"
+    assert text_width(long, 16, bold=True) > PHONE_TITLE_PX
+    spec = {"data": [], "layout": {"title": {"text": long}, "margin": {"t": 60, "l": 10}}}
+    out = wrap_title(spec)
+    lines = out["layout"]["title"]["text"].split("<br>")
+    assert " ".join(lines) == long and len(lines) == 2
+    widths = [text_width(x, 16, bold=True) for x in lines]
+    assert max(widths) <= PHONE_TITLE_PX and abs(widths[0] - widths[1]) < 0.35 * max(widths)  # balanced
+    assert out["layout"]["margin"] == {"t": 60 + TITLE_LINE_PX, "l": 10}
+    assert spec["layout"]["title"]["text"] == long  # the input is left as it was
+
+
+def test_titles_that_fit_or_carry_markup_are_left_alone():
+    from ui.plotly_look import wrap_title
+
+    short = {"data": [], "layout": {"title": {"text": "Mean vector length per layer"}}}
+    assert wrap_title(short) is short
+    tagged = {"data": [], "layout": {"title": {"text": "A " + "very " * 30 + "<i>long</i> title"}}}
+    assert wrap_title(tagged) is tagged  # a break inside a tag would show: not wrapped
+    none = {"data": [], "layout": {}}
+    assert wrap_title(none) is none
+    two = {"data": [], "layout": {"title": {"text": "First line<br>" + "second line that is " * 3}, "margin": {}}}
+    lines = wrap_title(two)["layout"]["title"]["text"].split("<br>")
+    assert lines[0] == "First line" and len(lines) == 3

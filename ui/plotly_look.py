@@ -464,3 +464,50 @@ def _x_margin(spec: dict, name: str, length: float) -> tuple[int, int] | None:
                 return None  # turned by 30 degrees, or several lines turned: not predicted
             need, right = X_UPRIGHT_DEPTH + widest, X_UPRIGHT_RIGHT
     return (math.ceil(need + depth) + _SLACK if need or depth else 0), right
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Titles on a phone. The server does not know the screen's width: charts are laid out for a laptop's 704 px, and
+# Streamlit stacks columns on a phone, where a chart is ~358 px wide. plotly never wraps a title; one longer than
+# that ran past the chart's edge and was cut. A title line wider than PHONE_TITLE_PX is broken at spaces here.
+PHONE_TITLE_PX = 330  # a 390-px phone's chart (~358 px) less the title's left pad and a little slack
+TITLE_LINE_PX = 21  # px each further title line takes at the title's 16 px (measured in Chromium)
+
+
+def _wrap_line(line: str, size: float, limit: float) -> list[str]:
+    """``line`` broken at spaces into lines no wider than ``limit`` (a single word stays whole); a line with
+    tags or entities is left as it is (a break inside one would show)."""
+    if "<" in line or "&" in line or text_width(line, size, bold=True) <= limit:
+        return [line]
+    out, current = [], ""
+    for word in line.split(" "):
+        trial = f"{current} {word}" if current else word
+        if current and text_width(trial, size, bold=True) > limit:
+            out.append(current)
+            current = word
+        else:
+            current = trial
+    out.append(current)
+    if len(out) == 2:  # two lines: the break that makes the longer line shortest, not the first that fits
+        words = line.split(" ")
+        splits = [(" ".join(words[:i]), " ".join(words[i:])) for i in range(1, len(words))]
+        out = list(min(splits, key=lambda ab: max(text_width(x, size, bold=True) for x in ab)))
+    return out
+
+
+def wrap_title(spec: dict, limit: float = PHONE_TITLE_PX) -> dict:
+    """``spec`` with its title broken into lines of at most ``limit`` px (one <br> per break), and the top
+    margin raised by a line for each line added. Unchanged when the title fits."""
+    layout = spec["layout"]
+    title = layout.get("title")
+    if not isinstance(title, dict) or not title.get("text"):
+        return spec
+    size = float((title.get("font") or {}).get("size") or LOOK["title"]["font"]["size"])
+    lines = _BR_RE.split(str(title["text"]))
+    wrapped = [part for line in lines for part in _wrap_line(line, size, limit)]
+    if len(wrapped) == len(lines):
+        return spec
+    margin = dict(layout.get("margin") or {})
+    margin["t"] = int(margin.get("t", 60)) + round(TITLE_LINE_PX * size / 16) * (len(wrapped) - len(lines))
+    layout = {**layout, "title": {**title, "text": "<br>".join(wrapped)}, "margin": margin}
+    return {**spec, "layout": layout}

@@ -18,7 +18,7 @@ from lib.charts.common import (
     merged,
     presenter_layout,
 )
-from ui.plotly_look import SentFigure, themed_spec
+from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
 
@@ -103,7 +103,10 @@ def chart(
     # sent with Streamlit's look in the layout, theme=None and margins sized for this width, so the browser
     # draws a changed chart once instead of three times (ui/plotly_look.py says why)
     kwargs.setdefault("theme", None)
-    st.plotly_chart(SentFigure(themed_spec(shown, width)), key=key, **kwargs)
+    spec = themed_spec(shown, width)
+    if not presenting:  # a projector is wide; on a phone this chart is ~358 px wide, whatever its share here
+        spec = wrap_title(spec)
+    st.plotly_chart(SentFigure(spec), key=key, **kwargs)
     if download:
         download_figure(download_fig if download_fig is not None else fig, download, key=f"{key or download}_download")
 

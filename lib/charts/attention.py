@@ -195,7 +195,8 @@ def attention_overview(
             )
             if layer == 0:
                 annotations.append(
-                    {"text": f"H{h + 1}" if h < num_heads else "mean", "x": sum(xaxis["domain"]) / 2, "y": 1.0,
+                    # head numbers without "H": on a phone a column is ~18 px, and "H10 H11 H12 mean" overlapped
+                    {"text": str(h + 1) if h < num_heads else "mean", "x": sum(xaxis["domain"]) / 2, "y": 1.0,
                      "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
                      "showarrow": False, "font": {"size": 11}}  # fmt: skip
                 )

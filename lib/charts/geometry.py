@@ -227,7 +227,8 @@ def dimension_profile(
         titles=(
             "variance of each dimension",
             "mean of each dimension",
-            "each dimension's part of the mean cosine (the parts add up to it)",
+            "each dimension's part of the mean cosine",  # (they add up to it: the page says so; on a phone
+            # the longer title ran past the chart's edge)
         ),
     )
     traces, marked, labels = [], [], []

@@ -190,7 +190,8 @@ def pooling_panels(
     """
     layout = base_layout(title=title, height=460)
     layout |= subplot_grid(
-        1, 2, shared_y=True, h_space=0.06, titles=("[CLS] vector", "mean of the word pieces")
+        # short panel titles: on a phone each panel is ~150 px wide
+        1, 2, shared_y=True, h_space=0.06, titles=("[CLS] vector", "mean of word pieces")
     )
     layout["legend"] |= {"orientation": "h", "y": -0.22, "x": 0}
     if title:  # room for the title above the two panel titles

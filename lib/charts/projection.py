@@ -136,6 +136,9 @@ def projection_scatter(
     return figure(traces, layout)
 
 
+PANEL_TITLE_SIZE = 12  # px; a line of a panel title should stay under ~80 px (a phone's panel, 4 in a row)
+
+
 def projection_small_multiples(
     coords_per_layer: Sequence[np.ndarray],
     senses: Sequence[str | None],
@@ -155,13 +158,20 @@ def projection_small_multiples(
     cols = max(1, min(cols, K))
     rows = math.ceil(K / cols)
     layout = base_layout(title=escape(title) if title else None, height=260 * rows + 110)
+    # a title's lines ("\n") are drawn as lines, in a smaller font: on a phone a panel of four in a row is
+    # ~80 px wide, and one line of 16-px text ran into the next panel's title
+    lines = [[escape(part) for part in t.split("\n")] for t in panel_titles]
+    top = max((len(t) for t in lines), default=1)
     layout |= subplot_grid(
         rows,
         cols,
-        titles=[escape(t) for t in panel_titles],
+        titles=["<br>".join(t) for t in lines],
         h_space=0.03,
-        v_space=0.12 / max(1, rows - 1) if rows > 1 else 0.05,
+        v_space=(0.12 + 0.03 * (top - 1)) / max(1, rows - 1) if rows > 1 else 0.05,
     )
+    for note in layout["annotations"]:
+        note["font"] = {"size": PANEL_TITLE_SIZE}
+    layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 60) + 15 * (top - 1)}
     layout["legend"] = {"title": {"text": ""}, "orientation": "h", "y": -0.08, "x": 0}
     for key in layout:
         if key.startswith(("xaxis", "yaxis")):

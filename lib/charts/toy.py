@@ -242,6 +242,7 @@ def warmup_arrows(
         )
     finite = results[np.isfinite(results).all(axis=1)]
     layout = base_layout(height=height)
-    layout |= _equal_axes(np.vstack([bases, finite, *ref_pts]), "dimension 1", "dimension 2", pad=0.35)
+    # room for a tip's label beside it ("bank | finance", ~95 px): on a phone the plot is ~250 px wide
+    layout |= _equal_axes(np.vstack([bases, finite, *ref_pts]), "dimension 1", "dimension 2", pad=0.42)
     layout |= {"annotations": annotations, "showlegend": False}
     return figure(traces, layout)

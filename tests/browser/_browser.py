@@ -46,6 +46,39 @@ JS_CHANGED = """(before) => { const now = Array.from(
         .map(g => JSON.stringify(g.data || []));
     return now.length > 0 && JSON.stringify(now) !== JSON.stringify(before); }"""
 
+# Chart text a learner cannot read: any title, tick label, legend entry, annotation or text label reaching more
+# than 1.5 px past its chart's edges (less the empty quarter of its line above and below), and any two annotations with text overlapping (panel titles running into
+# each other). Per finding: the chart's key, what it is, its text and by how many px.
+JS_CUT_TEXT = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"]')).flatMap(c => {
+  const key = ((c.closest('.stElementContainer') || {}).className || '').match(/st-key-(\\S+)/);
+  const name = key ? key[1] : '?';
+  const svg = c.querySelector('.main-svg');
+  if (!svg) return [];
+  const R = svg.getBoundingClientRect();
+  const sel = ['.gtitle', '.g-gtitle text', '.xtick text', '.ytick text', '.annotation-text', '.legendtext',
+    '[class*="xtitle"] text', '[class*="ytitle"] text', '.colorbar text', 'text.bartext', '.textpoint text'].join(', ');
+  const cut = Array.from(c.querySelectorAll(sel)).map(t => {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) return null;
+    // a text's box is taller than its letters (line spacing): up to a quarter of its height above or below the
+    // chart is empty space, not a cut letter
+    const over = Math.max(R.left - r.left, r.right - R.right, R.top - r.top - r.height / 4,
+      r.bottom - R.bottom - r.height / 4);
+    return over > 1.5 ? {chart: name, what: t.getAttribute('class') || t.parentNode.getAttribute('class'),
+      text: t.textContent.slice(0, 60), px: Math.round(over)} : null;
+  }).filter(Boolean);
+  const notes = Array.from(c.querySelectorAll('.annotation')).filter(a => a.textContent.trim())
+    .map(a => [a, (a.querySelector('text') || a).getBoundingClientRect()]).filter(([a, r]) => r.width > 0);
+  for (let i = 0; i < notes.length; i++) for (let j = i + 1; j < notes.length; j++) {
+    const [a, r] = notes[i], [b, q] = notes[j];
+    const w = Math.min(r.right, q.right) - Math.max(r.left, q.left);
+    const h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+    if (w > 1.5 && h > 1.5) cut.push({chart: name, what: 'overlapping annotations',
+      text: a.textContent.slice(0, 30) + ' | ' + b.textContent.slice(0, 30), px: Math.round(w)});
+  }
+  return cut;
+})"""
+
 
 def on_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1")

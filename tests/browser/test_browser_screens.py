@@ -1,8 +1,8 @@
 """Every page on a 390 x 844 phone and on a 1280 x 720 projector (presenter mode), in a real browser.
 
 Checked on each page: no horizontal scrolling; on the phone the sidebar starts closed (it does not cover the
-page); on the projector the page's main chart starts inside the first screen; and axe-core's WCAG 2 A/AA
-rules find no violation. A screenshot of each is saved (paths printed at the end of the run).
+page); on the projector the page's main chart starts inside the first screen; no chart's text is cut at the
+chart's edge or runs into another title (JS_CUT_TEXT); and axe-core's WCAG 2 A/AA rules find no violation. A screenshot of each is saved (paths printed at the end of the run).
 
 axe-core comes from npm (pinned in AXE_VERSION); `.ci/run` installs it with
     npm install --prefix tests/browser/.axe axe-core@<AXE_VERSION>
@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser._browser import ROOT, app_pages, exceptions, on_ci, page_url, screenshot, wait_charts
+from tests.browser._browser import (
+    JS_CUT_TEXT,
+    ROOT,
+    app_pages,
+    exceptions,
+    on_ci,
+    page_url,
+    screenshot,
+    wait_charts,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -106,6 +115,8 @@ def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, titl
         assert layout["chartTop"] < layout["viewportHeight"], (
             f"{title}: the main chart starts at y = {layout['chartTop']:.0f} px, below the first screen"
         )
+    cut = page.evaluate(JS_CUT_TEXT)
+    assert not cut, f"{title} ({screen}): chart text cut at a chart's edge or overlapping: {cut}"
     keyboard = page.evaluate(JS_KEYBOARD)
     assert keyboard["checked"] > 0 and not keyboard["unreachable"], f"{title}: not reachable by Tab: {keyboard}"
     if screen == "phone":  # a second picture with the main chart in view
@@ -115,3 +126,19 @@ def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, titl
     violations = axe_violations(page)
     assert not violations, f"{title} ({screen}): axe-core found {violations}"
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("step", range(1, 13))  # the lesson's question steps (lib.lesson.STEP_IDS but "summary")
+def test_every_lesson_chart_fits_a_phone(page, server, step):
+    """Each step's charts on a 390-px phone: no text cut at a chart's edge, no titles running into each other
+    (the default view of each page is checked above; the lesson's steps are not on it)."""
+    from lib import lesson
+
+    assert lesson.STEP_IDS[step - 1] != "summary" and len(lesson.STEP_IDS) == 13
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server}/lesson?lesson_step={step}")
+    wait_charts(page)
+    page.wait_for_timeout(500)
+    assert not exceptions(page), exceptions(page)
+    cut = page.evaluate(JS_CUT_TEXT)
+    assert not cut, f"lesson step {step} ({lesson.STEP_IDS[step - 1]}): chart text cut or overlapping: {cut}"
