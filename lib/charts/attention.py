@@ -195,10 +195,11 @@ def attention_overview(
             )
             if layer == 0:
                 annotations.append(
-                    # head numbers without "H": on a phone a column is ~18 px, and "H10 H11 H12 mean" overlapped
+                    # head numbers without "H", at 10 px: on a phone a column is ~20 px, and "H10 H11 H12 mean"
+                    # overlapped
                     {"text": str(h + 1) if h < num_heads else "mean", "x": sum(xaxis["domain"]) / 2, "y": 1.0,
                      "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
-                     "showarrow": False, "font": {"size": 11}}  # fmt: skip
+                     "showarrow": False, "font": {"size": 10}}  # fmt: skip
                 )
         annotations.append(
             {"text": f"L{layer + 1}", "x": 1.0, "y": sum(yaxis["domain"]) / 2, "xref": "paper", "yref": "paper",
