@@ -4,6 +4,7 @@ second model on Layer by layer, the neighbour check and the 3-seeds view on Proj
 from __future__ import annotations
 
 import json
+import re
 
 import pandas  # noqa: F401  (see test_concurrency: the UMAP warm-up thread must not be the first to import it)
 import pytest
@@ -18,10 +19,12 @@ RANDOM0 = f"{DEFAULT_MODEL}#random-0"
 
 
 def titles(at) -> list[str]:
+    """Each chart's title as read: a title too wide for a phone is sent on two lines (ui.plotly_look.wrap_title)."""
     out = []
     for c in at.get("plotly_chart"):
         title = json.loads(c.proto.spec).get("layout", {}).get("title", {})
-        out.append(title.get("text", "") if isinstance(title, dict) else str(title))
+        text = title.get("text", "") if isinstance(title, dict) else str(title)
+        out.append(re.sub(r"<br\s*/?>", " ", text))
     return out
 
 
