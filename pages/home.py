@@ -91,9 +91,12 @@ if ss.has_senses:
         st.markdown(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
 else:
     lo1, hi1 = float(last_pairs.min()), float(last_pairs.max())
+    if len(last_pairs) == 1:  # two sentences: one pair, one number per layer (not a range from x to x)
+        said = f"At layer 0 the pair scores {lo0:.2f}; at layer {last} it scores {lo1:.2f}."
+    else:
+        said = f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; at layer {last} they spread to {lo1:.2f}–{hi1:.2f}."
     st.markdown(
-        f"**Reading it.** At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; at layer {last} they spread to "
-        f"{lo1:.2f}–{hi1:.2f}. Label your sentences with senses (“river | …”) to compare meanings."
+        f"**Reading it.** {said} Label your sentences with senses (“river | …”) to compare meanings."
     )
 splits = tv.split_targets
 if splits:

@@ -241,3 +241,18 @@ def test_lesson_summary_on_the_default_model(encoder):
     predicted = summary.split("*As the course predicts*")[1]
     assert "CLS" in predicted  # escaped for Markdown on the page
     assert "three" not in lesson.step_by_id("summary").text
+
+
+def test_home_with_two_unlabelled_sentences_reads_one_pair_as_one_number(encoder):
+    """Two sentences make one pair: the reading gives its cosine at each end, not a range "from x to x"."""
+    from tests.conftest import page_test
+
+    sentences = ["We sat on the river bank.", "The bank raised its rates."]
+    at = page_test("pages/home.py", text="\n".join(sentences), target="bank").run()
+    assert not at.exception, [e.value for e in at.exception]
+    reading = next(m.value for m in at.markdown if m.value.startswith("**Reading it.**"))
+    V = encoder.word_vectors(sentences, target="bank")  # (2, L + 1, hidden)
+    first = sim.cosine_matrix(V[:, 0, :])[0, 1]
+    last = sim.cosine_matrix(V[:, -1, :])[0, 1]
+    assert f"At layer 0 the pair scores {first:.2f}; at layer {encoder.num_layers} it scores {last:.2f}." in reading
+    assert "–" not in reading.split("Label")[0]
