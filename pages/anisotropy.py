@@ -17,7 +17,6 @@ from lib.charts.geometry import (
     norms_by_layer,
     similarity_before_after,
 )
-from lib.charts.home import similarity_heatmap
 from lib.charts.layers import show_layer_mark
 from lib.corpus import (
     TREATMENTS,
@@ -46,8 +45,8 @@ from ui.widgets import (
     download_figure,
     escape_md,
     layer_marks,
+    matrix_pair,
     page_intro,
-    sentence_table,
     shared_chart,
 )
 
@@ -361,21 +360,9 @@ before = cosine_matrix(X)
 after = cosine_matrix(stats.treat(X, layer, treatment, k))
 t_name = names[treatment]
 titles = (f"Layer {layer}, raw cosine", f"Layer {layer}, {t_name}")
-# two charts in two columns, as on the start page: side by side on a laptop or projector, one under the other on
-# a phone (one figure of two panels squeezed both into a few pixels there); one colour range for both
-lo, hi = before_after_range(before, after)
-for col, m, title, key, scale in zip(
-    st.columns(2, gap="medium"),
-    (before, after),
-    titles,
-    ("aniso_matrix_raw", "aniso_matrix_treated"),
-    (False, True),
-    strict=True,
-):
-    with col:
-        st.markdown(f"**{escape_md(title)}**")
-        chart(similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=lo, zmax=hi, show_scale=scale), key=key, share=0.5)
-sentence_table(ss.sentences, ss.senses)
+lo, hi = before_after_range(before, after)  # one colour range for both
+keys = ("aniso_matrix_raw", "aniso_matrix_treated")
+matrix_pair((before, after), titles, keys, ss.sentences, ss.senses, zmin=lo, zmax=hi)
 download_figure(
     similarity_before_after(before, after, ss.labels, ss.senses, titles),
     "context_lens_anisotropy_before_after",

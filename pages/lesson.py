@@ -14,7 +14,7 @@ from lib import lesson
 from lib.charts.attention import attention_heatmap, target_attention_bars
 from lib.charts.context import shift_bars, word_bars
 from lib.charts.controls import two_model_chart
-from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
+from lib.charts.home import before_after_heatmaps, shared_floor
 from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
@@ -25,7 +25,7 @@ from lib.export import frame_csv
 from lib.presets import preset_by_id
 from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, controls, state
-from ui.widgets import chart, download_figure, escape_md, intro, page_intro, sentence_table
+from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro
 
 STEPS = lesson.STEPS
 N = len(STEPS)
@@ -141,18 +141,10 @@ def step_static() -> lesson.Question:
     d = LessonSet("bat")
     r = lesson.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target)
     titles = ("Static: the model's input table", f"Contextual: after layer {L}")
-    # two charts in two columns, as on the start page: side by side on a laptop or projector, one under the other
-    # on a phone (one figure of two panels left each heatmap a few pixels there, under overlapping titles)
-    floor = shared_floor(r.static_cos, r.last_cos)
-    for col, m, title, name, scale in zip(
-        st.columns(2, gap="medium"), (r.static_cos, r.last_cos), titles, ("static", "contextual"), (False, True),
-        strict=True,
-    ):  # fmt: skip
-        with col:
-            st.markdown(f"**{escape_md(title)}**")
-            fig = similarity_heatmap(m, d.sentences, d.senses, None, zmin=floor, show_scale=scale)
-            chart(fig, key=f"lesson_chart_{name}", share=0.5)
-    sentence_table(d.sentences, d.senses)
+    matrix_pair(
+        (r.static_cos, r.last_cos), titles, ("lesson_chart_static", "lesson_chart_contextual"), d.sentences,
+        d.senses, zmin=shared_floor(r.static_cos, r.last_cos),
+    )  # fmt: skip
     download_figure(
         before_after_heatmaps(r.static_cos, r.last_cos, d.labels, d.senses, titles),
         "context_lens_lesson_static",

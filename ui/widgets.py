@@ -111,6 +111,26 @@ def chart(
         download_figure(download_fig if download_fig is not None else fig, download, key=f"{key or download}_download")
 
 
+def matrix_pair(
+    matrices: tuple, titles: tuple[str, str], keys: tuple[str, str], sentences, senses, *, zmin: float,
+    zmax: float = 1.0,
+) -> None:
+    """Two (n, n) cosine matrices as two charts in two columns on one colour range (``zmin``..``zmax``), the colour
+    bar on the second, then the table of sentences behind their S1…Sn labels.
+
+    Side by side on a laptop or projector, one under the other on a phone (one figure of two panels squeezed both
+    into a few pixels there). ``titles`` are plain text (escaped here); ``keys`` the two charts' keys.
+    """
+    from lib.charts.home import similarity_heatmap
+
+    for col, m, title, key, scale in zip(st.columns(2, gap="medium"), matrices, titles, keys, (False, True), strict=True):
+        with col:
+            st.markdown(f"**{escape_md(title)}**")
+            fig = similarity_heatmap(m, sentences, senses, None, zmin=zmin, zmax=zmax, show_scale=scale)
+            chart(fig, key=key, share=0.5)
+    sentence_table(sentences, senses)
+
+
 def layer_marks(marks: dict[str, int | None]) -> None:
     """Show the chosen layer's line in charts built with ``all_marks=True`` (lib.charts.layers._layer_marks).
 

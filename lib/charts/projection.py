@@ -171,7 +171,7 @@ def projection_small_multiples(
     )
     for note in layout["annotations"]:
         note["font"] = {"size": PANEL_TITLE_SIZE}
-    layout["margin"] = {**layout.get("margin", {}), "t": layout.get("margin", {}).get("t", 60) + 15 * (top - 1)}
+    layout["margin"]["t"] += 15 * (top - 1)
     layout["legend"] = {"title": {"text": ""}, "orientation": "h", "y": -0.08, "x": 0}
     for key in layout:
         if key.startswith(("xaxis", "yaxis")):
