@@ -1,7 +1,9 @@
 """Layer by layer: how one word's vectors across sentences start identical and separate by sense.
 
+Over 600 lines and still one concept: one page's script (its sections share the profile and controls).
+
 The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
-computed once per set into a LayerProfile (lib.similarity). Moving the layer slider, the pooling choice
+computed once per set into a LayerProfile (lib.layer_profile). Moving the layer slider, the pooling choice
 or the view only slices that profile.
 """
 

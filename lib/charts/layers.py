@@ -1,5 +1,7 @@
 """Figures for the "Layer by layer" page: one word's vectors across sentences, layer by layer.
 
+Over 600 lines and still one concept: the charts of one page (one chart module per page, lib/charts/).
+
 Every builder takes plain arrays (from :mod:`lib.similarity`) and labels, and returns a
 ``plotly.graph_objects.Figure``. Layers are numbered as the model's hidden states: 0 is the embedding
 output (word piece + position), 1..L the transformer layers. Pooled representations (mean of the last
@@ -27,7 +29,6 @@ from lib.charts.common import (
     band_from_zero,
     base_layout,
     figure,
-    figure_dict,
     grid_axes,
     group_senses,
     hline,
@@ -38,6 +39,7 @@ from lib.charts.common import (
     vline,
 )
 from lib.charts.common import esc as _esc
+from lib.charts.figures import figure_dict
 
 __all__ = [
     "SAME_COLOR",
