@@ -4,7 +4,7 @@
     python benchmarks/bench.py --only 1,2      # some sections
     python benchmarks/bench.py --repeats 5     # timed repetitions per measurement (medians are reported)
 
-Sections (issue 7):
+Sections:
   1. encode() of the default preset vs a bare transformers forward pass with hidden states + attentions
      (same model object, same sentences); target ratio <= 1.15.
   2. Warm rerun of each page file (AppTest, cached encoder) vs an empty Streamlit page; target < 0.25 s.

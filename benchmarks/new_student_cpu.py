@@ -1,4 +1,4 @@
-"""Server CPU of a new student (issue 16, target 2: ≤ 0.3 s), measured inside Streamlit's script thread.
+"""Server CPU of a new student (target: ≤ 0.3 s), measured inside Streamlit's script thread.
 
     PYTHONPATH=. python benchmarks/new_student_cpu.py [--students 6] [--warmup 2] [--profile 40 [--sort tottime]]
         [--root DIR]
@@ -6,7 +6,7 @@
 Each student is a fresh AppTest session that opens a link with its own 8 sentences (benchmarks.browser_bench
 .student_link: a preset's rows in the student's own words, so nothing is cached for them yet), runs the
 start page, then switches to the Attention page. The figure is the script thread's CPU (``time.thread_time``
-around Streamlit's ``exec_func_with_error_handling``), as in benchmarks/issue16b_profile.py: it leaves out
+around Streamlit's ``exec_func_with_error_handling``), as in benchmarks/rerun_profile.py: it leaves out
 what the server does after the script (websocket, post-script gc). The sessions share one compiled copy
 of each page, as in the server (AppTest compiles them again for every session: ``--own-script-cache``,
 ~0.05 s more per student). The first ``--warmup`` students load the

@@ -217,7 +217,7 @@ STEPS: tuple[Step, ...] = (
         "vector is its weighted mix of the rows of V (the arrows: before and after). Work one weight out "
         "by hand; the **Attention by hand** page shows every step.",
     ),
-    # "What moves the word" (issue 13): placed before the summary so the progress bits of the steps above
+    # "What moves the word": placed before the summary so the progress bits of the steps above
     # (lesson_done in links) keep their meaning.
     Step(
         "context",
@@ -231,7 +231,7 @@ STEPS: tuple[Step, ...] = (
         "the full sentence). The bars show where *bat* looks in the last layer (attention, mean over heads). "
         "Predict first, then see the measurement. The **What moves the word** page runs it on any sentence.",
     ),
-    # "Is the separation in the architecture or learned?" (issue 14): also before the summary, after
+    # "Is the separation in the architecture or learned?": also before the summary, after
     # "context", so every earlier step keeps its number and its progress bit.
     Step(
         "random",
@@ -1320,7 +1320,7 @@ def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> 
 
 
 # --------------------------------------------------------------------------------------------------
-# "What moves the word" (issue 13): predict which context word matters most, then reveal
+# "What moves the word": predict which context word matters most, then reveal
 # --------------------------------------------------------------------------------------------------
 
 CONTEXT_SENTENCE = ATTENTION_SENTENCE  # the same sentence as the attention step, so the two can be compared
@@ -1394,7 +1394,7 @@ def context_prediction(
 
 
 # --------------------------------------------------------------------------------------------------
-# "Is the separation in the architecture or learned?" (issue 14): trained weights against random ones
+# "Is the separation in the architecture or learned?": trained weights against random ones
 # --------------------------------------------------------------------------------------------------
 
 AS_TRAINED = "Yes, about as far as the trained model"

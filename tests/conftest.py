@@ -34,7 +34,7 @@ def encoder():
 
 @pytest.fixture(scope="session")
 def random_encoder():
-    """The same architecture and tokenizer with random weights, seed 0 (the control of issue 14)."""
+    """The same architecture and tokenizer with random weights, seed 0 (the "is it real?" control)."""
     from lib.encoder import load_encoder
 
     return load_encoder(None, weights="random", seed=0)

@@ -1,4 +1,4 @@
-"""Lazy figures (lib.charts.common.LazyFigure, issue 16): production builds every chart as its trace and layout
+"""Lazy figures (lib.charts.common.LazyFigure, a rerun's server CPU): production builds every chart as its trace and layout
 dicts and sends them without building plotly's objects. The tests validate every figure (conftest), so this
 file switches validation off to test the production path: every chart builder of lib/charts gives the same
 JSON both ways, plotly's API still works on a lazy figure (it turns into a plotly Figure in place), and the

@@ -122,7 +122,7 @@ def test_user_text_is_escaped():
 
 
 def test_scale_free_measure_next_to_the_gap(encoder):
-    """Issue 12, finding 7: the pair-ranking AUC and the readout stand next to the gap, before and after."""
+    """Every number true: the pair-ranking AUC and the readout stand next to the gap, before and after."""
     import itertools
 
     from lib.corpus import compute_corpus_statistics, load_reference_corpus
@@ -166,12 +166,12 @@ def test_scale_free_measure_next_to_the_gap(encoder):
     assert f"the pair ranking (AUC) goes from {before:.3f} to {after:.3f}" in text
     if abs(after - before) < 0.02:
         assert "mostly changes the scale of the cosines" in text
-    # finding 8: the raw curve is shown in full, and called mild only when it is
+    # the raw curve is shown in full, and called mild only when it is
     assert "This model's raw curve, layer 0 to 6:" in text
 
 
 def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
-    """Issue 11 (item 7a): the budget's cut is said as soon as the file is read (before the model's pass), once,
+    """A hosted server's CPU: the budget's cut is said as soon as the file is read (before the model's pass), once,
     and the statistics are those of the sentences it names."""
     from lib import budget
 
@@ -194,7 +194,7 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
 
 def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent():
     """The curves and the vector lengths mark the chosen layer with a style rule, not in their figures, so the
-    browser keeps them as drawn when only the layer moves (issue 16); what does change with the layer changes."""
+    browser keeps them as drawn when only the layer moves (a slider's redraw time); what does change with the layer changes."""
     at = page_test(PAGE, preset=default_preset().id).run()
     _assert_ok(at)
 

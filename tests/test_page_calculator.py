@@ -181,7 +181,7 @@ def test_warm_up_exercise():
 
 
 def test_apple_answer_moves_towards_food_and_technology_markers():
-    """Issue 12, finding 11: the shown answer pulls fruit-apple to the food marker, company-apple to technology."""
+    """Every number true: the shown answer pulls fruit-apple to the food marker, company-apple to technology."""
     import json
     import re
 

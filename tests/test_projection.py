@@ -248,7 +248,7 @@ def test_pca_of_identical_points_is_zero_with_a_note():
     assert "identical" in p.notes[0]
 
 
-# ------------------------------------------------------------------ moved out of pages/projections.py (issue 15)
+# ------------------------------------------------------------------ moved out of pages/projections.py
 
 
 def test_group_neighbours_by_hand():

@@ -314,7 +314,7 @@ def test_align_to_keeps_distances(X, dims):
 
 # ------------------------------------------------------------------------------------------- markup
 def _markup_brackets_by_character(text: str) -> tuple[list[int], list[int]]:
-    """The character-by-character scan lib.targets.markup_brackets replaced (issue 11: a 2 MB corpus took
+    """The character-by-character scan lib.targets.markup_brackets replaced (a hosted server's CPU: a 2 MB corpus took
     seconds): the reference its jumps from bracket to bracket must agree with."""
     from lib.targets import SPECIAL_TOKENS_IN_TEXT
 

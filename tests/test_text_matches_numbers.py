@@ -1,5 +1,5 @@
 """Every sentence that names a number, a layer or a comparison agrees with the numbers of its own chart,
-in whatever model is loaded (issue 12).
+in whatever model is loaded.
 
 The pages and the lesson are run on a second, small, randomly initialised BERT (three layers, saved with the
 bundled tokenizer into a temporary folder and loaded through ``lib.encoder.load_encoder(folder)``), whose

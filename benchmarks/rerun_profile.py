@@ -1,6 +1,6 @@
-"""Server CPU of a page's rerun, measured inside Streamlit's script thread (issue 16, target 2).
+"""Server CPU of a page's rerun, measured inside Streamlit's script thread (target: ≤ 0.1 s).
 
-    PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections
+    PYTHONPATH=. python benchmarks/rerun_profile.py [attention context calculator lesson projections
         layers anisotropy home]
         [--repeats 3] [--profile 25] [--lesson-steps]
 
