@@ -49,7 +49,9 @@ def real(encoder):
     coords = [np.stack([enc.hidden_states[i][j, p, :3] for i, p in enumerate(pos)] * 2) for j in range(7)]
     return SimpleNamespace(
         enc=enc, att=att, labels=labels, ta=ta, coords=coords,
-        share=special_token_share(att, enc.tokens[0], enc.special[0]),
+        share=special_token_share(
+            att, enc.tokens[0], enc.special[0], ids=enc.token_ids[0], roles=encoder.special_roles
+        ),
     )
 
 

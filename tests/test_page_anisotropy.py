@@ -92,8 +92,7 @@ def test_raw_curve_is_above_corrected_curves():
 
 
 def test_one_sentence_set_as_corpus_is_guarded():
-    at = page_test(PAGE, text="The river bank was muddy after the storm.", target="bank")
-    at.session_state["aniso_corpus"] = "set"
+    at = page_test(PAGE, text="The river bank was muddy after the storm.", target="bank", aniso_corpus="set")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
@@ -107,8 +106,7 @@ def test_one_sentence_set_as_corpus_is_guarded():
 
 
 def test_upload_choice_without_file_falls_back():
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["aniso_corpus"] = "upload"
+    at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
     _assert_ok(at)
     assert any(".txt file" in i.value for i in at.info)
@@ -179,8 +177,7 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     lines = [f"Line {k}: the [river] flows past the old mill near town number {k}." for k in range(40)]
     lines[1] = "word " * 200  # longer than one sentence may be
     data = ("# a comment\n" + "\n".join(lines) + "\n").encode("utf-8")
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["aniso_corpus"] = "upload"
+    at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
     at.file_uploader(key="aniso_upload").set_value(("corpus.txt", data, "text/plain")).run()
     _assert_ok(at)

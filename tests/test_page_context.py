@@ -127,8 +127,7 @@ def test_user_text_is_shown_escaped():
 
 
 def test_bad_replacement_gives_a_message():
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["ctx_with"] = "[oops]"
+    at = page_test(PAGE, preset=default_preset().id, ctx_with="[oops]")
     at.run()
     assert not at.exception
     assert any("square brackets" in w.value for w in at.warning)

@@ -232,7 +232,7 @@ def test_lesson_summary_on_the_default_model(encoder):
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=240)
-    at.session_state["lesson_step"] = len(lesson.STEPS)
+    seed(at, lesson_step=len(lesson.STEPS))
     at.run()
     assert not at.exception
     summary = next(x.value for x in at.markdown if "What this model showed" in x.value)

@@ -402,7 +402,8 @@ def seed(
 
     ``preset`` (an id) or ``text`` (+ ``target``: the learner's own set) chooses the sentence set; ``model``
     (a model key that loads) and ``presenter`` the other shared settings. Any of these marks the session as
-    started, so the link's shared keys are not read (the default preset unless a set is given). ``controls``
+    started, so the link's shared keys are not read (the default preset unless a set is given); ``target``
+    alone changes the target word of a session already started (between runs). ``controls``
     are page controls by their key (``seed(at, ctx_own="The [bank] ...")``), used as the session's values,
     before the link's.
     """
@@ -418,6 +419,8 @@ def seed(
         session[K_MODEL] = session[K_ACTIVE_MODEL] = model or DEFAULT_MODEL
         session[K_PRESENTER] = bool(presenter)
         session[K_INITIALISED] = True
+    elif target is not None:
+        session[K_TARGET] = target
     for key, value in controls.items():
         session[key] = value
 
