@@ -240,13 +240,6 @@ def main(argv: list[str]) -> None:
         r = run_case(key)
         results.append(r)
         print(json.dumps(r, ensure_ascii=False), flush=True)
-    out = ROOT / "benchmarks" / "hosting_results.json"
-    old = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []
-    fresh = {r["case"] for r in results}
-    merged = [r for r in old if r["case"] not in fresh] + results  # a partial run replaces only its cases
-    merged.sort(key=lambda r: list(CASES).index(r["case"]) if r["case"] in CASES else len(CASES))
-    out.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    results = merged
     print("\n| input | answer | all charts | server CPU | floor: warm start page | peak RSS | server |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results:
