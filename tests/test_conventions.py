@@ -63,7 +63,7 @@ def test_the_project_speaks_of_itself_only():
         ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
-    mention = re.compile(r"(?<![a-z])(issue|session)[-_ ]?#?[0-9]+", re.IGNORECASE)
+    mention = re.compile(r"(?<![a-z])(issues?|sessions?)[-_ ]?#?[0-9]", re.IGNORECASE)
     found = [f for f in files if mention.search(f.replace("/", " "))]
     for name in files:
         path = ROOT / name
