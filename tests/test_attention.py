@@ -176,6 +176,7 @@ def test_contrast_sentence_index():
     assert contrast_sentence_index(("a",), 0) is None
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_unknown_architecture_gives_a_clear_error():
     from transformers import GPT2Config, GPT2Model
 
@@ -289,6 +290,7 @@ def test_long_sentence_over_100_word_pieces(encoder):
     assert ta.attends_to.shape == (encoder.num_layers, encoder.num_heads, n)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_sentence_at_the_length_limit(encoder):
     enc = encoder.encode(["bank " * (encoder.max_tokens + 20)])
     assert enc.truncated[0]

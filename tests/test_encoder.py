@@ -369,6 +369,7 @@ def test_long_input_is_truncated(encoder):
     assert np.isfinite(V).all()
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_target_beyond_the_limit_raises_truncated_error(encoder):
     late = "It " + "really " * 700 + "was the bank."
     with pytest.raises(TargetTruncatedError) as info:

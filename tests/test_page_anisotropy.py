@@ -119,6 +119,7 @@ def test_user_text_is_escaped():
         assert "<b>" not in m.value
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_scale_free_measure_next_to_the_gap(encoder):
     """Every number true: the pair-ranking AUC and the readout stand next to the gap, before and after."""
     import itertools

@@ -33,6 +33,7 @@ def _shown(at) -> str:
     return " ".join(m.value for m in at.markdown)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_default_preset_shows_the_models_numbers(encoder):
     at = _run()
     _assert_ok(at)
@@ -84,6 +85,7 @@ def test_state_comes_from_the_link():
     assert "At layer 3" in _shown(at)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_one_word_context():
     at = _run("river | Muddy bank\nmoney | Bank loans", "bank")
     _assert_ok(at)

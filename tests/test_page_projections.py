@@ -85,7 +85,7 @@ def _umap_warmed_up(timeout: float = 300.0) -> None:
     assert cache.umap_status() == "ready"
 
 
-@pytest.mark.parametrize("method", ["umap", "tsne"])
+@pytest.mark.parametrize("method", [pytest.param("umap", marks=pytest.mark.slow), "tsne"])  # UMAP: ~20 s
 def test_nonlinear_methods_run_and_are_reproducible(method):
     if method == "umap":
         _umap_warmed_up()  # both runs below must draw UMAP, not the PCA shown while the warm-up runs

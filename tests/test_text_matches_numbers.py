@@ -99,6 +99,7 @@ def test_default_model_sentences_stay_with_the_default_model(random_bert):
     assert "This model's raw curve, layer 0 to 3:" in aniso
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_layers_page_sentences_match_its_numbers(random_bert):
     folder, enc = random_bert
     at = _page("layers", folder, "apple")
@@ -227,6 +228,7 @@ def test_lesson_summary_counts_what_it_lists(random_bert):
     assert int(m.group(2)) == len([line for line in surprises.splitlines() if line.startswith("- ")])
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_lesson_summary_on_the_default_model(encoder):
     """The default model: four findings, the [CLS] one filed under what the course predicts."""
     from streamlit.testing.v1 import AppTest
