@@ -62,3 +62,34 @@ def save_section(path: Path, section: str, data: dict) -> None:
     old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     sections = {**old.get("sections", {}), section: data}
     path.write_text(json.dumps({"sections": sections}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def measure_script_thread() -> tuple[list[float], list]:
+    """Time every Streamlit page run in this process: returns (cpu, profiler).
+
+    Wraps Streamlit's ``exec_func_with_error_handling`` (the call that runs a page's script) so that each
+    run appends its script thread's CPU seconds (``time.thread_time``) to ``cpu``; while ``profiler[0]`` holds
+    a ``cProfile.Profile`` it profiles the runs too. The model's own worker threads are not counted.
+    """
+    import time
+
+    from streamlit.runtime.scriptrunner import script_runner
+
+    original = script_runner.exec_func_with_error_handling
+    cpu: list[float] = []
+    profiler: list = [None]
+
+    def measured(func, ctx):
+        prof = profiler[0]
+        t0 = time.thread_time()
+        if prof is not None:
+            prof.enable()
+        try:
+            return original(func, ctx)
+        finally:
+            if prof is not None:
+                prof.disable()
+            cpu.append(time.thread_time() - t0)
+
+    script_runner.exec_func_with_error_handling = measured
+    return cpu, profiler
