@@ -1,10 +1,11 @@
 """Context Lens benchmark: every figure against a baseline measured in the same run (a script, not tests).
 
-    python benchmarks/bench.py                 # all five sections, prints a table, writes results.json
+    python -m benchmarks run --section model   # how to run it: the sections of benchmarks/__main__.py
+    python benchmarks/bench.py                 # all five sections, prints a table (--out FILE: JSON too)
     python benchmarks/bench.py --only 1,2      # some sections
     python benchmarks/bench.py --repeats 5     # timed repetitions per measurement (medians are reported)
 
-Sections (issue 7):
+Sections:
   1. encode() of the default preset vs a bare transformers forward pass with hidden states + attentions
      (same model object, same sentences); target ratio <= 1.15.
   2. Warm rerun of each page file (AppTest, cached encoder) vs an empty Streamlit page; target < 0.25 s.
@@ -29,7 +30,6 @@ import os
 import platform
 import re
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,12 +43,9 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-RESULTS = ROOT / "benchmarks" / "results.json"
+from benchmarks.runs import git_commit, median  # noqa: E402  (the repository root is put on the path first)
+
 ROWS: list[dict] = []
-
-
-def median(xs: list[float]) -> float:
-    return float(statistics.median(xs))
 
 
 def row(section: str, what: str, value: float, unit: str, *, baseline: float | None = None,
@@ -481,14 +478,6 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip()  # fmt: skip
-    except OSError:
-        return ""
-
-
 def print_table() -> None:
     print()
     head = f"{'sec':<4}{'what':<66}{'value':>10}  {'baseline':>10}  {'ratio':>6}  {'target':<14}{'met':<8}"
@@ -507,7 +496,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="1,2,3,4,5", help="comma-separated sections to run")
     ap.add_argument("--repeats", type=int, default=7, help="timed repetitions per measurement")
-    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--out", default=None, help="write the rows here (python -m benchmarks passes its own file)")
     a = ap.parse_args()
     sections = {s.strip() for s in a.only.split(",")}
     started = dt.datetime.now(dt.UTC)
@@ -530,7 +519,7 @@ def main() -> None:
     meta = {
         "started_utc": started.isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - t0, 1),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "cpus": os.cpu_count(),
         "loadavg_start": [round(x, 2) for x in load0],
         "loadavg_end": [round(x, 2) for x in load1],
@@ -542,8 +531,9 @@ def main() -> None:
             "ratios against baselines from the same run are more reliable than the absolute seconds."
         ),
     }
-    Path(a.out).write_text(json.dumps({"meta": meta, "rows": ROWS}, indent=2, allow_nan=False) + "\n")
-    print(f"\nwrote {a.out}  (load average {load0[0]:.1f} -> {load1[0]:.1f} on {os.cpu_count()} cores)")
+    if a.out:
+        Path(a.out).write_text(json.dumps({"meta": meta, "rows": ROWS}, indent=2, allow_nan=False) + "\n")
+    print(f"\nload average {load0[0]:.1f} -> {load1[0]:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

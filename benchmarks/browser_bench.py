@@ -1,6 +1,7 @@
-"""Context Lens in a real browser against a real server (issues 16 and 11 §7b): a script, not tests.
+"""Context Lens in a real browser against a real server: a script, not tests.
 
-    python benchmarks/browser_bench.py                      # every section, writes browser_results.json
+    python -m benchmarks run --section browser              # how to run it (class: --section class)
+    python benchmarks/browser_bench.py                      # every section (--out FILE: JSON too)
     python benchmarks/browser_bench.py --only interactions  # some sections: config, interactions, big, class
     python benchmarks/browser_bench.py --repeats 5 --class-sizes 1,10,30
 
@@ -44,8 +45,6 @@ import json
 import os
 import random
 import re
-import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -59,7 +58,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from tests.browser._browser import (  # noqa: E402  (the repository root is put on the path first)
+from benchmarks.runs import git_commit, latest_results, median  # noqa: E402  (the repository root is put on the path first)
+from tests.browser._browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
     JS_CHARTS_DRAWN,
@@ -70,7 +70,6 @@ from tests.browser._browser import (  # noqa: E402  (the repository root is put 
     stop_server,
 )
 
-RESULTS = ROOT / "benchmarks" / "browser_results.json"
 TICK = os.sysconf("SC_CLK_TCK")
 FLOOR_APP = 'import streamlit as st\n\nst.title("Floor")\n'
 PAGES_ONLY: set[str] = set()  # --pages: measure only these page titles
@@ -85,11 +84,6 @@ CONFIGS = [
     ("watcher off + gc.freeze (post-script GC kept)", ["--runner.postScriptGC", "true"], {}),
     ("shipped: watcher off + no post-script GC + gc.freeze", [], {}),
 ]
-
-
-def median(xs) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return float(statistics.median(xs)) if xs else None
 
 
 def pct(xs: list[float], q: float) -> float | None:
@@ -806,20 +800,12 @@ def bench_class(sizes: list[int], statics: tuple[str, ...] = ("serve",)) -> None
 
 
 # =========================================================================================== main
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=10).stdout.strip()  # fmt: skip
-    except OSError:
-        return ""
-
-
 def _f(x, unit="", nd=2):
     return "n/a" if x is None else f"{x:.{nd}f}{unit}"
 
 
 def markdown(res: dict) -> str:
-    """The tables of benchmarks/README.md from a browser_results.json."""
+    """The tables of benchmarks/README.md from what one run of this script measured (its --out JSON)."""
     out = []
     sec = res.get("sections", {})
     if "interactions" in sec:
@@ -866,13 +852,20 @@ def main() -> None:
     ap.add_argument("--class-static", default="serve",
                     help="class: who serves /static/: serve (serve.py), server (app.py), proxy (app.py behind an "
                          "emulated reverse proxy/CDN), or several: serve,server,proxy")  # fmt: skip
-    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--out", default=None, help="write the results here (python -m benchmarks passes its own file)")
     ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
     ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
-    ap.add_argument("--table", action="store_true", help="print the README tables of --out and stop")
+    ap.add_argument("--table", nargs="?", const="latest", default=None,
+                    help="print the README tables of a results file's browser and class sections (default: the "
+                         "latest in benchmarks/results/) and stop")  # fmt: skip
     a = ap.parse_args()
     if a.table:
-        print(markdown(json.loads(Path(a.out).read_text())))
+        path = latest_results() if a.table == "latest" else Path(a.table)
+        sections = json.loads(path.read_text(encoding="utf-8"))["sections"]
+        for name in ("browser", "class"):
+            for script in sections.get(name, {}).get("scripts", []):
+                if "sections" in script.get("results", {}):
+                    print(markdown(script["results"]))
         return
     reason = _missing_browser_reason()
     if reason:
@@ -881,7 +874,7 @@ def main() -> None:
     PAGES_ONLY.update(x.strip() for x in a.pages.split(",") if x.strip())
     OUT["meta"] = {
         "started_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "cpus": os.cpu_count(),
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
         "repeats": a.repeats,
@@ -907,10 +900,9 @@ def main() -> None:
         bench_class([int(x) for x in a.class_sizes.split(",")], statics)
     OUT["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     OUT["meta"]["duration_s"] = round(time.perf_counter() - t0, 1)
-    old = json.loads(Path(a.out).read_text()) if Path(a.out).exists() else {}
-    merged = {"meta": OUT["meta"], "sections": {**old.get("sections", {}), **OUT["sections"]}}
-    Path(a.out).write_text(json.dumps(merged, indent=2) + "\n")
-    print(f"wrote {a.out} ({OUT['meta']['duration_s']} s)")
+    if a.out:
+        Path(a.out).write_text(json.dumps(OUT, indent=2) + "\n")
+    print(f"done in {OUT['meta']['duration_s']} s")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Where the browser's main thread spends one interaction (issue 16): a script, not a test.
+"""Where the browser's main thread spends one interaction: a script, not a test.
 
     python benchmarks/browser_profile.py anisotropy_layer layers_pooling   # the cases below
     python benchmarks/browser_profile.py --steps 4 --top 25 anisotropy_layer

@@ -1,4 +1,4 @@
-"""How many times plotly.js draws each chart of a page when it is mounted anew, and how long that takes (issue 16).
+"""How many times plotly.js draws each chart of a page when it is mounted anew, and how long that takes.
 
     python benchmarks/chart_draws.py                         # every page, default preset
     python benchmarks/chart_draws.py pages/layers.py --widths 704,350 --repeats 5

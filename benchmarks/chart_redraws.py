@@ -1,4 +1,4 @@
-"""Which charts a page re-sends when a control moves, and what redrawing each costs plotly.js (issue 16).
+"""Which charts a page re-sends when a control moves, and what redrawing each costs plotly.js.
 
     python benchmarks/chart_redraws.py                      # every case below
     python benchmarks/chart_redraws.py anisotropy attn_head # some cases

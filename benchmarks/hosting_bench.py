@@ -1,4 +1,4 @@
-"""Issue 11, item 7(a): each oversized input against a fresh server, its peak memory and time to an answer.
+"""Each oversized input against a fresh server, its peak memory and time to an answer.
 
     python benchmarks/hosting_bench.py            # all cases, one fresh `streamlit run serve.py` each
     python benchmarks/hosting_bench.py link csv   # only some
@@ -14,7 +14,7 @@ oversized input. Reported:
 * **peak RSS**: the server's high-water mark of resident memory (VmHWM in /proc/<pid>/status), warm-up
   included, and its resident memory at the end.
 
-Target (issue 11): peak RSS <= 1.2 GB and an answer within 10 s for each case. Seconds are noisy on the
+Target (a hosted server): peak RSS <= 1.2 GB and an answer within 10 s for each case. Seconds are noisy on the
 shared two-core machine; the warm start page's time is reported in the same run as a floor.
 """
 
@@ -240,13 +240,6 @@ def main(argv: list[str]) -> None:
         r = run_case(key)
         results.append(r)
         print(json.dumps(r, ensure_ascii=False), flush=True)
-    out = ROOT / "benchmarks" / "hosting_results.json"
-    old = json.loads(out.read_text(encoding="utf-8")) if out.exists() else []
-    fresh = {r["case"] for r in results}
-    merged = [r for r in old if r["case"] not in fresh] + results  # a partial run replaces only its cases
-    merged.sort(key=lambda r: list(CASES).index(r["case"]) if r["case"] in CASES else len(CASES))
-    out.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    results = merged
     print("\n| input | answer | all charts | server CPU | floor: warm start page | peak RSS | server |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for r in results:

@@ -1,4 +1,4 @@
-"""Server CPU of a new student (issue 16, target 2: ≤ 0.3 s), measured inside Streamlit's script thread.
+"""Server CPU of a new student (target: ≤ 0.3 s), measured inside Streamlit's script thread.
 
     PYTHONPATH=. python benchmarks/new_student_cpu.py [--students 6] [--warmup 2] [--profile 40 [--sort tottime]]
         [--root DIR]
@@ -6,7 +6,7 @@
 Each student is a fresh AppTest session that opens a link with its own 8 sentences (benchmarks.browser_bench
 .student_link: a preset's rows in the student's own words, so nothing is cached for them yet), runs the
 start page, then switches to the Attention page. The figure is the script thread's CPU (``time.thread_time``
-around Streamlit's ``exec_func_with_error_handling``), as in benchmarks/issue16b_profile.py: it leaves out
+around Streamlit's ``exec_func_with_error_handling``), as in benchmarks/rerun_profile.py: it leaves out
 what the server does after the script (websocket, post-script gc). The sessions share one compiled copy
 of each page, as in the server (AppTest compiles them again for every session: ``--own-script-cache``,
 ~0.05 s more per student). The first ``--warmup`` students load the
@@ -23,7 +23,6 @@ import os
 import pstats
 import statistics
 import sys
-import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
@@ -45,10 +44,10 @@ os.chdir(ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from streamlit.runtime.scriptrunner import script_runner  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from benchmarks.browser_bench import student_link  # noqa: E402
+from benchmarks.runs import measure_script_thread  # noqa: E402
 
 if not args.own_script_cache:  # one ScriptCache for every session, as the server's Runtime has
     from streamlit.runtime.scriptrunner import script_cache
@@ -57,25 +56,7 @@ if not args.own_script_cache:  # one ScriptCache for every session, as the serve
     _SHARED_SCRIPT_CACHE = script_cache.ScriptCache()
     app_test.ScriptCache = local_script_runner.ScriptCache = lambda: _SHARED_SCRIPT_CACHE
 
-_orig = script_runner.exec_func_with_error_handling
-CPU: list[float] = []
-PROFILER: list[cProfile.Profile | None] = [None]
-
-
-def _measured(func, ctx):
-    prof = PROFILER[0]
-    t0 = time.thread_time()
-    if prof is not None:
-        prof.enable()
-    try:
-        return _orig(func, ctx)
-    finally:
-        if prof is not None:
-            prof.disable()
-        CPU.append(time.thread_time() - t0)
-
-
-script_runner.exec_func_with_error_handling = _measured
+CPU, PROFILER = measure_script_thread()  # each page run's script-thread CPU; PROFILER[0]: an optional cProfile
 
 
 def student(k: int) -> tuple[float, float]:

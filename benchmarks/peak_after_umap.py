@@ -1,4 +1,4 @@
-"""Issue 11: the server's peak memory for the hostile link once every page has run and UMAP is loaded.
+"""The server's peak memory for the hostile link once every page has run and UMAP is loaded.
 
     python benchmarks/peak_after_umap.py                    # this checkout
     python benchmarks/peak_after_umap.py /tmp/main-copy .   # several copies of the app, one after the other

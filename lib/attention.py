@@ -9,7 +9,8 @@ recomputation, the model's own projection weights. No Streamlit, no model run:
 - `target_attention` summarises where the target word looks and who looks at it, per layer and head.
 - `special_token_share` measures how much attention goes to [CLS], [SEP] and punctuation per layer and head,
   the pattern described by Clark et al. (2019), "What does BERT look at?"; which pieces are special comes
-  from the tokenizer's mask (`Encoding.special`), never from their text.
+  from the tokenizer's mask (`Encoding.special`) and which special piece is which from its ids
+  (`Encoder.special_roles`), never from their text. `special_attention` is the share of all special pieces.
 - `token_labels` / `downsample_labels` make unique, readable axis labels ("bank·6" and "bank·10" stay apart).
 
 Shapes use n = number of word pieces in the sentence (incl. [CLS]/[SEP]), L = number of layers,
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lib.encoder import SpecialRoles
 from lib.errors import ContextLensError
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "pool_attention",
     "recompute_attention",
     "softmax",
+    "special_attention",
     "special_token_share",
     "target_attention",
     "token_labels",
@@ -322,31 +325,58 @@ class SpecialTokenShare:
         return self.cls_mean + self.sep_mean
 
 
+def _attention_to(attentions: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(L, H): the attention a query gives to the keys in ``mask`` (n,), averaged over the n queries."""
+    return attentions[..., mask].sum(axis=-1).mean(axis=-1)
+
+
+def special_attention(attentions: np.ndarray, special: Sequence[bool]) -> np.ndarray:
+    """(L,) the share of one sentence's attention (L, H, n, n) that lands on special tokens.
+
+    Averaged over heads and queries. special: (n,) bool, the tokenizer's special-token mask
+    (``Encoding.special``). Equals ``special_token_share(...).cls_sep_mean``, and needs no ids: it does not
+    ask which special token is which.
+    """
+    attentions = np.asarray(attentions, dtype=np.float64)
+    is_special = np.asarray(special, dtype=bool)
+    if len(is_special) != attentions.shape[-1]:
+        n = attentions.shape[-1]
+        raise ValueError(f"got {len(is_special)} special flags for attention over {n} positions")
+    return _attention_to(attentions, is_special).mean(axis=-1)
+
+
 def special_token_share(
-    attentions: np.ndarray, tokens: Sequence[str], special: Sequence[bool]
+    attentions: np.ndarray,
+    tokens: Sequence[str],
+    special: Sequence[bool],
+    *,
+    ids: Sequence[int],
+    roles: SpecialRoles,
 ) -> SpecialTokenShare:
     """Split one sentence's attention (L, H, n, n) by the kind of key token: [CLS], [SEP], punctuation, other.
 
     tokens: the n word pieces (for punctuation); special: (n,) bool, the tokenizer's special-token mask
-    (``Encoding.special``), which alone decides what is special, never the token's text: the special
-    tokens that open the sentence count as [CLS] (``<s>`` in RoBERTa), every later one as [SEP] (``</s>``).
+    (``Encoding.special``), which alone decides what is special; ids: the n token ids
+    (``Encoding.token_ids``); roles: the tokenizer's own answer to which special id opens a sentence
+    (``Encoder.special_roles``). A special piece whose id opens a sentence counts as [CLS] (``<s>`` in
+    RoBERTa), every other special piece as [SEP] (``</s>``, or a special token with no role), so
+    [CLS] + [SEP] is all the attention to special pieces. Never the token's text.
     """
     attentions = np.asarray(attentions, dtype=np.float64)
     n = attentions.shape[-1]
     is_special = np.asarray(special, dtype=bool)
-    if len(tokens) != n or len(is_special) != n:
+    if len(tokens) != n or len(is_special) != n or len(ids) != n:
         raise ValueError(
-            f"got {len(tokens)} tokens and {len(is_special)} special flags for attention over {n} positions"
+            f"got {len(tokens)} tokens, {len(ids)} ids and {len(is_special)} special flags for attention "
+            f"over {n} positions"
         )
-    ordinary = np.flatnonzero(~is_special)
-    first_ordinary = int(ordinary[0]) if len(ordinary) else n
-    is_cls = is_special & (np.arange(n) < first_ordinary)
+    is_cls = is_special & np.isin(np.asarray(ids, dtype=np.int64), list(roles.opening))
     is_sep = is_special & ~is_cls
     is_punct = np.array([is_punctuation(t) for t in tokens], dtype=bool) & ~is_special
     is_other = ~(is_cls | is_sep | is_punct)
 
-    def share(mask: np.ndarray) -> np.ndarray:  # (L, H): attention to masked keys, mean over queries
-        return attentions[..., mask].sum(axis=-1).mean(axis=-1)
+    def share(mask: np.ndarray) -> np.ndarray:  # (L, H)
+        return _attention_to(attentions, mask)
 
     return SpecialTokenShare(
         cls=share(is_cls), sep=share(is_sep), punctuation=share(is_punct), other=share(is_other)

@@ -33,7 +33,7 @@ MAX_PIECES_PER_SENTENCE = 128  # word pieces per sentence of a set, [CLS] and [S
 DEFAULT_SET_PIECES = 20_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus)
 # when CONTEXT_LENS_MAX_SET_PIECES is not set: the 500 sentences the sentence box and an upload accept, at
 # CoarseWSD-20's length (median 31-35 word pieces; 500 sentences of "bank", "java" or "apple" are 17,600-
-# 19,900). Measured (benchmarks/README.md, issue 11): 500 such sentences on the Layer by layer page add
+# 19,900). Measured (benchmarks/README.md, a hosted server's memory): 500 such sentences on the Layer by layer page add
 # ~360 MB at the peak. The model's time grows with it (the lock is taken per batch of 512 word pieces, so other
 # students' runs interleave).
 DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set

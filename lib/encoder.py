@@ -260,6 +260,30 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
+@dataclass(frozen=True)
+class SpecialRoles:
+    """Which special token ids open a sentence and which close or separate one, as the tokenizer says.
+
+    opening: its ``cls_token_id`` and ``bos_token_id`` ([CLS] in BERT, ``<s>`` in RoBERTa)
+    closing: its ``sep_token_id`` and ``eos_token_id`` ([SEP], ``</s>``)
+    An id the tokenizer gives both roles counts as opening.
+    """
+
+    opening: frozenset[int]
+    closing: frozenset[int]
+
+    @classmethod
+    def of(cls, tokenizer) -> SpecialRoles:
+        """Ask a (transformers) tokenizer for its roles; a role it has no token for is empty."""
+
+        def ids(*names: str) -> frozenset[int]:
+            found = (getattr(tokenizer, name, None) for name in names)
+            return frozenset(int(i) for i in found if isinstance(i, int))
+
+        opening = ids("cls_token_id", "bos_token_id")
+        return cls(opening=opening, closing=ids("sep_token_id", "eos_token_id") - opening)
+
+
 class Encoder:
     """A loaded transformer encoder with eager attention. Use :func:`load_encoder` to make one.
 
@@ -268,7 +292,8 @@ class Encoder:
     ``name`` is the model key the caches use: the model id, plus ``#random-<seed>`` for randomly
     initialised weights (see :func:`model_key`); ``display_name`` is what titles show, e.g.
     "sentence-transformers/all-MiniLM-L6-v2 (random weights, seed 0)"; ``weights`` is "trained" or
-    "random" and ``seed`` the initialiser's seed (0 for trained weights).
+    "random" and ``seed`` the initialiser's seed (0 for trained weights); ``special_roles`` (a
+    :class:`SpecialRoles`) which special token ids open a sentence and which close it.
     """
 
     def __init__(self, name: str, model, tokenizer, *, weights: str = "trained", seed: int = 0):
@@ -287,6 +312,7 @@ class Encoder:
         limits = [getattr(cfg, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
         limits = [int(x) for x in limits if x and x < 100_000]
         self.max_tokens = min(limits) if limits else 512
+        self.special_roles = SpecialRoles.of(tokenizer)  # which special ids open / close a sentence
         self._lock = threading.Lock()
         self._embedding_matrix = None
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.attention import special_token_share, target_attention, token_labels
+from lib.attention import special_attention, target_attention, token_labels
 from lib.errors import StepNotApplicable
 from lib.lesson import COSINE_TIE, HAND_TOLERANCE, Question, choice_question, near_best, number_question
 from lib.toy_attention import ToyInputs
@@ -75,7 +75,7 @@ def attention_look(
     cw = w[candidates]
     best = [candidates[i] for i in near_best(cw, COSINE_TIE)]
     top = candidates[int(np.argmax(cw))]
-    special_share = float(special_token_share(att, tokens, is_special).cls_sep_mean[layer])
+    special_share = float(special_attention(att, is_special)[layer])
     to_special = float(w[is_special].sum())
     shown = layer + 1
     expl = (

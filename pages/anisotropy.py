@@ -210,7 +210,7 @@ is_default = model == DEFAULT_MODEL
 st.header("1. How alike are two random words?")
 ref = ETHAYARAJH_2019_BERT_BASE.anisotropy if show_bert else None
 # The curves and the lengths carry a mark at every layer, all hidden; this style rule shows the chosen one, so
-# their figures stay the same when only the layer moves and the browser keeps them as drawn (issue 16).
+# their figures stay the same when only the layer moves and the browser keeps them as drawn (a slider's redraw time).
 layer_marks({"aniso_curves": layer, "aniso_norms": layer})
 curves_fig = anisotropy_by_layer(
     curves, names, reference=ref, title="Mean cosine of random word-piece pairs", all_marks=True

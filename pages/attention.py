@@ -187,7 +187,9 @@ shared_chart(
 st.caption("The same two views for every layer (mean over heads): read a row to follow one layer.")
 
 st.subheader("Attention that goes to [CLS], [SEP] and punctuation")
-share = special_token_share(att, tokens, encoding.special[i])
+share = special_token_share(
+    att, tokens, encoding.special[i], ids=encoding.token_ids[i], roles=enc.special_roles
+)
 shared_chart(
     cache.shared_figure("attn_special", fig_key, lambda: special_token_share_chart(share)), key="attn_special"
 )

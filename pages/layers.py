@@ -557,7 +557,7 @@ else:
     if m < n:
         st.caption(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.")
 
-# ------------------------------------------------------------------------------------- controls (issue 14)
+# ---------------------------------------------------------------------------------- controls (is it real?)
 if labelled:
     controls.probe_section(
         ss,

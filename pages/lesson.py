@@ -523,8 +523,8 @@ RENDER = {
 
 # ----------------------------------------------------------------------------------------- the page
 st.header(f"Step {k} of {N}: {step.title}")
+intro(step.text, label="About this step")  # folded in presenter mode (beside the heading): the chart comes first
 st.caption(("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
-intro(step.text, label="About this step")  # folded in presenter mode: the chart comes first on a projector
 try:
     question = RENDER[step.id]()
 except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug

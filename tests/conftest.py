@@ -34,7 +34,7 @@ def encoder():
 
 @pytest.fixture(scope="session")
 def random_encoder():
-    """The same architecture and tokenizer with random weights, seed 0 (the control of issue 14)."""
+    """The same architecture and tokenizer with random weights, seed 0 (the "is it real?" control)."""
     from lib.encoder import load_encoder
 
     return load_encoder(None, weights="random", seed=0)
@@ -45,8 +45,12 @@ def root() -> Path:
     return ROOT
 
 
-def page_test(page: str, *, text: str | None = None, target: str | None = None, preset: str | None = None):
+def page_test(
+    page: str, *, text: str | None = None, target: str | None = None, preset: str | None = None, **controls
+):
     """An AppTest of one page file, optionally on a custom sentence set (not yet run).
+
+    ``controls`` (page controls by key) are seeded with ``ui.state.seed``, the one way tests set page state.
 
     Pages are tested as files on their own: AppTest loses sidebar widgets after a rerun under
     st.navigation (seen with streamlit 1.67), and the pages read the shared set from session state, which
@@ -58,7 +62,7 @@ def page_test(page: str, *, text: str | None = None, target: str | None = None, 
 
     at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     if text is not None:
-        state.seed(at, text=text, target=target)
-    elif preset is not None:
-        state.seed(at, preset=preset)
+        state.seed(at, text=text, target=target, **controls)
+    else:
+        state.seed(at, preset=preset, **controls)
     return at

@@ -140,9 +140,10 @@ def test_a_set_too_long_for_a_link_says_so_at_once():
 def test_the_too_long_note_goes_away_with_a_short_set():
     # the flag "_cl_too_long_for_url" is set but never cleared: after going back to a short set the
     # sidebar keeps saying the set is too long for a link
-    at = _app_with_set(
-        "money | The bank raised rates.\nriver | We sat on the bank.", "bank", _cl_too_long_for_url=True
-    )
+    at = _app_with_set(_long_custom_set(), "bank")
+    state.seed(at, text="money | The bank raised rates.\nriver | We sat on the bank.", target="bank")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
     assert "text" in query(at)
     assert "too long to put in a link" not in " ".join(c.value for c in at.sidebar.caption)
 
@@ -161,7 +162,7 @@ def test_the_model_runs_once_per_distinct_set():
     at.run()
     assert sum(cache.ENCODE_CALLS.values()) == after_first
     # changing only the target word to another one in the same sentences reuses the encoding too
-    at.session_state["cl_target"] = "the"
+    state.seed(at, target="the")
     at.run()
     assert not at.exception
     assert sum(cache.ENCODE_CALLS.values()) == after_first

@@ -17,11 +17,13 @@ from lib.attention import (
     pool_attention,
     recompute_attention,
     softmax,
+    special_attention,
     special_token_share,
     strongest_keys,
     target_attention,
     token_labels,
 )
+from lib.encoder import SpecialRoles
 
 # ----------------------------------------------------------------------------- hand-computed cases
 
@@ -63,12 +65,17 @@ def test_target_attention_rejects_bad_positions():
         target_attention(a, [3])
 
 
+BERT_ROLES = SpecialRoles(opening=frozenset({101}), closing=frozenset({102}))
+ROBERTA_ROLES = SpecialRoles(opening=frozenset({0}), closing=frozenset({2}))
+
+
 def test_special_token_share_by_hand():
     tokens = ["[CLS]", "hi", ",", "there", "[SEP]"]
+    ids = [101, 7632, 1010, 2045, 102]
     special = [True, False, False, False, True]
     n = len(tokens)
     uniform = np.full((2, 3, n, n), 1.0 / n)  # every query spreads evenly over 5 keys
-    s = special_token_share(uniform, tokens, special)
+    s = special_token_share(uniform, tokens, special, ids=ids, roles=BERT_ROLES)
     np.testing.assert_allclose(s.cls, 0.2)
     np.testing.assert_allclose(s.sep, 0.2)
     np.testing.assert_allclose(s.punctuation, 0.2)
@@ -80,19 +87,27 @@ def test_special_token_share_by_hand():
     # all attention on [SEP]
     to_sep = np.zeros((1, 1, n, n))
     to_sep[..., n - 1] = 1.0
-    s = special_token_share(to_sep, tokens, special)
+    s = special_token_share(to_sep, tokens, special, ids=ids, roles=BERT_ROLES)
     np.testing.assert_allclose(s.sep, 1.0)
     np.testing.assert_allclose(s.cls + s.punctuation + s.other, 0.0)
     np.testing.assert_allclose(s.cls_sep_mean, 1.0)
+    np.testing.assert_allclose(special_attention(to_sep, special), 1.0)
 
-    # the mask decides, never the text: a typed "[SEP]" that the tokenizer did not mark is an ordinary
-    # piece, and RoBERTa's <s> ... </s> are [CLS] and [SEP] because of where the mask puts them
-    s = special_token_share(to_sep, tokens, [True, False, False, False, False])
+    # the mask decides what is special and the ids which is which, never the text or the place: a typed
+    # "[SEP]" that the tokenizer did not mark is an ordinary piece; RoBERTa's <s> ... </s> are [CLS] and [SEP]
+    # by their ids; a [CLS] id at the end is still [CLS]
+    s = special_token_share(to_sep, tokens, [True, False, False, False, False], ids=ids, roles=BERT_ROLES)
     np.testing.assert_allclose(s.other, 1.0)
-    s = special_token_share(to_sep, ["<s>", "hi", ",", "there", "</s>"], special)
+    roberta = ["<s>", "hi", ",", "there", "</s>"]
+    s = special_token_share(to_sep, roberta, special, ids=[0, 20, 6, 89, 2], roles=ROBERTA_ROLES)
     np.testing.assert_allclose(s.sep, 1.0)
+    s = special_token_share(to_sep, tokens, special, ids=[102, *ids[1:4], 101], roles=BERT_ROLES)
+    np.testing.assert_allclose(s.cls, 1.0)
+    np.testing.assert_allclose(s.sep, 0.0)
     with pytest.raises(ValueError, match="special flags"):
-        special_token_share(uniform, tokens, special[:-1])
+        special_token_share(uniform, tokens, special[:-1], ids=ids, roles=BERT_ROLES)
+    with pytest.raises(ValueError, match="ids"):
+        special_token_share(uniform, tokens, special, ids=ids[:-1], roles=BERT_ROLES)
 
 
 def test_is_punctuation():
@@ -161,6 +176,7 @@ def test_contrast_sentence_index():
     assert contrast_sentence_index(("a",), 0) is None
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_unknown_architecture_gives_a_clear_error():
     from transformers import GPT2Config, GPT2Model
 
@@ -236,9 +252,15 @@ def test_displayed_matrices_rows_sum_to_one(encoder, encoding):
         ta = target_attention(att, [1])
         np.testing.assert_allclose(ta.attends_to.sum(axis=-1), 1.0, atol=1e-5)
         np.testing.assert_allclose(ta.attends_to_mean.sum(axis=-1), 1.0, atol=1e-5)
-        s = special_token_share(att, encoding.tokens[i], encoding.special[i])
+        s = special_token_share(
+            att, encoding.tokens[i], encoding.special[i], ids=encoding.token_ids[i], roles=encoder.special_roles
+        )
         to_special = att[..., encoding.special[i]].sum(axis=-1).mean(axis=(1, 2))  # (L,): heads and queries
         np.testing.assert_allclose(s.cls_sep_mean, to_special, atol=1e-6)
+        np.testing.assert_allclose(special_attention(att, encoding.special[i]), to_special, atol=1e-6)
+        # [CLS] is the first piece and [SEP] the last: the tokenizer's roles put them there
+        np.testing.assert_allclose(s.cls, att[..., 0].mean(axis=-1), atol=1e-6)
+        np.testing.assert_allclose(s.sep, att[..., -1].mean(axis=-1), atol=1e-6)
         total = s.cls + s.sep + s.punctuation + s.other
         np.testing.assert_allclose(total, 1.0, atol=1e-5)
 
@@ -268,6 +290,7 @@ def test_long_sentence_over_100_word_pieces(encoder):
     assert ta.attends_to.shape == (encoder.num_layers, encoder.num_heads, n)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_sentence_at_the_length_limit(encoder):
     enc = encoder.encode(["bank " * (encoder.max_tokens + 20)])
     assert enc.truncated[0]
@@ -315,7 +338,11 @@ def test_figures_show_row_stochastic_matrices_on_a_fixed_scale(encoder, encoding
     np.testing.assert_allclose(np.sum(bars.data[0].y), 1.0, atol=1e-5)
     by_layer = target_attention_by_layer(ta.attends_to_mean, ta.attended_by_mean, lab0)
     np.testing.assert_allclose(np.asarray(by_layer.data[0].z).sum(axis=-1), 1.0, atol=1e-5)
-    share = special_token_share_chart(special_token_share(att0, encoding.tokens[0], encoding.special[0]))
+    share = special_token_share_chart(
+        special_token_share(
+            att0, encoding.tokens[0], encoding.special[0], ids=encoding.token_ids[0], roles=encoder.special_roles
+        )
+    )
     np.testing.assert_allclose(np.sum([t.y for t in share.data], axis=0), 1.0, atol=1e-5)
 
 

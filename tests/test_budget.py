@@ -144,6 +144,7 @@ def test_set_encodings_carry_no_attentions_and_a_sentence_encoding_does(encoder)
     np.testing.assert_allclose(one.attentions[0].sum(axis=-1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_corpus_statistics_run_without_attentions_and_within_the_budget(encoder, monkeypatch):
     from lib.corpus import compute_corpus_statistics, corpus_statistics
 
@@ -367,6 +368,7 @@ def test_server_runs_blas_on_the_configured_threads(monkeypatch):
 
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
     import subprocess
     import sys

@@ -1,4 +1,4 @@
-"""Readouts against chance (lib.chance.readout_chance) and the pair-ranking AUC (issue 12)."""
+"""Readouts against chance (lib.chance.readout_chance) and the pair-ranking AUC (every number on screen true)."""
 
 from __future__ import annotations
 

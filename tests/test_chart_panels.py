@@ -1,5 +1,5 @@
 """Charts with several panels, built from dicts on explicit axis domains (lib.charts.common.subplot_grid)
-instead of plotly's make_subplots (issue 16): each panel draws its own data, on its own place."""
+instead of plotly's make_subplots (a chart's browser draw time): each panel draws its own data, on its own place."""
 
 from __future__ import annotations
 

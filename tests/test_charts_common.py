@@ -76,7 +76,7 @@ def test_figure_factory_validates_in_tests(monkeypatch):
     assert figure([{"type": "scatter", "bogus": 1}]).to_plotly_json()["data"][0]["bogus"] == 1
 
 
-# ------------------------------------------------------------------ figures from dicts (issue 16)
+# ------------------------------------------------------------- figures from dicts (a rerun's server CPU)
 def test_figure_to_dict_is_plotlys_and_independent_of_the_figure():
     import plotly.graph_objects as go
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 
 from lib.presets import load_presets
 
@@ -33,6 +34,7 @@ def _work(encoder, target, sents):
     return enc, V
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_eight_threads_give_the_sequential_results(encoder):
     jobs = _jobs()
     expected = [_work(encoder, t, s) for t, s in jobs]
@@ -73,6 +75,7 @@ def test_eight_threads_give_the_sequential_results(encoder):
                 np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_tokenizer_is_shared_safely_under_many_small_calls(encoder):
     """Threads hammer encode with short batches that need padding (the most tokenizer calls per second).
 
@@ -133,6 +136,7 @@ print(json.dumps({"figures": n, "errors": len(errors), "first": errors[:1]}))
 """
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_umap_warm_up_does_not_break_figures_built_meanwhile():
     """The background UMAP warm-up imports umap -> pandas. plotly's validators read sys.modules["pandas"]
     without the import lock, so while that thread is half-way through importing pandas every figure

@@ -1,4 +1,4 @@
-"""The controls of issue 14 on the real model: random weights, the probe against shuffled labels, and how
+"""The "is it real?" controls on the real model: random weights, the probe against shuffled labels, and how
 faithful a map is. Expected values are computed independently (scikit-learn, numpy), never copied."""
 
 from __future__ import annotations

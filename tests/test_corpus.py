@@ -212,7 +212,7 @@ def test_anisotropy_curves_real_model(encoder):
 @pytest.mark.parametrize("per_set", [20, 60, 150, 100_000])
 @pytest.mark.parametrize("chunk", [1, 3, 64])
 def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_set, chunk):
-    """Issue 11 (item 7a): the corpus's word pieces are counted a chunk at a time until the budget is full, not
+    """A hosted server's CPU: the corpus's word pieces are counted a chunk at a time until the budget is full, not
     all 1,000 sentences of a 2 MB upload; the cut (and its message) is the one of counting every sentence."""
     from lib import budget
     from lib.corpus import corpus_budget

@@ -123,7 +123,7 @@ def test_hosting_doc_says_how_to_build_and_run():
 
 
 def test_the_image_runs_in_hosted_mode():
-    """Issue 11: the image turns hosted mode on (an allowlist with the bundled model) and sets the budgets."""
+    """A hosted server's budgets: the image turns hosted mode on (an allowlist with the bundled model) and sets the budgets."""
     from lib.encoder import DEFAULT_MODEL
 
     env = env_vars()

@@ -14,6 +14,7 @@ from lib.encoder import (
     Encoder,
     Encoding,
     ModelLoadError,
+    SpecialRoles,
     TargetVectors,
     concat_encodings,
     load_encoder,
@@ -184,6 +185,23 @@ def test_special_mask_comes_from_the_tokenizer(encoder):
         np.testing.assert_array_equal(special, offs[:, 1] <= offs[:, 0])
 
 
+
+def test_special_roles_come_from_the_tokenizer(encoder):
+    """Which special id opens a sentence and which closes it: the tokenizer's own cls/bos and sep/eos ids."""
+    from types import SimpleNamespace
+
+    roles = encoder.special_roles
+    tok = encoder.tokenizer
+    assert roles.opening == {tok.cls_token_id} and roles.closing == {tok.sep_token_id}
+    out = encoder.encode(["The bank raised its rates."])
+    assert int(out.token_ids[0][0]) in roles.opening and int(out.token_ids[0][-1]) in roles.closing
+    # a RoBERTa-like tokenizer: <s> is both cls and bos (opening), </s> both sep and eos; none missing
+    roberta = SimpleNamespace(cls_token_id=0, bos_token_id=0, sep_token_id=2, eos_token_id=2)
+    assert SpecialRoles.of(roberta) == SpecialRoles(opening=frozenset({0}), closing=frozenset({2}))
+    # a decoder-like one with one id for both: it opens, and nothing is left to close
+    gpt = SimpleNamespace(cls_token_id=None, bos_token_id=7, sep_token_id=None, eos_token_id=7)
+    assert SpecialRoles.of(gpt) == SpecialRoles(opening=frozenset({7}), closing=frozenset())
+
 def test_pieces_for_span_takes_no_special_piece_whatever_its_offsets():
     # [CLS] bank ##s [SEP]; a tokenizer that gave [SEP] a non-empty span would still not have it chosen
     offsets = np.array([[0, 0], [0, 4], [4, 5], [4, 5]])
@@ -351,6 +369,7 @@ def test_long_input_is_truncated(encoder):
     assert np.isfinite(V).all()
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_target_beyond_the_limit_raises_truncated_error(encoder):
     late = "It " + "really " * 700 + "was the bank."
     with pytest.raises(TargetTruncatedError) as info:

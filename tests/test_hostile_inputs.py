@@ -136,29 +136,31 @@ def no_raw_html(at: AppTest, escaped: str = "&lt;script&gt;") -> None:
 
 
 # ------------------------------------------------------------------------------------------- actions
+_BEFORE: dict[int, list] = {}  # the charts an AppTest (by id) showed before an action, for the check after it
+
+
 def upload(name: str, data: bytes, mime: str = "text/csv") -> Callable[[AppTest], None]:
     def act(at: AppTest) -> None:
-        at.session_state["_before_upload"] = chart_json(at)
+        _BEFORE[id(at)] = chart_json(at)
         at.file_uploader(key="layers_upload").set_value((name, data, mime)).run()
 
     return act
 
 
 def charts_unchanged(at: AppTest) -> None:
-    assert chart_json(at)[:2] == at.session_state["_before_upload"][:2]
+    assert chart_json(at)[:2] == _BEFORE[id(at)][:2]
 
 
 def calc_cell(table: str, row: int, col: int, value: str) -> Callable[[AppTest], None]:
     """Type ``value`` into one cell of the calculator's table (by giving the editor new base data)."""
 
     def act(at: AppTest) -> None:
-        at.session_state["_before_cell"] = chart_json(at)
+        _BEFORE[id(at)] = chart_json(at)
         bases = dict(at.session_state["calc_bases"])
         df = bases[table].copy()
         df.iloc[row, col] = value
         bases[table] = df
-        at.session_state["calc_bases"] = bases
-        at.session_state["calc_version"] = at.session_state["calc_version"] + 1
+        state.seed(at, calc_bases=bases, calc_version=at.session_state["calc_version"] + 1)
         at.run()
 
     return act
@@ -166,7 +168,7 @@ def calc_cell(table: str, row: int, col: int, value: str) -> Callable[[AppTest],
 
 def calc_tokens(value: str) -> Callable[[AppTest], None]:
     def act(at: AppTest) -> None:
-        at.session_state["_before_cell"] = chart_json(at)
+        _BEFORE[id(at)] = chart_json(at)
         at.text_input(key="calc_tokens").set_value(value).run()
 
     return act
@@ -174,7 +176,7 @@ def calc_tokens(value: str) -> Callable[[AppTest], None]:
 
 def calc_last_good_state(at: AppTest) -> None:
     """The attention steps still show the numbers from before the bad input."""
-    assert chart_json(at) == at.session_state["_before_cell"]
+    assert chart_json(at) == _BEFORE[id(at)]
     assert "still show the last valid numbers" in alerts(at)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from ui.widgets import INTRO_DIR, intro_text
 
 
@@ -33,6 +35,7 @@ def test_placeholders_are_only_the_ones_pages_fill():
         assert names <= {"bert_peak", "steps"}, (p.name, names)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_anisotropy_intro_shows_the_reference_peak():
     from streamlit.testing.v1 import AppTest
 

@@ -1,4 +1,4 @@
-"""Lazy figures (lib.charts.figures.LazyFigure, issue 16): production builds every chart as its trace and layout
+"""Lazy figures (lib.charts.figures.LazyFigure, a rerun's server CPU): production builds every chart as its trace and layout
 dicts and sends them without building plotly's objects. The tests validate every figure (conftest), so this
 file switches validation off to test the production path: every chart builder of lib/charts gives the same
 JSON both ways, plotly's API still works on a lazy figure (it turns into a plotly Figure in place), and the
@@ -49,7 +49,9 @@ def real(encoder):
     coords = [np.stack([enc.hidden_states[i][j, p, :3] for i, p in enumerate(pos)] * 2) for j in range(7)]
     return SimpleNamespace(
         enc=enc, att=att, labels=labels, ta=ta, coords=coords,
-        share=special_token_share(att, enc.tokens[0], enc.special[0]),
+        share=special_token_share(
+            att, enc.tokens[0], enc.special[0], ids=enc.token_ids[0], roles=encoder.special_roles
+        ),
     )
 
 

@@ -447,7 +447,7 @@ def test_context_prediction_by_hand_and_on_the_model(encoder):
     assert occ.words[top] in r.question.accepted
     assert "layer 6" in r.question.prompt or f"layer {encoder.num_layers}" in r.question.prompt
 
-# ---------------------------------------------------------------- issue 12: every sentence is true
+# ---------------------------------------------------------------- every sentence is true
 
 
 def _preset_curve(encoder, pid):
@@ -517,7 +517,7 @@ def test_layers_step_explains_average_gap_against_single_sentences(encoder):
     assert "cannot differ" not in r.question.explanation
 
 
-# ---------------------------------------------------------------- issue 14: architecture or learned?
+# ---------------------------------------------------------------- architecture or learned?
 
 
 def _gap_vectors(gaps):

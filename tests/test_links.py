@@ -1,4 +1,4 @@
-"""Links made before issue 15 still open the same view, and every control read from a link is written back.
+"""Links made before the controls were declared once still open the same view, and every control read from a link is written back.
 
 Each case is a link as the app wrote it before the change (every URL key of the page, non-default values).
 Opening it must set the page's controls to those values, and the URL the page writes (ui.state.sync_url,
@@ -168,7 +168,7 @@ st.write(repr(state.url_written(st.session_state)))
 
 
 # ------------------------------------------------------------------------------------------- the view a link opens
-# Links as teachers shared them before the controls were declared once (issue 15), and what the page must show.
+# Links as teachers shared them before the controls were declared once, and what the page must show.
 BANK = default_preset()
 
 

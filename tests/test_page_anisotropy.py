@@ -92,8 +92,7 @@ def test_raw_curve_is_above_corrected_curves():
 
 
 def test_one_sentence_set_as_corpus_is_guarded():
-    at = page_test(PAGE, text="The river bank was muddy after the storm.", target="bank")
-    at.session_state["aniso_corpus"] = "set"
+    at = page_test(PAGE, text="The river bank was muddy after the storm.", target="bank", aniso_corpus="set")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
@@ -107,8 +106,7 @@ def test_one_sentence_set_as_corpus_is_guarded():
 
 
 def test_upload_choice_without_file_falls_back():
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["aniso_corpus"] = "upload"
+    at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
     _assert_ok(at)
     assert any(".txt file" in i.value for i in at.info)
@@ -121,8 +119,9 @@ def test_user_text_is_escaped():
         assert "<b>" not in m.value
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_scale_free_measure_next_to_the_gap(encoder):
-    """Issue 12, finding 7: the pair-ranking AUC and the readout stand next to the gap, before and after."""
+    """Every number true: the pair-ranking AUC and the readout stand next to the gap, before and after."""
     import itertools
 
     from lib.corpus import compute_corpus_statistics, load_reference_corpus
@@ -166,12 +165,12 @@ def test_scale_free_measure_next_to_the_gap(encoder):
     assert f"the pair ranking (AUC) goes from {before:.3f} to {after:.3f}" in text
     if abs(after - before) < 0.02:
         assert "mostly changes the scale of the cosines" in text
-    # finding 8: the raw curve is shown in full, and called mild only when it is
+    # the raw curve is shown in full, and called mild only when it is
     assert "This model's raw curve, layer 0 to 6:" in text
 
 
 def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
-    """Issue 11 (item 7a): the budget's cut is said as soon as the file is read (before the model's pass), once,
+    """A hosted server's CPU: the budget's cut is said as soon as the file is read (before the model's pass), once,
     and the statistics are those of the sentences it names."""
     from lib import budget
 
@@ -179,8 +178,7 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     lines = [f"Line {k}: the [river] flows past the old mill near town number {k}." for k in range(40)]
     lines[1] = "word " * 200  # longer than one sentence may be
     data = ("# a comment\n" + "\n".join(lines) + "\n").encode("utf-8")
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["aniso_corpus"] = "upload"
+    at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
     at.file_uploader(key="aniso_upload").set_value(("corpus.txt", data, "text/plain")).run()
     _assert_ok(at)
@@ -194,7 +192,7 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
 
 def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent():
     """The curves and the vector lengths mark the chosen layer with a style rule, not in their figures, so the
-    browser keeps them as drawn when only the layer moves (issue 16); what does change with the layer changes."""
+    browser keeps them as drawn when only the layer moves (a slider's redraw time); what does change with the layer changes."""
     at = page_test(PAGE, preset=default_preset().id).run()
     _assert_ok(at)
 

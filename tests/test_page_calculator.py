@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from ui import state
+
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "calculator.py")
 
 
@@ -17,7 +19,7 @@ def _run() -> AppTest:
 def _edit(at: AppTest, name: str, row: int, column: str, value: str) -> AppTest:
     """Type `value` into one cell of a matrix editor (E, P, W_Q, ...) and rerun."""
     key = f"calc_{name}_v{at.session_state['calc_version']}"
-    at.session_state[key] = {"edited_rows": {row: {column: value}}, "added_rows": [], "deleted_rows": []}
+    state.seed(at, **{key: {"edited_rows": {row: {column: value}}, "added_rows": [], "deleted_rows": []}})
     return at.run()
 
 
@@ -181,7 +183,7 @@ def test_warm_up_exercise():
 
 
 def test_apple_answer_moves_towards_food_and_technology_markers():
-    """Issue 12, finding 11: the shown answer pulls fruit-apple to the food marker, company-apple to technology."""
+    """Every number true: the shown answer pulls fruit-apple to the food marker, company-apple to technology."""
     import json
     import re
 

@@ -33,6 +33,7 @@ def _shown(at) -> str:
     return " ".join(m.value for m in at.markdown)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_default_preset_shows_the_models_numbers(encoder):
     at = _run()
     _assert_ok(at)
@@ -84,6 +85,7 @@ def test_state_comes_from_the_link():
     assert "At layer 3" in _shown(at)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_one_word_context():
     at = _run("river | Muddy bank\nmoney | Bank loans", "bank")
     _assert_ok(at)
@@ -127,8 +129,7 @@ def test_user_text_is_shown_escaped():
 
 
 def test_bad_replacement_gives_a_message():
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["ctx_with"] = "[oops]"
+    at = page_test(PAGE, preset=default_preset().id, ctx_with="[oops]")
     at.run()
     assert not at.exception
     assert any("square brackets" in w.value for w in at.warning)

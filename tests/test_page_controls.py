@@ -1,4 +1,4 @@
-"""AppTests for the controls of issue 14: random weights from the link and the sidebar, the probe and the
+"""AppTests for the "is it real?" controls: random weights from the link and the sidebar, the probe and the
 second model on Layer by layer, the neighbour check and the 3-seeds view on Projections."""
 
 from __future__ import annotations

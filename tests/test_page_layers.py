@@ -265,7 +265,7 @@ def _mark_rules(at: AppTest) -> dict[str, int]:
 
 def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
     """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider (so the browser
-    keeps them as drawn), a style rule shows the chosen layer's line (issue 16)."""
+    keeps them as drawn), a style rule shows the chosen layer's line (a slider's redraw time)."""
     at = _app().run()
     _ok(at)
     curves = ("layers_trajectories", "layers_ethayarajh", "layers_readout")

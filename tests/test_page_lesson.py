@@ -103,6 +103,7 @@ def right_answer(q: lesson.Question):
     return q.value if q.is_number else sorted(q.accepted)[0]
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_lesson_from_start_to_end_wrong_once_then_right(questions):
     assert set(questions) == set(QUESTION_IDS)
     at = page_test(PAGE)

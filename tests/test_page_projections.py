@@ -85,29 +85,22 @@ def _umap_warmed_up(timeout: float = 300.0) -> None:
     assert cache.umap_status() == "ready"
 
 
-@pytest.mark.parametrize("method", ["umap", "tsne"])
+@pytest.mark.parametrize("method", [pytest.param("umap", marks=pytest.mark.slow), "tsne"])  # UMAP: ~20 s
 def test_nonlinear_methods_run_and_are_reproducible(method):
     if method == "umap":
         _umap_warmed_up()  # both runs below must draw UMAP, not the PCA shown while the warm-up runs
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["proj_method"] = method
-    at.session_state["proj_across"] = False
+    at = page_test(PAGE, preset=default_preset().id, proj_method=method, proj_across=False)
     at.run()
     _assert_ok(at, charts=1)
     first = [_values(t["x"]) for t in _figure(at)["data"]]
-    at2 = page_test(PAGE, preset=default_preset().id)
-    at2.session_state["proj_method"] = method
-    at2.session_state["proj_across"] = False
+    at2 = page_test(PAGE, preset=default_preset().id, proj_method=method, proj_across=False)
     at2.run()
     assert [_values(t["x"]) for t in _figure(at2)["data"]] == first  # fixed seed
     assert _figure(at2)["layout"]["xaxis"]["title"]["text"] == {"umap": "UMAP 1", "tsne": "t-SNE 1"}[method]
 
 
 def test_context_points_and_preparation():
-    at = page_test(PAGE, preset=default_preset().id)
-    at.session_state["proj_context"] = True
-    at.session_state["proj_prep"] = "zscore"
-    at.session_state["proj_across"] = False
+    at = page_test(PAGE, preset=default_preset().id, proj_context=True, proj_prep="zscore", proj_across=False)
     at.run()
     _assert_ok(at, charts=1)
     names = [t["name"] for t in _figure(at)["data"]]
@@ -126,8 +119,8 @@ def test_two_sentences_say_what_is_needed():
 
 
 def test_small_set_clamps_and_no_labels():
-    at = page_test(PAGE, text="The bank opened.\nWe sat by the bank.\nThe bank closed early.", target="bank")
-    at.session_state["proj_method"] = "tsne"
+    text = "The bank opened.\nWe sat by the bank.\nThe bank closed early."
+    at = page_test(PAGE, text=text, target="bank", proj_method="tsne")
     at.run()
     _assert_ok(at)
     assert any("perplexity was set to" in c.value for c in at.caption)

@@ -1,5 +1,5 @@
 """ui.plotly_look: charts sent with Streamlit's look in the layout, so plotly.js draws a changed chart less often
-(issue 16). The browser side (how many draws) is measured by benchmarks/browser_profile.py, not here."""
+(a chart's browser draw time). The browser side (how many draws) is measured by benchmarks/browser_profile.py, not here."""
 
 import json
 

@@ -1,5 +1,7 @@
 """Presets: enough words, senses and sentences, every target found by the real model's tokenizer."""
 
+import pytest
+
 from lib.presets import default_preset, load_presets
 from lib.sentences import parse_sentence_set
 
@@ -26,6 +28,7 @@ def test_bank_has_a_verb_use():
     assert verbs and any("bank on" in t for t in verbs)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_targets_align_to_word_pieces_and_one_preset_splits(encoder):
     split_words = set()
     for p in load_presets():

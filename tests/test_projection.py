@@ -98,7 +98,7 @@ def _clusters(n_per=6, d=20, seed=0):
     return np.vstack([a, b])
 
 
-@pytest.mark.parametrize("method", ["umap", "tsne"])
+@pytest.mark.parametrize("method", [pytest.param("umap", marks=pytest.mark.slow), "tsne"])  # UMAP: its import and numba compile, ~20-40 s
 @pytest.mark.parametrize("dims", [2, 3])
 def test_nonlinear_methods_are_seeded_and_clamped(method, dims):
     X = _clusters()
@@ -113,7 +113,7 @@ def test_nonlinear_methods_are_seeded_and_clamped(method, dims):
         assert p1.perplexity == pytest.approx(11 / 3) and "perplexity" in p1.notes[0]
 
 
-@pytest.mark.parametrize("method", ["pca", "umap", "tsne"])
+@pytest.mark.parametrize("method", ["pca", pytest.param("umap", marks=pytest.mark.slow), "tsne"])
 def test_two_clusters_stay_apart(method):
     X = _clusters()
     c = project(X, method, 2).coords
@@ -122,7 +122,7 @@ def test_two_clusters_stay_apart(method):
     assert between > within
 
 
-@pytest.mark.parametrize("method", ["umap", "tsne"])
+@pytest.mark.parametrize("method", [pytest.param("umap", marks=pytest.mark.slow), "tsne"])
 def test_three_points_work(method):
     p = project(np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), method, 2)
     assert p.coords.shape == (3, 2) and np.all(np.isfinite(p.coords))
@@ -248,7 +248,7 @@ def test_pca_of_identical_points_is_zero_with_a_note():
     assert "identical" in p.notes[0]
 
 
-# ------------------------------------------------------------------ moved out of pages/projections.py (issue 15)
+# ------------------------------------------------------------------ moved out of pages/projections.py
 
 
 def test_group_neighbours_by_hand():

@@ -217,6 +217,7 @@ def test_whitening_gives_identity_covariance(X):
     np.testing.assert_allclose(cov, np.eye(X.shape[1]), atol=1e-6)
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 @pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(matrices(min_rows=1, max_rows=8, min_cols=2, max_cols=12, lo=-1e3, hi=1e3))
@@ -314,7 +315,7 @@ def test_align_to_keeps_distances(X, dims):
 
 # ------------------------------------------------------------------------------------------- markup
 def _markup_brackets_by_character(text: str) -> tuple[list[int], list[int]]:
-    """The character-by-character scan lib.targets.markup_brackets replaced (issue 11: a 2 MB corpus took
+    """The character-by-character scan lib.targets.markup_brackets replaced (a hosted server's CPU: a 2 MB corpus took
     seconds): the reference its jumps from bracket to bracket must agree with."""
     from lib.targets import SPECIAL_TOKENS_IN_TEXT
 

@@ -1,4 +1,4 @@
-"""Server-side speed settings (issue 16): torch's thread count, and the cheap per-run figure copy."""
+"""Server-side speed settings (a rerun's server CPU): torch's thread count, and the cheap per-run figure copy."""
 
 import plotly.graph_objects as go
 import pytest

@@ -467,7 +467,7 @@ def test_layer_profile_is_consistent_with_the_single_functions():
     assert np.isfinite(p.cosines).all() and np.isfinite(p.intra_sentence).all()
 
 
-# ------------------------------------------------------------------ moved out of pages/layers.py (issue 15)
+# ------------------------------------------------------------------ moved out of pages/layers.py
 
 
 def test_pair_values_and_mean_pair_cosines_by_hand():

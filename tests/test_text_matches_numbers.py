@@ -1,5 +1,5 @@
 """Every sentence that names a number, a layer or a comparison agrees with the numbers of its own chart,
-in whatever model is loaded (issue 12).
+in whatever model is loaded.
 
 The pages and the lesson are run on a second, small, randomly initialised BERT (three layers, saved with the
 bundled tokenizer into a temporary folder and loaded through ``lib.encoder.load_encoder(folder)``), whose
@@ -104,6 +104,7 @@ def test_default_model_sentences_stay_with_the_default_model(random_bert):
     assert "This model's raw curve, layer 0 to 3:" in aniso
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_layers_page_sentences_match_its_numbers(random_bert):
     folder, enc = random_bert
     at = _page("layers", folder, "apple")
@@ -232,12 +233,13 @@ def test_lesson_summary_counts_what_it_lists(random_bert):
     assert int(m.group(2)) == len([line for line in surprises.splitlines() if line.startswith("- ")])
 
 
+@pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_lesson_summary_on_the_default_model(encoder):
     """The default model: four findings, the [CLS] one filed under what the course predicts."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=240)
-    at.session_state["lesson_step"] = len(lesson.STEPS)
+    seed(at, lesson_step=len(lesson.STEPS))
     at.run()
     assert not at.exception
     summary = next(x.value for x in at.markdown if "What this model showed" in x.value)

@@ -391,7 +391,7 @@ def test_switches_are_keyword_only():
     np.testing.assert_allclose(s.weights.sum(axis=1), 1.0)
 
 
-# --- ToyInputs: the calculator's last valid inputs (issue 15) -------------------------------------------
+# --- ToyInputs: the calculator's last valid inputs -------------------------------------------
 
 
 def test_toy_inputs_course_example_is_the_worked_example():

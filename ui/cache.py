@@ -62,7 +62,7 @@ def limit_blas_threads() -> int:
     """Run numpy's BLAS (OpenBLAS) on ``CONTEXT_LENS_BLAS_THREADS`` threads (default 1); returns the number.
 
     The same reasoning as torch's threads (below): a server answers many small requests at once. Measured on
-    the shared two-core box (issue 11): the reference corpus's seven 384 x 384 covariance fits (5,796 word
+    the shared two-core box (a hosted server's CPU): the reference corpus's seven 384 x 384 covariance fits (5,796 word
     pieces) took 7.5-9.3 s of CPU with BLAS's default two threads spinning against the other processes,
     0.45 s with one; the Anisotropy corpus upload took 23-25 s of server CPU.
     """
@@ -100,7 +100,7 @@ def limit_torch_threads() -> int:
     default of one intra-op thread per core, each forward pass on a shared two-core box spent as much CPU
     in OpenMP's threads synchronising (spinning while the other core was busy) as in the work itself.
     Measured with benchmarks/browser_bench.py's class section: a new student cost the server 2.5-2.9 s of
-    CPU with 2 threads, 1.2-1.7 s with 1 (issue 16). Set it higher for a host that serves one user large sets.
+    CPU with 2 threads, 1.2-1.7 s with 1. Set it higher for a host that serves one user large sets.
     """
     import torch
 
@@ -443,7 +443,7 @@ def probe(
     )
 
 
-# --------------------------------------------------------------------------- speed (issue 16)
+# --------------------------------------------------------------------------- speed
 _frozen_stages: set[str] = set()
 
 
@@ -545,7 +545,7 @@ def readout_chance(
 
 
 # --------------------------------------------------------------------------- per-page results
-# Moved here from the pages (issue 15): every st.cache_* of the app lives in this module.
+# Moved here from the pages: every st.cache_* of the app lives in this module.
 _PAGE_TTL = 6 * 3600
 
 

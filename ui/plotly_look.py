@@ -1,6 +1,6 @@
 """What ui.widgets.chart sends to the browser: a figure that plotly.js draws once, with Streamlit's look.
 
-Why (issue 16, measured with benchmarks/browser_profile.py): Streamlit 1.67 hashes a chart's spec into its
+Why (a chart's browser draw time, measured with benchmarks/browser_profile.py): Streamlit 1.67 hashes a chart's spec into its
 element id, so every chart whose figure changes is mounted anew in the browser (Plotly.purge + newPlot).
 With ``st.plotly_chart(theme="streamlit")`` (the default) each new chart was then drawn **three** times:
 
@@ -180,7 +180,7 @@ class SentFigure(go.Figure):
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Margins sized in advance (issue 16): plotly's automargin draws a chart a second time when its axis labels push
+# Margins sized in advance (a chart's browser draw time): plotly's automargin draws a chart a second time when its axis labels push
 # a margin out after the first draw. With the margins the labels need already in the layout, the first draw is
 # the only one. ``automargin`` stays on, so a label whose estimate was short still gets its room (plotly then
 # draws twice, as before): an estimate can cost a draw, never a cut label.

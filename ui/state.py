@@ -405,7 +405,8 @@ def seed(
 
     ``preset`` (an id) or ``text`` (+ ``target``: the learner's own set) chooses the sentence set; ``model``
     (a model key that loads) and ``presenter`` the other shared settings. Any of these marks the session as
-    started, so the link's shared keys are not read (the default preset unless a set is given). ``controls``
+    started, so the link's shared keys are not read (the default preset unless a set is given); ``target``
+    alone changes the target word of a session already started (between runs). ``controls``
     are page controls by their key (``seed(at, ctx_own="The [bank] ...")``), used as the session's values,
     before the link's.
     """
@@ -421,6 +422,8 @@ def seed(
         session[K_MODEL] = session[K_ACTIVE_MODEL] = model or DEFAULT_MODEL
         session[K_PRESENTER] = bool(presenter)
         session[K_INITIALISED] = True
+    elif target is not None:
+        session[K_TARGET] = target
     for key, value in controls.items():
         session[key] = value
 
@@ -713,24 +716,41 @@ def analysis(min_sentences: int = 1) -> Analysis:
     return Analysis(set=ss, vectors=tv, model=model)
 
 
+# Presenter mode: large type for a projector, and every page's main chart in the upper half of a 1280 x 720
+# screen (tests/browser/test_browser_screens.py measures it). Sizes are in px on Streamlit's own 16-px root, so
+# its rem-based gaps and paddings stay compact; the title and its "About this page" share one row (so do a
+# section heading and the expander right after it: the heading leaves the expander's 360 px free), and
+# radio options sit side by side.
 _PRESENTER_CSS = """
 <style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 22px; }
-[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.25rem; line-height: 1.5; }
-h1 { font-size: 2.3rem !important; padding-top: 0 !important; } h2 { font-size: 2.3rem !important; } h3 { font-size: 1.8rem !important; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.2rem 2rem 4rem 2rem; }
+[data-testid="stHeader"] { height: 40px !important; min-height: 40px !important; }
+[data-testid="stMainBlockContainer"] { max-width: 100% !important; padding: 44px 2rem 4rem 2rem !important; }
+[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 8px !important; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 22px !important; line-height: 1.45 !important; }
+h1 { font-size: 34px !important; line-height: 44px !important; padding: 0 !important; }
+h2 { font-size: 28px !important; line-height: 32px !important; padding: 0 !important; }
+[data-testid="stHeading"] [data-testid="stMarkdownContainer"] { margin-bottom: 0 !important; }
+h3 { font-size: 24px !important; padding: 4px 0 0 0 !important; }
 /* captions: larger and dark (Streamlit draws them at 60% opacity, which fades away on a projector) */
-[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 1.05rem !important; color: #222 !important; opacity: 1 !important; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { font-size: 18px !important; color: #222 !important; opacity: 1 !important; }
 /* widgets: labels, chosen values, dropdown options, radio options, buttons, expanders */
-[data-testid="stWidgetLabel"] p { font-size: 1.2rem !important; }
+[data-testid="stWidgetLabel"] p { font-size: 18px !important; }
 [data-testid="stSelectbox"] input, [data-testid="stNumberInputField"],
-[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea { font-size: 1.2rem !important; }
-[role="listbox"] [role="option"] { font-size: 1.2rem !important; }
-[data-testid="stRadio"] label p { font-size: 1.25rem !important; }
-button p { font-size: 1.15rem !important; }
-[data-testid="stExpander"] summary p { font-size: 1.2rem !important; }
-[data-testid="stProgress"] p { font-size: 1.1rem !important; }
-[data-testid="stTableStyledTable"] td, [data-testid="stTableStyledTable"] th { font-size: 1.1rem !important; }
+[data-testid="stTextInput"] input, [data-testid="stTextArea"] textarea { font-size: 19px !important; }
+[role="listbox"] [role="option"] { font-size: 19px !important; }
+[data-testid="stRadio"] label p { font-size: 20px !important; }
+[data-testid="stRadio"] [role="radiogroup"] { flex-direction: row !important; flex-wrap: wrap !important; column-gap: 18px !important; }
+button p { font-size: 19px !important; }
+[data-testid="stMain"] button { min-height: 36px !important; }
+[data-testid="stElementContainer"]:has([data-testid="stCheckbox"]) + [data-testid="stElementContainer"]:has([data-testid="stCheckbox"]) { margin-top: -8px !important; }
+[data-testid="stExpander"] summary { padding-top: 6px !important; padding-bottom: 6px !important; }
+[data-testid="stExpander"] summary p { font-size: 19px !important; }
+[data-testid="stProgress"] p { font-size: 18px !important; }
+[data-testid="stTableStyledTable"] td, [data-testid="stTableStyledTable"] th { font-size: 18px !important; }
+[data-testid="stElementContainer"]:has(h1, h2):has(+ [data-testid="stLayoutWrapper"] > [data-testid="stExpander"]) :is(h1, h2) { padding-right: 360px !important; }
+[data-testid="stElementContainer"]:has(h1, h2) + [data-testid="stLayoutWrapper"]:has(> [data-testid="stExpander"]) { width: 340px !important; margin-left: auto !important; }
+[data-testid="stElementContainer"]:has(h1) + [data-testid="stLayoutWrapper"]:has(> [data-testid="stExpander"]) { margin-top: -52px !important; }
+[data-testid="stElementContainer"]:has(h2) + [data-testid="stLayoutWrapper"]:has(> [data-testid="stExpander"]) { margin-top: -40px !important; }
 </style>
 """
 

@@ -1,4 +1,4 @@
-"""Streamlit's front-end files, served compressed from memory (issue 16: a new student's server CPU).
+"""Streamlit's front-end files, served compressed from memory (a new student's server CPU).
 
 Streamlit 1.67 sends its own front end (``/static/...``: ~120 files, 8.8 MB for a first visit, 4.7 MB of it
 plotly) uncompressed, each file read from disk in 64 kB pieces on a worker thread. For a class opening one

@@ -129,7 +129,7 @@ def layer_marks(marks: dict[str, int | None]) -> None:
 
     ``marks``: chart key -> index of the line to show (None: none). Those charts carry an invisible line at every
     layer, so their figure does not change with the layer slider and the browser keeps them as drawn (Streamlit
-    re-creates a chart whose figure changed, issue 16); this style rule, a few hundred bytes, is what changes.
+    re-creates a chart whose figure changed); this style rule, a few hundred bytes, is what changes.
     """
     rules = [
         f'.st-key-{key} .shape-group[data-index="{int(index)}"] path {{ opacity: 1 !important; }}'

@@ -141,7 +141,7 @@ def band_from_zero(
 
 # Figures are built from plain dicts in one constructor call, without plotly's per-property validation:
 # each `update_layout`/`add_*` call walks and validates the figure's property tree, and that was most of a
-# rerun's server CPU (issue 16). Validation is switched back on by CONTEXT_LENS_VALIDATE_FIGURES=1, which the
+# rerun's server CPU. Validation is switched back on by CONTEXT_LENS_VALIDATE_FIGURES=1, which the
 # test suite sets, so every figure a test builds is still checked property by property.
 VALIDATE_ENV = "CONTEXT_LENS_VALIDATE_FIGURES"
 

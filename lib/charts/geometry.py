@@ -203,7 +203,7 @@ def dimension_profile(
     orange in all three rows, so one dimension can be followed from row to row. A "rogue" dimension is
     a spike far above the rest.
 
-    Drawn light for the browser (issue 16): each row's d bars are one filled step line (plotly's "hvh"
+    Drawn light for the browser (a slider's redraw time): each row's d bars are one filled step line (plotly's "hvh"
     shape: a flat step one dimension wide centred on each dimension, i.e. bars with no gap, as they are
     drawn at this width anyway), one SVG path instead of d; the labelled dimensions are drawn over it as
     orange rectangles of the same width (one path per row), and their "dim j" labels are a text trace per row, not

@@ -1,4 +1,4 @@
-"""The oversized inputs of issue 11, built the same way for the browser test and benchmarks/hosting_bench.py.
+"""The oversized inputs a hosted server must survive, built the same way for the browser test and benchmarks/hosting_bench.py.
 
 Each is something a new user (or a careless link) can send a hosted copy today; each must end in a chart
 or a plain message, with the server's memory bounded.

@@ -1,4 +1,4 @@
-"""The controls of "Is it real?" (issue 14) in a real browser: a link with random weights names them in the
+"""The controls of "Is it real?" in a real browser: a link with random weights names them in the
 chart titles, and Projections says under its map how many neighbours the map keeps.
 
 Run:  python -m pytest tests/browser/test_browser_controls.py -q

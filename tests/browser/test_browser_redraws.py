@@ -1,4 +1,4 @@
-"""What only a browser shows about redraws (issue 16), not timed: Layer by layer's layer slider moves the chosen
+"""What only a browser shows about redraws (a slider's redraw time), not timed: Layer by layer's layer slider moves the chosen
 layer's line in the per-layer charts without re-creating them, and the page's charts are drawn once (their
 margins were sized in advance, so plotly's automargin has nothing to push).
 

@@ -51,7 +51,7 @@ def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_d
     """A fresh server's Projections page with UMAP chosen shows PCA first (with a note that UMAP follows),
     then UMAP without any input.
 
-    In two clean-clone CI runs of session 5 the first map was UMAP: the page's PCA import and the warm-up's
+    In two clean-clone CI runs on 2026-11-23 the first map was UMAP: the page's PCA import and the warm-up's
     ``import umap`` imported scikit-learn at the same moment, both failed (``partially initialized module
     'sklearn.base'``), and the page then computed UMAP itself. lib.lazy serialises those first imports.
     """

@@ -1,6 +1,6 @@
-"""Server CPU of a page's rerun, measured inside Streamlit's script thread (issue 16, target 2).
+"""Server CPU of a page's rerun, measured inside Streamlit's script thread (target: ≤ 0.1 s).
 
-    PYTHONPATH=. python benchmarks/issue16b_profile.py [attention context calculator lesson projections
+    PYTHONPATH=. python benchmarks/rerun_profile.py [attention context calculator lesson projections
         layers anisotropy home]
         [--repeats 3] [--profile 25] [--lesson-steps]
 
@@ -20,7 +20,6 @@ import os
 import pstats
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,28 +27,11 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from streamlit.runtime.scriptrunner import script_runner  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-_orig = script_runner.exec_func_with_error_handling
-CPU: list[float] = []
-PROFILER: list[cProfile.Profile | None] = [None]
+from benchmarks.runs import measure_script_thread  # noqa: E402
 
-
-def _measured(func, ctx):
-    prof = PROFILER[0]
-    t0 = time.thread_time()
-    if prof is not None:
-        prof.enable()
-    try:
-        return _orig(func, ctx)
-    finally:
-        if prof is not None:
-            prof.disable()
-        CPU.append(time.thread_time() - t0)
-
-
-script_runner.exec_func_with_error_handling = _measured
+CPU, PROFILER = measure_script_thread()  # each page run's script-thread CPU; PROFILER[0]: an optional cProfile
 
 
 def _interactions(page: str):

@@ -1,0 +1,46 @@
+"""The benchmarks' one entry point (python -m benchmarks): its sections name real scripts, a run's results
+file is named by date and commit, and sections join one file. No benchmark is run here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+
+from benchmarks.__main__ import SECTIONS, _printed
+from benchmarks.runs import RESULTS_DIR, ROOT, results_path, save_section
+
+
+def test_every_section_runs_scripts_that_exist():
+    assert set(SECTIONS) == {"model", "server", "browser", "class", "hosting", "memory"}
+    for scripts in SECTIONS.values():
+        for script, args, _ in scripts:
+            assert (ROOT / "benchmarks" / script).is_file(), script
+            assert all(isinstance(a, str) for a in args)
+
+
+def test_a_run_file_is_named_by_date_and_commit_and_sections_join_it(tmp_path):
+    path = results_path("abc1234", dt.date(2026, 11, 24))
+    assert path == RESULTS_DIR / "2026-11-24-abc1234.json"
+    f = tmp_path / path.name
+    save_section(f, "model", {"meta": {"git_commit": "abc1234"}, "scripts": [{"returncode": 0}]})
+    save_section(f, "server", {"meta": {}, "scripts": []})
+    save_section(f, "model", {"meta": {"git_commit": "abc1234"}, "scripts": []})  # a second run replaces it
+    sections = json.loads(f.read_text(encoding="utf-8"))["sections"]
+    assert list(sections) == ["model", "server"] and sections["model"]["scripts"] == []
+
+
+def test_printed_output_keeps_json_rows_apart_from_text():
+    out = _printed('a table line\n{"case": "link", "peak_rss_mb": 822}\n\n[1, 2]\n')
+    assert out == {"rows": [{"case": "link", "peak_rss_mb": 822}], "lines": ["a table line", "[1, 2]"]}
+
+
+def test_the_kept_results_files_are_named_by_date_and_commit_and_say_their_runs():
+    files = sorted(RESULTS_DIR.glob("*.json"))
+    assert files, "benchmarks/results/ keeps the latest figures"
+    for f in files:
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-[0-9a-f]{7,}\.json", f.name), f.name
+        sections = json.loads(f.read_text(encoding="utf-8"))["sections"]
+        assert set(sections) <= set(SECTIONS)
+        for name, entry in sections.items():
+            assert entry["meta"].get("git_commit") or entry["meta"].get("date"), name
