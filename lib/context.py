@@ -338,6 +338,40 @@ def occlusion(
     )
 
 
+@dataclass(frozen=True)
+class ContextUse:
+    """How much of its context a model takes in, over a set of sentences (the control's check).
+
+    entropy: float64 (num_layers,): attention rows' entropy as a fraction of uniform, mean over heads, rows
+             and sentences (lib.attention.entropy_fraction); 1.0 = attention spread evenly
+    shift:   float64 (n_sentences,): per sentence, the largest shift of the target at the last layer when one
+             context word is masked (occlusion), 1 - cosine
+    """
+
+    entropy: np.ndarray
+    shift: np.ndarray
+
+
+def context_use(enc: Encoder, sentences: Sequence[str], target: str | None = None) -> ContextUse:
+    """Attention entropy and the largest occlusion shift per sentence, for ``enc`` over ``sentences``.
+
+    Sentences that cannot be measured (no target, too long) are left out; ContextError when none can.
+    """
+    from lib.attention import entropy_fraction
+
+    entropies, shifts = [], []
+    for s in sentences:
+        try:
+            occ = occlusion(enc, s, target)
+        except (TargetError, ContextError):
+            continue
+        entropies.append(entropy_fraction(enc.encode([occ.sentence]).attentions[0]))
+        shifts.append(float(np.nanmax(occ.shift[-1])))
+    if not shifts:
+        raise ContextError("None of the sentences can be measured: each needs the target and a few other words.")
+    return ContextUse(entropy=np.mean(entropies, axis=0), shift=np.asarray(shifts, dtype=np.float64))
+
+
 # --------------------------------------------------------------------------------------------------
 # Attention vs effect
 # --------------------------------------------------------------------------------------------------

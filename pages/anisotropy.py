@@ -26,7 +26,7 @@ from lib.corpus import (
     corpus_id,
     parse_corpus_file,
 )
-from lib.encoder import DEFAULT_MODEL, split_model_key
+from lib.encoder import DEFAULT_MODEL, split_model_key, weights_label
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.similarity import (
     ETHAYARAJH_2019_BERT_BASE,
@@ -62,33 +62,32 @@ def fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if math.isfinite(x) else "–"
 
 
-# How much higher a random-weights twin's raw curve must peak to be "far more anisotropic": twice as high,
-# and at least this much higher in cosine.
+# How much higher a control's raw curve must peak to be "far more anisotropic": twice as high, and at least
+# this much higher in cosine.
 FAR_RATIO, FAR_DIFFERENCE = 2.0, 0.1
 
 
 def twin_sentence(model_name: str, other_name: str, curve: np.ndarray, other_curve: np.ndarray) -> str:
-    """Section 1's sentence on the trained vs random comparison of section 4 ("" for any other pair)."""
-    (b1, w1, _), (b2, w2, s2) = split_model_key(model_name), split_model_key(other_name)
-    if b1 != b2 or w1 == w2:
+    """Section 1's sentence on the trained model vs its control in section 4 ("" for any other pair)."""
+    (b1, w1, s1), (b2, w2, s2) = split_model_key(model_name), split_model_key(other_name)
+    if b1 != b2 or w1 == w2 or "trained" not in (w1, w2):
         return ""
-    trained, random_ = (curve, other_curve) if w1 == "trained" else (other_curve, curve)
-    seed = s2 if w2 == "random" else split_model_key(model_name)[2]
-    pt, pr = float(np.max(trained)), float(np.max(random_))
-    kt, kr = int(np.argmax(trained)), int(np.argmax(random_))
+    trained, control = (curve, other_curve) if w1 == "trained" else (other_curve, curve)
+    weights, seed = (w2, s2) if w1 == "trained" else (w1, s1)
+    pt, pr = float(np.max(trained)), float(np.max(control))
+    kt, kr = int(np.argmax(trained)), int(np.argmax(control))
     head = (
-        f"**Trained or random (section 4).** With random weights (seed {seed}) the same architecture's raw "
+        f"**Trained or control (section 4).** With {weights_label(weights, seed)} the same architecture's raw "
         f"curve peaks at {fmt(pr)} (layer {kr}); with the trained weights at {fmt(pt)} (layer {kt}). "
     )
     if pr >= FAR_RATIO * pt and pr - pt >= FAR_DIFFERENCE:
         times = f"{pr / pt:.1f} times as high" if pt > 0 else "far higher"
         return head + (
-            f"The random copy is **far more anisotropic** ({times}): much of the cone comes with the "
-            "architecture before any training (position embeddings, LayerNorm, residual sums), and training "
-            "spread these vectors out."
+            f"The control is **far more anisotropic** ({times}): a cone needs no training, and the trained "
+            "model's is the smaller one. What builds the control's cone is not measured here."
         )
     if pt >= FAR_RATIO * pr and pt - pr >= FAR_DIFFERENCE:
-        return head + "Here the cone is mostly learned: the random copy's vectors point in far more different directions."
+        return head + "Here the cone is mostly learned: the control's vectors point in far more different directions."
     return head + "The two cones are of a similar order here."
 
 
@@ -454,12 +453,12 @@ if treatment == "whiten" and stats.fits[layer].shrinkage > 0:
     )
 
 # ------------------------------------------------------------------------------------------- 4. two models
-st.header("4. Trained or random? The same corpus through two models")
+st.header("4. Trained or shuffled? The same corpus through two models")
 other = controls.compare_picker(
     "aniso",
     model,
     off_note="Switch on the comparison to measure the cone of a second encoder on the same corpus, by default "
-    "the same architecture with random weights.",
+    "the same architecture with its trained weights shuffled.",
 )
 if other is not None:
     with st.spinner("Running the second model over the corpus (once per model and corpus)…"):
@@ -487,10 +486,9 @@ if other is not None:
         f"On {escape_md(corpus_label)}: **{escape_md(n1)}** (blue) goes from {fmt(float(r1[0]))} at the embedding "
         f"layer to **{fmt(float(r1[-1]))}** at its last layer, raw; **{escape_md(n2)}** (red) from "
         f"{fmt(float(r2[0]))} to **{fmt(float(r2[-1]))}**. Dotted: the same after z-scoring each dimension. "
-        "A cone that a randomly initialised copy shows too comes from the architecture (position embeddings, "
-        "LayerNorm, residual sums), not from what the model learned; a cone only the trained model has was "
-        "learned."
+        "A cone the control shows too needs no training; a cone only the trained model has was learned."
         + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
+    controls.control_card(model, other, tv.encoding.sentences, ss.target)
     if note := twin_sentence(model, other, r1, r2):
         twin_note.markdown(note)

@@ -130,12 +130,12 @@ def upload_section(current_target: str) -> None:
 
 def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     """Is the separation in the architecture or learned? The same sentences through a second model."""
-    st.header("Trained or random? The same sentences through two models")
+    st.header("Trained or shuffled? The same sentences through two models")
     other = controls.compare_picker(
         "layers",
         model,
         off_note="Switch on the comparison to run these sentences through a second encoder, by default the "
-        "same architecture with random weights.",
+        "same architecture with its trained weights shuffled.",
     )
     if other is None:
         return
@@ -166,14 +166,15 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
         f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
         "the second. "
         + (
-            "What grows with depth only in the trained model was learned from data; what a randomly "
-            "initialised copy of the same architecture shows too comes from the architecture (mixing "
-            "neighbouring words) and the input embeddings, not from training."
-            if "random" in (split_model_key(model)[1], split_model_key(other)[1])
+            "What grows with depth only in the trained model was learned from data; what the control shows "
+            "too comes from the architecture, not from training."
+            if "trained" not in (split_model_key(model)[1], split_model_key(other)[1])
+            or split_model_key(model)[1] != split_model_key(other)[1]
             else "Both are trained models: compare where each one separates the senses."
         )
         + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
+    controls.control_card(model, other, tv.encoding.sentences, ss.target)
 
 
 # ------------------------------------------------------------------------------------- page

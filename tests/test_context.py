@@ -247,3 +247,24 @@ def test_half_effect_layer_by_hand(river):
     assert occ.half_effect_layer(1) == 1  # 0.3 >= 0.2
     assert occ.half_effect_layer(2) == occ.num_layers == 3  # never reached
     assert int(river.ranking(river.num_layers)[0]) == int(np.argmax(river.shift[-1]))
+
+
+def test_context_use_matches_occlusion_and_the_attention_rows(encoder):
+    """context_use: the largest last-layer occlusion shift per sentence, and each row's entropy over log n."""
+    from lib.context import context_use, occlusion
+
+    sentences = ["We sat on the grassy river [bank] .", "The bank raised its rates .", "No target here ."]
+    use = context_use(encoder, sentences, "bank")
+    assert use.shift.shape == (2,)  # the sentence without the target is left out
+    for k, s in enumerate(sentences[:2]):
+        occ = occlusion(encoder, s, "bank")
+        assert use.shift[k] == pytest.approx(float(occ.shift[-1].max()))
+    att = [encoder.encode([occlusion(encoder, s, "bank").sentence]).attentions[0] for s in sentences[:2]]
+    by_hand = np.mean(
+        [[np.mean([-(row * np.log(row)).sum() / np.log(len(row)) for row in a[layer].reshape(-1, a.shape[-1])])
+          for layer in range(a.shape[0])] for a in att],
+        axis=0,
+    )
+    np.testing.assert_allclose(use.entropy, by_hand, atol=1e-6)
+    with pytest.raises(ContextError):
+        context_use(encoder, ["No target here ."], "bank")

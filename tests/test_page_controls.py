@@ -94,9 +94,10 @@ def test_projections_neighbour_check_and_three_seeds():
     assert "The same map from three random starts" not in [h.value for h in at.subheader]
 
 
-def test_anisotropy_section_1_says_how_the_random_twin_compares():
-    """With section 4 comparing trained and random weights, section 1 names both peaks, read off the
-    comparison chart's raw curves, and calls the random copy far more anisotropic only when it is."""
+def test_anisotropy_section_1_says_how_the_control_compares():
+    """With section 4 comparing the trained weights and their shuffled control (the default second model),
+    section 1 names both peaks, read off the comparison chart's raw curves, and calls the control far more
+    anisotropic only when it is."""
     import re
 
     import numpy as np
@@ -106,7 +107,7 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     compare = next(
-        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "random weights, seed 0" in json.dumps(
+        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "shuffled weights, seed 0" in json.dumps(
             json.loads(c.proto.spec).get("layout", {}).get("title", {})
         )
     )
@@ -114,8 +115,8 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
 
     raw = {t["name"].split(" · ")[0]: np.asarray(_values(t["y"])) for t in compare["data"] if t["name"].endswith("· raw")}
     trained = raw[DEFAULT_MODEL]
-    random_ = raw[f"{DEFAULT_MODEL} (random weights, seed 0)"]
-    note = next(m.value for m in at.markdown if m.value.startswith("**Trained or random (section 4).**"))
+    random_ = raw[f"{DEFAULT_MODEL} (shuffled weights, seed 0)"]
+    note = next(m.value for m in at.markdown if m.value.startswith("**Trained or control (section 4).**"))
     pt, pr = trained.max(), random_.max()
     assert f"peaks at {pr:.2f} (layer {int(np.argmax(random_))})" in note
     assert f"trained weights at {pt:.2f} (layer {int(np.argmax(trained))})" in note
@@ -125,7 +126,7 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
         assert re.search(rf"{pr / pt:.1f} times as high", note)
     # it stands in section 1: before section 2's header in the page's order
     order = [getattr(e, "value", "") for e in at.main]
-    i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or random"))
+    i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or control"))
     i_two = next(i for i, v in enumerate(order) if str(v).startswith("2. Rogue dimensions"))
     assert i_note < i_two
 
@@ -154,3 +155,27 @@ def test_layers_probe_on_the_pooled_vector(encoder):
     at.radio(key="layers_pooling").set_value("layer").run()
     assert not any(m.value.startswith("On the pooled vector") for m in at.markdown)
     assert np.isfinite(p.accuracy).all()
+
+
+def test_the_control_card_says_what_the_control_keeps_and_its_numbers_match(encoder):
+    """Layer by layer, comparing with the default second model (the shuffled weights): the page says what the
+    control keeps and removes, and its table's entropy and shift are lib.context.context_use of both models."""
+    from lib.context import context_use
+    from lib.encoder import load_encoder
+    from lib.presets import preset_by_id
+
+    at = page_test("pages/layers.py", preset="bank")
+    at.query_params["layers_compare"] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input(key="layers_other").value == f"{DEFAULT_MODEL}#shuffled-0"
+    text = " ".join(m.value for m in at.markdown)
+    assert "**Shuffled weights** keep the architecture" in text and "removes everything training arranged" in text
+    table = at.table[-1].value
+    ss = preset_by_id("bank").sentence_set()
+    shuffled = load_encoder(None, weights="shuffled", seed=0)
+    for enc, row in ((encoder, "trained weights"), (shuffled, "shuffled weights, seed 0")):
+        use = context_use(enc, list(ss.sentences), ss.target)
+        got = table.loc[row]
+        assert got.iloc[0] == f"{use.entropy[0]:.2f}" and got.iloc[1] == f"{use.entropy[-1]:.2f}"
+        assert got.iloc[2] == f"{use.shift.min():.3f}–{use.shift.max():.3f}"

@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from lib.charts.controls import probe_chart, two_model_chart
-from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key
+from lib.context import ContextError
+from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key, weights_label
 from lib.probe import ProbeError
 from lib.projection import NeighbourCheck
 from ui import cache, state
@@ -113,9 +115,54 @@ def neighbour_caption(check: NeighbourCheck, method_label: str) -> None:
 
 # ------------------------------------------------------------------------------------------ two models
 def other_model_key(model: str) -> str:
-    """The default model to compare with: the random-weights twin of a trained model, or the trained one."""
+    """The default model to compare with: the shuffled-weights twin of a trained model, or the trained one."""
     base, weights, _ = split_model_key(model)
-    return model_key(base, "random", 0) if weights == "trained" else base
+    return model_key(base, "shuffled", 0) if weights == "trained" else base
+
+
+# What each control keeps and what it takes out (the pages and the sidebar say it in these words)
+CONTROL_TEXT = {
+    "shuffled": "**Shuffled weights** keep the architecture, the tokenizer and every weight matrix's own "
+    "numbers (so their scale: attention as sharp, each layer as strong); each matrix's entries are put in "
+    "random places, which removes everything training arranged: which word pieces are alike, what a "
+    "position means, where a head looks.",
+    "random": "**Random weights** (BERT's initialiser, std 0.02) keep the architecture and tokenizer and "
+    "draw every weight afresh at a tiny scale: attention comes out almost uniform and barely changes a "
+    "vector, so this copy takes in almost no context and cannot tell what training added to context "
+    "mixing. Compare with the shuffled weights (id#shuffled-0) for that.",
+}
+
+
+def control_card(model: str, other: str, sentences: Sequence[str], target: str | None) -> None:
+    """What the control holds fixed and removes, and how much context each model takes in (a small table).
+
+    Shown when one of the two models is a control of the other. The table's numbers are
+    lib.context.context_use: attention entropy (fraction of uniform, first and last layer) and the largest
+    shift of the target when one context word is masked (smallest and largest over the sentences).
+    """
+    (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)
+    controls_ = [w for w in (w1, w2) if w != "trained"]
+    if b1 != b2 or not controls_:
+        return
+    st.markdown(CONTROL_TEXT[controls_[0]])
+    rows = {}
+    for key, w, s in ((model, w1, s1), (other, w2, s2)):
+        try:
+            use = cache.context_use(key, tuple(sentences), target)
+        except ContextError as err:
+            st.caption(escape_md(str(err)))
+            return
+        rows[weights_label(w, s)] = {
+            "attention entropy, layer 1": f"{use.entropy[0]:.2f}",
+            f"layer {len(use.entropy)}": f"{use.entropy[-1]:.2f}",
+            "largest shift from one masked word": f"{use.shift.min():.3f}–{use.shift.max():.3f}",
+        }
+    st.table(pd.DataFrame.from_dict(rows, orient="index"))
+    st.caption(
+        "Entropy 1.00 = attention spread evenly over the sentence. Shift: 1 − cosine of the word's last-layer "
+        "vector with one context word masked, the largest per sentence, smallest and largest sentence "
+        "(as on What moves the word)."
+    )
 
 
 def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
@@ -132,15 +179,17 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     on = c1.toggle(
         "Compare with a second model",
         key=k_on,
-        help="The same sentences through two encoders. By default the same architecture with random weights: "
-        "what appears in both comes from the architecture, what appears only with training was learned.",
+        help="The same sentences through two encoders. By default the same architecture with its trained "
+        "weights shuffled: what appears in both comes from the architecture, what appears only with training "
+        "was learned.",
     )
     c2.text_input(
-        "Second model (id, or id#random-<seed> for random weights)",
+        "Second model (id, id#shuffled-<seed> or id#random-<seed>)",
         key=k_other,
         max_chars=220,
         disabled=not on,
-        help=f"Default: {default_other}. Any model the Model panel accepts; add #random-0 for its random twin.",
+        help=f"Default: {default_other}. Any model the Model panel accepts; add #shuffled-0 for its shuffled "
+        "twin, #random-0 for fresh weights from BERT's initialiser.",
     )
     other = (st.session_state.get(k_other) or "").strip() or default_other
     state.sync_controls(picker, {k_other: other})
@@ -176,11 +225,8 @@ def label(model: str) -> str:
 
 
 def pair_title(model: str, other: str) -> str:
-    """"trained vs random weights, seed 0" for twins of one model, else "<label> vs <label>"."""
+    """"trained vs shuffled weights, seed 0" for twins of one model, else "<label> vs <label>"."""
     (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)
     if b1 == b2:
-        def short(w, s):
-            return "trained weights" if w == "trained" else f"random weights, seed {s}"
-
-        return f"{short(w1, s1)} vs {short(w2, s2)}"
+        return f"{weights_label(w1, s1)} vs {weights_label(w2, s2)}"
     return f"{label(model)} vs {label(other)}"

@@ -29,15 +29,16 @@ def escape_md(text: str) -> str:
 
 
 def weights_note(model_key: str | None = None) -> str | None:
-    """"random weights, seed 0" when the model in use (or ``model_key``) has random weights, else None."""
-    from lib.encoder import ModelLoadError, split_model_key
+    """"shuffled weights, seed 0" / "random weights, seed 0" when the model in use (or ``model_key``) is a
+    control, else None."""
+    from lib.encoder import ModelLoadError, split_model_key, weights_label
 
     key = model_key if model_key is not None else st.session_state.get("cl_model_active")
     try:
         _, weights, seed = split_model_key(key) if key else ("", "trained", 0)
     except ModelLoadError:
         return None
-    return f"random weights, seed {seed}" if weights == "random" else None
+    return weights_label(weights, seed) if weights != "trained" else None
 
 
 def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
