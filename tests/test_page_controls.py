@@ -65,7 +65,7 @@ def test_layers_probe_and_two_models():
     assert not at.exception, [e.value for e in at.exception]
     assert "A trained probe, and its control" in [h.value for h in at.subheader]
     text = " ".join(m.value for m in at.markdown)
-    assert "selectivity" in text and "shuffled" in text
+    assert "selectivity" not in text and "null" in text and "shuffled senses" in text
     shown = titles(at)
     # every chart names the random weights; the comparison names both models itself
     for t in shown:
@@ -148,12 +148,12 @@ def test_layers_probe_on_the_pooled_vector(encoder):
     L = encoder.num_layers
     pooled = tv.vectors[:, L - 3 : L + 1, :].mean(axis=1)
     p = probe_layers(pooled[:, None, :], [ss.senses[i] for i in tv.kept])
-    line = next(m.value for m in at.markdown if m.value.startswith("On the pooled vector chosen above"))
-    assert f"the same probe gets **{p.accuracy[0]:.0%}**" in line
-    assert f"shuffled control {p.shuffled[0]:.0%} (95 % of shuffles at most {p.shuffled_high[0]:.0%})" in line
-    assert "last 4" in line
+    table = next(t.value for t in at.table if "null (mean)" in t.value.columns)
+    row = next(r for r in table.index if "last 4" in r)
+    assert list(table.loc[row]) == [f"{p.accuracy[0]:.0%}", f"{p.shuffled[0]:.0%}", f"{p.shuffled_high[0]:.0%}"]
     at.radio(key="layers_pooling").set_value("layer").run()
-    assert not any(m.value.startswith("On the pooled vector") for m in at.markdown)
+    table = next(t.value for t in at.table if "null (mean)" in t.value.columns)
+    assert not any("last 4" in r for r in table.index)
     assert np.isfinite(p.accuracy).all()
 
 

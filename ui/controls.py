@@ -30,7 +30,7 @@ def probe_section(
     key: str = "layers_probe",
     pooled: tuple[str, str, np.ndarray] | None = None,
 ) -> None:
-    """A logistic-regression probe per layer next to the same probe on shuffled labels (Hewitt & Liang 2019).
+    """A logistic-regression probe per layer next to the same probe trained on shuffled labels (a permutation null).
 
     pooled: (pooling id, its name, vectors (n, d)) when the page reads a pooled vector (mean of the last four
     or of all layers): the same probe and control are run on it too, and the text gives its numbers.
@@ -56,41 +56,33 @@ def probe_section(
     )
     best = p.best_layer
     within = [i for i in range(K) if p.within_band[i]]
-    layer_txt = "the embedding layer" if best == 0 else f"layer {best}"
     st.markdown(
-        f"A **probe** is a small classifier trained to read the sense off the vectors: here a logistic "
-        f"regression, trained on {p.folds - 1} of {p.folds} parts of the {p.n} labelled sentences and tested on "
-        f"the part it did not see ({p.folds}-fold cross-validation). But with {tv.vectors.shape[2]} numbers per "
-        f"vector and {p.n} sentences, a probe can learn almost any labelling. The **control** trains the same "
-        f"probe on the same vectors with the senses **shuffled** ({p.shuffles} times): whatever it scores is "
-        f"what the probe manages without any real link between vector and sense. "
-        f"At **{layer_txt}** the probe gets **{p.accuracy[best]:.0%}** right and the shuffled control "
-        f"{p.shuffled[best]:.0%} (95 % of shuffles at most {p.shuffled_high[best]:.0%}): a **selectivity** of "
-        f"**{p.selectivity[best]:+.0%}** (Hewitt & Liang 2019). Always answering the most common sense scores "
-        f"{p.chance:.0%}."
+        f"A **[probe](glossary#probe)** is a small classifier that reads the sense off the vectors (logistic "
+        f"regression, {p.folds}-fold cross-validated on {p.n} labelled sentences). Its **null** is the same "
+        f"probe trained on shuffled senses ({p.shuffles} times) and scored on the true ones: it usually lands "
+        "below always answering the most common sense, since what it learns is wrong on the real labels. A "
+        "layer reads the sense when the probe beats both."
     )
-    if within:
-        st.markdown(
-            "Within the control's band (no evidence the layer encodes the sense beyond what shuffled labels "
-            "reach): " + ", ".join("the embedding layer" if i == 0 else f"layer {i}" for i in within) + "."
-        )
-    else:
-        st.markdown("Every layer beats the control's band.")
+    rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
     if pooled is not None:
         pid, pname, pv = pooled
         try:
             pp = cache.probe(model, tuple(ss.sentences), senses, ss.target, np.asarray(pv)[:, None, :], kind=pid)
         except ProbeError as err:
             st.info(escape_md(str(err)))
-        else:
-            acc, ctrl, high = float(pp.accuracy[0]), float(pp.shuffled[0]), float(pp.shuffled_high[0])
-            st.markdown(
-                f"On the pooled vector chosen above (**{escape_md(pname)}**) the same probe gets **{acc:.0%}** and "
-                f"its shuffled control {ctrl:.0%} (95 % of shuffles at most {high:.0%}): selectivity "
-                f"**{acc - ctrl:+.0%}**"
-                + (", within the control's band." if acc <= high + 1e-12 else ".")
-                + f" The best single layer: {p.accuracy[best]:.0%}."
-            )
+            pp = None
+    frame = pd.DataFrame({k: [f"{x:.0%}" for x in v[:K]] for k, v in rows.items()}, index=list(names[:K]))
+    if pooled is not None and pp is not None:
+        frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}", f"{float(pp.shuffled_high[0]):.0%}"]
+    st.table(frame)
+    st.caption(
+        f"Most common sense: {p.chance:.0%}. Best over the null: {escape_md(str(names[best]))}. "
+        + (
+            "Not above the null's band: " + ", ".join(escape_md(str(names[i])) for i in within) + "."
+            if within
+            else "Every layer beats the null's band."
+        )
+    )
     for note in p.notes:
         st.caption(escape_md(note))
 
