@@ -15,6 +15,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from lib.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
+from lib.chance import chance_phrase, layer_list, position_note
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
@@ -31,20 +33,14 @@ from lib.charts.layers import (
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
 from lib.encoder import split_model_key
+from lib.evidence import evidence_card
+from lib.pooling import POOLING_NAMES, Representation
 from lib.similarity import (
-    ETHAYARAJH_2019_BERT_BASE,
-    POOLING_NAMES,
-    Representation,
-    adjusted,
-    chance_phrase,
-    evidence_card,
     layer_cosine_matrices,
-    layer_list,
     mean_pair_cosines,
     most_changed_pairs,
     nearest_neighbours,
     pair_values,
-    position_note,
     sense_similarity,
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload

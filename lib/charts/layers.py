@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.baseline import LayerReference
 from lib.charts.common import (
     CONTEXT_COLOR,
     DIFFERENT_COLOR,
@@ -37,7 +38,6 @@ from lib.charts.common import (
     vline,
 )
 from lib.charts.common import esc as _esc
-from lib.similarity import LayerReference
 
 __all__ = [
     "SAME_COLOR",
@@ -654,7 +654,7 @@ def readout_chart(
 
     names: K layer names; accuracy: (K,) in [0, 1]; majority: the majority baseline; best: index of the
     best layer; pooled: (name, accuracy) of the pooled representation, drawn apart; chance: (mean, p95),
-    each (K,), the readout on shuffled labels (lib.similarity.readout_chance), drawn as a grey band up to
+    each (K,), the readout on shuffled labels (lib.chance.readout_chance), drawn as a grey band up to
     the 95th percentile with the mean dotted: a point inside the band is within chance.
     """
     k = len(names)
