@@ -11,11 +11,6 @@ from lib.hosting import model_allowed
 from lib.presets import preset_by_id
 
 
-@pytest.fixture(scope="module")
-def shuffled_encoder():
-    return load_encoder(None, weights="shuffled", seed=0)
-
-
 def test_shuffled_keys_round_trip():
     key = model_key(None, "shuffled", 5)
     assert key == f"{DEFAULT_MODEL}#shuffled-5"

@@ -17,7 +17,7 @@ from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, s
 from lib.probe import ProbeError
 from lib.projection import NeighbourCheck
 from ui import cache, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, prose
 
 
 # ------------------------------------------------------------------------------------------ the probe
@@ -56,12 +56,11 @@ def probe_section(
     )
     best = p.best_layer
     within = [i for i in range(K) if p.within_band[i]]
-    st.markdown(
-        f"A **[probe](glossary#probe)** is a small classifier that reads the sense off the vectors (logistic "
-        f"regression, {p.folds}-fold cross-validated on {p.n} labelled sentences). Its **null** is the same "
-        f"probe trained on shuffled senses ({p.shuffles} times) and scored on the true ones: it usually lands "
-        "below always answering the most common sense, since what it learns is wrong on the real labels. A "
-        "layer reads the sense when the probe beats both."
+    prose(
+        f"A **probe** reads the sense off the vectors (logistic regression, {p.folds}-fold cross-validated). "
+        f"Its **null**: the same probe trained on shuffled senses ({p.shuffles} times), scored on the true "
+        "ones; it usually lands below the most common sense's rate. A layer reads the sense when the probe "
+        "beats both."
     )
     rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
     if pooled is not None:
@@ -136,7 +135,7 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
     controls_ = [w for w in (w1, w2) if w != "trained"]
     if b1 != b2 or not controls_:
         return
-    st.markdown(CONTROL_TEXT[controls_[0]])
+    prose(CONTROL_TEXT[controls_[0]])
     rows = {}
     for key, w, s in ((model, w1, s1), (other, w2, s2)):
         try:
