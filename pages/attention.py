@@ -130,7 +130,8 @@ overview = cache.shared_figure(
 )
 shared_chart(overview, key="attn_overview")
 prose(
-    f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. Look for "
+    f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. The "
+    f"head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}. Look for "
     "a bright diagonal beside the main one (each word looks at its neighbour) and a bright first column "
     "(everyone looks at [CLS])."
 )
