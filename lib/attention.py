@@ -226,6 +226,20 @@ def mean_over_heads(attentions: np.ndarray) -> np.ndarray:
     return np.asarray(attentions).mean(axis=1)
 
 
+def entropy_fraction(attentions: np.ndarray) -> np.ndarray:
+    """(L, H, n, n) -> (L,): each attention row's entropy over the uniform row's (log n), mean over heads and rows.
+
+    1.0 means every row spreads its weight equally over the n word pieces (the layer averages the sentence);
+    lower means the rows pick words. A one-piece sentence has no choice to make: 1.0.
+    """
+    a = np.asarray(attentions, dtype=np.float64)
+    n = a.shape[-1]
+    if n < 2:
+        return np.ones(a.shape[0])
+    p = np.clip(a, 1e-12, 1.0)
+    return (-(p * np.log(p)).sum(axis=-1) / np.log(n)).mean(axis=(1, 2))
+
+
 @dataclass(frozen=True)
 class TargetAttention:
     """Where the target word looks, and who looks at it, in every layer and head.

@@ -26,6 +26,9 @@ class ReadoutChance:
     shuffled_mean: (K,) mean accuracy of the same readout over label permutations (same sense sizes).
     shuffled_p95:  (K,) 95th percentile of those accuracies: the top of the chance band.
     n_permutations, n_evaluated: how many shuffles, how many sentences were scored.
+    at_or_below:   (K,) the share of shuffles that score as low as the real readout or lower: its percentile
+                   among them (a real readout of 0 % that 4 % of shuffles also reach is at the 4th
+                   percentile: within chance, but not what shuffled labels typically give).
     With no signal a left-out sentence's own centroid moves away from it, so the shuffled readout can
     sit *below* the majority rate (two equal senses: near 0 %), which is why both are reported.
     """
@@ -36,6 +39,7 @@ class ReadoutChance:
     shuffled_p95: np.ndarray
     n_permutations: int
     n_evaluated: int
+    at_or_below: np.ndarray | None = None
 
     @property
     def within_chance(self) -> np.ndarray:
@@ -117,6 +121,7 @@ def readout_chance(
         shuffled_p95=np.percentile(acc, 95, axis=0),
         n_permutations=n_perm,
         n_evaluated=m,
+        at_or_below=(acc <= np.asarray(ro.accuracy, dtype=np.float64)[None, :] + 1e-12).mean(axis=0),
     )
 
 
@@ -152,11 +157,13 @@ def position_note(rc: ReadoutChance) -> str:
             "differs there, so in this set position happens to go with sense. Small hand-written sets leak "
             "sense this way easily; compare the other layers with layer 0, not only with chance."
         )
-    text = (
-        f"At the embedding layer the readout ({a0:.0%}) is within chance, as it should be: that vector holds "
-        "no context, only the word and its position. (In a small hand-written set, position alone can go "
-        "with sense and lift layer 0 above chance; then compare the other layers with layer 0.)"
-    )
+    text = f"At the embedding layer the readout ({a0:.0%}) is within chance"
+    if rc.at_or_below is not None:
+        text += (
+            f": {rc.at_or_below[0]:.0%} of the shuffles score this low or lower (their mean: "
+            f"{rc.shuffled_mean[0]:.0%})"
+        )
+    text += ". That vector holds no context, only the word piece, its position and the segment."
     if a0 < rc.majority:
         text += (
             " It is below always answering the commonest sense: with no signal, leaving a sentence out moves "

@@ -110,6 +110,7 @@ class Occlusion:
                  sentence, in layer l + 1: mean over heads and over the target's word pieces, summed over
                  the word's pieces (a row of the full matrix sums to 1 over all word pieces)
     base:        float32 (num_layers + 1, hidden): the target's vector in the original sentence
+    moved:       float32 (n_words, num_layers + 1, hidden): the target's vector with each word replaced
     """
 
     sentence: str
@@ -125,6 +126,7 @@ class Occlusion:
     shift: np.ndarray
     attention: np.ndarray
     base: np.ndarray
+    moved: np.ndarray | None = None
 
     @property
     def num_layers(self) -> int:
@@ -335,7 +337,48 @@ def occlusion(
         shift=np.clip(shift, 0.0, 2.0),
         attention=attention.astype(np.float64),
         base=base.astype(np.float32),
+        moved=_frozen(moved),
     )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, dtype=np.float32)
+    out.setflags(write=False)  # shared between sessions through the cache
+    return out
+
+
+@dataclass(frozen=True)
+class ContextUse:
+    """How much of its context a model takes in, over a set of sentences (the control's check).
+
+    entropy: float64 (num_layers,): attention rows' entropy as a fraction of uniform, mean over heads, rows
+             and sentences (lib.attention.entropy_fraction); 1.0 = attention spread evenly
+    shift:   float64 (n_sentences,): per sentence, the largest shift of the target at the last layer when one
+             context word is masked (occlusion), 1 - cosine
+    """
+
+    entropy: np.ndarray
+    shift: np.ndarray
+
+
+def context_use(enc: Encoder, sentences: Sequence[str], target: str | None = None) -> ContextUse:
+    """Attention entropy and the largest occlusion shift per sentence, for ``enc`` over ``sentences``.
+
+    Sentences that cannot be measured (no target, too long) are left out; ContextError when none can.
+    """
+    from lib.attention import entropy_fraction
+
+    entropies, shifts = [], []
+    for s in sentences:
+        try:
+            occ = occlusion(enc, s, target)
+        except (TargetError, ContextError):
+            continue
+        entropies.append(entropy_fraction(enc.encode([occ.sentence]).attentions[0]))
+        shifts.append(float(np.nanmax(occ.shift[-1])))
+    if not shifts:
+        raise ContextError("None of the sentences can be measured: each needs the target and a few other words.")
+    return ContextUse(entropy=np.mean(entropies, axis=0), shift=np.asarray(shifts, dtype=np.float64))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -417,6 +460,27 @@ def sense_centroids(
         cents.append(v[idx].mean(axis=0))
         sizes.append(len(idx))
     return SenseCentroids(tuple(names), np.stack(cents), tuple(sizes))
+
+
+def sense_margin_change(occ: Occlusion, cents: SenseCentroids, sense: str, layer: int) -> np.ndarray:
+    """(n_words,) how far replacing each word moves the target towards or away from ``sense``, at ``layer``.
+
+    The margin of a vector is its cosine with the ``sense`` centroid minus its highest cosine with another
+    sense's centroid (> 0: nearest to ``sense``); the change is the margin with the word replaced minus the
+    margin in the original sentence. Negative: the word pulled the target towards ``sense``. Unlike the
+    shift (any change of the vector) it measures a change of sense only.
+    """
+    if occ.moved is None or sense not in cents.names:
+        raise ValueError("needs an occlusion with its moved vectors and a sense among the centroids")
+    c = unit_rows(cents.centroids[:, layer, :])  # (S, H)
+    own = cents.names.index(sense)
+
+    def margin(v: np.ndarray) -> np.ndarray:
+        sim = unit_rows(np.atleast_2d(v)) @ c.T  # (n, S)
+        others = np.delete(sim, own, axis=1)
+        return sim[:, own] - others.max(axis=1)
+
+    return margin(occ.moved[:, layer, :]) - margin(occ.base[layer])[0]
 
 
 def sense_flip(before: Sequence[str], after: Sequence[str]) -> int | None:

@@ -58,6 +58,7 @@ __all__ = [
     "load_encoder",
     "model_key",
     "model_label",
+    "weights_label",
     "split_model_key",
 ]
 
@@ -82,8 +83,14 @@ _LENGTHS_ONLY = {"add_special_tokens": True, "return_attention_mask": False, "re
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 
 
-WEIGHTS = ("trained", "random")
-_RANDOM_TAG = "#random-"
+# "trained": the model's weights. The two controls keep the architecture and tokenizer (lib.weights):
+# "shuffled": every trained tensor's entries permuted within it (same values and scale, no learned structure);
+# "random": drawn afresh by the config's initialiser (BERT: normal, std 0.02), which takes in almost no
+# context (attention ~uniform, benchmarks/control_candidates.json); kept for links that name it.
+WEIGHTS = ("trained", "shuffled", "random")
+CONTROLS = ("shuffled", "random")
+_TAGS = {w: f"#{w}-" for w in CONTROLS}
+_RANDOM_TAG = _TAGS["random"]
 MAX_SEED = 2**31 - 1
 
 
@@ -289,10 +296,10 @@ class Encoder:
 
     Attributes: name, num_layers (L), num_hidden_states (L + 1), num_heads, hidden_size, max_tokens (the
     longest input in word pieces, [CLS] and [SEP] included), model and tokenizer (the transformers objects, for recomputation).
-    ``name`` is the model key the caches use: the model id, plus ``#random-<seed>`` for randomly
-    initialised weights (see :func:`model_key`); ``display_name`` is what titles show, e.g.
-    "sentence-transformers/all-MiniLM-L6-v2 (random weights, seed 0)"; ``weights`` is "trained" or
-    "random" and ``seed`` the initialiser's seed (0 for trained weights); ``special_roles`` (a
+    ``name`` is the model key the caches use: the model id, plus ``#shuffled-<seed>`` or ``#random-<seed>``
+    for a control (see :func:`model_key`); ``display_name`` is what titles show, e.g.
+    "sentence-transformers/all-MiniLM-L6-v2 (shuffled weights, seed 0)"; ``weights`` is one of ``WEIGHTS``
+    and ``seed`` the control's seed (0 for trained weights); ``special_roles`` (a
     :class:`SpecialRoles`) which special token ids open a sentence and which close it.
     """
 
@@ -300,7 +307,7 @@ class Encoder:
         self.name = model_key(name, weights, seed)
         self.base_name = split_model_key(self.name)[0]
         self.weights = weights
-        self.seed = int(seed) if weights == "random" else 0
+        self.seed = int(seed) if weights in CONTROLS else 0
         self.display_name = model_label(self.name)
         self.model = model
         self.tokenizer = tokenizer
@@ -564,17 +571,19 @@ def _check_size(source: str, display: str, kw: dict) -> None:
 
 # ----------------------------------------------------------------------------------- model keys
 # One string names a model *and* its weights, so every cache keyed on a model name (ui/cache.py) tells a
-# randomly initialised copy apart from the trained one without a second key:
-#   "sentence-transformers/all-MiniLM-L6-v2"            the trained weights
-#   "sentence-transformers/all-MiniLM-L6-v2#random-0"   same architecture and tokenizer, weights drawn by
-#                                                       the config's initialiser under torch.manual_seed(0)
+# control apart from the trained model without a second key:
+#   "sentence-transformers/all-MiniLM-L6-v2"             the trained weights
+#   "sentence-transformers/all-MiniLM-L6-v2#shuffled-0"  the trained weights, each tensor's entries permuted
+#                                                        within it by seed 0 (lib.weights.shuffle_weights)
+#   "sentence-transformers/all-MiniLM-L6-v2#random-0"    weights drawn by the config's initialiser under
+#                                                        torch.manual_seed(0)
 # "#" cannot occur in a Hugging Face id; a local folder whose name contains "#random-" would be misread.
 
 
 def model_key(name: str | None, weights: str = "trained", seed: int = 0) -> str:
-    """The cache key for a model id and its weights: the id, plus ``#random-<seed>`` for random weights."""
+    """The cache key for a model id and its weights: the id, plus ``#<weights>-<seed>`` for a control."""
     base, w0, s0 = split_model_key(name)
-    if w0 == "random" and weights == "trained":  # a key that already says random keeps its own seed
+    if w0 != "trained" and weights == "trained":  # a key that already names a control keeps it and its seed
         weights, seed = w0, s0
     if weights not in WEIGHTS:
         raise ModelLoadError(f"weights must be one of {', '.join(WEIGHTS)}; got “{short(str(weights), 20)}”.")
@@ -583,33 +592,48 @@ def model_key(name: str | None, weights: str = "trained", seed: int = 0) -> str:
     seed = int(seed)
     if not 0 <= seed <= MAX_SEED:
         raise ModelLoadError(f"The seed must be a whole number from 0 to {MAX_SEED:,}; got {seed}.")
-    return f"{base}{_RANDOM_TAG}{seed}"
+    return f"{base}{_TAGS[weights]}{seed}"
 
 
 def split_model_key(key: str | None) -> tuple[str, str, int]:
-    """(model id, "trained" | "random", seed) from a key made by :func:`model_key`; None = the default.
+    """(model id, one of ``WEIGHTS``, seed) from a key made by :func:`model_key`; None = the default.
 
-    A key without the ``#random-<seed>`` suffix is a trained model (seed 0). A malformed suffix raises
-    ModelLoadError.
+    A key without a ``#shuffled-<seed>`` / ``#random-<seed>`` suffix is a trained model (seed 0). A malformed
+    suffix raises ModelLoadError.
     """
     name = DEFAULT_MODEL if _is_default(key) else key.strip()
-    if _RANDOM_TAG not in name:
-        return name, "trained", 0
-    base, _, tail = name.rpartition(_RANDOM_TAG)
-    if not tail.isdigit() or len(tail) > 10 or int(tail) > MAX_SEED:
-        raise ModelLoadError(
-            f"“{short(name, 60)}”: after “{_RANDOM_TAG}” give a seed, a whole number from 0 to {MAX_SEED:,}."
-        )
-    return (DEFAULT_MODEL if _is_default(base) else base.strip()), "random", int(tail)
+    for weights, tag in _TAGS.items():
+        if tag not in name:
+            continue
+        base, _, tail = name.rpartition(tag)
+        if not tail.isdigit() or len(tail) > 10 or int(tail) > MAX_SEED:
+            raise ModelLoadError(
+                f"“{short(name, 60)}”: after “{tag}” give a seed, a whole number from 0 to {MAX_SEED:,}."
+            )
+        return (DEFAULT_MODEL if _is_default(base) else base.strip()), weights, int(tail)
+    return name, "trained", 0
+
+
+# How titles name each control: for what it is
+WEIGHT_LABELS = {
+    "trained": "trained weights",
+    "shuffled": "shuffled weights",
+    "random": "random weights",
+}
+
+
+def weights_label(weights: str, seed: int = 0) -> str:
+    """"shuffled weights, seed 0" / "random weights, seed 3" / "trained weights"."""
+    return WEIGHT_LABELS[weights] if weights == "trained" else f"{WEIGHT_LABELS[weights]}, seed {seed}"
 
 
 def model_label(key: str | None) -> str:
-    """The plain name for titles: the id, or "<id> (random weights, seed <n>)"."""
+    """The plain name for titles: the id, or "<id> (shuffled weights, seed <n>)" for a control."""
     try:
         base, weights, seed = split_model_key(key)
     except ModelLoadError:
         return str(key)
-    return base if weights == "trained" else f"{base} (random weights, seed {seed})"
+    return base if weights == "trained" else f"{base} ({weights_label(weights, seed)})"
 
 
 def downloads_allowed() -> bool:
@@ -627,10 +651,14 @@ def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int
     the default and the listed ids load; a model above ``CONTEXT_LENS_MAX_PARAMS`` parameters is refused
     from its configuration, before its weights are read (see :mod:`lib.hosting`).
 
-    ``weights="random"`` is the control for "did training do this?": the same architecture (the model's
-    config) and tokenizer, with every weight drawn afresh by the config's initialiser under
-    ``torch.manual_seed(seed)`` (the global torch random state is left as it was), so a seed always gives
-    the same weights. ``name`` may also be a key from :func:`model_key` ("<id>#random-<seed>").
+    ``weights="shuffled"`` is the control for "did training do this?": the same architecture (the model's
+    config) and tokenizer, with the trained weights, every tensor's entries permuted within it
+    (:func:`lib.weights.shuffle_weights`): each matrix keeps its values and scale, so attention still
+    mixes each word with its neighbours, but nothing learned stays in place. ``weights="random"`` draws
+    every weight afresh by the config's initialiser under ``torch.manual_seed(seed)`` (the global torch
+    random state is left as it was); at BERT's scale (std 0.02) its attention is nearly uniform and it
+    takes in almost no context. A seed always gives the same weights. ``name`` may also be a key from
+    :func:`model_key` ("<id>#shuffled-<seed>", "<id>#random-<seed>").
     """
     import torch  # transformers needs it; imported here, not at module import
     from transformers import AutoConfig, AutoModel, AutoTokenizer
@@ -671,6 +699,10 @@ def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int
                 mdl = AutoModel.from_config(config, attn_implementation="eager")
         else:
             mdl = AutoModel.from_pretrained(source, attn_implementation="eager", **kw)
+            if weights == "shuffled":
+                from lib.weights import shuffle_weights
+
+                shuffle_weights(mdl, seed)
         return tok, mdl
 
     try:

@@ -40,16 +40,18 @@ def hosted_mode(environ: dict[str, str] | None = None) -> bool:
 def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
     """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
 
-    A random-weights key (``<id>#random-<seed>``, see lib.encoder.model_key) is allowed when its id is: it
-    has the same architecture and size, only fresh weights.
+    A control's key (``<id>#shuffled-<seed>`` or ``<id>#random-<seed>``, see lib.encoder.model_key) is allowed
+    when its id is: it has the same architecture and size, only shuffled or fresh weights.
     """
     allowed = allowed_models(environ)
     if allowed is None:
         return True
     wanted = (name or "").strip()
-    base, tag, seed = wanted.rpartition("#random-")
-    if tag and seed.isdigit() and len(seed) <= 10:
-        wanted = base.strip()
+    for tag in ("#shuffled-", "#random-"):
+        base, found, seed = wanted.rpartition(tag)
+        if found and seed.isdigit() and len(seed) <= 10:
+            wanted = base.strip()
+            break
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
 
 

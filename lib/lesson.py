@@ -153,8 +153,9 @@ STEPS: tuple[Step, ...] = (
         "Layer by layer",
         False,
         "bat",
-        "The model builds its vectors in layers: layer 0 is the word piece plus its position (and a segment "
-        "embedding, then a LayerNorm), and each layer mixes in more context. Probing studies find surface "
+        "The model builds its vectors in layers: layer 0 is the sum of the word piece's, the position's and "
+        "the segment's embeddings, normalised (LayerNorm), and each layer (attention, then a feed-forward "
+        "block) mixes in more context. Probing studies find surface "
         "features early and meaning later, but only roughly. The lines follow the average cosine of *bat* "
         "pairs with the **same** sense and with **different** senses through the layers; the gap between "
         "them is how far apart the senses are *on average*.",
@@ -186,7 +187,8 @@ STEPS: tuple[Step, ...] = (
         "pairs under both choices. On the default model the contest is built in favour of the mean: "
         "all-MiniLM-L6-v2 was never trained with next-sentence prediction and was fine-tuned so that the "
         "mean of its word pieces is the sentence vector. Choose a raw BERT (e.g. bert-base-uncased) in the "
-        "sidebar for a fairer test.",
+        "sidebar for a fairer test: it is not bundled, so it needs a server with downloads switched on "
+        "(CONTEXT_LENS_ALLOW_DOWNLOADS=1) or a local folder holding it.",
     ),
     Step(
         "anisotropy",
@@ -210,8 +212,8 @@ STEPS: tuple[Step, ...] = (
         False,
         "bat",
         "To look at the vectors we squeeze them into two dimensions. **PCA** keeps the two directions "
-        "along which the points vary most; distances along them are real, but everything else is "
-        "dropped, and the axis titles say how much of the variance is kept. UMAP and t-SNE (on the "
+        "along which the points vary most; each point's position along them is exact, but every other "
+        "direction is dropped, so two points can look close and be far apart, and the axis titles say how much of the variance is kept. UMAP and t-SNE (on the "
         "**Projections** page) keep neighbourhoods instead of distances.",
     ),
     Step(
@@ -259,12 +261,12 @@ STEPS: tuple[Step, ...] = (
         "Layer by layer",
         False,
         "bank",
-        "Compared to what? The same architecture with **random weights** (every weight drawn afresh by the "
-        "model's own initialiser, seed 0) reads the same *bank* sentences through the same tokenizer and the "
-        "same number of layers; only training is missing. Whatever the random copy shows too comes from the "
-        "architecture (mixing each word with its neighbours), not from anything learned. The blue line is the "
-        "trained model's same-sense minus different-sense cosine per layer, as in step 4. Predict the random "
-        "copy's line, then see it.",
+        "Compared to what? A **control**: the same architecture with the trained weights **shuffled** within "
+        "each matrix (seed 0). It keeps the tokenizer, the layers and every matrix's numbers, so its attention "
+        "still mixes each word with the others at the trained scale; what training arranged is gone. Whatever "
+        "the control shows too comes from the architecture, not from anything learned. The blue line is the "
+        "trained model's same-sense minus different-sense cosine per layer (the measure of step 4, here on "
+        "the *bank* sentences). Predict the control's line, then see it.",
     ),
     Step(
         "summary",
@@ -274,7 +276,8 @@ STEPS: tuple[Step, ...] = (
         None,
         "What you found, question by question, with the model's own numbers. Keep it: the course's "
         "*evidence card* is a small table with at least one surprising result. Below the table, the "
-        "results this model showed are sorted into surprises and what the course predicts.",
+        "results this model showed are sorted into what the course predicts, surprises against it, and what "
+        "goes beyond the course.",
     ),
 )
 
@@ -435,25 +438,57 @@ def sentence_option(labels: Sequence[str], senses: Sequence[str | None], i: int)
 # --------------------------------------------------------------------------------------------------
 
 
+PREDICTED, SURPRISE, BEYOND = "predicted", "surprise", "beyond"
+GROUP_TITLES = {
+    PREDICTED: "As the course predicts",
+    SURPRISE: "Surprises (against the course)",
+    BEYOND: "Beyond the course",
+}
+
+# What the course says about each kind of result (by the result's class), and where. A kind the course
+# predicts whatever the numbers say maps to PREDICTED; one that depends on the direction of the result
+# maps to None (its ``as_predicted`` decides); one the course never discusses maps to BEYOND.
+COURSE_SAYS = {
+    # seed 001, misconceptions: "polysemy is not solved completely": single occurrences can be misread
+    "CentroidReading": (PREDICTED, "polysemy is not solved completely"),
+    "HardCase": (PREDICTED, "polysemy is not solved completely"),
+    # seed 001: "deeper is not always better"; seed 000: the best layer depends on the task
+    "DeeperCheck": (PREDICTED, "deeper is not always better: the best layer depends on the task"),
+    # seed 001: "[CLS] is not a good sentence vector" without fine-tuning: mean pooling should win
+    "PoolingComparison": (None, "[CLS] is not a good sentence vector"),
+    # the course never discusses a control model (random or shuffled weights)
+    "ArchitectureCheck": (BEYOND, "the course does not discuss control weights"),
+}
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One result for the summary: its sentence, and whether it is a surprise or what the course predicts."""
+    """One result for the summary: its sentence, its group (PREDICTED, SURPRISE or BEYOND) and why."""
 
     text: str
-    surprising: bool
+    group: str
+    because: str = ""
+
+    @property
+    def surprising(self) -> bool:
+        return self.group == SURPRISE
 
 
 def summary_findings(results: Sequence[object]) -> list[Finding]:
-    """The findings of the steps' results (those that have one), each marked surprising or not.
+    """The findings of the steps' results (those that have one), each filed as COURSE_SAYS files its kind.
 
-    A result with ``as_predicted`` True (e.g. mean pooling beating [CLS]) is what the course predicts;
-    every other finding (a misread sentence, a better earlier layer, a hard case) is a surprise.
+    A kind whose entry is None is what the course predicts when the result's ``as_predicted`` is True (e.g.
+    mean pooling beating [CLS]) and a surprise otherwise; an unknown kind is filed as BEYOND.
     """
     out = []
     for r in results:
         text = getattr(r, "finding", None)
-        if text:
-            out.append(Finding(text, not bool(getattr(r, "as_predicted", False))))
+        if not text:
+            continue
+        group, because = COURSE_SAYS.get(type(r).__name__, (BEYOND, ""))
+        if group is None:
+            group = PREDICTED if getattr(r, "as_predicted", False) else SURPRISE
+        out.append(Finding(text, group, because))
     return out
 
 

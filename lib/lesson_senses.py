@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lib.chance import ReadoutChance, layer_list, readout_chance
+from lib.encoder import weights_label
 from lib.errors import StepNotApplicable
 from lib.lesson import (
     AS_TRAINED,
@@ -226,8 +227,9 @@ def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: 
     expl = (
         f"The gap is largest at layer {top}: same-sense pairs {sims.same[top]:.2f}, different-sense pairs "
         f"{sims.different[top]:.2f} (gap {gap[top]:.3f}). At layer 0 the gap is {gap[0]:.3f}: the input vector "
-        f"is the word piece plus its position, with no context, so the senses ({' and '.join(names)}) can only "
-        "differ there if the word's position happens to go with its sense."
+        f"is built from the word piece, its position and the segment, with no context, so the senses "
+        f"({' and '.join(names)}) can only differ there if the word's position or form happens to go with its "
+        "sense."
     )
     if top != last:
         expl += f" At the last layer, {last}, it is {gap[last]:.3f}."
@@ -411,7 +413,7 @@ GROWTH_TIE = COSINE_TIE
 
 @dataclass(frozen=True)
 class ArchitectureCheck:
-    """The same sentences through trained and randomly initialised weights of one architecture.
+    """The same sentences through the trained weights and a control of one architecture (lib.weights).
 
     trained_gap, random_gap: (L+1,) same-sense minus different-sense mean cosine per layer;
     trained_auc, random_auc: (L+1,) pair-ranking AUC per layer (0.5 = chance; scale-free);
@@ -453,12 +455,14 @@ def architecture_check(
     target: str,
     *,
     seed: int = 0,
+    weights: str = "shuffled",
     probes: tuple[object, object] | None = None,
 ) -> ArchitectureCheck:
-    """Does a randomly initialised copy of the architecture separate the senses at the last layer?
+    """Does a control copy of the architecture (``weights``: "shuffled" or "random", lib.encoder.WEIGHTS)
+    separate the senses at the last layer?
 
     trained, random: (n, L+1, H) the target's vectors of the same n sentences through the trained and the
-    random weights (same architecture, so the same L). The answer reads what the layers *add*: the gap at
+    control's weights (same architecture, so the same L). The answer reads what the layers *add*: the gap at
     the last layer minus the gap at layer 0, where there is no context yet; a growth within ``GROWTH_TIE``
     of a boundary between two choices accepts both. probes: optionally the lib.probe.ProbeResult of the
     trained and of the random vectors, quoted in the explanation (probe vs its shuffled-label control).
@@ -479,7 +483,7 @@ def architecture_check(
     accepted = _growth_choices(grow_r - h, grow_t) | _growth_choices(grow_r, grow_t) | _growth_choices(grow_r + h, grow_t)
     shown = _growth_choices(grow_r, grow_t)
     answer = next(c for c in (NOT_AT_ALL, SOME, AS_TRAINED) if c in shown)
-    random_name = f"random weights (seed {seed})"
+    random_name = weights_label(weights, seed)
     expl = (
         f"With the trained weights the gap goes from {gt[0]:+.3f} at layer 0 to {gt[last]:+.3f} at layer {last} "
         f"(the layers add {grow_t:+.3f}); with {random_name} from {gr[0]:+.3f} to {gr[last]:+.3f} (they add "
@@ -487,18 +491,18 @@ def architecture_check(
     )
     if abs(gr[0]) > GROWTH_TIE:
         expl += (
-            f" The random copy's gap at layer 0 ({gr[0]:+.3f}) holds no context: it comes from its random word "
+            f" The control's gap at layer 0 ({gr[0]:+.3f}) holds no context: it comes from its {weights} word "
             f"piece and position vectors, i.e. from where '{target}' happens to sit in these sentences."
         )
     expl += (
         f" Counted without the scale of the cosines: at layer {last}, a same-sense pair is closer than a "
         f"different-sense pair in {at[last]:.0%} of comparisons with the trained weights and {ar[last]:.0%} "
-        "with random ones (50% is chance)."
+        "with the control (50% is chance)."
     )
     if probes is not None:
         pt, pr = probes
         parts = []
-        for name, p in (("trained", pt), ("random", pr)):
+        for name, p in (("trained", pt), (weights, pr)):
             acc, high = float(p.accuracy[last]), float(p.shuffled_high[last])
             parts.append(
                 f"{name} {acc:.0%} against a control band up to {high:.0%}"
@@ -534,8 +538,8 @@ def architecture_check(
         [AS_TRAINED, SOME, NOT_AT_ALL],
         sorted(accepted),
         expl,
-        "The blue line is what training gives. Ask yourself what random weights can know about meaning; "
-        "mixing each word with its neighbours is all they do.",
+        "The blue line is what training gives. The control's attention still mixes the words of a sentence, "
+        "but nothing it does was learned: what can it know about meaning?",
         answer=answer,
     )
     return ArchitectureCheck(gt, gr, at, ar, grow_t, grow_r, question, finding, as_predicted)

@@ -4,16 +4,16 @@ than a classifier can do with labels that mean nothing?
     from lib.probe import probe_layers
     p = probe_layers(V, labels, folds=5, shuffles=20, seed=0)   # V: (n, L+1, d), labels: n sense names
     p.accuracy      # (L+1,) cross-validated accuracy of a logistic-regression probe per layer
-    p.shuffled      # (L+1,) mean accuracy of the same probe trained on shuffled labels (the control)
-    p.shuffled_high # (L+1,) 95th percentile of the shuffled accuracies: the control's band
-    p.selectivity   # (L+1,) accuracy - shuffled
+    p.shuffled      # (L+1,) mean accuracy of the same probe trained on shuffled labels (the null)
+    p.shuffled_high # (L+1,) 95th percentile of the shuffled accuracies: the null's band
+    p.over_null     # (L+1,) accuracy - shuffled
     p.chance        # the majority-sense rate
 
-A probe with hundreds of dimensions and a dozen sentences can fit almost anything: a high accuracy only
-means something next to what the same probe reaches when the labels are shuffled (same class sizes, no
-link to the sentences). Hewitt & Liang (2019) call the difference *selectivity*; their control task
-assigns random labels per word type, and with one target word that becomes a per-sentence shuffle (a
-permutation test).
+A high accuracy means something next to what the same probe reaches when it is trained on shuffled labels
+(same class sizes, no link to the sentences) and scored on the true ones: a permutation null. What a probe
+learns from shuffled labels is wrong on the true ones, so the null usually lands *below* the majority rate;
+a layer reads the sense when the probe beats both. (This is not Hewitt & Liang's 2019 *selectivity*: their
+control task gives each word type a random label and scores the probe on those labels.)
 
 The probe: per fold, standardise each dimension on the training sentences, then an L2-regularised
 multinomial logistic regression (scikit-learn, C = 1). Stratified K-fold cross-validation; a sense with
@@ -82,19 +82,19 @@ class ProbeResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
-    def selectivity(self) -> np.ndarray:
-        """(L+1,) accuracy minus the shuffled control's mean (Hewitt & Liang 2019)."""
+    def over_null(self) -> np.ndarray:
+        """(L+1,) accuracy minus the shuffled-label null's mean."""
         return self.accuracy - self.shuffled
 
     @property
     def within_band(self) -> np.ndarray:
-        """(L+1,) bool: the layer's accuracy does not beat the control's 95th percentile."""
+        """(L+1,) bool: the layer's accuracy does not beat the null's 95th percentile."""
         return self.accuracy <= self.shuffled_high + 1e-12
 
     @property
     def best_layer(self) -> int:
-        """The layer with the highest selectivity (the first, on a tie)."""
-        return int(np.argmax(np.round(self.selectivity, 12)))
+        """The layer with the highest accuracy over the null (the first, on a tie)."""
+        return int(np.argmax(np.round(self.over_null, 12)))
 
 
 def _usable(labels: Sequence[str | None]) -> tuple[np.ndarray, list[str], list[str]]:

@@ -27,10 +27,10 @@ from lib.corpus import (
     corpus_id,
     parse_corpus_file,
 )
-from lib.encoder import DEFAULT_MODEL, split_model_key
+from lib.encoder import DEFAULT_MODEL, split_model_key, weights_label
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.readout import leave_one_out_readout
-from lib.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, pair_values, sense_similarity
+from lib.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, sense_similarity
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from ui import cache, controls, state
 from ui.widgets import (
@@ -40,6 +40,7 @@ from ui.widgets import (
     layer_marks,
     matrix_pair,
     page_intro,
+    prose,
     shared_chart,
 )
 
@@ -55,33 +56,32 @@ def fmt(x: float, digits: int = 2) -> str:
     return f"{x:.{digits}f}" if math.isfinite(x) else "–"
 
 
-# How much higher a random-weights twin's raw curve must peak to be "far more anisotropic": twice as high,
-# and at least this much higher in cosine.
+# How much higher a control's raw curve must peak to be "far more anisotropic": twice as high, and at least
+# this much higher in cosine.
 FAR_RATIO, FAR_DIFFERENCE = 2.0, 0.1
 
 
 def twin_sentence(model_name: str, other_name: str, curve: np.ndarray, other_curve: np.ndarray) -> str:
-    """Section 1's sentence on the trained vs random comparison of section 4 ("" for any other pair)."""
-    (b1, w1, _), (b2, w2, s2) = split_model_key(model_name), split_model_key(other_name)
-    if b1 != b2 or w1 == w2:
+    """Section 1's sentence on the trained model vs its control in section 4 ("" for any other pair)."""
+    (b1, w1, s1), (b2, w2, s2) = split_model_key(model_name), split_model_key(other_name)
+    if b1 != b2 or w1 == w2 or "trained" not in (w1, w2):
         return ""
-    trained, random_ = (curve, other_curve) if w1 == "trained" else (other_curve, curve)
-    seed = s2 if w2 == "random" else split_model_key(model_name)[2]
-    pt, pr = float(np.max(trained)), float(np.max(random_))
-    kt, kr = int(np.argmax(trained)), int(np.argmax(random_))
+    trained, control = (curve, other_curve) if w1 == "trained" else (other_curve, curve)
+    weights, seed = (w2, s2) if w1 == "trained" else (w1, s1)
+    pt, pr = float(np.max(trained)), float(np.max(control))
+    kt, kr = int(np.argmax(trained)), int(np.argmax(control))
     head = (
-        f"**Trained or random (section 4).** With random weights (seed {seed}) the same architecture's raw "
+        f"**Trained or control (section 4).** With {weights_label(weights, seed)} the same architecture's raw "
         f"curve peaks at {fmt(pr)} (layer {kr}); with the trained weights at {fmt(pt)} (layer {kt}). "
     )
     if pr >= FAR_RATIO * pt and pr - pt >= FAR_DIFFERENCE:
         times = f"{pr / pt:.1f} times as high" if pt > 0 else "far higher"
         return head + (
-            f"The random copy is **far more anisotropic** ({times}): much of the cone comes with the "
-            "architecture before any training (position embeddings, LayerNorm, residual sums), and training "
-            "spread these vectors out."
+            f"The control is **far more anisotropic** ({times}): a cone needs no training, and the trained "
+            "model's is the smaller one. What builds the control's cone is not measured here."
         )
     if pt >= FAR_RATIO * pr and pt - pr >= FAR_DIFFERENCE:
-        return head + "Here the cone is mostly learned: the random copy's vectors point in far more different directions."
+        return head + "Here the cone is mostly learned: the control's vectors point in far more different directions."
     return head + "The two cones are of a similar order here."
 
 
@@ -222,24 +222,17 @@ chart(
     download_fig=show_layer_mark(curves_fig, layer),
 )
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
-st.markdown(
+prose(
     f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
-    f"**{fmt(raw)}** raw, **{fmt(z)}** after z-scoring, **{fmt(w)}** after whitening and **{fmt(t)}** with the "
-    f"top {k} components removed. Vectors pointing in random directions of a {d}-dimensional space would "
-    f"give about 0, so everything above 0 is the shared “cone”. Whitening uses the covariance of this same "
-    f"corpus, so it brings the value to about 0 by construction; z-scoring, only a shift and rescaling of "
-    "each dimension, "
-    + (
-        "gets most of the way."
-        if abs(z) < abs(raw) / 2
-        else f"does less here ({fmt(z)} against {fmt(raw)} raw)."
-    )
+    f"**{fmt(raw)}** raw, **{fmt(z)}** z-scored, **{fmt(w)}** whitened, **{fmt(t)}** without the top {k} "
+    f"components. Random directions would give about 0: anything above is the cone. Whitening reaches 0 by "
+    "construction (same corpus); z-scoring "
+    + ("gets most of the way." if abs(z) < abs(raw) / 2 else "does less here.")
 )
 strength = compare_anisotropy(curves[UNTREATED])
-st.markdown(
-    f"This model's raw curve, layer 0 to {L}: {', '.join(fmt(float(x)) for x in curves[UNTREATED])}. Its highest "
-    f"value, {fmt(strength.peak)} at layer {strength.peak_layer}, is {strength.strength} BERT-base's "
-    f"{strength.reference_peak:.2f}."
+prose(
+    f"This model's raw peak, {fmt(strength.peak)} at layer {strength.peak_layer}, is {strength.strength} "
+    f"BERT-base's {strength.reference_peak:.2f}."
 )
 if show_bert:
     bert = ETHAYARAJH_2019_BERT_BASE.anisotropy
@@ -251,34 +244,30 @@ if show_bert:
     )
     if is_default:
         text += (
-            "Why so much lower? A likely reason (not measured here): all-MiniLM-L6-v2 was fine-tuned with a "
-            "**contrastive objective** on about a billion sentence pairs of many kinds (question and answer, "
-            "title and body, paraphrases, …): the mean of its last-layer token vectors must be closer to its "
-            "partner's than to the other sentences in the batch, which rewards spreading unrelated text apart. "
-            "Raw BERT was pre-trained on masked-word prediction and next-sentence prediction, and neither "
-            "objective asks its vectors to spread out."
+            "A likely reason (not measured here): all-MiniLM-L6-v2 was fine-tuned with a **contrastive "
+            "objective** on about a billion sentence pairs, which rewards spreading unrelated text apart; raw "
+            "BERT's pre-training does not ask for that."
         )
     else:
         text += (
             "For a comparison, switch to the default model, all-MiniLM-L6-v2: it was fine-tuned for sentence "
             "similarity, and its raw curve stays far below BERT-base's."
         )
-    st.markdown(text)
+    prose(text)
 twin_note = st.empty()  # filled by section 4 when it compares trained and random weights of one model
-st.caption(
-    f"Measured on {m} distinct word pieces ({m * (m - 1) // 2:,} pairs), one occurrence each, from "
-    f"{stats.n_sentences} sentences; the mean, σ and covariance come from all {stats.n_tokens:,} word pieces "
-    "([CLS] and [SEP] left out)."
+prose(
+    f"{m} distinct word pieces ({m * (m - 1) // 2:,} pairs) from {stats.n_sentences} sentences; mean, σ and "
+    f"covariance from all {stats.n_tokens:,} ([CLS] and [SEP] left out).",
+    caption=True,
 )
 fit = stats.fits[layer]
 if fit.note:
     why = (
-        " One such direction in every layer is LayerNorm's doing: it makes each vector's centred and rescaled "
-        "components add up to 0, so all vectors lie in a flat slice of the space."
+        " One in every layer is LayerNorm's doing: each vector's centred components add up to 0."
         if fit.shrinkage == 0
         else ""
     )
-    st.caption(f"Whitening at layer {layer}: {escape_md(fit.note)}{why}")
+    prose(f"Whitening at layer {layer}: {escape_md(fit.note)}{why}", caption=True)
 
 # ------------------------------------------------------------------------------------------- 2. rogue dims
 st.header("2. Rogue dimensions and vector length")
@@ -298,10 +287,9 @@ j_max = int(np.argmax(contrib))
 raw_here = float(contrib.sum())
 n_const = int(constant_dimensions(stats.std[layer], stats.mean[layer]).sum())
 text = (
-    f"At layer {layer}, the three dimensions with the largest variance ({', '.join(map(str, top3))}) hold "
-    f"**{share:.1%}** of the total variance; an even share would be {3 / d:.1%}. The bottom chart splits the "
-    f"mean cosine of {fmt(raw_here, 3)} into one part per dimension (the parts add up to it): dimension "
-    f"{j_max} alone contributes **{fmt(float(contrib[j_max]), 3)}**"
+    f"At layer {layer} the top three dimensions by variance ({', '.join(map(str, top3))}) hold "
+    f"**{share:.1%}** of it (an even share: {3 / d:.1%}). The bottom chart splits the mean cosine of "
+    f"{fmt(raw_here, 3)} by dimension: dimension {j_max} gives **{fmt(float(contrib[j_max]), 3)}**"
 )
 if raw_here > 0:
     text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
@@ -309,9 +297,8 @@ mu_j, sd_j = float(stats.mean[layer][j_max]), float(stats.std[layer][j_max])
 share_j = float(contrib[j_max]) / raw_here if raw_here > 0 else 0.0
 if share_j >= 0.1 and abs(mu_j) > sd_j:
     text += (
-        f". Its mean is {fmt(mu_j)} while its spread σ is only {fmt(sd_j)}: nearly every vector carries the "
-        "same large value there, and that shared value adds to every cosine. So the dimensions that inflate "
-        "cosine are the ones with a large shared *mean*, not always those with the largest variance."
+        f". Its mean is {fmt(mu_j)}, its σ only {fmt(sd_j)}: a large *shared* value, added to every cosine, "
+        "inflates cosine more than a large variance does."
     )
 elif share_j >= 0.1:
     text += (
@@ -322,25 +309,18 @@ else:
     text += (
         ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
     )
-shares = [top_variance_share(v_l, 3)[1] for v_l in stats.variance]
-text += (
-    f" Across the layers the top three dimensions hold between {min(shares):.1%} and {max(shares):.1%} of the "
-    f"variance (an even share: {3 / d:.1%})."
-)
-text += " Z-scoring subtracts each dimension's mean and divides by its σ, so afterwards every dimension counts the same."
+text += " Z-scoring removes each dimension's mean and divides by its σ: then every dimension counts the same."
 if n_const:
     text += (
         f" {n_const} dimension(s) here have σ = 0 (the same value in every vector): z-scoring sets them to 0 "
         "instead of dividing by zero."
     )
-st.markdown(text)
+prose(text)
 chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer", all_marks=True), key="aniso_norms")
 nm = stats.mean_norm
-st.markdown(
-    f"Vector length goes from {fmt(float(nm[0]), 1)} at the embeddings to {fmt(float(nm[L]), 1)} at layer {L} "
-    f"(longest: {fmt(float(nm.max()), 1)} at layer {int(np.argmax(nm))}). Cosine ignores length and sees only "
-    "direction; components that every vector shares pull all the directions together, which is what the "
-    "cone is."
+prose(
+    f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}. Cosine ignores "
+    "length; components every vector shares pull the directions together: that is the cone."
 )
 
 # ------------------------------------------------------------------------------------------- 3. your word
@@ -406,53 +386,37 @@ if sims is not None and sims.gap is not None:
             delta_color="off",
             help="Leave-one-out nearest centroid, as on the Layer by layer page, at this layer.",
         )
-    st.markdown(
-        f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
-        f"{t_name} with the statistics of {escape_md(corpus_label)}, **{fmt(ma)}**. Same-sense pairs go from "
-        f"{fmt(float(sims.same[0]))} to {fmt(float(sims.same[1]))} and different-sense pairs from "
-        f"{fmt(float(sims.different[0]))} to {fmt(float(sims.different[1]))}, so the gap goes from "
-        f"**{fmt(float(sims.gap[0]))}** to **{fmt(float(sims.gap[1]))}**. Both maps use one colour scale."
-    )
     d_auc = float(auc[1] - auc[0])
-    st.markdown(
-        f"**What the fix changes, and what it does not.** It removes what every vector shares: the average "
-        f"pair goes from {fmt(mb)} to {fmt(ma)} and the spread of the pairs (standard deviation) from "
-        f"{fmt(float(pair_values(before).std()), 3)} to {fmt(float(pair_values(after).std()), 3)}. The gap is measured in cosine "
-        "units, so it changes with that scale even where no pair changes place. A scale-free measure asks only "
-        "which pairs are closer: "
-        f"the pair ranking (AUC) goes from {fmt(float(auc[0]), 3)} to {fmt(float(auc[1]), 3)}"
+    prose(
+        f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
+        f"{t_name} with {escape_md(corpus_label)}'s statistics, **{fmt(ma)}** (both maps: one colour scale). "
+        "The fix removes what every vector shares, which changes the cosines' scale and so the gap; the "
+        "pair ranking (AUC) and the readout read only which pairs are closer: "
         + (
-            f" and the sense readout from {float(ro_b.accuracy[0]):.0%} to {float(ro_a.accuracy[0]):.0%}"
-            if ro_b is not None and ro_a is not None
-            else ""
-        )
-        + (
-            ". So here the fix mostly changes the scale of the cosines, not which occurrences are nearer "
-            "each other."
+            "here they barely move, so the fix mostly rescales."
             if abs(d_auc) < 0.02
-            else f". So here the fix also changes which occurrences are nearer each other (AUC "
-            f"{'up' if d_auc > 0 else 'down'} by {abs(d_auc):.3f}): reweighting the dimensions reorders "
-            "some pairs."
+            else f"here the AUC moves {'up' if d_auc > 0 else 'down'} by {abs(d_auc):.3f}, so the fix also "
+            "reorders some pairs."
         )
     )
 else:
-    st.markdown(
+    prose(
         f"Raw, the {len(ss)} occurrences of “{word}” at layer {layer} average **{fmt(mb)}** over all pairs; "
         f"{t_name}, **{fmt(ma)}**: the shared part of every vector is gone. Label sentences with a sense "
         "(“river | …”) in the sidebar to see whether the gap between meanings grows."
     )
 if treatment == "whiten" and stats.fits[layer].shrinkage > 0:
-    st.caption(
-        f"The covariance was regularized (shrinkage {stats.fits[layer].shrinkage:.3f}) before whitening."
+    prose(
+        f"The covariance was regularized (shrinkage {stats.fits[layer].shrinkage:.3f}) before whitening.",
+        caption=True,
     )
 
 # ------------------------------------------------------------------------------------------- 4. two models
-st.header("4. Trained or random? The same corpus through two models")
+st.header("4. Trained or shuffled? The same corpus through two models")
 other = controls.compare_picker(
     "aniso",
     model,
-    off_note="Switch on the comparison to measure the cone of a second encoder on the same corpus, by default "
-    "the same architecture with random weights.",
+    off_note="Switch on to measure a second model's cone (default: the shuffled-weights control).",
 )
 if other is not None:
     with st.spinner("Running the second model over the corpus (once per model and corpus)…"):
@@ -476,14 +440,13 @@ if other is not None:
     )
     chart(fig2, key="aniso_compare_chart", name_model=False)
     r1, r2 = curves[UNTREATED], curves2[UNTREATED]
-    st.markdown(
+    prose(
         f"On {escape_md(corpus_label)}: **{escape_md(n1)}** (blue) goes from {fmt(float(r1[0]))} at the embedding "
         f"layer to **{fmt(float(r1[-1]))}** at its last layer, raw; **{escape_md(n2)}** (red) from "
         f"{fmt(float(r2[0]))} to **{fmt(float(r2[-1]))}**. Dotted: the same after z-scoring each dimension. "
-        "A cone that a randomly initialised copy shows too comes from the architecture (position embeddings, "
-        "LayerNorm, residual sums), not from what the model learned; a cone only the trained model has was "
-        "learned."
+        "A cone the control shows too needs no training; a cone only the trained model has was learned."
         + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
+    controls.control_card(model, other, tv.encoding.sentences, ss.target)
     if note := twin_sentence(model, other, r1, r2):
         twin_note.markdown(note)

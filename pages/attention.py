@@ -31,7 +31,7 @@ from lib.charts.attention import (
     target_attention_by_layer,
 )
 from ui import cache, state
-from ui.widgets import chart, escape_md, page_intro, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
@@ -84,12 +84,12 @@ SHOW_PIECES = 60
 pieces_md = " ".join(
     f"**{escape_md(t)}**" if k in tpos else escape_md(t) for k, t in enumerate(tokens[:SHOW_PIECES])
 )
-st.caption(
+prose(caption=True, text=
     f"Sentence {s_num} as the model reads it, {n} word pieces (the target in bold): {pieces_md}"
     + (" …" if n > SHOW_PIECES else "")
 )
 if encoding.truncated[i]:
-    st.caption(
+    prose(caption=True, text=
         f"This sentence was cut at {min(enc.max_tokens, budget.MAX_PIECES_PER_SENTENCE)} word pieces: everything below is about "
         "the part the model saw. Shorten it to see the rest."
     )
@@ -104,7 +104,7 @@ chart(
 )
 row = weights[tpos[0]]
 top = strongest_keys(row, 3)
-st.markdown(
+prose(
     "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
     "all word pieces (the keys), and every row adds up to 1. "
     f"Row {md_token(labels[tpos[0]])}, the target, gives "
@@ -112,7 +112,7 @@ st.markdown(
     + ". Hover over a cell for the exact value."
 )
 if n > MAX_TICK_LABELS:
-    st.caption(
+    prose(caption=True, text=
         f"This sentence has {n} word pieces. Every row and column is drawn, but only some labels are printed "
         "so they stay readable; hover over a cell or drag a box to zoom in for the rest."
     )
@@ -129,16 +129,14 @@ overview = cache.shared_figure(
     lambda: attention_overview(att, labels, selected=None, max_tokens=OVERVIEW_MAX_TOKENS),
 )
 shared_chart(overview, key="attn_overview")
-st.markdown(
-    f"Each small square is one head's heatmap, like the one above; rows are layers 1–{L}, columns heads "
-    f"1–{H}, and the last column is the **mean over the {H} heads** of that layer (its rows still add up to 1). "
-    f"The head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}: pick "
-    "another with the sliders. "
-    "Look for heads with a bright diagonal next to the main one (each word looks at its neighbour) and heads "
-    "with a bright first or last column (everyone looks at [CLS] or [SEP])."
+prose(
+    f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. The "
+    f"head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}. Look for "
+    "a bright diagonal beside the main one (each word looks at its neighbour) and a bright first column "
+    "(everyone looks at [CLS])."
 )
 if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
-    st.caption(
+    prose(caption=True, text=
         f"With {n} word pieces the small squares group neighbouring word pieces into {OVERVIEW_MAX_TOKENS} "
         "blocks (the attention of an average query in a block, so rows still add up to 1). The big heatmaps "
         "show every word piece."
@@ -163,7 +161,7 @@ others = [k for k in range(n) if k not in tpos]
 if others:
     k_to = max(others, key=lambda k: to_now[k])
     k_by = max(others, key=lambda k: by_now[k])
-    st.markdown(
+    prose(
         f"In {which}, apart from itself, {target_labels} gives most attention to "
         f"{md_token(labels[k_to])} ({to_now[k_to]:.2f}), and the word piece that looks at it most is "
         f"{md_token(labels[k_by])} ({by_now[k_by]:.2f}). The target's bars are orange."
@@ -175,7 +173,7 @@ if others:
         )
     )
 else:
-    st.markdown("This sentence has only the target itself (plus [CLS] and [SEP]) to look at.")
+    prose("This sentence has only the target itself (plus [CLS] and [SEP]) to look at.")
 shared_chart(
     cache.shared_figure(
         "attn_target_layers",
@@ -184,7 +182,7 @@ shared_chart(
     ),
     key="attn_target_layers",
 )
-st.caption("The same two views for every layer (mean over heads): read a row to follow one layer.")
+prose(caption=True, text="The same two views for every layer (mean over heads): read a row to follow one layer.")
 
 st.subheader("Attention that goes to [CLS], [SEP] and punctuation")
 share = special_token_share(
@@ -195,13 +193,10 @@ shared_chart(
 )
 spec = share.cls_sep_mean
 peak = int(np.argmax(spec))
-st.markdown(
+prose(
     f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on [CLS] and [SEP], "
-    "word pieces that carry no word at all. Clark et al. (2019, “What does BERT look at?”) saw the same in "
-    "BERT and argue that a head that finds nothing relevant for a word parks its attention on [SEP] (or a "
-    "punctuation mark) as a way of doing (almost) nothing: a hypothesis they back with a gradient analysis, "
-    "not a proven mechanism. So a bright [CLS] or [SEP] column is usually not a "
-    "sign of meaning."
+    "which carry no word. Clark et al. (2019) saw this in BERT and suggest a head with nothing to find parks "
+    "its attention there (a hypothesis). So a bright [CLS] column is usually not a sign of meaning."
 )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
@@ -252,32 +247,26 @@ else:
         k, weight = most_attended(w, pos)
         return f"{md_token(labs[k])} ({weight:.2f})"
 
-    st.markdown(
+    prose(
         f"At layer {layer_num}, head {head_num}, “{word}” in sentence {i + 1} looks most at "
         f"{top_other(weights, tpos, labels)}, in sentence {j + 1} at {top_other(weights_b, tpos_b, labels_b)}. "
         "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ."
     )
 
 st.subheader("Why the target's vector changes with the context")
-st.markdown(
-    "The queries, keys and values are made from each word piece's *current* vector, and from layer 2 on "
-    "that vector already holds a mix of its neighbours. So the same word in two sentences asks different "
-    "questions, gets different answers, and adds a different mix of values to itself, layer after layer. "
-    "The projection matrices are shared by every word piece of a layer; only the vectors they multiply "
-    "differ. That is why “bank” by the river and “bank” at the money desk end up with different vectors."
+prose(
+    "Q, K and V are made from each word piece's *current* vector, which from layer 2 on already holds a mix "
+    "of its neighbours; the matrices are shared. So the same word in two sentences gets a different mix, "
+    "layer after layer: “bank” by the river and at the money desk end up with different vectors."
 )
 
 # ------------------------------------------------------------------------------------------- 5. maths
 st.header("From numbers to maths")
-st.markdown(
-    f"The heatmap above is not a picture the model draws: it is arithmetic you can redo. Take the input of "
-    f"layer {layer_num}, the matrix H of the {n} word pieces' vectors ({n} × {enc.hidden_size}) that "
-    + (
-        "the embedding step produced (LayerNorm of word piece + position + segment embeddings)"
-        if layer == 0
-        else f"layer {layer} produced"
-    )
-    + ", and the layer's own weights read from the model file."
+prose(
+    f"The heatmap is arithmetic you can redo from the input of layer {layer_num}, the matrix H "
+    f"({n} × {enc.hidden_size}) that "
+    + ("the embedding step produced" if layer == 0 else f"layer {layer} produced")
+    + ", and the layer's weights from the model file."
 )
 st.latex(  # one line each, so the formula fits a phone's width without a scroll bar
     r"\begin{aligned} Q &= H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V \\"
@@ -288,7 +277,7 @@ try:
 except UnsupportedArchitectureError as err:
     st.info(escape_md(str(err)))
 else:
-    st.markdown(
+    prose(
         f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
         f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
         "The softmax turns each row of scores into weights that add up to 1."
@@ -297,7 +286,7 @@ else:
     m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")
     m2.metric("Rows × columns compared", f"{n} × {n}")
     m3.metric("Rows adding up to 1", f"{rec.rows_summing_to_one()} of {n}")
-    st.markdown(
+    prose(
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
         "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."
     )
@@ -312,7 +301,7 @@ else:
         }
     )
     shown = table if n <= 20 else table.nlargest(15, "softmax (recomputed)")
-    st.markdown(f"The target's row, {md_token(labels[q_row])}, step by step:")
+    prose(f"The target's row, {md_token(labels[q_row])}, step by step:")
     st.dataframe(
         shown,
         hide_index=True,
@@ -320,16 +309,15 @@ else:
         column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if c != "key"},
     )
     if n > 20:
-        st.caption(f"The 15 largest of {n} weights in this row.")
-    st.caption(
-        "Each new vector is then the weighted mix Σⱼ αᵢⱼ Vⱼ of the values, one head per slice, followed by "
-        "the output projection, a residual connection and LayerNorm; then a feed-forward network (FFN, two "
-        "linear layers with a nonlinearity between them) applied to each word piece, with its own residual connection "
-        "and LayerNorm. That is one layer (course §3.2)."
+        prose(caption=True, text=f"The 15 largest of {n} weights in this row.")
+    prose(caption=True, text=
+        "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, one head per slice, then the output projection, a residual "
+        "and LayerNorm; then the feed-forward block on each word piece, with its own residual and LayerNorm. "
+        "That is one layer (course §3.2)."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")
 except StreamlitAPIException:
-    st.caption("Open “Attention by hand” in the sidebar to compute a small example step by step.")
+    prose(caption=True, text="Open “Attention by hand” in the sidebar to compute a small example step by step.")
 
 state.sync_controls(CONTROLS)

@@ -15,7 +15,7 @@ from lib import toy_attention as ta
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
 from ui import state
-from ui.widgets import chart, page_intro
+from ui.widgets import chart, page_intro, prose
 from ui.widgets import escape_md as md
 
 # the page's controls, declared once (ui.state.Control): the switches travel in the link, the words do not
@@ -130,7 +130,7 @@ page_intro("calculator")
 
 # ---- 1. warm-up ----------------------------------------------------------------------------------------
 st.header("1. Warm-up: a base vector plus a context shift")
-page_intro("calculator_warmup", label="About the warm-up")
+page_intro("calculator_warmup", label="About the warm-up", first=False)
 warm_edit = st.data_editor(
     session["calc_warm_base"],
     key=f"calc_warm_v{session['calc_warm_version']}",
@@ -197,12 +197,10 @@ with warm_text:
         if r is not None
     ]
     if lines:
-        st.markdown("\n".join(lines))
-    st.caption(
-    "Exercise (lesson 002): add “apple” and choose shifts for a *fruit* and a *company* context — fruit "
-    "should pull it towards food words (the *pear* marker), company towards technology (the *laptop* "
-    "marker). Grey: base vectors; diamonds: fixed reference words. The same word starts from one base "
-    "vector; only the context differs."
+        prose("\n".join(lines))
+    prose(caption=True, text=
+    "Exercise (lesson 002): add “apple” with shifts for a *fruit* context (towards *pear*) and a *company* "
+    "context (towards *laptop*). Grey: base vectors; diamonds: fixed reference words."
     )
 
 # ---- 2. inputs -----------------------------------------------------------------------------------------
@@ -265,7 +263,7 @@ w_cols = {c: st.column_config.TextColumn(c) for c in bases["W_Q"].columns}
 
 
 def editor(name: str, label: str, cols: dict):
-    st.markdown(label)
+    prose(label)
     return st.data_editor(bases[name], key=f"calc_{name}_v{ver}", column_config=cols, width="stretch")
 
 
@@ -276,7 +274,7 @@ with p_col:
     p_edit = editor("P", "**Position vectors P** — one row per position" + ("" if use_pos else " (switched off)"),
                     text_cols)
 with st.expander("Projection matrices W_Q, W_K, W_V (default: identity, the course's Q = K = V = X)"):
-    st.caption("Q = X·W_Q: row r of W says how input dimension r feeds each output column.")
+    prose(caption=True, text="Q = X·W_Q: row r of W says how input dimension r feeds each output column.")
     w_edits = {}
     for col, name in zip(st.columns(3), MATRIX_NAMES, strict=True):
         with col:
@@ -287,7 +285,7 @@ if use_block:
         for col, name in zip(st.columns(2), FFN_NAMES, strict=True):
             with col:
                 ffn_edits[name] = editor(name, f"**{name}**", w_cols)
-st.caption(
+prose(caption=True, text=
     "Type numbers such as 0.5, −1e6 or 1/3. New words start from made-up values in {−1, −0.5, 0, 0.5, 1}; "
     "positions continue the course's pattern (0.1 × the binary digits of the position)."
 )
@@ -350,7 +348,7 @@ i = s1.selectbox("Follow the query (row)", range(n), format_func=lambda k: label
 j = s2.selectbox("… and the key (column)", range(n), format_func=lambda k: labels[k], key="calc_col")
 a, b = md(labels[i]), md(labels[j])
 work = ta.worked_cell(steps, labels, i, j, embeddings=E_rows, positions=P_rows if use_pos else None)
-st.caption(f"Each step shows its whole matrix and, below it, the arithmetic for row {a} / column {b}, "
+prose(caption=True, text=f"Each step shows its whole matrix and, below it, the arithmetic for row {a} / column {b}, "
            "rounded to 4 decimals.")
 
 
@@ -363,7 +361,7 @@ def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: 
         if frame is not None:
             st.table(frame)
     with right:
-        st.markdown(text)
+        prose(text)
         if worked:
             st.code(worked, language="text", wrap_lines=True)
 
@@ -405,9 +403,9 @@ st.latex(r"Q = X W_Q,\quad K = X W_K,\quad V = X W_V")
 qc = st.columns(3)
 for col, (name, M) in zip(qc, (("Q", steps.Q), ("K", steps.K), ("V", steps.V)), strict=True):
     with col:
-        st.markdown(f"**{name}**")
+        prose(f"**{name}**")
         st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]))
-st.markdown(qkv_text)
+prose(qkv_text)
 st.code(work["QKV"], language="text", wrap_lines=True)
 
 # Step 3: scores
@@ -441,10 +439,9 @@ if scale or causal:
     step("Step 4 · Scale and mask", latex, " ".join(parts), table(steps.scores, labels, labels), work["scores"])
 else:
     st.subheader("Step 4 · Scale and mask (both off)")
-    st.markdown(
-        "Scaling is off, as in the course's example, and there is no mask, so S goes to the softmax as it is. "
-        "BERT divides by √d_k = 8; a decoder masks the future. Switch on “÷ √d_k scaling” or “Causal mask” "
-        "above to see this step change the numbers."
+    prose(
+        "Scaling and mask are off, as in the course's example. BERT divides by √d_k = 8; a decoder masks the "
+        "future: switch them on above to see this step change."
     )
 
 # Step 5: exp
@@ -488,7 +485,7 @@ with wl:
     chart(fig_w, key="calc_weights_chart", width="stretch")
 with wr:
     row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
-    st.markdown(
+    prose(
         "Dividing each exp by its row sum turns the scores into mixing weights: all between 0 and 1, each row "
         f"summing to 1 (largest deviation here: {num(facts.row_sum_error)}). "
         f"Row {a}: {row_txt}."
@@ -500,9 +497,8 @@ v_names = [f"v{c + 1}" for c in range(steps.V.shape[1])]
 step(
     "Step 8 · Output = weights · V",
     r"\text{out}_i = \sum_j \alpha_{ij} V_j",
-    "Each output row is a weighted average of the value rows. Because the weights are positive and sum to 1, "
-    "the output lies between the value vectors (inside their convex hull): attention mixes, it cannot "
-    f"extrapolate. {a} goes from {vec(X[i])} to {vec(steps.output[i])}.",
+    "Each output row is a weighted average of the value rows, so it lies between them: attention mixes, it "
+    f"cannot extrapolate. {a} goes from {vec(X[i])} to {vec(steps.output[i])}.",
     table(steps.output, labels, v_names),
     work["output"],
 )
@@ -520,7 +516,7 @@ for s in summaries:
         f"- **{md(s.label)}** attends most to {tops} ({num(s.top_weight)}{each}){own}; "
         f"its vector goes {vec(s.before)} → {vec(s.after)}{moved}."
     )
-st.markdown("\n".join(lines))
+prose("\n".join(lines))
 
 block = None
 if use_block:
@@ -545,10 +541,9 @@ with pic_r:
     movers = [s for s in summaries if np.isfinite(s.moved)]
     most = max(movers, key=lambda s: s.moved) if movers else None
     least = min(movers, key=lambda s: s.moved) if movers else None
-    st.markdown(
-        "Thin arrows are the inputs X, thick arrows the outputs (label with ′). The dotted line shows how far "
-        "attention pulled each token and in which direction: every output is a blend of the value vectors, so "
-        "the tokens are pulled towards the ones they attend to — that is context mixing."
+    prose(
+        "Thin arrows: the inputs X; thick: the outputs (′). The dotted line shows how far attention pulled each "
+        "token, towards the ones it attends to: context mixing."
         + (
             f" Here **{md(most.label)}** moved most ({num(most.moved)}) and **{md(least.label)}** least "
             f"({num(least.moved)})."
@@ -557,9 +552,9 @@ with pic_r:
         )
     )
     if d_now > 2:
-        st.caption(f"d = {d_now}: the picture shows dimensions 1 and 2 only; the tables have all of them.")
+        prose(caption=True, text=f"d = {d_now}: the picture shows dimensions 1 and 2 only; the tables have all of them.")
     if not identity:
-        st.caption("With W_V ≠ I the outputs blend V's rows, not X's, so they can leave the region of the inputs.")
+        prose(caption=True, text="With W_V ≠ I the outputs blend V's rows, not X's, so they can leave the region of the inputs.")
 
 # ---- 5. the rest of the layer --------------------------------------------------------------------------
 if block is not None:
@@ -579,7 +574,7 @@ if block is not None:
             " In d = 2 LayerNorm keeps only the sign of x₁ − x₂: every row becomes about [1, −1], [−1, 1] or "
             "[0, 0] — a reminder that LayerNorm needs many dimensions to leave room for meaning."
         )
-    st.markdown(msg)
+    prose(msg)
     bcols = st.columns(4)
     for col, (name, M) in zip(
         bcols,
@@ -587,5 +582,5 @@ if block is not None:
         strict=True,
     ):
         with col:
-            st.markdown(f"**{name}**")
+            prose(f"**{name}**")
             st.table(table(M, labels, dcols))

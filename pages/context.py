@@ -29,12 +29,13 @@ from lib.context import (
     mark,
     sense_centroids,
     sense_flip,
+    sense_margin_change,
     suggested_swaps,
     top_content_word,
 )
 from lib.targets import TargetError, find_target
 from ui import cache, state
-from ui.widgets import chart, escape_md, page_intro
+from ui.widgets import chart, escape_md, page_intro, prose
 
 REPLACEMENTS = {
     "mask": "[MASK] (each word piece)",
@@ -74,7 +75,7 @@ s_num = c_sent.selectbox(
     "Sentence", options=list(range(1, n_sent + 1)), format_func=lambda k: ss.option_label(k - 1), key="ctx_sentence"
 )
 layer = c_layer.slider(
-    "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position (before any attention), {L} = last."
+    "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position + segment, normalised (before any attention), {L} = last."
 )
 c_own, c_rep = st.columns([3, 1])
 own = c_own.text_input(
@@ -113,7 +114,7 @@ what = {"mask": "masking", "unk": "replacing by [UNK]", "delete": "deleting"}[re
 st.header(f"Which word moves “{word}”?")
 ts, te = occ.target_span
 marked_md = f"{escape_md(occ.sentence[:ts])}**{word}**{escape_md(occ.sentence[te:])}"
-st.caption(
+prose(caption=True, text=
     f"The sentence as the model reads it, {n_words} context word(s) and the target in bold: {marked_md}"
 )
 chart(
@@ -129,25 +130,44 @@ chart(
 order = occ.ranking(layer)
 top, low = int(order[0]), int(order[-1])
 if layer == 0 and rep_key != "delete":
-    st.markdown(
-        f"At layer 0 nothing has moved: the target's vector is its word piece plus its position, and "
-        f"{what} another word keeps every position. The context reaches “{word}” only through attention, "
+    prose(
+        f"At layer 0 nothing has moved: the target's vector is built from its word piece, its position and "
+        f"the segment alone, and {what} another word keeps every position. The context reaches “{word}” only through attention, "
         "from layer 1 on. Move the layer slider to the right."
     )
 else:
-    st.markdown(
+    prose(
         f"At {where}, {what} {q(occ.words[top])} moves “{word}” most "
         f"(shift **{shift_now[top]:.3f}**, i.e. cosine {1 - shift_now[top]:.3f} with the original), and "
         f"{what} {q(occ.words[low])} least ({shift_now[low]:.3f}). On the right, in the same rows, the "
         "target's attention to each word in the same layer (mean over heads): compare the two orders in section 2."
     )
+    sense_cents = sense_centroids(tv.vectors, ss.senses, exclude=i) if ss.has_senses and own_sense else None
+    if sense_cents is not None and own_sense in sense_cents.names:
+        margin = sense_margin_change(occ, sense_cents, own_sense, layer)
+        shown_words = [int(k) for k in order[:5]]
+        st.table(
+            pd.DataFrame(
+                {
+                    "shift (any change)": [f"{shift_now[k]:.3f}" for k in shown_words],
+                    f"towards “{own_sense}” (margin change)": [f"{margin[k]:+.3f}" for k in shown_words],
+                },
+                index=[occ.words[k] for k in shown_words],
+            )
+        )
+        prose(
+            f"The shift counts any change of the vector. The margin is the cosine with the “{escape_md(own_sense)}” "
+            "average minus the nearest other sense's: a negative change means the word was pulling the target "
+            "towards its sense.",
+            caption=True,
+        )
 chart(
     shift_strip(occ.words, occ.shift, names, title="Every word at every layer, in sentence order"),
     key="ctx_strip",
 )
 k_top = int(occ.ranking(occ.num_layers)[0])  # the word with the largest effect at the last layer
 start = occ.half_effect_layer(k_top)
-st.markdown(
+prose(
     f"Read a column upwards to see where a word starts to matter. {q(occ.words[k_top])}, the word with "
     f"the largest effect at the last layer, reaches half of it at layer {start}."
 )
@@ -163,7 +183,7 @@ st.download_button(
 # ------------------------------------------------------------------------------------------- 2. attention
 st.header("Attention vs effect")
 rho = attention_effect_correlation(occ)
-st.markdown(f"**Does “{word}” attend most to the words that move it?**")
+prose(f"**Does “{word}” attend most to the words that move it?**")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone
 left, right = st.columns([3, 2], gap="medium")
 with left:
@@ -176,13 +196,13 @@ with right:
     chart(correlation_by_layer(rho, layer=att_layer), key="ctx_correlation", share=0.4)
 r_now = rho[att_layer - 1]
 if np.isfinite(r_now):
-    st.markdown(
+    prose(
         f"At layer {att_layer}, the rank correlation between the target's attention to a word and the shift "
         f"caused by {what} it is **ρ = {r_now:.2f}** (Spearman: 1 = same order, 0 = unrelated, −1 = "
         f"reversed). Over the layers it ranges from {np.nanmin(rho):.2f} to {np.nanmax(rho):.2f}."
     )
 else:
-    st.markdown(
+    prose(
         "A rank correlation needs at least three context words with different values; this sentence has too few."
     )
 st.info(
@@ -231,7 +251,7 @@ def _use_swap(index: int, replacement: str) -> None:
 
 
 if swaps:
-    st.markdown("Suggested swaps, with words from the other senses' sentences:")
+    prose("Suggested swaps, with words from the other senses' sentences:")
     cols = st.columns(len(swaps))
     for c, (k, sw) in zip(cols, enumerate(swaps), strict=True):
         c.button(
@@ -286,24 +306,24 @@ if tv_edit is not None:
         ),
         key="ctx_edit",
     )
-    st.markdown(
+    prose(
         f"When {change}, the target's vector at the last layer has cosine **{cos[-1]:.3f}** with the original "
         f"(lowest: {cos.min():.3f} at layer {int(np.argmin(cos))})."
     )
     if cents is not None:
         flip = sense_flip(before, after)
         if flip is not None:
-            st.markdown(
+            prose(
                 f"**The sense flips** from {q(before[-1])} to {q(after[-1])} at layer {flip} when {change}: "
                 f"from layer {flip} on, the edited “{word}” is nearest to the average “{after[-1]}” vector of "
                 "the set."
             )
         else:
-            st.markdown(
+            prose(
                 f"The nearest sense at the last layer stays {q(before[-1])}. Try a stronger word from another "
                 "sense, or change more of the sentence."
             )
-        st.caption(
+        prose(caption=True, text=
             "Sense averages (centroids) are the mean target vector of each sense in the current set"
             + (", leaving out this sentence itself." if i is not None else ".")
         )
@@ -321,7 +341,7 @@ if tv_edit is not None:
             column_config={"cosine with the original": st.column_config.NumberColumn(format="%.4f")},
         )
     else:
-        st.caption(
+        prose(caption=True, text=
             "Label the sentences with senses (“sense | sentence”) to see which sense the edited word is nearest to."
         )
 

@@ -11,6 +11,7 @@ from ui.widgets import (
     download_figure,
     escape_md,
     page_intro,
+    prose,
     sentence_table,
     shared_chart,
     weights_note,
@@ -33,7 +34,7 @@ floor = shared_floor(first_cos, last_cos)
 note = weights_note()  # the headings name random weights once; the untitled heatmaps below add nothing
 titles = tuple(
     t + (f" · {note}" if note else "")
-    for t in ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers of attention")
+    for t in ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers (attention + feed-forward)")
 )
 fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
 for col, m, title, name, scale in zip(
@@ -45,7 +46,8 @@ for col, m, title, name, scale in zip(
     strict=True,
 ):
     with col:
-        st.markdown(f"**{title}**")
+        # a chart's heading: the one term only it uses is linked, the rest stays as the chart's own title
+        st.markdown("**" + title.replace("feed-forward", "[feed-forward](glossary#feed-forward-block)") + "**")
         shared = cache.shared_figure(
             name,
             fig_key,
@@ -66,7 +68,7 @@ if ss.has_senses:
         separated = sims.gap[1] > sims.gap[0] + 0.01
         text = (
             f"**Reading it.** At layer 0 every pair scores between {lo0:.2f} and {hi0:.2f}: the vector holds "
-            f"the word piece and its position in the sentence, no context yet (same-sense pairs "
+            f"the word piece, its position and the segment, no context yet (same-sense pairs "
             f"{sims.same[0]:.2f} vs different-sense {sims.different[0]:.2f} on average). After layer {last}, "
             f"same-sense pairs average **{sims.same[1]:.2f}** and different-sense pairs "
             f"**{sims.different[1]:.2f}**"
@@ -84,43 +86,44 @@ if ss.has_senses:
             )
             if not rc.within_chance[0]:
                 text += (
-                    " Above chance at layer 0 can only mean that the word's position goes with its sense in "
-                    "these sentences, which small hand-written sets allow easily."
+                    " Above chance at layer 0 can only mean that the word's position or form (its word "
+                    "pieces) goes with its sense in these sentences, which small hand-written sets allow easily."
                 )
-        st.markdown(text)
+        prose(text)
     else:
-        st.markdown(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
+        prose(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
 else:
     lo1, hi1 = float(last_pairs.min()), float(last_pairs.max())
     if len(last_pairs) == 1:  # two sentences: one pair, one number per layer (not a range from x to x)
         said = f"At layer 0 the pair scores {lo0:.2f}; at layer {last} it scores {lo1:.2f}."
     else:
         said = f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; at layer {last} they spread to {lo1:.2f}–{hi1:.2f}."
-    st.markdown(
+    prose(
         f"**Reading it.** {said} Label your sentences with senses (“river | …”) to compare meanings."
     )
 splits = tv.split_targets
 if splits:
     sp = splits[0]
-    st.caption(
+    prose(caption=True, text=
         f"The tokenizer splits “{escape_md(sp.word)}” into {len(sp.pieces)} word pieces "
         f"({escape_md(' + '.join(sp.pieces))}); its vector is the mean of the pieces."
     )
 
 st.divider()
 st.subheader("What each page shows")
-st.markdown(
+prose(
     "- **Layer by layer**: the word's similarity across sentences at every layer, same vs different sense, "
     "static vs contextual, and which layer reads the sense best.\n"
     "- **Attention**: which words each word looks at, per layer and head, and a check that the heatmap is "
     "exactly softmax(QKᵀ/√dₖ) from the model's own weights.\n"
+    "- **What moves the word**: mask one context word at a time and see how far the word's vector moves.\n"
     "- **Anisotropy**: why raw cosine can mislead (in many models the vectors crowd into a narrow cone; the "
     "page measures how narrow in this one) and what z-scoring, whitening or removing top components change.\n"
     "- **Projections**: the word's vectors in 2-D or 3-D (PCA, UMAP, t-SNE), coloured by sense.\n"
     "- **Attention by hand**: the course's worked example (“The cat sat”), step by step, with your own numbers.\n"
     "- **Guided lesson**: the course in order, with questions checked against what the model computed."
 )
-st.caption(
+prose(caption=True, text=
     f"Model: {escape_md(state.model_display(a.model))} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
     "dimensions). Edit the sentences, the target word or the model in the sidebar; the address bar "
     "always holds a link to the current view."

@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from lib.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
-from lib.chance import chance_phrase, layer_list, position_note
+from lib.chance import position_note
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
@@ -47,7 +47,7 @@ from lib.similarity import (
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, layer_marks, page_intro, sentence_table
+from ui.widgets import chart, escape_md, layer_marks, page_intro, prose, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -70,7 +70,7 @@ def _apply_upload(text: str, target: str, name: str, n: int) -> None:
 
 def upload_section(current_target: str) -> None:
     with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
-        st.markdown(
+        prose(
             FORMAT_HELP
             + " Bad rows are listed with their line numbers and left out; the good ones are kept. Example:"
         )
@@ -128,12 +128,11 @@ def upload_section(current_target: str) -> None:
 
 def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     """Is the separation in the architecture or learned? The same sentences through a second model."""
-    st.header("Trained or random? The same sentences through two models")
+    st.header("Trained or shuffled? The same sentences through two models")
     other = controls.compare_picker(
         "layers",
         model,
-        off_note="Switch on the comparison to run these sentences through a second encoder, by default the "
-        "same architecture with random weights.",
+        off_note="Switch on to compare with a second model (default: the shuffled-weights control).",
     )
     if other is None:
         return
@@ -159,19 +158,20 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
         zero_line=labelled,
     )
     chart(fig, key="layers_compare_chart", name_model=False)
-    st.markdown(
+    prose(
         f"Blue: **{escape_md(n1)}**; red, dashed: **{escape_md(n2)}**. The {what} goes from {y1[0]:+.3f} to "
         f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
         "the second. "
         + (
-            "What grows with depth only in the trained model was learned from data; what a randomly "
-            "initialised copy of the same architecture shows too comes from the architecture (mixing "
-            "neighbouring words) and the input embeddings, not from training."
-            if "random" in (split_model_key(model)[1], split_model_key(other)[1])
+            "What grows with depth only in the trained model was learned from data; what the control shows "
+            "too comes from the architecture, not from training."
+            if "trained" not in (split_model_key(model)[1], split_model_key(other)[1])
+            or split_model_key(model)[1] != split_model_key(other)[1]
             else "Both are trained models: compare where each one separates the senses."
         )
         + (" The models have different depths, so the x axis is the relative depth." if relative else "")
     )
+    controls.control_card(model, other, tv.encoding.sentences, ss.target)
 
 
 # ------------------------------------------------------------------------------------- page
@@ -187,7 +187,7 @@ L = enc.num_layers
 K = L + 1
 n = len(ss)
 if uploaded and st.session_state.get(state.K_TEXT) == uploaded[2]:
-    st.caption(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.")
+    prose(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.", caption=True)
 senses = [s or None for s in ss.senses]
 labelled = ss.has_senses
 prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
@@ -300,25 +300,18 @@ else:
         key="layers_matrix",
     )
     if len(sample) < n:
-        st.caption(f"Each panel draws {len(sample)} of the {n} sentences, evenly spread over the senses.")
+        prose(f"Each panel draws {len(sample)} of the {n} sentences, evenly spread over the senses.", caption=True)
 vals_r = pair_values(prof.cosines[r])
 vals_0 = pair_values(prof.cosines[0])
 if labelled and sims.same is not None and sims.different is not None:
-    st.markdown(
-        f"Each cell is the cosine between “{word}” in two sentences, grouped by sense (dark lines separate "
-        f"the senses). At **{rep}**, same-sense pairs average **{sims.same[r]:.2f}** and different-sense "
-        f"pairs **{sims.different[r]:.2f}**, a gap of **{sims.gap[r]:+.2f}**; at the embedding layer the gap "
-        f"was {sims.gap[0]:+.2f}. Bright square blocks along the diagonal mean that the senses have "
-        "separated."
-        + (
-            f" The colours show each cosine minus the baseline of random word pairs at the same layer "
-            f"({base_mean[r]:.2f} at {rep}, section 4)."
-            if adjust
-            else ""
-        )
+    prose(
+        f"Each cell: the cosine between “{word}” in two sentences, grouped by sense. Bright blocks on the "
+        f"diagonal mean the senses have separated: at **{rep}** the same-sense minus different-sense gap is "
+        f"**{sims.gap[r]:+.2f}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {sims.gap[0]:+.2f})."
+        + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
     )
 else:
-    st.markdown(
+    prose(
         f"Each cell is the cosine between “{word}” in two sentences. At **{rep}** the pairs range from "
         f"{vals_r.min():.2f} to {vals_r.max():.2f} (mean {vals_r.mean():.2f}); at the embedding layer from "
         f"{vals_0.min():.2f} to {vals_0.max():.2f}. "
@@ -334,35 +327,14 @@ kinds = prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)
 chart(static_contextual_chart([x for x, _ in reps], kinds), key="layers_static")
 static_min = float(pair_values(prof.static_cosines).min())
 identical = static_min > 0.9999
-st.markdown(
+prose(
     (
-        f"A static embedding gives “{word}” **one** vector whatever the sentence: the model's own input "
-        f"word-piece embedding is the same in all {n} sentences, so every pair has cosine **exactly 1.00**. "
+        f"A static embedding gives “{word}” **one** vector in all {n} sentences (every pair: cosine 1.00). "
         if identical
-        else f"The input word-piece embeddings differ here (lowest pair {static_min:.2f}) because the marked "
-        "forms of the word are not all the same word piece. "
+        else f"The input embeddings differ here (lowest pair {static_min:.2f}): the forms are not all one word piece. "
     )
-    + (
-        f"Layer 0 adds the position (and a segment embedding that is the same in every sentence, then a "
-        f"LayerNorm): the pairs average **{pair_means[0]:.2f}**, below 1 "
-        + ("only because the word sits at different positions" if identical else "because of the positions and forms")
-        + "; no context has entered yet. "
-        if pair_means[0] < 0.995
-        else f"Layer 0 adds the position, and here the word sits at the same place in (almost) every sentence, "
-        f"so the pairs still average **{pair_means[0]:.2f}**: nothing about the meaning has entered yet. "
-    )
-    + f"After {L} layers of attention the average is **{pair_means[L]:.2f}**"
-    + (
-        f", with same-sense pairs at {sims.same[L]:.2f} and different-sense pairs at {sims.different[L]:.2f}: "
-        + (
-            "the vector now depends on the context, and the context carries the sense."
-            if sims.gap[L] > sims.gap[0] + 0.01
-            else "the vector now depends on the context, but here the senses are no further apart than at "
-            "layer 0."
-        )
-        if "same sense" in kinds
-        else ": the vector now depends on the context."
-    )
+    + f"Layer 0 adds position and segment (mean pair **{pair_means[0]:.2f}**, no context yet); after {L} layers "
+    f"of attention and feed-forward blocks, **{pair_means[L]:.2f}**: the vector now depends on the context."
 )
 
 # ------------------------------------------------------------------------------------- 3. trajectories
@@ -417,21 +389,18 @@ if pairs and len(pairs) < n * (n - 1) // 2:
 if labelled and sims.gap is not None:
     g = sims.gap[:K]
     top = int(np.argmax(g))
-    st.markdown(
-        f"The green line is the mean cosine of pairs with the **same** sense ({sims.n_same_pairs} pairs), the "
-        f"red line of pairs with **different** senses ({sims.n_different_pairs} pairs); the shaded band between "
-        f"them is the gap. "
+    prose(
+        f"Green: same-sense pairs ({sims.n_same_pairs}); red: different-sense pairs ({sims.n_different_pairs}). "
         + (
-            f"It is largest at the embedding layer ({g[0]:+.2f}) and {g[L]:+.2f} at the last layer."
+            f"The gap between them is largest at layer 0 ({g[0]:+.2f}); {g[L]:+.2f} at layer {L}."
             if top == 0
-            else f"It grows from {g[0]:+.2f} at the embedding layer to its largest, **{g[top]:+.2f} at layer "
-            f"{top}**" + (f", and is {g[L]:+.2f} at the last layer." if top != L else ", the last layer.")
+            else f"The gap between them is largest at **layer {top} ({g[top]:+.2f})**; layer 0: {g[0]:+.2f}"
+            + (f", layer {L}: {g[L]:+.2f}." if top != L else ".")
         )
-        + " The gap is an average over pairs; section 6 asks the per-sentence question, and the two can pick "
-        "different layers."
+        + " Section 6 asks the per-sentence question, which can pick another layer."
     )
 else:
-    st.markdown(
+    prose(
         f"Without sense labels the page shows the mean over all pairs (blue, {pair_means[0]:.2f} at layer 0, "
         f"{pair_means[L]:.2f} at layer {L}) and the pairs themselves."
     )
@@ -440,20 +409,13 @@ else:
 st.header("4. Is a high cosine high? Compare with random words")
 if prof.baseline is not None:
     b = prof.baseline
-    st.markdown(
-        f"The grey band is the cosine between **random pairs of other words** in these sentences, sampled as "
-        f"Ethayarajh (2019) does ({escape_md(b.description)}; band: 10th to 90th percentile): "
-        f"{b.mean[0]:.2f} on average at the embedding layer, **{b.mean[L]:.2f} at layer {L}**. In many encoders "
-        "the vectors crowd into a narrow cone (anisotropy), so even unrelated words score well above 0 and a raw "
-        f"cosine means little on its own: in BERT-base, random words average "
-        f"{ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at layer 11 (section 5). Switch on *Minus baseline* above to read every number relative to the band"
-        + (
-            f": at {rep} same-sense pairs sit {sims.same[r] - b.mean[r]:+.2f} and different-sense pairs "
-            f"{sims.different[r] - b.mean[r]:+.2f} above it."
-            if labelled and sims.same is not None
-            else "."
-        )
+    prose(
+        f"Grey band: the cosine of **random pairs of other words** in these sentences (10th–90th percentile): "
+        f"{b.mean[0]:.2f} at layer 0, **{b.mean[L]:.2f} at layer {L}**. Where vectors crowd into a cone "
+        f"(anisotropy) unrelated words score high (BERT-base: {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at "
+        "layer 11), so read a cosine against the band: switch on *Minus baseline* above."
     )
+    prose(f"Pairs sampled as Ethayarajh (2019) does: {escape_md(b.description.split(',')[0])}.", caption=True)
 else:
     st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
 try:
@@ -461,7 +423,7 @@ try:
         "pages/anisotropy.py", label="More on anisotropy and how to correct it", icon=":material/explore:"
     )
 except (StreamlitAPIException, KeyError):
-    st.caption("The Anisotropy page explains the cone and how z-scoring or whitening corrects it.")
+    prose("The Anisotropy page explains the cone and how to correct it.", caption=True)
 
 # ------------------------------------------------------------------------------------- 5. Ethayarajh
 st.header("5. Self-similarity and intra-sentence similarity")
@@ -484,25 +446,16 @@ chart(
 selfsim = prof.self_similarity
 if selfsim is not None:
     adj_last = selfsim[L] - base_mean[L]
-    st.markdown(
-        f"**Self-similarity** is the average cosine between “{word}” in every pair of the {n} sentences: "
-        f"{selfsim[0]:.2f} at the embedding layer, **{selfsim[L]:.2f} at layer {L}**. "
-        f"**Intra-sentence similarity** is how close each word of a sentence is to the sentence's average "
-        f"vector: {prof.intra_sentence[0]:.2f} at layer 0, {prof.intra_sentence[L]:.2f} at layer {L}. "
-        f"Ethayarajh (2019) reads both against the anisotropy baseline: here self-similarity at layer {L} is "
-        f"{adj_last:+.2f} above random words"
-        + (
-            ", so the word's vectors stay closer to each other than to other words even as they become "
-            "contextual."
-            if adj_last > 0
-            else ", so in this set the word's occurrences are no closer to each other than random words are."
-        )
+    prose(
+        f"**Self-similarity**: the mean cosine of “{word}” across the sentences ({selfsim[0]:.2f} at layer 0, "
+        f"**{selfsim[L]:.2f} at layer {L}**, {adj_last:+.2f} above random words). **Intra-sentence "
+        f"similarity**: how close each word is to its sentence's mean vector ({prof.intra_sentence[0]:.2f} → "
+        f"{prof.intra_sentence[L]:.2f})."
     )
 ref = ETHAYARAJH_2019_BERT_BASE
 st.caption(
-    f"Reference: {escape_md(ref.citation)}. {escape_md(ref.note)} "
-    f"Our model is {escape_md(state.model_display(model))} ({L} layers), so only the shapes of the curves compare, not the "
-    "exact values."
+    f"Reference: Ethayarajh (2019), [EMNLP]({ref.citation.split()[-1]}), BERT-base. Only the curves' shapes compare "
+    f"with this {L}-layer model."
 )
 
 # ------------------------------------------------------------------------------------- 6. readout
@@ -531,31 +484,39 @@ else:
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
     m = len(ro.evaluated)
     chance_at = rc.chance_layers(K)
-    st.markdown(
-        f"Leave one sentence out, average the vectors of each sense over the remaining sentences (the "
-        f"sense **centroids**), and guess the sense whose centroid is closest (cosine) to the left-out "
-        f"sentence; repeat for all {m} (Coenen et al. 2019). The best is **{'the embedding layer' if best == 0 else f'layer {best}'}** with "
-        f"**{ro.accuracy[best]:.0%}** correct"
-        + (f" (layers {', '.join(str(i) for i in ties)} tie; the first is named)" if len(ties) > 1 else "")
-        + f", against {ro.accuracy[0]:.0%} at the embedding layer and "
-        f"{ro.majority_baseline:.0%} for always answering the most common sense (“{escape_md(ro.majority_sense)}”)."
-        + (f" At {rep}: {ro.accuracy[r]:.0%}." if r not in (best, 0) else "")
+    prose(
+        f"Each of the {m} sentences gets the sense whose centroid, built from the other sentences, is nearest "
+        f"(leave-one-out; Coenen et al. 2019 built centroids on a training corpus instead). Best: **{'layer 0' if best == 0 else f'layer {best}'}, "
+        f"{ro.accuracy[best]:.0%}**"
+        + (f" (layers {', '.join(str(i) for i in ties)} tie)" if len(ties) > 1 else "")
+        + ". Grey: the chance band (labels shuffled)."
     )
-    st.markdown(
-        f"**Against chance.** The grey band is the same readout with the sense labels shuffled "
-        f"({rc.n_permutations} shuffles, each sense keeping its size): anything at or below its top edge (the "
-        f"95th percentile) could have come from random labels. At the best layer: "
-        f"{chance_phrase(rc, best)}. "
-        + (
-            f"Within chance: {layer_list(chance_at)}. "
-            if chance_at
-            else "Every layer is above the chance band. "
+    shown_layers = sorted({0, best, L} | ({r} if r < K else set()))
+    st.table(
+        pd.DataFrame(
+            {
+                "readout": [f"{rc.accuracy[i]:.0%}" for i in shown_layers],
+                "shuffled labels (mean)": [f"{rc.shuffled_mean[i]:.0%}" for i in shown_layers],
+                "shuffled, 95th percentile": [f"{rc.shuffled_p95[i]:.0%}" for i in shown_layers],
+                "shuffles as low or lower": [f"{rc.at_or_below[i]:.0%}" for i in shown_layers],
+                "above chance": ["no" if rc.within_chance[i] else "yes" for i in shown_layers],
+            },
+            index=[f"layer {i}" for i in shown_layers],
         )
-        + position_note(rc)
-        + (f" At {rep}: {chance_phrase(rc, r)}." if r not in (best, 0) else "")
+    )
+    prose(
+        f"Always answering the commonest sense (“{escape_md(ro.majority_sense)}”): {ro.majority_baseline:.0%}; "
+        f"{rc.n_permutations} shuffles, each sense keeping its size."
+        + (
+            " Above chance at layer 0, with no context, means the word's position or form goes with its "
+            "sense in this set: compare the layers with layer 0, not only with chance."
+            if not rc.within_chance[0]
+            else " " + position_note(rc)
+        ),
+        caption=True,
     )
     if m < n:
-        st.caption(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.")
+        prose(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.", caption=True)
 
 # ---------------------------------------------------------------------------------- controls (is it real?)
 if labelled:
@@ -595,7 +556,7 @@ st.dataframe(
 )
 if labelled:
     agree = sum(senses[j] == senses[q] for j in nb.indices)
-    st.markdown(
+    prose(
         f"At {rep}, {agree} of the {len(nb.indices)} sentences closest to sentence {pick} "
         f"(“{escape_md(ss.senses[q])}”) share its sense."
     )
@@ -616,10 +577,10 @@ card = cache.evidence(
     ),
 )
 if ro is not None:
-    card_readout = (
-        f"Sense readout (leave-one-out nearest centroid) at layer 0: {chance_phrase(rc, 0)}; at {rep}: "
-        f"{chance_phrase(rc, r)}."
-    )
+    def verdict(i: int) -> str:
+        return f"{rc.accuracy[i]:.0%} ({'within' if rc.within_chance[i] else 'above'} chance)"
+
+    card_readout = f"Sense readout (leave-one-out): layer 0 {verdict(0)}, {rep} {verdict(r)}."
     card = replace(card, notes=(card_readout,))
 if card.rows:
     rows = card.rows
@@ -650,18 +611,15 @@ if card.rows:
             "sentence B": st.column_config.TextColumn(width="large"),
         },
     )
-    st.markdown("★ Most surprising: " + escape_md(card.reason))
+    prose("★ Most surprising: " + escape_md(card.reason))
     for note in card.notes:  # our own numbers and words, no user text
-        st.markdown(note)
+        prose(note)
     d1, d2 = st.columns(2)
     stem = f"evidence_{''.join(ch for ch in ss.target if ch.isalnum()) or 'word'}"
     d1.download_button("Download CSV", card.to_csv(), f"{stem}.csv", "text/csv", key="layers_card_csv")
     d2.download_button(
         "Download Markdown", card.to_markdown(), f"{stem}.md", "text/markdown", key="layers_card_md"
     )
-    st.caption(
-        f"The two number columns are each pair's cosine at the embedding layer and at {rep}. Keep the card as "
-        "evidence of what the representation captures: the pairs, their senses, and how their cosine changed."
-    )
+    prose(f"Numbers: each pair's cosine at layer 0 and at {rep}.", caption=True)
 
 state.sync_controls(CONTROLS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

@@ -27,7 +27,7 @@ from lib.errors import ContextLensError, StepNotApplicable
 from lib.export import frame_csv
 from lib.presets import preset_by_id
 from ui import cache, controls, state
-from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro
+from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro, prose
 
 STEPS = lesson.STEPS
 N = len(STEPS)
@@ -114,7 +114,7 @@ def ask(s: lesson.Step, q: lesson.Question) -> None:
     """The question, an answer widget, a check button, and the feedback kept in session state."""
     key = f"lesson_q_{s.id}"
     st.subheader("Your turn")
-    st.markdown(escape_md(q.prompt))
+    prose(escape_md(q.prompt))
     if q.is_number:
         st.number_input("Your answer", key=key, value=None, step=0.01, format="%.3f")
     elif len(q.options) <= 3:
@@ -125,17 +125,17 @@ def ask(s: lesson.Step, q: lesson.Question) -> None:
     fb = st.session_state.get("lesson_feedback", {}).get(s.id)
     if fb is None:
         if s.id in solved():
-            st.caption("You solved this one earlier (the link remembers it); answer again if you like.")
+            prose(caption=True, text="You solved this one earlier (the link remembers it); answer again if you like.")
         return
     if not fb.answered:
         st.warning(escape_md(fb.message))
     elif fb.correct:
         st.success(escape_md(fb.message))
-        st.markdown(f"**Why.** {escape_md(q.explanation)}")
+        prose(f"**Why.** {escape_md(q.explanation)}")
     else:
         st.error(escape_md(fb.message))
         with st.expander("Show the model's answer"):
-            st.markdown(f"**{escape_md(q.answer)}.** {escape_md(q.explanation)}")
+            prose(f"**{escape_md(q.answer)}.** {escape_md(q.explanation)}")
 
 
 # ----------------------------------------------------------------------------------------- the steps
@@ -152,7 +152,7 @@ def step_static() -> lesson.Question:
         "context_lens_lesson_static",
         key="lesson_dl_static",
     )
-    st.caption("Each cell is the cosine between two occurrences of “bat”; hover for the exact number.")
+    prose(caption=True, text="Each cell is the cosine between two occurrences of “bat”; hover for the exact number.")
     return r.question
 
 
@@ -172,7 +172,7 @@ def step_apple() -> lesson.Question:
         title=f"Each “apple” at layer {r.layer}: which sense average is it nearer?",
     )
     show(fig, "apple")
-    st.caption(
+    prose(caption=True, text=
         "Hover over a point to read its sentence. After you answer, the sentences read as the other "
         "sense are ringed."
     )
@@ -185,7 +185,7 @@ def step_attention() -> lesson.Question:
     r = lesson_attention.attention_look(
         enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
     )
-    st.markdown(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
+    prose(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
     fig = target_attention_bars(
         r.weights,
         r.attended_by,
@@ -194,7 +194,7 @@ def step_attention() -> lesson.Question:
         title=f"Layer {r.layer_number}, mean of the heads",
     )
     show(fig, "attention")
-    st.caption(
+    prose(caption=True, text=
         "Top: how “bat” shares its attention (the bars add up to 1). Bottom: how much each word piece "
         "looks at “bat”. The **Attention** page shows every layer and head."
     )
@@ -250,7 +250,7 @@ def step_deeper() -> lesson.Question:
         columns=[f"layer {i}" for i in range(L + 1)],
     )
     st.table(table.map(lambda a: f"{a:.0%}"))
-    st.caption(
+    prose(caption=True, text=
         "Each sentence is "
         + ", ".join(f"{1 / c.n_evaluated:.0%} of '{c.name}'" for c in curves if c.n_evaluated)
         + ": a difference of one step in a line is one sentence."
@@ -310,7 +310,7 @@ def step_anisotropy() -> lesson.Question:
         title="“bat” pairs against random pairs of other word pieces",
     )
     show(fig, "anisotropy")
-    st.caption(
+    prose(caption=True, text=
         "The grey dashed line is the floor: unrelated word pieces of the bat sentences, each pair from two "
         "different sentences."
     )
@@ -358,9 +358,9 @@ def step_polysemy() -> lesson.Question:
 def step_toy() -> lesson.Question:
     r = lesson_attention.toy_cell()
     labels = list(r.tokens)
-    st.markdown("**X = e + p**, one row per token:")
+    prose("**X = e + p**, one row per token:")
     st.table(pd.DataFrame(r.X, index=labels, columns=["x₁", "x₂"]).map(lambda v: f"{v:.2f}"))
-    st.markdown("**Each token before (X) and after attention**")
+    prose("**Each token before (X) and after attention**")
     fig = vector_arrows(r.X, r.output, labels)
     show(fig, "toy")
     if answered_right("toy"):
@@ -369,7 +369,7 @@ def step_toy() -> lesson.Question:
             "toy_weights",
         )
     else:
-        st.caption("The heatmap of all the weights appears once you have answered correctly.")
+        prose(caption=True, text="The heatmap of all the weights appears once you have answered correctly.")
     return r.question
 
 
@@ -377,7 +377,7 @@ def step_context() -> lesson.Question:
     """Predict which word moves "bat" most, then see the measurement (shown once answered)."""
     occ = cache.occlusion(model, lesson.CONTEXT_SENTENCE, "bat", None)
     r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
-    st.markdown(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
+    prose(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
     show(
         word_bars(
             occ.words,
@@ -398,19 +398,20 @@ def step_context() -> lesson.Question:
             "context_shift",
         )
     else:
-        st.caption("The measured shifts appear once you have answered.")
+        prose(caption=True, text="The measured shifts appear once you have answered.")
     return r.question
 
 
 def twin_keys() -> tuple[str, str, int]:
-    """The trained model and its random-weights twin (seed 0, or the sidebar's seed when it is random)."""
+    """The trained model and its shuffled-weights control (seed 0, or the sidebar's seed when a control is
+    in use)."""
     base, weights, seed = split_model_key(model)
-    seed = seed if weights == "random" else 0
-    return model_key(base), model_key(base, "random", seed), seed
+    seed = seed if weights != "trained" else 0
+    return model_key(base), model_key(base, "shuffled", seed), seed
 
 
 def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.ArchitectureCheck, LessonSet, LessonSet]:
-    """The trained and random-weights vectors of the step's preset, compared (lib.lesson_senses.architecture_check)."""
+    """The trained and control (shuffled) vectors of the step's preset, compared (lib.lesson_senses.architecture_check)."""
     trained_key, random_key, seed = twin_keys()
     for key in (trained_key, random_key):
         enc_k, err = cache.try_encoder(key)
@@ -432,7 +433,7 @@ def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.Arc
 
 
 def step_random() -> lesson.Question:
-    """Predict what a randomly initialised copy does, then see its gap per layer (shown once answered)."""
+    """Predict what the shuffled-weights control does, then see its gap per layer (shown once answered)."""
     revealed = bool(answers.get("random"))
     r, dt, _ = architecture_result(with_probes=revealed)
     trained_key, random_key, _ = twin_keys()
@@ -449,12 +450,12 @@ def step_random() -> lesson.Question:
         name_model=False,
     )
     if revealed:
-        st.caption(
-            "Blue: the trained weights; red, dashed: the same architecture with random weights. The **Layer by "
-            "layer** and **Anisotropy** pages can put any two models side by side."
+        prose(caption=True, text=
+            "Blue: the trained weights; red, dashed: the same architecture with its weights shuffled. The "
+            "**Layer by layer** and **Anisotropy** pages can put any two models side by side."
         )
     else:
-        st.caption("The random copy's line appears once you have answered.")
+        prose(caption=True, text="The control's line appears once you have answered.")
     return r.question
 
 
@@ -472,7 +473,7 @@ def findings() -> list[lesson.Finding]:
         ),
         lesson_geometry.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
-    with contextlib.suppress(ContextLensError):  # the random copy cannot be loaded (e.g. a hosted model list)
+    with contextlib.suppress(ContextLensError):  # the control cannot be loaded (e.g. a hosted model list)
         results.append(architecture_result()[0])
     return lesson.summary_findings(results)
 
@@ -481,7 +482,7 @@ def step_summary() -> None:
     rows = lesson.report_rows(answers, tuple(solved()))
     st.table(pd.DataFrame(rows).set_index("step"))
     n_right = sum(1 for r in rows if r["result"] in ("correct", "solved earlier"))
-    st.markdown(f"You have solved **{n_right} of {len(rows)}** questions.")
+    prose(f"You have solved **{n_right} of {len(rows)}** questions.")
     st.download_button(
         "Download your answers (CSV)",
         data=lesson.report_csv(answers, tuple(solved())),
@@ -492,17 +493,17 @@ def step_summary() -> None:
     )
     found = findings()
     if found:
-        surprises = [f.text for f in found if f.surprising]
-        expected = [f.text for f in found if not f.surprising]
         text = (
             f"**What this model showed**: {len(found)} result{'s' if len(found) != 1 else ''}, recomputed just "
-            f"now, {len(surprises)} of them surprising. Test each claim on your own sentences on the other pages."
+            "now. Test each claim on your own sentences on the other pages."
         )
-        if surprises:
-            text += "\n\n*Surprises*\n" + "\n".join(f"- {escape_md(f)}" for f in surprises)
-        if expected:
-            text += "\n\n*As the course predicts*\n" + "\n".join(f"- {escape_md(f)}" for f in expected)
-        st.markdown(text)
+        for group, title in lesson.GROUP_TITLES.items():
+            items = [f for f in found if f.group == group]
+            if items:
+                text += f"\n\n*{title}*\n" + "\n".join(
+                    f"- {escape_md(f.text)}" + (f" ({escape_md(f.because)})" if f.because else "") for f in items
+                )
+        prose(text)
 
 
 RENDER = {
@@ -524,7 +525,7 @@ RENDER = {
 # ----------------------------------------------------------------------------------------- the page
 st.header(f"Step {k} of {N}: {step.title}")
 intro(step.text, label="About this step")  # folded in presenter mode (beside the heading): the chart comes first
-st.caption(("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
+prose(caption=True, text=("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
 try:
     question = RENDER[step.id]()
 except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug

@@ -26,7 +26,7 @@ from lib.projection import (
     same_sense_neighbours,
 )
 from ui import cache, controls, state
-from ui.widgets import chart, escape_md, page_intro, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -203,7 +203,7 @@ fig = projection_scatter(
 )
 chart(fig, key="proj_map", config=PNG_CONFIG)
 for note in proj.notes:
-    st.caption(escape_md(note))
+    prose(caption=True, text=escape_md(note))
 check = cache.projection_check(X_all, proj.coords)
 controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 
@@ -233,7 +233,10 @@ if total:
         f"full {d}-dimensional space the map was made from (by cosine) **{hits_full} of {total}** do"
         + (
             ", so the map keeps the sense structure."
-            if hits_map >= hits_full
+            if hits_map == hits_full
+            else ", so the map shows more sense structure than the space holds: the squashing put some "
+            "same-sense points together that are not nearest neighbours there."
+            if hits_map > hits_full
             else ", so some of the structure is lost in the squashing."
         )
     )
@@ -247,7 +250,7 @@ if show_context and len(ctx_vectors):
         "neighbour: among other words, a word's identity weighs more than its sense, so its occurrences "
         "huddle together; switch the grey points off to spread them out."
     )
-st.markdown(" ".join(parts))
+prose(" ".join(parts))
 
 
 # ------------------------------------------------------------------------------------------- 3 seeds
@@ -274,7 +277,7 @@ if seeds_view and method != "pca":
         key="proj_seeds_chart",
         config=PNG_CONFIG,
     )
-    st.markdown(
+    prose(
         "Each panel is the same vectors, the same settings, only a different random start (turned to match "
         "seed 0). Groups that appear in all three are in the data; a group, a gap or a position that changes "
         f"from seed to seed is the method's choice, not the model's. The maps keep "
@@ -310,12 +313,12 @@ st.download_button(
     mime="text/csv",
     key="proj_csv",
 )
-st.caption("For a picture, use the camera icon above the chart (PNG).")
+prose(caption=True, text="For a picture, use the camera icon above the chart (PNG).")
 
 # ------------------------------------------------------------------------------------------- 2. layers
 st.header("Across layers")
 if not across:
-    st.caption("Switch on “Across layers” above to watch the senses separate layer by layer.")
+    prose(caption=True, text="Switch on “Across layers” above to watch the senses separate layer by layer.")
 else:
     H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
     try:
@@ -342,20 +345,20 @@ else:
     )
     if total:
         best = int(np.argmax([h for h, _ in full]))
-        st.markdown(
+        prose(
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
             f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
-            f"(the word piece and its position, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"(word piece, position and segment, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
             f"at layer {best}. Under each layer's name: the same count on that panel's map ({counts[best][0]}/"
             f"{counts[best][1]} at layer {best}), then the share of each point's neighbours the map keeps."
         )
     else:
-        st.markdown(
+        prose(
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer. Label the "
             "sentences with senses to see the meanings separate."
         )
-    st.caption(
+    prose(caption=True, text=
         "The small maps are always 2-D and never show the grey context points. “keeps” is the share of each "
         "point's 5 nearest neighbours (cosine, full space) that are also among its 5 nearest on the panel"
         + (

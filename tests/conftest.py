@@ -33,6 +33,14 @@ def encoder():
 
 
 @pytest.fixture(scope="session")
+def shuffled_encoder():
+    """The control: the trained weights shuffled within each tensor, seed 0 (lib.weights)."""
+    from lib.encoder import load_encoder
+
+    return load_encoder(None, weights="shuffled", seed=0)
+
+
+@pytest.fixture(scope="session")
 def random_encoder():
     """The same architecture and tokenizer with random weights, seed 0 (the "is it real?" control)."""
     from lib.encoder import load_encoder

@@ -398,3 +398,18 @@ def test_strongest_keys_by_hand():
     row = np.array([0.1, 0.4, 0.1, 0.3, 0.1])
     assert strongest_keys(row) == [1, 3, 0]  # ties go to the earlier key
     assert strongest_keys(row, k=10) == [1, 3, 0, 2, 4]
+
+
+def test_entropy_fraction_by_hand():
+    from lib.attention import entropy_fraction
+
+    uniform = np.full((1, 2, 4, 4), 0.25)
+    peaked = np.zeros((1, 1, 4, 4))
+    peaked[..., 0] = 1.0
+    half = np.zeros((1, 1, 4, 4))
+    half[..., :2] = 0.5  # entropy log 2 of log 4
+    out = entropy_fraction(np.concatenate([uniform[:, :1], uniform[:, :1]], axis=0))
+    np.testing.assert_allclose(out, [1.0, 1.0])
+    np.testing.assert_allclose(entropy_fraction(peaked), [0.0], atol=1e-9)
+    np.testing.assert_allclose(entropy_fraction(half), [0.5])
+    np.testing.assert_allclose(entropy_fraction(np.ones((3, 2, 1, 1))), [1.0, 1.0, 1.0])

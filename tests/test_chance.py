@@ -137,7 +137,7 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
     figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     readout = next(f for f in figs if any("nearest-centroid" in str(t.get("name", "")) for t in f["data"]))
     assert any("chance band" in str(t.get("name", "")) for t in readout["data"])
-    text = "\n".join(m.value for m in at.markdown)
+    text = "\n".join(m.value for m in [*at.markdown, *at.caption])
     from lib.presets import preset_by_id
 
     ss = preset_by_id("apple").sentence_set()
@@ -145,7 +145,38 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
     rc = readout_chance(with_pooled(tv.vectors), [ss.senses[i] for i in tv.kept])
     assert rc.within_chance[0]
     assert "At the embedding layer the readout (0%) is within chance" in text
-    assert f"Sense readout (leave-one-out nearest centroid) at layer 0: {chance_phrase(rc, 0)}" in text
+    assert f"{rc.at_or_below[0]:.0%} of the shuffles score this low or lower" in text
+    assert f"Sense readout (leave-one-out): layer 0 {rc.accuracy[0]:.0%} (within chance)" in text
     assert "EvidenceCard" not in text
     card = EvidenceCard("apple", "layer 0", "layer 6", (), None, "", notes=("readout note",))
     assert "readout note" in card.to_markdown()
+
+
+def test_apple_layer_0_readout_is_given_with_its_percentile_and_not_called_expected(encoder):
+    """apple at layer 0 reads 0 %: within chance, but only a few shuffles score that low. The note gives that
+    share (counted here over the same seeded shuffles) and does not call the result expected."""
+    from lib.presets import preset_by_id
+
+    ss = preset_by_id("apple").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    senses = [ss.senses[i] for i in tv.kept]
+    rc = readout_chance(tv.vectors, senses)
+    assert rc.accuracy[0] == 0.0 and rc.within_chance[0]
+    # the share by hand: the same shuffles (seeded), each scored with leave_one_out_readout
+    from lib.readout import leave_one_out_readout
+
+    rng = np.random.default_rng(0)
+    idx = leave_one_out_readout(tv.vectors, senses).evaluated
+    labels = np.array([senses[i] for i in idx])
+    perms = [rng.permutation(labels) for _ in range(rc.n_permutations)]
+    scores = []
+    for p in perms[:60]:  # the first 60 shuffles, each a full readout by the library's plain path
+        lab = list(senses)
+        for k, i in enumerate(idx):
+            lab[i] = p[k]
+        scores.append(leave_one_out_readout(tv.vectors[:, :1], lab).accuracy[0])
+    by_hand = np.mean(np.asarray(scores) <= 1e-12)
+    assert rc.at_or_below[0] < 0.2 and abs(rc.at_or_below[0] - by_hand) < 0.1
+    note = position_note(rc)
+    assert f"{rc.at_or_below[0]:.0%} of the shuffles score this low or lower" in note
+    assert "as it should be" not in note

@@ -26,6 +26,9 @@ from lib.context import (
 )
 from lib.sentences import parse_sentence_set
 from lib.targets import MarkupError, find_target, strip_markup
+from tests.conftest import ROOT
+
+ROOT_INTRO = ROOT / "assets" / "intro"
 
 # Clear sentences of our own, one per sense, with the words that carry the sense.
 CLEAR = [
@@ -247,3 +250,65 @@ def test_half_effect_layer_by_hand(river):
     assert occ.half_effect_layer(1) == 1  # 0.3 >= 0.2
     assert occ.half_effect_layer(2) == occ.num_layers == 3  # never reached
     assert int(river.ranking(river.num_layers)[0]) == int(np.argmax(river.shift[-1]))
+
+
+def test_context_use_matches_occlusion_and_the_attention_rows(encoder):
+    """context_use: the largest last-layer occlusion shift per sentence, and each row's entropy over log n."""
+    from lib.context import context_use, occlusion
+
+    sentences = ["We sat on the grassy river [bank] .", "The bank raised its rates .", "No target here ."]
+    use = context_use(encoder, sentences, "bank")
+    assert use.shift.shape == (2,)  # the sentence without the target is left out
+    for k, s in enumerate(sentences[:2]):
+        occ = occlusion(encoder, s, "bank")
+        assert use.shift[k] == pytest.approx(float(occ.shift[-1].max()))
+    att = [encoder.encode([occlusion(encoder, s, "bank").sentence]).attentions[0] for s in sentences[:2]]
+    by_hand = np.mean(
+        [[np.mean([-(row * np.log(row)).sum() / np.log(len(row)) for row in a[layer].reshape(-1, a.shape[-1])])
+          for layer in range(a.shape[0])] for a in att],
+        axis=0,
+    )
+    np.testing.assert_allclose(use.entropy, by_hand, atol=1e-6)
+    with pytest.raises(ContextError):
+        context_use(encoder, ["No target here ."], "bank")
+
+
+def test_the_word_that_moves_the_target_most_can_be_a_function_word(encoder):
+    """The intro's claim: the shift counts any change, so in some bank sentences a function word ("of",
+    "the") moves the target most at the last layer."""
+    from lib.context import FUNCTION_WORDS, occlusion
+    from lib.presets import preset_by_id
+
+    ss = preset_by_id("bank").sentence_set()
+    tops = []
+    for s in ss.sentences:
+        occ = occlusion(encoder, s, ss.target)
+        tops.append(occ.words[int(occ.ranking(occ.num_layers)[0])].lower())
+    assert any(w in FUNCTION_WORDS for w in tops), tops
+    assert (ROOT_INTRO / "context.md").read_text(encoding="utf-8").count("“the” or “of”") == 1
+
+
+def test_sense_margin_change_by_hand(encoder):
+    """The margin (cosine with the own sense's centroid minus the nearest other's) with each word masked, minus
+    the original's, recomputed from the occlusion's vectors with plain numpy; and the page shows it."""
+    from lib.context import occlusion, sense_centroids, sense_margin_change
+    from lib.presets import preset_by_id
+
+    ss = preset_by_id("bank").sentence_set()
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    cents = sense_centroids(tv.vectors, ss.senses, exclude=0)
+    occ = occlusion(encoder, ss.sentences[0], ss.target)
+    own, layer = ss.senses[0], encoder.num_layers
+    got = sense_margin_change(occ, cents, own, layer)
+
+    def margin(v):
+        cos = {
+            name: float(v @ c / (np.linalg.norm(v) * np.linalg.norm(c)))
+            for name, c in zip(cents.names, cents.centroids[:, layer, :], strict=True)
+        }
+        return cos[own] - max(x for name, x in cos.items() if name != own)
+
+    want = [margin(occ.moved[k, layer].astype(np.float64)) - margin(occ.base[layer].astype(np.float64)) for k in range(len(occ.words))]
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    with pytest.raises(ValueError):
+        sense_margin_change(occ, cents, "no such sense", layer)

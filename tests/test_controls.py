@@ -168,12 +168,12 @@ def test_probe_beats_its_control_where_there_is_signal_and_not_where_there_is_no
     assert p.accuracy.shape == p.shuffled.shape == p.shuffled_high.shape == (L + 2,)
     assert p.shuffled_runs.shape == (20, L + 2) and p.folds == 5 and p.n == len(senses)
     assert p.chance == pytest.approx(max(senses.count(s) for s in set(senses)) / len(senses))
-    best = int(np.argmax(p.selectivity[: L + 1]))
+    best = int(np.argmax(p.over_null[: L + 1]))
     assert p.accuracy[best] >= 0.9
-    assert p.selectivity[best] >= 0.3  # a wide margin over the shuffled control ...
+    assert p.over_null[best] >= 0.3  # a wide margin over the shuffled control ...
     assert p.accuracy[best] > p.shuffled_high[best] + 0.2
-    assert p.selectivity[L + 1] < 0.2  # ... and none worth the name where the vectors carry no sense
-    assert p.selectivity[L + 1] < p.selectivity[best] - 0.2
+    assert p.over_null[L + 1] < 0.2  # ... and none worth the name where the vectors carry no sense
+    assert p.over_null[L + 1] < p.over_null[best] - 0.2
     # the control hovers around chance: shuffled labels carry nothing
     assert np.all(np.abs(p.shuffled - 0.5) < 0.15)
     # deterministic for a seed

@@ -9,6 +9,8 @@ toolong) are covered by tests/test_app_shell.py and tests/test_guards_app.py.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lib.encoder import DEFAULT_MODEL
@@ -190,7 +192,9 @@ def _md(text: str) -> str:
 
 
 def _texts(at, *kinds) -> str:
-    return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
+    """The page's text of these kinds, glossary links read as their text ("[layer 0](glossary#layer-0)")."""
+    text = "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
+    return re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", text)
 
 
 def _attention_views():

@@ -65,7 +65,7 @@ def test_layers_probe_and_two_models():
     assert not at.exception, [e.value for e in at.exception]
     assert "A trained probe, and its control" in [h.value for h in at.subheader]
     text = " ".join(m.value for m in at.markdown)
-    assert "selectivity" in text and "shuffled" in text
+    assert "selectivity" not in text and "null" in text and "shuffled senses" in text
     shown = titles(at)
     # every chart names the random weights; the comparison names both models itself
     for t in shown:
@@ -94,9 +94,10 @@ def test_projections_neighbour_check_and_three_seeds():
     assert "The same map from three random starts" not in [h.value for h in at.subheader]
 
 
-def test_anisotropy_section_1_says_how_the_random_twin_compares():
-    """With section 4 comparing trained and random weights, section 1 names both peaks, read off the
-    comparison chart's raw curves, and calls the random copy far more anisotropic only when it is."""
+def test_anisotropy_section_1_says_how_the_control_compares():
+    """With section 4 comparing the trained weights and their shuffled control (the default second model),
+    section 1 names both peaks, read off the comparison chart's raw curves, and calls the control far more
+    anisotropic only when it is."""
     import re
 
     import numpy as np
@@ -106,7 +107,7 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     compare = next(
-        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "random weights, seed 0" in json.dumps(
+        json.loads(c.proto.spec) for c in at.get("plotly_chart") if "shuffled weights, seed 0" in json.dumps(
             json.loads(c.proto.spec).get("layout", {}).get("title", {})
         )
     )
@@ -114,8 +115,8 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
 
     raw = {t["name"].split(" · ")[0]: np.asarray(_values(t["y"])) for t in compare["data"] if t["name"].endswith("· raw")}
     trained = raw[DEFAULT_MODEL]
-    random_ = raw[f"{DEFAULT_MODEL} (random weights, seed 0)"]
-    note = next(m.value for m in at.markdown if m.value.startswith("**Trained or random (section 4).**"))
+    random_ = raw[f"{DEFAULT_MODEL} (shuffled weights, seed 0)"]
+    note = next(m.value for m in at.markdown if m.value.startswith("**Trained or control (section 4).**"))
     pt, pr = trained.max(), random_.max()
     assert f"peaks at {pr:.2f} (layer {int(np.argmax(random_))})" in note
     assert f"trained weights at {pt:.2f} (layer {int(np.argmax(trained))})" in note
@@ -125,7 +126,7 @@ def test_anisotropy_section_1_says_how_the_random_twin_compares():
         assert re.search(rf"{pr / pt:.1f} times as high", note)
     # it stands in section 1: before section 2's header in the page's order
     order = [getattr(e, "value", "") for e in at.main]
-    i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or random"))
+    i_note = next(i for i, v in enumerate(order) if str(v).startswith("**Trained or control"))
     i_two = next(i for i, v in enumerate(order) if str(v).startswith("2. Rogue dimensions"))
     assert i_note < i_two
 
@@ -147,10 +148,34 @@ def test_layers_probe_on_the_pooled_vector(encoder):
     L = encoder.num_layers
     pooled = tv.vectors[:, L - 3 : L + 1, :].mean(axis=1)
     p = probe_layers(pooled[:, None, :], [ss.senses[i] for i in tv.kept])
-    line = next(m.value for m in at.markdown if m.value.startswith("On the pooled vector chosen above"))
-    assert f"the same probe gets **{p.accuracy[0]:.0%}**" in line
-    assert f"shuffled control {p.shuffled[0]:.0%} (95 % of shuffles at most {p.shuffled_high[0]:.0%})" in line
-    assert "last 4" in line
+    table = next(t.value for t in at.table if "null (mean)" in t.value.columns)
+    row = next(r for r in table.index if "last 4" in r)
+    assert list(table.loc[row]) == [f"{p.accuracy[0]:.0%}", f"{p.shuffled[0]:.0%}", f"{p.shuffled_high[0]:.0%}"]
     at.radio(key="layers_pooling").set_value("layer").run()
-    assert not any(m.value.startswith("On the pooled vector") for m in at.markdown)
+    table = next(t.value for t in at.table if "null (mean)" in t.value.columns)
+    assert not any("last 4" in r for r in table.index)
     assert np.isfinite(p.accuracy).all()
+
+
+def test_the_control_card_says_what_the_control_keeps_and_its_numbers_match(encoder):
+    """Layer by layer, comparing with the default second model (the shuffled weights): the page says what the
+    control keeps and removes, and its table's entropy and shift are lib.context.context_use of both models."""
+    from lib.context import context_use
+    from lib.encoder import load_encoder
+    from lib.presets import preset_by_id
+
+    at = page_test("pages/layers.py", preset="bank")
+    at.query_params["layers_compare"] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_input(key="layers_other").value == f"{DEFAULT_MODEL}#shuffled-0"
+    text = " ".join(m.value for m in at.markdown)
+    assert "**Shuffled weights** keep the architecture" in text and "removes everything training arranged" in text
+    table = at.table[-1].value
+    ss = preset_by_id("bank").sentence_set()
+    shuffled = load_encoder(None, weights="shuffled", seed=0)
+    for enc, row in ((encoder, "trained weights"), (shuffled, "shuffled weights, seed 0")):
+        use = context_use(enc, list(ss.sentences), ss.target)
+        got = table.loc[row]
+        assert got.iloc[0] == f"{use.entropy[0]:.2f}" and got.iloc[1] == f"{use.entropy[-1]:.2f}"
+        assert got.iloc[2] == f"{use.shift.min():.3f}–{use.shift.max():.3f}"

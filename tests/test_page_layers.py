@@ -42,9 +42,9 @@ def test_preset_shows_every_section():
     at = _app().run()
     _ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
     text = _markdown(at)
-    assert "exactly 1.00" in text  # the static embedding is one vector for all sentences
-    assert "same-sense pairs average" in text
-    assert "The best is" in text
+    assert "(every pair: cosine 1.00)" in text  # the static embedding is one vector for all sentences
+    assert "same-sense minus different-sense gap" in text
+    assert "Best: **layer" in text
     downloads = {b.key for b in at.get("download_button")}
     assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML

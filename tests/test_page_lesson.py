@@ -6,6 +6,8 @@ the right data and checks, records and remembers answers: every question is answ
 error and a hint), then correctly (a success and the explanation), and the progress reaches the URL.
 """
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -23,7 +25,7 @@ QUESTION_IDS = [s.id for s in lesson.STEPS if s.id != "summary"]
 
 
 @pytest.fixture(scope="module")
-def questions(encoder, random_encoder) -> dict[str, lesson.Question]:
+def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
     """The question of every step, built from the model exactly as the lesson's fixed sets define them."""
 
     def preset(pid):
@@ -62,7 +64,7 @@ def questions(encoder, random_encoder) -> dict[str, lesson.Question]:
         "polysemy": lesson_geometry.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
         "toy": lesson_attention.toy_cell().question,
         "context": _context_question(encoder),
-        "random": _random_question(encoder, random_encoder),
+        "random": _random_question(encoder, shuffled_encoder),
     }
 
 
@@ -73,10 +75,10 @@ def _context_question(encoder) -> lesson.Question:
     return lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question
 
 
-def _random_question(encoder, random_encoder) -> lesson.Question:
+def _random_question(encoder, control_encoder) -> lesson.Question:
     ss = preset_by_id(lesson.step_by_id("random").preset).sentence_set()
     tvt = encoder.target_vectors(list(ss.sentences), ss.target)
-    tvr = random_encoder.target_vectors(list(ss.sentences), ss.target)
+    tvr = control_encoder.target_vectors(list(ss.sentences), ss.target)
     return lesson_senses.architecture_check(tvt.vectors, tvr.vectors, [ss.senses[i] for i in tvt.kept], ss.target).question
 
 
@@ -234,7 +236,7 @@ def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions
     assert not at.exception
     assert any(f"Step {k} of {N}: Is the separation in the architecture or learned?" in h.value for h in at.header)
     fig = at.get("plotly_chart")[0].proto.spec
-    assert fig.count('"name":') >= 1 and "random weights, seed 0" not in fig.split('"title"')[0]
+    assert fig.count('"name":') >= 1 and "shuffled weights, seed 0" not in fig.split('"title"')[0]
     assert list(at.radio(key="lesson_q_random").options) == [escape_md(o) for o in q.options]
     answer(at, "random", q, right_answer(q))
     assert at.success and at.success[0].value.startswith("Right")
@@ -242,6 +244,7 @@ def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions
 
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     names = [t.get("name", "") for t in spec["data"]]
-    assert any("random weights, seed 0" in n for n in names) and len(names) == 2
+    assert any("shuffled weights, seed 0" in n for n in names) and len(names) == 2
     why = next(m.value for m in at.markdown if m.value.startswith("**Why.**"))
+    why = re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", why)  # glossary links read as their text
     assert "probe at layer" in why and "control band up to" in why

@@ -133,6 +133,21 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
         return None, message
 
 
+def context_use(model_name: str, sentences: tuple[str, ...], target: str | None):
+    """lib.context.context_use (attention entropy, largest occlusion shift per sentence), computed once.
+
+    Raises ContextError when no sentence can be measured; failures are not cached.
+    """
+    from lib.context import context_use as run
+
+    def compute():
+        out = run(encoder(model_name), sentences, target)
+        release_memory()
+        return out
+
+    return _cached(("context_use", model_name, sentences, target), compute, "Masking each word in turn…")
+
+
 def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = None, size=None):
     """``RESULTS.get_or_compute`` with a spinner while a missing entry is computed."""
     hit = RESULTS.get(key)

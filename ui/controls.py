@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from lib.charts.controls import probe_chart, two_model_chart
-from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key
+from lib.context import ContextError
+from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key, weights_label
 from lib.probe import ProbeError
 from lib.projection import NeighbourCheck
 from ui import cache, state
-from ui.widgets import chart, escape_md
+from ui.widgets import chart, escape_md, prose
 
 
 # ------------------------------------------------------------------------------------------ the probe
@@ -28,7 +30,7 @@ def probe_section(
     key: str = "layers_probe",
     pooled: tuple[str, str, np.ndarray] | None = None,
 ) -> None:
-    """A logistic-regression probe per layer next to the same probe on shuffled labels (Hewitt & Liang 2019).
+    """A logistic-regression probe per layer next to the same probe trained on shuffled labels (a permutation null).
 
     pooled: (pooling id, its name, vectors (n, d)) when the page reads a pooled vector (mean of the last four
     or of all layers): the same probe and control are run on it too, and the text gives its numbers.
@@ -54,41 +56,32 @@ def probe_section(
     )
     best = p.best_layer
     within = [i for i in range(K) if p.within_band[i]]
-    layer_txt = "the embedding layer" if best == 0 else f"layer {best}"
-    st.markdown(
-        f"A **probe** is a small classifier trained to read the sense off the vectors: here a logistic "
-        f"regression, trained on {p.folds - 1} of {p.folds} parts of the {p.n} labelled sentences and tested on "
-        f"the part it did not see ({p.folds}-fold cross-validation). But with {tv.vectors.shape[2]} numbers per "
-        f"vector and {p.n} sentences, a probe can learn almost any labelling. The **control** trains the same "
-        f"probe on the same vectors with the senses **shuffled** ({p.shuffles} times): whatever it scores is "
-        f"what the probe manages without any real link between vector and sense. "
-        f"At **{layer_txt}** the probe gets **{p.accuracy[best]:.0%}** right and the shuffled control "
-        f"{p.shuffled[best]:.0%} (95 % of shuffles at most {p.shuffled_high[best]:.0%}): a **selectivity** of "
-        f"**{p.selectivity[best]:+.0%}** (Hewitt & Liang 2019). Always answering the most common sense scores "
-        f"{p.chance:.0%}."
+    prose(
+        f"A **probe** reads the sense off the vectors (logistic regression, {p.folds}-fold cross-validated). "
+        f"Its **null**: the same probe trained on shuffled senses ({p.shuffles} times), scored on the true "
+        "ones; it usually lands below the most common sense's rate. A layer reads the sense when the probe "
+        "beats both."
     )
-    if within:
-        st.markdown(
-            "Within the control's band (no evidence the layer encodes the sense beyond what shuffled labels "
-            "reach): " + ", ".join("the embedding layer" if i == 0 else f"layer {i}" for i in within) + "."
-        )
-    else:
-        st.markdown("Every layer beats the control's band.")
+    rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
     if pooled is not None:
         pid, pname, pv = pooled
         try:
             pp = cache.probe(model, tuple(ss.sentences), senses, ss.target, np.asarray(pv)[:, None, :], kind=pid)
         except ProbeError as err:
             st.info(escape_md(str(err)))
-        else:
-            acc, ctrl, high = float(pp.accuracy[0]), float(pp.shuffled[0]), float(pp.shuffled_high[0])
-            st.markdown(
-                f"On the pooled vector chosen above (**{escape_md(pname)}**) the same probe gets **{acc:.0%}** and "
-                f"its shuffled control {ctrl:.0%} (95 % of shuffles at most {high:.0%}): selectivity "
-                f"**{acc - ctrl:+.0%}**"
-                + (", within the control's band." if acc <= high + 1e-12 else ".")
-                + f" The best single layer: {p.accuracy[best]:.0%}."
-            )
+            pp = None
+    frame = pd.DataFrame({k: [f"{x:.0%}" for x in v[:K]] for k, v in rows.items()}, index=list(names[:K]))
+    if pooled is not None and pp is not None:
+        frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}", f"{float(pp.shuffled_high[0]):.0%}"]
+    st.table(frame)
+    st.caption(
+        f"Most common sense: {p.chance:.0%}. Best over the null: {escape_md(str(names[best]))}. "
+        + (
+            "Not above the null's band: " + ", ".join(escape_md(str(names[i])) for i in within) + "."
+            if within
+            else "Every layer beats the null's band."
+        )
+    )
     for note in p.notes:
         st.caption(escape_md(note))
 
@@ -113,9 +106,54 @@ def neighbour_caption(check: NeighbourCheck, method_label: str) -> None:
 
 # ------------------------------------------------------------------------------------------ two models
 def other_model_key(model: str) -> str:
-    """The default model to compare with: the random-weights twin of a trained model, or the trained one."""
+    """The default model to compare with: the shuffled-weights twin of a trained model, or the trained one."""
     base, weights, _ = split_model_key(model)
-    return model_key(base, "random", 0) if weights == "trained" else base
+    return model_key(base, "shuffled", 0) if weights == "trained" else base
+
+
+# What each control keeps and what it takes out (the pages and the sidebar say it in these words)
+CONTROL_TEXT = {
+    "shuffled": "**Shuffled weights** keep the architecture, the tokenizer and every weight matrix's own "
+    "numbers (so their scale: attention as sharp, each layer as strong); each matrix's entries are put in "
+    "random places, which removes everything training arranged: which word pieces are alike, what a "
+    "position means, where a head looks.",
+    "random": "**Random weights** (BERT's initialiser, std 0.02) keep the architecture and tokenizer and "
+    "draw every weight afresh at a tiny scale: attention comes out almost uniform and barely changes a "
+    "vector, so this copy takes in almost no context and cannot tell what training added to context "
+    "mixing. Compare with the shuffled weights (id#shuffled-0) for that.",
+}
+
+
+def control_card(model: str, other: str, sentences: Sequence[str], target: str | None) -> None:
+    """What the control holds fixed and removes, and how much context each model takes in (a small table).
+
+    Shown when one of the two models is a control of the other. The table's numbers are
+    lib.context.context_use: attention entropy (fraction of uniform, first and last layer) and the largest
+    shift of the target when one context word is masked (smallest and largest over the sentences).
+    """
+    (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)
+    controls_ = [w for w in (w1, w2) if w != "trained"]
+    if b1 != b2 or not controls_:
+        return
+    prose(CONTROL_TEXT[controls_[0]])
+    rows = {}
+    for key, w, s in ((model, w1, s1), (other, w2, s2)):
+        try:
+            use = cache.context_use(key, tuple(sentences), target)
+        except ContextError as err:
+            st.caption(escape_md(str(err)))
+            return
+        rows[weights_label(w, s)] = {
+            "attention entropy, layer 1": f"{use.entropy[0]:.2f}",
+            f"layer {len(use.entropy)}": f"{use.entropy[-1]:.2f}",
+            "largest shift from one masked word": f"{use.shift.min():.3f}–{use.shift.max():.3f}",
+        }
+    st.table(pd.DataFrame.from_dict(rows, orient="index"))
+    st.caption(
+        "Entropy 1.00 = attention spread evenly over the sentence. Shift: 1 − cosine of the word's last-layer "
+        "vector with one context word masked, the largest per sentence, smallest and largest sentence "
+        "(as on What moves the word)."
+    )
 
 
 def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
@@ -132,15 +170,17 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     on = c1.toggle(
         "Compare with a second model",
         key=k_on,
-        help="The same sentences through two encoders. By default the same architecture with random weights: "
-        "what appears in both comes from the architecture, what appears only with training was learned.",
+        help="The same sentences through two encoders. By default the same architecture with its trained "
+        "weights shuffled: what appears in both comes from the architecture, what appears only with training "
+        "was learned.",
     )
     c2.text_input(
-        "Second model (id, or id#random-<seed> for random weights)",
+        "Second model (id, id#shuffled-<seed> or id#random-<seed>)",
         key=k_other,
         max_chars=220,
         disabled=not on,
-        help=f"Default: {default_other}. Any model the Model panel accepts; add #random-0 for its random twin.",
+        help=f"Default: {default_other}. Any model the Model panel accepts; add #shuffled-0 for its shuffled "
+        "twin, #random-0 for fresh weights from BERT's initialiser.",
     )
     other = (st.session_state.get(k_other) or "").strip() or default_other
     state.sync_controls(picker, {k_other: other})
@@ -176,11 +216,8 @@ def label(model: str) -> str:
 
 
 def pair_title(model: str, other: str) -> str:
-    """"trained vs random weights, seed 0" for twins of one model, else "<label> vs <label>"."""
+    """"trained vs shuffled weights, seed 0" for twins of one model, else "<label> vs <label>"."""
     (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)
     if b1 == b2:
-        def short(w, s):
-            return "trained weights" if w == "trained" else f"random weights, seed {s}"
-
-        return f"{short(w1, s1)} vs {short(w2, s2)}"
+        return f"{weights_label(w1, s1)} vs {weights_label(w2, s2)}"
     return f"{label(model)} vs {label(other)}"

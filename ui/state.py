@@ -305,8 +305,8 @@ def _shared_params() -> dict[str, str]:
         model, weights, seed = DEFAULT_MODEL, "trained", 0
     if model != DEFAULT_MODEL:
         out["model"] = model
-    if weights == "random":
-        out["weights"] = "random"
+    if weights != "trained":
+        out["weights"] = weights
         out["seed"] = str(seed)
     if st.session_state.get(K_PRESENTER):
         out["presenter"] = "1"
@@ -370,7 +370,9 @@ def init_session() -> None:
         if raw in WEIGHTS:
             st.session_state[K_WEIGHTS] = raw
         else:
-            _url_note("The link's “weights” value should be “trained” or “random”; the trained weights are used.")
+            _url_note(
+                "The link's “weights” value should be “trained”, “shuffled” or “random”; the trained weights are used."
+            )
     seed = 0
     raw_seed = _url_value("seed")
     if raw_seed is not None:
@@ -518,17 +520,19 @@ def render_sidebar() -> None:
             list(WEIGHTS),
             key=K_WEIGHTS,
             horizontal=True,
-            format_func=lambda w: {"trained": "trained", "random": "random (control)"}[w],
-            help="Random: the same architecture and tokenizer with freshly initialised weights, nothing "
-            "learned. What still shows up with random weights comes from the architecture, not training.",
+            format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
+            help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
+            "architecture, scale and context mixing, nothing learned. What still shows up comes from the "
+            "architecture, not training. Random: fresh weights from BERT's initialiser (std 0.02), which take in "
+            "almost no context.",
         )
         st.number_input(
-            "Seed of the random weights",
+            "Seed of the control's weights",
             min_value=0,
             max_value=MAX_SEED_UI,
             step=1,
             key=K_SEED,
-            disabled=st.session_state.get(K_WEIGHTS) != "random",
+            disabled=st.session_state.get(K_WEIGHTS) == "trained",
             help="The same seed always draws the same weights.",
         )
         _resolve_model(st)
@@ -574,10 +578,17 @@ def _resolve_model(container) -> None:
             container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
             return
         st.session_state[K_ACTIVE_MODEL] = enc.name
-    if split_model_key(st.session_state[K_ACTIVE_MODEL])[1] == "random":
+    _, weights, seed = split_model_key(st.session_state[K_ACTIVE_MODEL])
+    if weights == "shuffled":
         container.warning(
-            f"Random weights (seed {split_model_key(st.session_state[K_ACTIVE_MODEL])[2]}): every page now shows "
-            "an encoder that learned nothing. Chart titles say so."
+            f"Shuffled weights (seed {seed}): every page now shows an encoder that learned nothing; its "
+            "matrices hold the trained numbers in random places. Chart titles say so."
+        )
+    elif weights == "random":
+        container.warning(
+            f"Random weights (seed {seed}): fresh weights from BERT's initialiser (std 0.02). Every page now shows "
+            "an encoder that learned nothing and takes in almost no context (its attention is nearly uniform); "
+            "to ask what training added, choose the shuffled control. Chart titles say so."
         )
 
 

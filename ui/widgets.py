@@ -22,15 +22,16 @@ def escape_md(text: str) -> str:
 
 
 def weights_note(model_key: str | None = None) -> str | None:
-    """"random weights, seed 0" when the model in use (or ``model_key``) has random weights, else None."""
-    from lib.encoder import ModelLoadError, split_model_key
+    """"shuffled weights, seed 0" / "random weights, seed 0" when the model in use (or ``model_key``) is a
+    control, else None."""
+    from lib.encoder import ModelLoadError, split_model_key, weights_label
 
     key = model_key if model_key is not None else st.session_state.get("cl_model_active")
     try:
         _, weights, seed = split_model_key(key) if key else ("", "trained", 0)
     except ModelLoadError:
         return None
-    return f"random weights, seed {seed}" if weights == "random" else None
+    return weights_label(weights, seed) if weights != "trained" else None
 
 
 def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
@@ -190,17 +191,40 @@ def intro_text(name: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-def page_intro(name: str, *, label: str = "About this page", **values: object) -> None:
+def page_intro(name: str, *, label: str = "About this page", first: bool = True, **values: object) -> None:
     """:func:`intro` of ``assets/intro/<name>.md``; ``values`` fill its ``{placeholders}`` (e.g. a number the
-    page measures)."""
+    page measures). ``first``: this is the page's first intro, so the glossary links start afresh (each
+    term is linked where the page first uses it, see :func:`prose`)."""
+    if first:
+        st.session_state[_K_GLOSSARY] = set()
     text = intro_text(name)
     intro(text.format(**values) if values else text, label=label)
+
+
+_K_GLOSSARY = "_cl_glossary_linked"  # the glossary anchors this run of the page has linked
+
+
+def glossary_linked(text: str) -> str:
+    """``text`` with the first use on this page of each glossary term linked to its entry (lib.glossary)."""
+    from lib.glossary import link_terms, load_glossary
+
+    already = st.session_state.setdefault(_K_GLOSSARY, set())
+    out, linked = link_terms(text, load_glossary(), already)
+    already.update(linked)
+    return out
+
+
+def prose(text: str, *, caption: bool = False, container=None) -> None:
+    """Page text (st.markdown, or st.caption with ``caption``) with glossary terms linked where first used."""
+    where = container if container is not None else st
+    (where.caption if caption else where.markdown)(glossary_linked(text))
 
 
 def intro(text: str, *, label: str = "About this page") -> None:
     """A page's introduction: shown as is, or folded into an expander called ``label`` in presenter mode so
     that the page's main chart fits on a 1280x720 projector without scrolling. ``text`` is the page's own
     markdown."""
+    text = glossary_linked(text)
     if st.session_state.get("cl_presenter"):
         with st.expander(label, icon=":material/info:"):
             st.markdown(text)

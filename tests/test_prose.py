@@ -1,0 +1,83 @@
+"""Each page's prose on its defaults: at most 600 words, and every glossary term it uses is linked.
+
+Prose is what a learner reads as sentences: the markdown, caption and text elements of the page's main
+area (tables, charts, headings, widget labels and the sidebar are not prose). The count is of words as
+shown: links count by their text, markdown markers are not words.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lib.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
+from tests.conftest import ROOT, page_test
+
+PAGES = [
+    "pages/home.py",
+    "pages/layers.py",
+    "pages/attention.py",
+    "pages/context.py",
+    "pages/anisotropy.py",
+    "pages/projections.py",
+    "pages/calculator.py",
+    "pages/lesson.py",
+]
+MAX_WORDS = 600
+
+
+def prose(at) -> list[str]:
+    out = []
+    for kind in ("markdown", "caption", "text"):
+        for el in at.main.get(kind):
+            out.append(str(el.value))
+    return out
+
+
+def words(text: str) -> int:
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link counts by its text
+    return len(re.findall(r"[\w’'][\w’'.,%−+-]*", text))
+
+
+@pytest.fixture(scope="module")
+def pages():
+    out = {}
+    for page in PAGES:
+        at = page_test(page)
+        at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        out[page] = prose(at)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_prose_fits_600_words(pages, page):
+    n = sum(words(t) for t in pages[page])
+    assert n <= MAX_WORDS, f"{page}: {n} words of prose on its defaults"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_every_glossary_term_used_is_linked(pages, page):
+    text = "\n".join(pages[page])
+    missing = [t.name for t in load_glossary() if uses(text, t) and not links_to(text, t)]
+    assert not missing, f"{page} uses {missing} without a link to the glossary"
+
+
+def test_glossary_entries_and_linking():
+    head, terms = parse_glossary((ROOT / "assets" / "glossary.md").read_text(encoding="utf-8"))
+    assert "Glossary" in head and len(terms) >= 20
+    by = {t.anchor: t for t in terms}
+    assert {"probe", "null", "shuffled-weights", "layernorm", "pseudo-inverse", "shrinkage", "entropy"} <= set(by)
+    assert all(t.text for t in terms)
+    text, linked = link_terms("A probe beats its null; the probe again, `probe` in code.", terms, set())
+    assert text.startswith(f"A [probe]({PAGE}#probe) beats its [null]({PAGE}#null); the probe again")
+    assert "`probe`" in text and linked == {"probe", "null"}
+    again, linked2 = link_terms("Another probe.", terms, linked)
+    assert again == "Another probe." and not linked2
+    # never inside a link, and a term already linked counts
+    text, linked = link_terms("[the probe page](layers#x) and the probe", terms, set())
+    assert text == f"[the probe page](layers#x) and the [probe]({PAGE}#probe)"
+    assert uses("Ledoit-Wolf shrinkage", by["shrinkage"]) and not uses("shrinkages", by["shrinkage"])
