@@ -17,6 +17,18 @@ HOSTILE = [
     "<img src=x onerror=alert(4)>",
     "**bold** <b>tag</b> & 'quotes' \"double\"",
 ]
+# a learner's set that tries everything at once (senses and sentences), for the pages' tests of the saved file
+HOSTILE_SET = "\n".join(
+    f"s{i}<script>window.pwned=5</script> | {s}"
+    for i, s in enumerate(
+        [
+            "<script>window.pwned = 1</script> the bank was shut.",
+            '</script><img src=x onerror="window.pwned = 2"> by the bank',
+            "[bank](javascript:window.pwned=3) on the river bank",
+            '<a href="javascript:window.pwned=4">bank</a> **bank** `bank`',
+        ]
+    )
+)
 META = pe.Meta(model="m", weights="trained", date="2026-11-24 19:00 UTC", link="http://127.0.0.1:8501/layers?a=1")
 
 

