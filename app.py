@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, state, timing
+from ui import cache, page_export, state, timing
 
 ROOT = Path(__file__).resolve().parent
 
@@ -44,7 +44,9 @@ nav = st.navigation(pages)
 state.render_sidebar()
 state.apply_presenter_style()
 try:
-    nav.run()
+    with page_export.recording() as shown:  # what the page shows, for its "Download this page" button
+        nav.run()
+    page_export.offer(shown)
 finally:
     state.finish_run()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects

@@ -26,7 +26,7 @@ from lib.encoder import DEFAULT_MODEL, model_key, split_model_key
 from lib.errors import ContextLensError, StepNotApplicable
 from lib.export import frame_csv
 from lib.presets import preset_by_id
-from ui import cache, controls, state
+from ui import cache, controls, page_export, state
 from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro, prose
 
 STEPS = lesson.STEPS
@@ -506,6 +506,23 @@ def step_summary() -> None:
         prose(text)
 
 
+def step_for_file(k: int, s: lesson.Step) -> None:
+    """One step as the lesson's file shows it: its text and chart, the question, the learner's answer if given."""
+    st.header(f"Step {k} of {N}: {s.title}")
+    st.markdown(s.text)
+    try:
+        q = RENDER[s.id]()
+    except ContextLensError as err:
+        st.warning(f"This step cannot run with the model {escape_md(state.model_display(model))}: {escape_md(str(err))}")
+        return
+    if q is not None:
+        r = answers.get(s.id)
+        given = f"{escape_md(r.answer)} ({'right' if r.correct else 'not what the model says'})" if r else (
+            "solved earlier" if s.id in solved() else "not answered")  # fmt: skip
+        st.markdown(f"**Question.** {escape_md(q.prompt)}\n\n**Your answer:** {given}\n\n"
+                    f"**The model's answer:** {escape_md(q.answer)}. {escape_md(q.explanation)}")  # fmt: skip
+
+
 RENDER = {
     "static": step_static,
     "apple": step_apple,
@@ -540,3 +557,9 @@ back.button("← Back", key="lesson_back", on_click=_move, args=(-1,), disabled=
 nxt.button("Next →", key="lesson_next", on_click=_move, args=(1,), disabled=k == N, width="stretch")
 
 state.sync_controls(CONTROLS)
+if page_export.current() and st.button("Prepare the whole lesson as one file", key="lesson_export_prepare"):
+    with page_export.offscreen() as every_step:  # recorded for the file, not shown
+        for i, s in enumerate(STEPS, start=1):
+            step_for_file(i, s)
+    page_export.offer(every_step, title="Guided lesson", label="Download the whole lesson", key="lesson_export",
+                      with_set=False)  # fmt: skip

@@ -264,10 +264,16 @@ def begin_run() -> None:
     st.session_state[K_PAGE_URL] = {}
 
 
-def finish_run() -> None:
-    """Called by app.py at the end of every run (also after st.stop): write the URL once."""
+def view_params() -> dict[str, str]:
+    """The query parameters that reopen the current view: the shared set and model, and this page's controls."""
     desired = dict(_shared_params())
     desired.update(st.session_state.get(K_PAGE_URL, {}))
+    return desired
+
+
+def finish_run() -> None:
+    """Called by app.py at the end of every run (also after st.stop): write the URL once."""
+    desired = view_params()
     try:
         current = st.query_params.to_dict()
     except Exception:

@@ -1,0 +1,319 @@
+"""A page as one self-contained HTML file: its text, tables and interactive charts, readable offline.
+
+The file makes no request when opened: plotly.js is inlined once (from the plotly package), there are no web
+fonts, and a Content-Security-Policy allows only this file's own two scripts (a nonce), images from ``data:``
+and nothing from the network. Text is the page's own Markdown, rendered here with raw HTML off and unsafe link
+schemes (``javascript:``, ``vbscript:``, ``data:``) refused, so a learner's sentence that the page escaped for
+Streamlit (``ui.widgets.escape_md``) shows literally here too. Figures go in as JSON inside
+``<script type="application/json">`` with ``<``, ``>`` and ``&`` escaped, so no text inside them can close the
+script.
+
+    html = page_html("Layer by layer", [Text("**Reading it.** 0.42", "p"), Chart(spec)], meta)
+
+Blocks: :class:`Text` (Markdown; kind "h1".."h3", "p", "caption", "info", "warning", "error", "success",
+"code", "hr"), :class:`Table` (cells as Markdown or literal text), :class:`Chart` (a plotly figure as
+``{"data": [...], "layout": {...}}``), :class:`Group` (a titled or side-by-side group of blocks: an expander,
+columns). :class:`Meta` says where the view came from.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+TEXT_KINDS = ("h1", "h2", "h3", "p", "caption", "info", "warning", "error", "success", "code", "hr")
+# Streamlit's Markdown extras that plain Markdown would show as code: ":material/icon:" and ":blue[text]"
+_ICON = re.compile(r":material/[a-z0-9_]+:")
+_COLOUR = re.compile(
+    r":(?:red|orange|yellow|green|blue|violet|gray|grey|rainbow|primary|small)(?:-background)?\["
+)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A piece of the page's text. ``markdown``: as the page wrote it (user text already escaped there)."""
+
+    markdown: str
+    kind: str = "p"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table. ``columns``: the header; ``rows``: one tuple of cells per row, as strings.
+
+    ``markdown``: True when the cells are Markdown (st.table renders them), False for literal text (a data grid).
+    """
+
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    markdown: bool = True
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A plotly figure as sent to the browser: ``spec`` = {"data": [...], "layout": {...}}.
+
+    ``css_key``: the chart's widget key, so style rules the page set for it (``marks``) apply in the file too.
+    """
+
+    spec: dict
+    css_key: str = ""
+
+
+@dataclass(frozen=True)
+class Group:
+    """Blocks shown together: ``kind`` "expander" (with ``label``), "columns" (side by side), or "plain"."""
+
+    blocks: tuple
+    kind: str = "plain"
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Meta:
+    """Where the view came from.
+
+    model: the model's name as the page shows it; weights: where its weights came from (package and version,
+    or "random weights, seed 0"); date: when the file was made (text); link: the address that reopens the same
+    view on a hosted copy; target: the target word; sentences: (sense, sentence) pairs, sense "" when none.
+    """
+
+    model: str
+    weights: str
+    date: str
+    link: str
+    target: str = ""
+    sentences: tuple[tuple[str, str], ...] = ()
+    marks: tuple[tuple[str, int], ...] = field(default=())  # (chart key, index of its visible layer line)
+
+
+@cache
+def plotly_js() -> str:
+    """plotly.js as shipped in the plotly package (the version its figures are written for)."""
+    import plotly
+
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
+
+
+@cache
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    # commonmark with raw HTML off: "<script>" is text. validateLink (default) refuses javascript:, vbscript:,
+    # file: and data: (except images) links.
+    return MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+        ["table", "strikethrough"]
+    )
+
+
+def _plain_directives(text: str) -> str:
+    """Streamlit's ":blue[word]" as "word" and ":material/x:" icons dropped (Markdown has neither)."""
+    text = _ICON.sub("", text)
+    out, i = [], 0
+    for m in _COLOUR.finditer(text):
+        if m.start() < i:
+            continue
+        depth, j = 1, m.end()
+        while j < len(text) and depth:
+            depth += {"[": 1, "]": -1}.get(text[j], 0) if text[j - 1] != "\\" else 0
+            j += 1
+        if depth:
+            continue
+        out.append(text[i : m.start()] + text[m.end() : j - 1])
+        i = j
+    return "".join(out) + text[i:]
+
+
+def markdown_html(text: str, *, inline: bool = False) -> str:
+    """The page's Markdown as safe HTML (raw HTML shown as text, unsafe links left as text)."""
+    md = _markdown()
+    text = _plain_directives(str(text))
+    return md.renderInline(text) if inline else md.render(text)
+
+
+def json_script(obj) -> str:
+    """``obj`` as JSON safe inside a <script> element (no "</script>", no HTML comment openers)."""
+    return (
+        json.dumps(obj, separators=(",", ":"), allow_nan=False)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _finite(obj):
+    """``obj`` with NaN and infinities as None (JSON has neither; plotly draws a gap)."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+_KIND_CLASS = {"caption": "caption", "info": "note info", "warning": "note warning", "error": "note error",
+               "success": "note success"}  # fmt: skip
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.figures: list[dict] = []
+
+    def block(self, b) -> None:
+        if isinstance(b, Text):
+            self.text(b)
+        elif isinstance(b, Table):
+            self.table(b)
+        elif isinstance(b, Chart):
+            n = len(self.figures)
+            self.figures.append(_finite(b.spec))
+            key = f" st-key-{_css_name(b.css_key)}" if b.css_key else ""
+            self.parts.append(
+                f'<div class="chart{key}"><div class="plot" id="plot-{n}" data-figure="{n}"></div></div>'
+            )
+        elif isinstance(b, Group):
+            self.group(b)
+        else:
+            raise TypeError(f"not a page block: {type(b).__name__}")
+
+    def text(self, t: Text) -> None:
+        if t.kind not in TEXT_KINDS:
+            raise ValueError(f"unknown text kind {t.kind!r}; one of {TEXT_KINDS}")
+        if t.kind == "hr":
+            self.parts.append("<hr>")
+        elif t.kind == "code":
+            self.parts.append(f"<pre><code>{html.escape(t.markdown)}</code></pre>")
+        elif t.kind in ("h1", "h2", "h3"):
+            self.parts.append(f"<{t.kind}>{markdown_html(t.markdown, inline=True)}</{t.kind}>")
+        else:
+            cls = _KIND_CLASS.get(t.kind, "text")
+            self.parts.append(f'<div class="{cls}">{markdown_html(t.markdown)}</div>')
+
+    def table(self, t: Table) -> None:
+        def cell(v: str) -> str:
+            return markdown_html(v, inline=True) if t.markdown else html.escape(str(v))
+
+        head = "".join(f"<th>{cell(c)}</th>" for c in t.columns)
+        body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in t.rows)
+        self.parts.append(
+            f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+        )
+
+    def group(self, g: Group) -> None:
+        if g.kind == "expander":
+            self.parts.append(f"<details open><summary>{markdown_html(g.label, inline=True)}</summary>")
+            for b in g.blocks:
+                self.block(b)
+            self.parts.append("</details>")
+        elif g.kind == "columns":
+            self.parts.append('<div class="columns">')
+            for b in g.blocks:
+                self.parts.append('<div class="column">')
+                self.block(b)
+                self.parts.append("</div>")
+            self.parts.append("</div>")
+        else:
+            for b in g.blocks:
+                self.block(b)
+
+
+def _css_name(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: #111;
+  max-width: 760px; margin: 0 auto; padding: 1.5rem 1rem 4rem; line-height: 1.5; }
+h1 { font-size: 2rem; margin: .5rem 0 1rem; } h2 { font-size: 1.5rem; } h3 { font-size: 1.2rem; }
+.meta { background: #f4f6fa; border-radius: .5rem; padding: .75rem 1rem; font-size: .9rem; margin-bottom: 1.5rem; }
+.meta dt { font-weight: 600; float: left; clear: left; width: 6.5rem; } .meta dd { margin: 0 0 .2rem 6.5rem; }
+.meta a { word-break: break-all; }
+.caption { color: #4d5061; font-size: .9rem; }
+.note { border-radius: .5rem; padding: .5rem 1rem; margin: .75rem 0; }
+.info { background: #e8f2fc; } .warning { background: #fff6e0; } .error { background: #fde8e8; }
+.success { background: #e6f6ec; }
+.table { overflow-x: auto; margin: .75rem 0; } table { border-collapse: collapse; font-size: .9rem; }
+th, td { border: 1px solid #d8dce4; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+.columns { display: flex; flex-wrap: wrap; gap: 1rem; } .column { flex: 1 1 320px; min-width: 0; }
+.chart { margin: .75rem 0; } details { margin: .75rem 0; } summary { font-weight: 600; cursor: pointer; }
+pre { background: #f4f6fa; padding: .5rem; overflow-x: auto; }
+"""
+
+# draws every figure once, in order; the page's own style rules (a chosen layer's line) apply as on screen
+_DRAW = """
+(function () {
+  var figures = JSON.parse(document.getElementById("figures").textContent);
+  var config = {displaylogo: false, responsive: true};
+  document.querySelectorAll("[data-figure]").forEach(function (el) {
+    var f = figures[Number(el.getAttribute("data-figure"))];
+    Plotly.newPlot(el, f.data || [], f.layout || {}, config);
+  });
+  document.body.setAttribute("data-drawn", String(figures.length));
+  document.body.setAttribute("data-drawn-ms", String(Math.round(performance.now())));
+})();
+"""
+
+
+def page_html(title: str, blocks, meta: Meta) -> str:
+    """The whole file: ``title`` (plain text), ``blocks`` in page order, ``meta`` at the top, plotly.js once."""
+    w = _Writer()
+    for b in blocks:
+        w.block(b)
+    nonce = secrets.token_urlsafe(16)
+    csp = (
+        "default-src 'none'; "
+        f"script-src 'nonce-{nonce}' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data: blob:; font-src data:"
+    )
+    rows = [
+        ("Model", html.escape(meta.model)),
+        ("Weights", html.escape(meta.weights)),
+        ("Made", html.escape(meta.date)),
+    ]
+    if meta.target:
+        rows.append(("Target", html.escape(meta.target)))
+    link = html.escape(meta.link, quote=True)
+    if meta.link.startswith(("http://", "https://")):
+        rows.append(("Live view", f'<a href="{link}">{link}</a>'))
+    else:
+        rows.append(("Live view", link))
+    meta_html = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
+    sentences = ""
+    if meta.sentences:
+        has_sense = any(s for s, _ in meta.sentences)
+        head = "<th></th>" + ("<th>sense</th>" if has_sense else "") + "<th>sentence</th>"
+        body = "".join(
+            f"<tr><td>S{i}</td>" + (f"<td>{html.escape(s) or '–'}</td>" if has_sense else "")
+            + f"<td>{html.escape(x)}</td></tr>"
+            for i, (s, x) in enumerate(meta.sentences, start=1)
+        )  # fmt: skip
+        sentences = (
+            '<details class="sentences"><summary>The sentence set (S1, S2, …)</summary><div class="table"><table>'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></details>"
+        )
+    marks = "\n".join(
+        f'.st-key-{_css_name(k)} .shape-group[data-index="{int(i)}"] path {{ opacity: 1 !important; }}'
+        for k, i in meta.marks
+    )
+    figures = f'<script type="application/json" id="figures">{json_script(w.figures)}</script>'
+    plotly = f'<script nonce="{nonce}">{plotly_js()}</script>' if w.figures else ""
+    draw = f'<script nonce="{nonce}">{_DRAW}</script>' if w.figures else ""
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} · Context Lens</title><style>{_STYLE}{marks}</style></head>"
+        f'<body><header><p class="caption">Context Lens · saved page</p><h1>{html.escape(title)}</h1>'
+        f'<dl class="meta">{meta_html}</dl>{sentences}</header><main>'
+        + "\n".join(w.parts)
+        + f"</main>{figures}{plotly}{draw}</body></html>\n"
+    )
