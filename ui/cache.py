@@ -595,3 +595,22 @@ def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
 def projection_layers(H: np.ndarray, method: str) -> list[Projection]:
     """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections)."""
     return project_layers(H, method, 2)
+
+
+# --------------------------------------------------------------------------- the class board
+@st.cache_resource(show_spinner=False, max_entries=4)
+def board_store(url: str):
+    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process."""
+    from lib.board import BoardStore
+
+    return BoardStore(url)
+
+
+def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):
+    """lib.similarity.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
+    class board's "nearest sense" of each accepted sentence, shared by the teacher and every student."""
+    from lib.similarity import leave_one_out_readout
+
+    return _cached(
+        ("sense_readout", model_name, sentences, senses, target), lambda: leave_one_out_readout(vectors, list(senses))
+    )
