@@ -34,7 +34,7 @@ MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every st
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
 K_SENT = "board_sent_note"  # what the last Send said, shown above the box
 REFRESH_S = 2.0  # the teacher's board
-STUDENT_REFRESH_S = 10.0  # a student's list, while one of their sentences waits for the teacher
+STUDENT_REFRESH_S = 15.0  # a student's list, while one of their sentences waits for the teacher
 MAX_QUEUE_SHOWN = 40
 
 CONTROLS = [state.Control(K_ROOM, "text", "", max_chars=20, omit_default=True)]
@@ -230,6 +230,7 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
             "Delete the board now", key="board_delete", on_click=_delete, args=(code, key),
             disabled=not st.session_state.get("board_delete_sure"), icon=":material/delete:",
         )  # fmt: skip
+    cache.warm_up_board(MODEL)
     st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
 
 
@@ -247,7 +248,8 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
     c2.metric("Waiting", len(pending))
     c3.metric("On the board", len(accepted))
     st.subheader(f"Waiting for you ({len(pending)})")
-    if pending:
+    if pending:  # encoded now, in one batch per refresh: accepting them then costs a cache lookup
+        cache.encode_ahead(MODEL, tuple(e.sentence for e in pending), board.target)
         st.button(f"Accept all {len(pending)}", key="board_accept_all", on_click=_accept_all, args=(code, key),
                   type="primary", icon=":material/done_all:")  # fmt: skip
         for e in pending[:MAX_QUEUE_SHOWN]:
