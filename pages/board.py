@@ -32,9 +32,10 @@ from ui.widgets import escape_md, page_intro, sentence_table, shared_chart
 
 MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
-K_SENT = "board_sent_note"  # what the last Send said, shown above the box
+K_SENT = "board_sent_note"  # what the last Send said, shown under the box
+K_CHARTED = "board_charted"  # the ids of the accepted sentences the teacher's charts show
 REFRESH_S = 2.0  # the teacher's board
-STUDENT_REFRESH_S = 15.0  # a student's list, while one of their sentences waits for the teacher
+STUDENT_REFRESH_S = 20.0  # a student's list, while one of their sentences waits for the teacher
 MAX_QUEUE_SHOWN = 40
 
 CONTROLS = [state.Control(K_ROOM, "text", "", max_chars=20, omit_default=True)]
@@ -148,15 +149,18 @@ def student_view(code: str, board: lb.Board) -> None:
     st.title(f"Class board: “{word}”")
     if board.prompt:
         st.markdown(escape_md(board.prompt))
-    st.text_input(
-        f"Your sentence with “{board.target}”",
-        key="board_text",
-        max_chars=lb.MAX_SENTENCE_CHARS,
-        placeholder=f"A sentence with the word {board.target}",
-        help="Mark another form of the word in [brackets], e.g. “They [banked] left.”",
-    )
-    st.radio("Which sense?", board.senses, key="board_sense", horizontal=True)
-    st.button("Send", key="board_send", on_click=_send, args=(code, board), type="primary", icon=":material/send:")
+    with st.form("board_form", border=False):  # one rerun per send: the text and the sense go together
+        st.text_input(
+            f"Your sentence with “{board.target}”",
+            key="board_text",
+            max_chars=lb.MAX_SENTENCE_CHARS,
+            placeholder=f"A sentence with the word {board.target}",
+            help="Mark another form of the word in [brackets], e.g. “They [banked] left.”",
+        )
+        st.radio("Which sense?", board.senses, key="board_sense", horizontal=True)
+        st.form_submit_button(
+            "Send", key="board_send", on_click=_send, args=(code, board), type="primary", icon=":material/send:"
+        )
     note = st.session_state.get(K_SENT)
     if note:
         (st.success if note[0] == "ok" else st.error)(escape_md(note[1]))
@@ -231,7 +235,11 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
             disabled=not st.session_state.get("board_delete_sure"), icon=":material/delete:",
         )  # fmt: skip
     cache.warm_up_board(MODEL)
+    accepted = store.accepted(code)
+    st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
     st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
+    st.subheader(f"On the board ({len(accepted)})")
+    board_charts(board, accepted, key)
 
 
 def live_board(code: str, key: str, board: lb.Board) -> None:
@@ -242,6 +250,8 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
         return
     pending = [e for e in rows if e.status == lb.PENDING]
     accepted = [e for e in rows if e.status == lb.ACCEPTED]
+    if tuple(e.id for e in accepted) != st.session_state.get(K_CHARTED):
+        st.rerun()  # the accepted set changed: the whole page, charts included (only then: they cost more)
     students = len({e.student for e in rows})
     c1, c2, c3 = st.columns(3)
     c1.metric("Sent", len(rows), help=f"by {students} student(s)")
@@ -260,8 +270,6 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
             st.caption(f"… and {len(pending) - MAX_QUEUE_SHOWN} more (Accept all takes them too).")
     else:
         st.caption("Nothing waiting. Sentences the students send appear here within a few seconds.")
-    st.subheader(f"On the board ({len(accepted)})")
-    board_charts(board, accepted, key)
 
 
 def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:

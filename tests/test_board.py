@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from lib import board as lb
 from lib.targets import TargetError
-from tests._postgres import postgres_cluster
 
 
 class Clock:
@@ -23,14 +22,9 @@ class Clock:
         return self.t
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def db_url(request, tmp_path_factory):
-    """One database per backend for the module (each test works on its own boards)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('board') / 'boards.sqlite'}"
-        return
-    with postgres_cluster() as url:
-        yield url
+@pytest.fixture
+def db_url(board_db_url):
+    return board_db_url
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The Class board page (AppTest, real model): join, start from the sidebar, a student's send, the teacher's
-queue and charts, a wrong key, escaping. Storage is a fresh SQLite file per test (CONTEXT_LENS_DB)."""
+queue and charts, a wrong key, escaping. Each test runs on SQLite and on PostgreSQL (CONTEXT_LENS_DB)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ RIVER = ["We sat on the grassy bank of the river.", "The boat drifted to the riv
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    url = f"sqlite:///{tmp_path / 'boards.sqlite'}"
-    monkeypatch.setenv("CONTEXT_LENS_DB", url)
-    s = lb.BoardStore(url)
+def store(board_db_url, monkeypatch):
+    """The page's store: SQLite, then PostgreSQL (conftest.board_db_url), through CONTEXT_LENS_DB."""
+    monkeypatch.setenv("CONTEXT_LENS_DB", board_db_url)
+    s = lb.BoardStore(board_db_url)
     yield s
     s.dispose()
 

@@ -644,4 +644,6 @@ def warm_up_board(model_name: str) -> None:
     def _run() -> None:
         load("sklearn.decomposition")
 
+    import pandas  # noqa: F401  (imported here, not half-way in the thread while plotly reads it: warm_up_in_background)
+
     threading.Thread(target=_run, name="context-lens-board-warmup", daemon=True).start()

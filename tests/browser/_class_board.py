@@ -93,12 +93,8 @@ def open_students(context, base: str, student_link: str, n: int) -> list:
 
 def send(pg, sense: str, sentence: str) -> float:
     """Type, choose the sense, Send; returns the browser's ms once the sentence is confirmed on the phone."""
-    box = pg.locator(".st-key-board_text input")
-    box.fill(sentence)
-    box.press("Enter")  # commit the text (Streamlit applies a text box on Enter or blur)
-    wait_idle(pg)
+    pg.locator(".st-key-board_text input").fill(sentence)  # in a form: nothing is sent before Send
     pg.locator(".st-key-board_sense label").filter(has_text=sense).first.click()
-    wait_idle(pg)
     pg.locator(".st-key-board_send button").click()
     pg.wait_for_function(
         """(s) => { const t = document.querySelector("[data-testid='stMain']").innerText;
