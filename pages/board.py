@@ -20,7 +20,7 @@ from streamlit.errors import StreamlitAPIException
 from lib import board as lb
 from lib.charts.home import shared_floor, similarity_heatmap
 from lib.charts.layers import layer_names, readout_chart
-from lib.charts.projection import explained_variance_titles, projection_scatter
+from lib.charts.projection import empty_map, explained_variance_titles, projection_scatter
 from lib.encoder import DEFAULT_MODEL
 from lib.export import csv_text
 from lib.projection import ProjectionError
@@ -28,7 +28,7 @@ from lib.sentences import SentenceSet, pack_text, rows_to_text
 from lib.similarity import chance_phrase, cosine_matrix
 from lib.targets import TargetError
 from ui import cache, state
-from ui.widgets import escape_md, page_intro, sentence_table, shared_chart
+from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
 
 MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
@@ -273,16 +273,30 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
 
 
 def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
-    if len(rows) < 3:
-        st.caption("The charts start with three accepted sentences.")
+    if len(rows) < 3:  # the map is drawn from the start, so it fills in place (the browser has plotly ready)
+        chart(empty_map("The map fills in from three accepted sentences"), key="board_projection", name_model=False)
         return
     ss, note = state.within_budget(accepted_set(board, rows), MODEL)
-    if note:
-        st.caption(escape_md(note))
     tv = cache.target_vectors(MODEL, ss.sentences, ss.target)
     ss = ss.subset(tv.kept)
     last = tv.vectors.shape[1] - 1
     fig_key = (MODEL, ss.sentences, ss.target, ss.senses)
+    try:
+        proj = cache.projection(np.ascontiguousarray(tv.vectors[:, last, :]), "pca", 2)
+    except ProjectionError as err:
+        st.caption(escape_md(str(err)))
+    else:
+        shared = cache.shared_figure(
+            "board_projection", fig_key,
+            lambda: projection_scatter(
+                proj.coords, ss.senses, list(ss.sentences), [str(i + 1) for i in range(len(ss))],
+                axis_titles=explained_variance_titles(proj.explained_variance_ratio, 2),
+                title=f"Every accepted sentence at layer {last} (PCA)",
+            ),
+        )  # fmt: skip
+        shared_chart(shared, key="board_projection")
+    if note:
+        st.caption(escape_md(note))
     first_cos, last_cos = cosine_matrix(tv.vectors[:, 0, :]), cosine_matrix(tv.vectors[:, last, :])
     floor = shared_floor(first_cos, last_cos)
     for col, m, title, name, scale in zip(
@@ -313,20 +327,6 @@ def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
             f"Each accepted sentence gets the sense whose average vector (without it) is nearest: at layer 0 "
             f"{chance_phrase(rc, 0)}; at layer {last} {chance_phrase(rc, last)}."
         )
-    try:
-        proj = cache.projection(np.ascontiguousarray(tv.vectors[:, last, :]), "pca", 2)
-    except ProjectionError as err:
-        st.caption(escape_md(str(err)))
-    else:
-        shared = cache.shared_figure(
-            "board_projection", fig_key,
-            lambda: projection_scatter(
-                proj.coords, ss.senses, list(ss.sentences), [str(i + 1) for i in range(len(ss))],
-                axis_titles=explained_variance_titles(proj.explained_variance_ratio, 2),
-                title=f"Every accepted sentence at layer {last} (PCA)",
-            ),
-        )  # fmt: skip
-        shared_chart(shared, key="board_projection")
     text = rows_to_text(list(zip(ss.senses, ss.sentences, strict=True)))
     st.button(
         "Open these sentences on every page", key="board_use", on_click=_use_everywhere, args=(text, ss.target),

@@ -9,6 +9,7 @@ server restart every board and accepted sentence is still there. The server's CP
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,13 @@ from pathlib import Path
 import pytest
 
 from lib import board as lb
-from tests.browser._browser import ROOT, exceptions, start_server, stop_server, wait_idle
+from tests.browser._browser import JS_CUT_TEXT, ROOT, exceptions, start_server, stop_server, wait_idle
 from tests.browser._class_board import TEACHER_VIEWPORT, main_text, run_class, sentences_of
+from tests.browser.test_browser_screens import JS_LAYOUT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-N_STUDENTS = 30
+N_STUDENTS = int(os.environ.get("CONTEXT_LENS_CLASS_SIZE", "30"))  # fewer only to try the test out quickly
 WITHIN_MS = 5_000
 
 
@@ -35,7 +37,6 @@ def create_board(env: dict[str, str], *args: str) -> tuple[str, str]:
 
 
 def test_a_class_of_30_on_one_board_survives_a_restart(browser_context, tmp_path):
-    import os
 
     env = dict(os.environ, CONTEXT_LENS_DATA=str(tmp_path))
     env.pop("CONTEXT_LENS_DB", None)  # the default: SQLite in the data folder
@@ -70,6 +71,11 @@ def test_a_class_of_30_on_one_board_survives_a_restart(browser_context, tmp_path
         assert len(rows) == 2 * N_STUDENTS and all(e.status == lb.ACCEPTED for e in rows)
         assert sorted(e.sentence for e in rows) == sorted(expected)
         teacher_pg.wait_for_selector(f"text=On the board ({2 * N_STUDENTS})")
+        # the projector's charts keep their text inside, and a phone does not scroll sideways
+        assert teacher_pg.evaluate(JS_CUT_TEXT) == []
+        for pg in (teacher_pg, students[0]):
+            layout = pg.evaluate(JS_LAYOUT)
+            assert layout["pageScroll"] <= 0 and layout["mainScroll"] <= 0, layout
         # a student's page cannot moderate, and a guessed key is refused like a missing board
         assert students[0].locator(".st-key-board_accept_all, [class*='st-key-board_hide_']").count() == 0
         probe = browser_context.new_page()
