@@ -364,7 +364,7 @@ else:
         st.session_state[K_ROOM], st.session_state[K_KEY] = "", ""
         join_view(title=False)
     else:
-        st.session_state[K_KEY] = key
+        st.session_state[K_ROOM], st.session_state[K_KEY] = current.code, key  # the code as stored, in the link
         if key:
             teacher_view(current.code, key, current)
         else:

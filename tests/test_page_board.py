@@ -162,3 +162,19 @@ def test_open_everywhere_sets_the_shared_set(store):
     ss = parse_sentence_set(at.session_state["cl_text"], at.session_state["cl_target"])
     assert list(ss.sentences) == MONEY + RIVER and ss.senses == ("money",) * 3 + ("river",) * 3
     assert at.session_state["cl_preset"] == "custom"
+
+
+def test_joining_by_code_as_typed(store):
+    new = store.create_board("bank", "money, river")
+    at = board_page().run()
+    at.text_input(key="board_join").set_value("zzzzzz")
+    at.button(key="board_join_button").click().run()
+    assert [e.value for e in at.error] == [escape_md(lb.NOT_FOUND)]
+    code = new.board.code
+    at.text_input(key="board_join").set_value(f" {code[:3].lower()}-{code[3:].lower()} ")
+    at.button(key="board_join_button").click().run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="board_text") is not None
+    from ui import state
+
+    assert state.url_written(at) == {"room": code}
