@@ -188,7 +188,7 @@ def figure_nbytes(fig) -> int:
     """Approximate bytes a plotly figure holds: its traces' and layout's data (arrays, text, numbers).
 
     Reads the figure's own storage (``_data``/``_layout``: no copy, unlike ``to_dict``); any other object
-    counts as :func:`nbytes` of it. A lazy figure (lib.charts.common.LazyFigure) also keeps the base64 text
+    counts as :func:`nbytes` of it. A lazy figure (lib.charts.figures.LazyFigure) also keeps the base64 text
     of its arrays (those that are dict values) once it has been sent: 4/3 of their own bytes more.
     """
     data, layout = getattr(fig, "_data", None), getattr(fig, "_layout", None)

@@ -1,5 +1,7 @@
 """The encoder: load a BERT-family model offline and read every layer's vectors and attentions.
 
+Over 600 lines and still one concept: loading a model and reading its vectors and attentions.
+
 Public API (pages and notebooks use it alike)::
 
     from lib.encoder import load_encoder

@@ -374,7 +374,7 @@ def context_points(hidden_states, masks, layer: int, *, limit: int, seed: int = 
     """The word pieces picked by ``masks`` at hidden-state ``layer``; a fixed random ``limit`` of them.
 
     hidden_states: per sentence (num_hidden_states, n_tokens_i, hidden); masks: per sentence (n_tokens_i,)
-    bool (e.g. lib.similarity.other_token_masks). Sampling (seeded, so every run draws the same points)
+    bool (e.g. lib.baseline.other_token_masks). Sampling (seeded, so every run draws the same points)
     happens before any vector is gathered.
     """
     where = [(i, int(p)) for i, mask in enumerate(masks) for p in np.flatnonzero(mask)]

@@ -1,5 +1,7 @@
 """The toy attention calculator: one self-attention head, small enough to check by hand.
 
+Over 600 lines and still one concept: the toy calculator, its numbers and the text that walks through them.
+
 The course manual (section 9) sets an exercise: tokens "The cat sat", d = 2, e(The) = [1, 0],
 e(cat) = [0, 1], e(sat) = [1, 1], positions p1 = [0.1, 0], p2 = [0, 0.1], p3 = [0.1, 0.1],
 Q = K = V = X, no scaling. `attention_steps` does that computation and keeps every intermediate

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import streamlit as st
 
+from lib.baseline import ETHAYARAJH_2019_BERT_BASE, compare_anisotropy
 from lib.charts.geometry import (
     anisotropy_by_layer,
     before_after_range,
@@ -28,16 +29,8 @@ from lib.corpus import (
 )
 from lib.encoder import DEFAULT_MODEL, split_model_key
 from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
-from lib.similarity import (
-    ETHAYARAJH_2019_BERT_BASE,
-    compare_anisotropy,
-    cosine_matrix,
-    leave_one_out_readout,
-    mean_offdiagonal,
-    pair_ranking_auc,
-    pair_values,
-    sense_similarity,
-)
+from lib.readout import leave_one_out_readout
+from lib.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, pair_values, sense_similarity
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from ui import cache, controls, state
 from ui.widgets import (

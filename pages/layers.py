@@ -1,7 +1,9 @@
 """Layer by layer: how one word's vectors across sentences start identical and separate by sense.
 
+Over 600 lines and still one concept: one page's script (its sections share the profile and controls).
+
 The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
-computed once per set into a LayerProfile (lib.similarity). Moving the layer slider, the pooling choice
+computed once per set into a LayerProfile (lib.layer_profile). Moving the layer slider, the pooling choice
 or the view only slices that profile.
 """
 
@@ -15,6 +17,8 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from lib.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
+from lib.chance import chance_phrase, layer_list, position_note
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
@@ -31,20 +35,14 @@ from lib.charts.layers import (
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
 from lib.encoder import split_model_key
+from lib.evidence import evidence_card
+from lib.pooling import POOLING_NAMES, Representation
 from lib.similarity import (
-    ETHAYARAJH_2019_BERT_BASE,
-    POOLING_NAMES,
-    Representation,
-    adjusted,
-    chance_phrase,
-    evidence_card,
     layer_cosine_matrices,
-    layer_list,
     mean_pair_cosines,
     most_changed_pairs,
     nearest_neighbours,
     pair_values,
-    position_note,
     sense_similarity,
 )
 from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload

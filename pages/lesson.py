@@ -1,6 +1,7 @@
 """Guided lesson: the course in order, one live chart and one question per step, checked against the model.
 
-The steps, questions and answer checking live in lib/lesson.py; this page reads the fixed lesson sets
+The steps, questions and answer checking live in lib/lesson.py (the course content) and the step
+modules lib/lesson_senses.py, lib/lesson_geometry.py and lib/lesson_attention.py; this page reads the fixed lesson sets
 through ui.cache (the model runs once per set), draws the figures, and keeps progress in session state and
 in the URL (lesson_step, lesson_done).
 """
@@ -10,7 +11,8 @@ import contextlib
 import pandas as pd
 import streamlit as st
 
-from lib import lesson
+from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
+from lib.baseline import other_token_masks
 from lib.charts.attention import attention_heatmap, target_attention_bars
 from lib.charts.context import shift_bars, word_bars
 from lib.charts.controls import two_model_chart
@@ -19,11 +21,11 @@ from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
+from lib.contextuality import intra_sentence_similarity
 from lib.encoder import DEFAULT_MODEL, model_key, split_model_key
 from lib.errors import ContextLensError, StepNotApplicable
 from lib.export import frame_csv
 from lib.presets import preset_by_id
-from lib.similarity import intra_sentence_similarity, other_token_masks
 from ui import cache, controls, state
 from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro
 
@@ -139,7 +141,7 @@ def ask(s: lesson.Step, q: lesson.Question) -> None:
 # ----------------------------------------------------------------------------------------- the steps
 def step_static() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target)
+    r = lesson_senses.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target)
     titles = ("Static: the model's input table", f"Contextual: after layer {L}")
     matrix_pair(
         (r.static_cos, r.last_cos), titles, ("lesson_chart_static", "lesson_chart_contextual"), d.sentences,
@@ -156,7 +158,7 @@ def step_static() -> lesson.Question:
 
 def step_apple() -> lesson.Question:
     d = LessonSet("apple")
-    r = lesson.centroid_reading(d.tv.vectors, d.senses, d.labels, d.target)
+    r = lesson_senses.centroid_reading(d.tv.vectors, d.senses, d.labels, d.target)
     idx = [int(i) for i in r.indices]
     wrong = [idx.index(w) for w in r.wrong] if answers.get("apple") else []
     fig = centroid_scatter(
@@ -180,7 +182,7 @@ def step_apple() -> lesson.Question:
 def step_attention() -> lesson.Question:
     tv = cache.target_vectors(model, (lesson.ATTENTION_SENTENCE,), "bat")
     enc_out, span = cache.sentence_attention(model, tv.encoding.sentences[0]), tv.spans[0]
-    r = lesson.attention_look(
+    r = lesson_attention.attention_look(
         enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
     )
     st.markdown(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
@@ -201,7 +203,7 @@ def step_attention() -> lesson.Question:
 
 def step_layers() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson.sense_separation(d.tv.vectors, d.senses, d.target)
+    r = lesson_senses.sense_separation(d.tv.vectors, d.senses, d.target)
     fig = trajectory_chart(
         layer_names(L), same=r.same, different=r.different, title="“bat” through the layers"
     )
@@ -209,14 +211,14 @@ def step_layers() -> lesson.Question:
     return r.question
 
 
-def readout_curves() -> list[lesson.ReadoutCurve]:
+def readout_curves() -> list[lesson_senses.ReadoutCurve]:
     """The sense readout per layer of the three presets the lesson compares ("bat" is asked about)."""
     curves = []
     for pid in ("bat", "bank", "apple"):
         d = LessonSet(pid)
         ss = preset_by_id(pid).sentence_set()
         rc = cache.readout_chance(model, ss.sentences, tuple(d.senses), ss.target, "target", d.tv.vectors)
-        curves.append(lesson.readout_curve(pid, d.tv.vectors, d.senses, chance=rc))
+        curves.append(lesson_senses.readout_curve(pid, d.tv.vectors, d.senses, chance=rc))
     return curves
 
 
@@ -227,8 +229,8 @@ def bat_intra_sentence():
     return intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.special, [()] * len(enc_out.special)))
 
 
-def deeper_result(curves: list[lesson.ReadoutCurve]) -> lesson.DeeperCheck:
-    return lesson.deeper_check(curves, bat_intra_sentence(), sentence_model=model == DEFAULT_MODEL)
+def deeper_result(curves: list[lesson_senses.ReadoutCurve]) -> lesson_senses.DeeperCheck:
+    return lesson_senses.deeper_check(curves, bat_intra_sentence(), sentence_model=model == DEFAULT_MODEL)
 
 
 def step_deeper() -> lesson.Question:
@@ -269,7 +271,7 @@ def step_cls() -> lesson.Question:
     sentences = tuple(s for _, s in lesson.TOPIC_SENTENCES)
     enc_out = cache.encoding(model, sentences)
     r = cache.lesson_numbers(
-        "cls", model, lambda: lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
+        "cls", model, lambda: lesson_geometry.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
     )
     fig = pooling_panels(
         r.cls_same,
@@ -290,7 +292,7 @@ def step_anisotropy() -> lesson.Question:
     r = cache.lesson_numbers(
         "anisotropy",
         model,
-        lambda: lesson.anisotropy_floor(
+        lambda: lesson_geometry.anisotropy_floor(
             enc_out.hidden_states,
             enc_out.special,
             [sp.token_indices for sp in d.tv.spans],
@@ -317,7 +319,7 @@ def step_anisotropy() -> lesson.Question:
 
 def step_projection() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson.projection_look(d.tv.vectors, d.senses, d.target)
+    r = lesson_geometry.projection_look(d.tv.vectors, d.senses, d.target)
     fig = projection_scatter(
         r.coords,
         d.senses,
@@ -332,7 +334,7 @@ def step_projection() -> lesson.Question:
 
 def step_polysemy() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson.hard_case(d.tv.vectors, d.senses, d.labels, d.target)
+    r = lesson_geometry.hard_case(d.tv.vectors, d.senses, d.labels, d.target)
     pairs = [tuple(int(x) for x in p) for p in r.pairs]
     hover = [f"{d.numbers[i]} + {d.numbers[j]}: {d.sentences[i]} | {d.sentences[j]}" for i, j in pairs]
     ab = pairs.index(tuple(sorted((r.a, r.b))))
@@ -344,7 +346,7 @@ def step_polysemy() -> lesson.Question:
     show(fig, "polysemy")
     st.download_button(
         "Download the evidence card (CSV)",
-        data=lesson.evidence_csv(d.tv.vectors, d.sentences, d.senses, d.target),
+        data=lesson_geometry.evidence_csv(d.tv.vectors, d.sentences, d.senses, d.target),
         file_name="context_lens_evidence_card_bat.csv",
         mime="text/csv",
         key="lesson_dl_evidence",
@@ -354,7 +356,7 @@ def step_polysemy() -> lesson.Question:
 
 
 def step_toy() -> lesson.Question:
-    r = lesson.toy_cell()
+    r = lesson_attention.toy_cell()
     labels = list(r.tokens)
     st.markdown("**X = e + p**, one row per token:")
     st.table(pd.DataFrame(r.X, index=labels, columns=["x₁", "x₂"]).map(lambda v: f"{v:.2f}"))
@@ -374,7 +376,7 @@ def step_toy() -> lesson.Question:
 def step_context() -> lesson.Question:
     """Predict which word moves "bat" most, then see the measurement (shown once answered)."""
     occ = cache.occlusion(model, lesson.CONTEXT_SENTENCE, "bat", None)
-    r = lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
+    r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
     st.markdown(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
     show(
         word_bars(
@@ -407,8 +409,8 @@ def twin_keys() -> tuple[str, str, int]:
     return model_key(base), model_key(base, "random", seed), seed
 
 
-def architecture_result(*, with_probes: bool = False) -> tuple[lesson.ArchitectureCheck, LessonSet, LessonSet]:
-    """The trained and random-weights vectors of the step's preset, compared (lib.lesson.architecture_check)."""
+def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.ArchitectureCheck, LessonSet, LessonSet]:
+    """The trained and random-weights vectors of the step's preset, compared (lib.lesson_senses.architecture_check)."""
     trained_key, random_key, seed = twin_keys()
     for key in (trained_key, random_key):
         enc_k, err = cache.try_encoder(key)
@@ -425,7 +427,7 @@ def architecture_result(*, with_probes: bool = False) -> tuple[lesson.Architectu
             cache.probe(trained_key, dt.sentence_tuple, senses, dt.target, dt.tv.vectors),
             cache.probe(random_key, dr.sentence_tuple, senses, dr.target, dr.tv.vectors),
         )
-    r = lesson.architecture_check(dt.tv.vectors, dr.tv.vectors, dt.senses, dt.target, seed=seed, probes=probes)
+    r = lesson_senses.architecture_check(dt.tv.vectors, dr.tv.vectors, dt.senses, dt.target, seed=seed, probes=probes)
     return r, dt, dr
 
 
@@ -463,12 +465,12 @@ def findings() -> list[lesson.Finding]:
     enc_out = cache.encoding(model, tuple(s for _, s in lesson.TOPIC_SENTENCES))
     curves = readout_curves()
     results = [
-        lesson.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
+        lesson_senses.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
         deeper_result(curves),
         cache.lesson_numbers(
-            "cls", model, lambda: lesson.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
+            "cls", model, lambda: lesson_geometry.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
         ),
-        lesson.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
+        lesson_geometry.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
     with contextlib.suppress(ContextLensError):  # the random copy cannot be loaded (e.g. a hosted model list)
         results.append(architecture_result()[0])

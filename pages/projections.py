@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from lib.baseline import other_token_masks
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
 from lib.corpus import UNTREATED, CorpusError, CorpusStats
 from lib.export import frame_csv
@@ -24,7 +25,6 @@ from lib.projection import (
     group_neighbours,
     same_sense_neighbours,
 )
-from lib.similarity import other_token_masks
 from ui import cache, controls, state
 from ui.widgets import chart, escape_md, page_intro, shared_chart
 

@@ -27,9 +27,9 @@ from lib.charts.common import MAX_SENSES, group_senses
 from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
 from lib.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.evidence import evidence_card
 from lib.export import csv_text, frame_csv, safe_cell
 from lib.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
-from lib.similarity import evidence_card
 from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 from tests.conftest import ROOT
 

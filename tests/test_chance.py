@@ -1,4 +1,4 @@
-"""Readouts against chance (lib.similarity.readout_chance) and the pair-ranking AUC (issue 12)."""
+"""Readouts against chance (lib.chance.readout_chance) and the pair-ranking AUC (issue 12)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,20 @@ import itertools
 import numpy as np
 import pytest
 
-from lib import similarity as sim
+from lib.chance import (
+    CHANCE_BUDGET,
+    CHANCE_PERMUTATIONS,
+    ReadoutChance,
+    _loo_accuracy_from_gram,
+    chance_phrase,
+    layer_list,
+    position_note,
+    readout_chance,
+)
+from lib.evidence import EvidenceCard
+from lib.pooling import with_pooled
+from lib.readout import leave_one_out_readout
+from lib.similarity import layer_cosine_matrices, pair_kinds, pair_ranking_auc
 
 
 def _brute_auc(values: np.ndarray, same: np.ndarray) -> float:
@@ -24,8 +37,8 @@ def test_loo_from_gram_equals_the_readout_for_any_labelling():
     for _ in range(5):
         labels = rng.permutation([0] * 4 + [1] * 3 + [2] * 3)
         names = [f"s{i}" for i in labels]
-        ro = sim.leave_one_out_readout(v, names)
-        acc = sim._loo_accuracy_from_gram(gram, np.eye(3)[labels[None]], labels[None])[0]
+        ro = leave_one_out_readout(v, names)
+        acc = _loo_accuracy_from_gram(gram, np.eye(3)[labels[None]], labels[None])[0]
         np.testing.assert_allclose(acc, ro.accuracy)
 
 
@@ -35,35 +48,35 @@ def test_readout_chance_is_seeded_and_reports_the_real_readout():
     senses = ["a"] * 6 + ["b"] * 6
     v[:6, 3, 0] += 8.0  # the senses separate at the last layer only
     v[6:, 3, 1] += 8.0
-    rc = sim.readout_chance(v, senses)
-    again = sim.readout_chance(v, senses)
+    rc = readout_chance(v, senses)
+    again = readout_chance(v, senses)
     np.testing.assert_array_equal(rc.shuffled_p95, again.shuffled_p95)
-    np.testing.assert_allclose(rc.accuracy, sim.leave_one_out_readout(v, senses).accuracy)
-    assert rc.majority == 0.5 and rc.n_evaluated == 12 and rc.n_permutations == sim.CHANCE_PERMUTATIONS
+    np.testing.assert_allclose(rc.accuracy, leave_one_out_readout(v, senses).accuracy)
+    assert rc.majority == 0.5 and rc.n_evaluated == 12 and rc.n_permutations == CHANCE_PERMUTATIONS
     assert (rc.shuffled_mean <= rc.shuffled_p95).all()
     assert not rc.within_chance[3] and rc.accuracy[3] == 1.0
     assert all(rc.within_chance[:3])  # pure noise is within chance
-    assert sim.readout_chance(v, ["a"] + [None] * 11) is None
+    assert readout_chance(v, ["a"] + [None] * 11) is None
 
 
 def test_no_signal_reads_below_the_majority_rate():
     # no sense signal: leaving a sentence out makes its own centroid noisier (5 vs 6 sentences), so it loses
     rng = np.random.default_rng(1)
     v = np.ones((12, 1, 400)) + rng.normal(size=(12, 1, 400))  # one shared direction plus noise
-    rc = sim.readout_chance(v, ["a"] * 6 + ["b"] * 6)
+    rc = readout_chance(v, ["a"] * 6 + ["b"] * 6)
     assert rc.accuracy[0] < rc.majority
     assert rc.within_chance[0]
-    assert "below always answering the commonest sense" in sim.position_note(rc)
+    assert "below always answering the commonest sense" in position_note(rc)
 
 
 def test_chance_shuffles_are_bounded_for_large_sets():
     rng = np.random.default_rng(2)
     v = rng.normal(size=(500, 9, 16))
     senses = [f"s{i % 5}" for i in range(500)]
-    rc = sim.readout_chance(v, senses)
+    rc = readout_chance(v, senses)
     cost = 9 * 500 * 500 * 5
-    assert 20 <= rc.n_permutations < sim.CHANCE_PERMUTATIONS
-    assert rc.n_permutations * cost <= sim.CHANCE_BUDGET
+    assert 20 <= rc.n_permutations < CHANCE_PERMUTATIONS
+    assert rc.n_permutations * cost <= CHANCE_BUDGET
     assert rc.shuffled_p95[0] < 0.3  # five senses of 100: chance is about 20 %
 
 
@@ -71,27 +84,27 @@ def test_pair_ranking_auc_matches_brute_force_and_ignores_scale():
     rng = np.random.default_rng(3)
     v = rng.normal(size=(9, 2, 5))
     senses = ["x", "x", "x", "y", "y", "z", "z", "z", None]
-    cos = sim.layer_cosine_matrices(v)
-    auc = sim.pair_ranking_auc(cos, senses)
-    pairs, same, labelled = sim._pair_kinds(senses)
+    cos = layer_cosine_matrices(v)
+    auc = pair_ranking_auc(cos, senses)
+    pairs, same, labelled = pair_kinds(senses)
     for k in range(2):
         vals = cos[k, pairs[:, 0], pairs[:, 1]][labelled]
         assert auc[k] == pytest.approx(_brute_auc(vals, same[labelled]))
     # a monotone rescaling of every cosine (what a shift and stretch does) leaves it unchanged
-    np.testing.assert_allclose(sim.pair_ranking_auc(3.0 * cos - 0.5, senses), auc)
+    np.testing.assert_allclose(pair_ranking_auc(3.0 * cos - 0.5, senses), auc)
     # ties count half
     flat = np.ones((1, 4, 4))
-    assert sim.pair_ranking_auc(flat, ["a", "a", "b", "b"])[0] == pytest.approx(0.5)
-    assert sim.pair_ranking_auc(cos, ["a"] * 9) is None
+    assert pair_ranking_auc(flat, ["a", "a", "b", "b"])[0] == pytest.approx(0.5)
+    assert pair_ranking_auc(cos, ["a"] * 9) is None
 
 
 def test_layer_list_and_chance_phrase():
-    assert sim.layer_list([0]) == "layer 0"
-    assert sim.layer_list([0, 3]) == "layers 0 and 3"
-    assert sim.layer_list([0, 2, 5]) == "layers 0, 2 and 5"
-    rc = sim.ReadoutChance(np.array([0.5, 1.0]), 0.5, np.array([0.4, 0.4]), np.array([0.75, 0.75]), 200, 12)
-    assert sim.chance_phrase(rc, 0).endswith("within chance")
-    assert sim.chance_phrase(rc, 1).startswith("100% ") and sim.chance_phrase(rc, 1).endswith("above chance")
+    assert layer_list([0]) == "layer 0"
+    assert layer_list([0, 3]) == "layers 0 and 3"
+    assert layer_list([0, 2, 5]) == "layers 0, 2 and 5"
+    rc = ReadoutChance(np.array([0.5, 1.0]), 0.5, np.array([0.4, 0.4]), np.array([0.75, 0.75]), 200, 12)
+    assert chance_phrase(rc, 0).endswith("within chance")
+    assert chance_phrase(rc, 1).startswith("100% ") and chance_phrase(rc, 1).endswith("above chance")
 
 
 @pytest.mark.parametrize("preset", ["apple", "bank"])
@@ -102,8 +115,8 @@ def test_presets_layer0_readout_against_its_chance_band(encoder, preset):
     ss = preset_by_id(preset).sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
     senses = [ss.senses[i] for i in tv.kept]
-    rc = sim.readout_chance(tv.vectors, senses)
-    note = sim.position_note(rc)
+    rc = readout_chance(tv.vectors, senses)
+    note = position_note(rc)
     if rc.within_chance[0]:
         assert "within chance" in note
     else:
@@ -129,10 +142,10 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
 
     ss = preset_by_id("apple").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
-    rc = sim.readout_chance(sim.with_pooled(tv.vectors), [ss.senses[i] for i in tv.kept])
+    rc = readout_chance(with_pooled(tv.vectors), [ss.senses[i] for i in tv.kept])
     assert rc.within_chance[0]
     assert "At the embedding layer the readout (0%) is within chance" in text
-    assert f"Sense readout (leave-one-out nearest centroid) at layer 0: {sim.chance_phrase(rc, 0)}" in text
+    assert f"Sense readout (leave-one-out nearest centroid) at layer 0: {chance_phrase(rc, 0)}" in text
     assert "EvidenceCard" not in text
-    card = sim.EvidenceCard("apple", "layer 0", "layer 6", (), None, "", notes=("readout note",))
+    card = EvidenceCard("apple", "layer 0", "layer 6", (), None, "", notes=("readout note",))
     assert "readout note" in card.to_markdown()

@@ -8,7 +8,8 @@ import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
 
-from lib.charts.common import (
+from lib.charts.common import presenter_layout, sentence_ticks
+from lib.charts.fitting import (
     CHAR_WIDTH,
     LINE_HEIGHT,
     MIN_CELL_FONT,
@@ -16,8 +17,6 @@ from lib.charts.common import (
     cell_text_size,
     fit_cell_text,
     heatmap_cell_px,
-    presenter_layout,
-    sentence_ticks,
 )
 from lib.charts.home import shared_floor, similarity_heatmap
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lib.charts import common, geometry, layers, lesson
+from lib.charts import common, figures, geometry, layers, lesson
 
 
 def test_esc_escapes_markup_but_not_quotes():
@@ -109,14 +109,14 @@ def test_figure_dict_round_trip_leaves_out_only_the_default_template():
 
     fig = go.Figure(go.Scatter(x=[0, 1], y=[2, 3], line={"width": 2}))
     fig.update_layout(title="t", height=300)
-    spec = common.figure_dict(fig)
+    spec = figures.figure_dict(fig)
     assert "template" not in spec["layout"]
     again = common.figure(spec["data"], spec["layout"])
     assert again.to_dict() == fig.to_dict()
     spec["data"][0]["line"]["width"] = 9
     assert fig.data[0].line.width == 2
     custom = go.Figure(layout={"template": {"layout": {"font": {"size": 31}}}})
-    assert common.figure_dict(custom)["layout"]["template"]["layout"]["font"]["size"] == 31  # kept
+    assert figures.figure_dict(custom)["layout"]["template"]["layout"]["font"]["size"] == 31  # kept
 
 
 def test_presenter_layout_of_a_dict_and_of_subplots():

@@ -1,4 +1,4 @@
-"""Lazy figures (lib.charts.common.LazyFigure, issue 16): production builds every chart as its trace and layout
+"""Lazy figures (lib.charts.figures.LazyFigure, issue 16): production builds every chart as its trace and layout
 dicts and sends them without building plotly's objects. The tests validate every figure (conftest), so this
 file switches validation off to test the production path: every chart builder of lib/charts gives the same
 JSON both ways, plotly's API still works on a lazy figure (it turns into a plotly Figure in place), and the
@@ -22,8 +22,8 @@ import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's def
 from plotly.io.json import to_json_plotly
 
 from lib.attention import special_token_share, target_attention, token_labels
-from lib.charts import attention, common, context, home, layers, lesson, projection, toy
-from lib.charts.common import Figure, LazyFigure
+from lib.charts import attention, common, context, figures, fitting, home, layers, lesson, projection, toy
+from lib.charts.figures import Figure, LazyFigure
 from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
 from tests.test_charts_layers import RNG as LAYERS_RNG
 from tests.test_charts_layers import _scales
@@ -225,16 +225,16 @@ def test_lazy_figure_sends_what_plotly_would(name, real, monkeypatch):
     sent = _json(lazy)
     assert _scales(sent) == _scales(_json(checked))
     eager = Figure(
-        data=common._containers(lazy._data), layout=common._containers(lazy._layout), _validate=False
+        data=figures._containers(lazy._data), layout=figures._containers(lazy._layout), _validate=False
     )
     assert sent == _json(eager)
     assert "template" in sent["layout"] and sent["layout"]["template"] == _json(checked)["layout"]["template"]
     assert _json(lazy) == sent  # a second call (arrays encoded once) sends the same
-    assert common.cell_text_changes(lazy, 250) == common.cell_text_changes(checked, 250)
+    assert fitting.cell_text_changes(lazy, 250) == fitting.cell_text_changes(checked, 250)
     monkeypatch.delenv(common.VALIDATE_ENV)
-    shown = [common.presenter_layout(lazy), common.fit_cell_text(_copy(lazy), 250)]
+    shown = [common.presenter_layout(lazy), fitting.fit_cell_text(_copy(lazy), 250)]
     monkeypatch.setenv(common.VALIDATE_ENV, "1")
-    expected = [common.presenter_layout(checked), common.fit_cell_text(_copy(checked), 250)]
+    expected = [common.presenter_layout(checked), fitting.fit_cell_text(_copy(checked), 250)]
     for got, want in zip(shown, expected, strict=True):
         assert type(got) is LazyFigure
         assert _scales(_json(got)) == _scales(_json(want))
@@ -258,17 +258,17 @@ def test_arrays_are_sent_as_plotly_sends_them():
     want = copy.deepcopy(value)
     convert_to_base64(want)
     memo: dict = {}
-    got = common._export(value, memo)
+    got = figures._export(value, memo)
     assert json.loads(pio.to_json(got, validate=False)) == json.loads(pio.to_json(want, validate=False))
     assert got["rows"] is not value["rows"] and got["nested"][0] is not value["nested"][0]
     assert isinstance(value["z"], np.ndarray) and isinstance(value["nested"][0]["y"], np.ndarray)  # unchanged
-    again = common._export(value, memo)
+    again = figures._export(value, memo)
     assert again == got and again["z"] is not got["z"]  # same encoding, a new dict each time
     assert memo[id(value["z"])][0] is value["z"]
 
 
 def _copy(fig):
-    spec = common.figure_dict(fig)
+    spec = figures.figure_dict(fig)
     return common.figure(spec["data"], spec["layout"])
 
 
@@ -277,7 +277,7 @@ def _pair(monkeypatch):
     monkeypatch.delenv(common.VALIDATE_ENV, raising=False)
     fig = layers.layer_small_multiples(np.stack([_r(6, 6) for _ in NAMES]), SENSES, NAMES, selected=2)
     eager = Figure(
-        data=common._containers(fig._data), layout=common._containers(fig._layout), _validate=False
+        data=figures._containers(fig._data), layout=figures._containers(fig._layout), _validate=False
     )
     return fig, eager
 
@@ -338,7 +338,7 @@ def test_a_materialised_figure_is_plotlys(monkeypatch):
     fig, eager = _pair(monkeypatch)
     assert fig.layout.title.text == eager.layout.title.text
     assert fig == eager and [t.z.tolist() for t in fig.data] == [t.z.tolist() for t in eager.data]
-    assert common.materialised(fig) is fig
+    assert figures.materialised(fig) is fig
 
 
 def test_copies_and_pickles_of_a_lazy_figure_are_plotly_figures(monkeypatch):
@@ -391,7 +391,7 @@ def test_update_layout_with_a_path_or_overwrite_goes_through_plotly(monkeypatch)
 def test_update_layout_never_changes_the_dicts_a_copy_shares(monkeypatch):
     """A copy (figure_dict) shares nested dicts with its original until one of them changes them."""
     fig, _ = _pair(monkeypatch)
-    spec = common.figure_dict(fig)
+    spec = figures.figure_dict(fig)
     other = common.figure(spec["data"], spec["layout"])
     fig.update_layout(title={"text": "changed"}, xaxis={"showgrid": False}, shapes=[{"type": "rect"}])
     assert "title" not in other.to_dict()["layout"] and fig.to_dict()["layout"]["title"]["text"] == "changed"
@@ -404,10 +404,10 @@ def test_fitting_a_lazy_copy_leaves_the_original(monkeypatch):
         _M, titles=["a", "b"], zrange=(0.0, 1.0), row_ticks=LABELS, hover={"hovertemplate": "%{z:.3f}"},
         text_max=8, first=1, height=400,
     )
-    assert common.cell_text_changes(fig, 200)  # too narrow for the numbers
+    assert fitting.cell_text_changes(fig, 200)  # too narrow for the numbers
     sent = _json(fig)
-    fitted = common.fit_cell_text(_copy(fig), 200)
-    assert type(fitted) is LazyFigure and common.cell_text_changes(fitted, 200) == []
+    fitted = fitting.fit_cell_text(_copy(fig), 200)
+    assert type(fitted) is LazyFigure and fitting.cell_text_changes(fitted, 200) == []
     assert all(t.get("texttemplate") == "" for t in _json(fitted)["data"] if t["type"] == "heatmap")
     assert _json(fig) == sent and type(fig) is LazyFigure
 

@@ -1,4 +1,5 @@
-"""lib/lesson.py: hand-computed tiny cases for every question, then the real model.
+"""lib/lesson.py and its step modules (lib/lesson_senses.py, lesson_geometry.py, lesson_attention.py): hand-computed
+tiny cases for every question, then the real model.
 
 The tiny cases are small enough to work out on paper (the expected answers are written from the
 arithmetic in the comments, not from running the code). The real-model tests check each question's
@@ -13,10 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from lib import lesson
+from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
 from lib.errors import StepNotApplicable
+from lib.pooling import sentence_vectors
 from lib.presets import preset_by_id
-from lib.similarity import leave_one_out_readout, sentence_vectors
+from lib.readout import leave_one_out_readout
 
 # ------------------------------------------------------------------------------------------ helpers
 
@@ -59,7 +61,7 @@ def test_number_answers_within_tolerance_parse_commas_and_refuse_non_numbers():
 
 
 def test_choice_answers_accept_any_accepted_option_and_reject_others():
-    q = lesson._choice("?", ["a", "b", "c"], ["a", "b"], "why", "hint")
+    q = lesson.choice_question("?", ["a", "b", "c"], ["a", "b"], "why", "hint")
     assert lesson.check_answer(q, "a").correct and lesson.check_answer(q, "b").correct
     fb = lesson.check_answer(q, "c")
     assert fb.answered and not fb.correct and "hint" in fb.message
@@ -69,11 +71,11 @@ def test_choice_answers_accept_any_accepted_option_and_reject_others():
 
 def test_choice_needs_accepted_answers_among_the_options():
     with pytest.raises(ValueError):
-        lesson._choice("?", ["a"], ["b"], "", "")
+        lesson.choice_question("?", ["a"], ["b"], "", "")
     with pytest.raises(ValueError):
-        lesson._choice("?", ["a"], [], "", "")
+        lesson.choice_question("?", ["a"], [], "", "")
     with pytest.raises(ValueError):
-        lesson._number("?", float("nan"), 0.1, "", "")
+        lesson.number_question("?", float("nan"), 0.1, "", "")
 
 
 # ------------------------------------------------------------------------------------------ steps, progress
@@ -129,7 +131,7 @@ def test_static_vs_contextual_by_hand():
     # last layer: S1 = [1, 0]; S2 = [1, 1] has cosine 1/sqrt(2) with it, S3 = [0, 1] has 0.
     v = layers([[9, 9], [9, 9], [9, 9]], [[1, 0], [1, 1], [0, 1]])
     static = np.ones((3, 2))
-    r = lesson.static_vs_contextual(static, v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
+    r = lesson_senses.static_vs_contextual(static, v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
     np.testing.assert_allclose(r.static_cos, np.ones((3, 3)))
     assert r.last_cos[0, 1] == pytest.approx(1 / math.sqrt(2))
     assert r.question.options == ("S2 (a)", "S3 (b)")
@@ -141,7 +143,7 @@ def test_static_vs_contextual_by_hand():
 def test_static_vs_contextual_accepts_a_near_tie():
     # S2 = [1, 0.1] and S3 = [1, -0.1] have the same cosine with S1 = [1, 0]
     v = layers([[1, 0], [1, 0.1], [1, -0.1]])
-    r = lesson.static_vs_contextual(np.ones((3, 2)), v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
+    r = lesson_senses.static_vs_contextual(np.ones((3, 2)), v, ["S1", "S2", "S3"], ["a", "a", "b"], "w")
     assert r.question.accepted == {"S2 (a)", "S3 (b)"}
 
 
@@ -153,7 +155,7 @@ def test_centroid_reading_finds_the_misread_sentence_by_hand():
     v = layers(fruit + company)
     senses = ["fruit"] * 3 + ["company"] * 3
     labels = [f"S{i + 1}" for i in range(6)]
-    r = lesson.centroid_reading(v, senses, labels, "apple")
+    r = lesson_senses.centroid_reading(v, senses, labels, "apple")
     assert r.senses_compared == ("fruit", "company") or r.senses_compared == ("company", "fruit")
     assert r.wrong == (2,)
     k = list(r.indices).index(2)
@@ -169,13 +171,13 @@ def test_centroid_reading_finds_the_misread_sentence_by_hand():
 
 def test_centroid_reading_with_nothing_misread_accepts_none():
     v = layers([[1, 0], [1, 0.1], [0, 1], [0.1, 1]])
-    r = lesson.centroid_reading(v, ["x", "x", "y", "y"], ["S1", "S2", "S3", "S4"], "w")
+    r = lesson_senses.centroid_reading(v, ["x", "x", "y", "y"], ["S1", "S2", "S3", "S4"], "w")
     assert r.wrong == () and r.question.accepted == {lesson.NONE_WRONG} and r.finding is None
 
 
 def test_centroid_reading_needs_two_sentences_per_sense():
     with pytest.raises(StepNotApplicable):
-        lesson.centroid_reading(layers([[1, 0], [1, 0.1], [0, 1]]), ["x", "x", "y"], ["a", "b", "c"], "w")
+        lesson_senses.centroid_reading(layers([[1, 0], [1, 0.1], [0, 1]]), ["x", "x", "y"], ["a", "b", "c"], "w")
 
 
 def test_attention_look_by_hand():
@@ -184,7 +186,7 @@ def test_attention_look_by_hand():
     att[0, 0, 2] = [0.5, 0.1, 0.1, 0.2, 0.1]
     att[0, 1, 2] = [0.3, 0.05, 0.05, 0.5, 0.1]  # mean over heads: [0.4, 0.075, 0.075, 0.35, 0.1]
     special = [True, False, False, False, True]
-    r = lesson.attention_look(att, tokens, special, (2,), "bat", layer=0)
+    r = lesson_attention.attention_look(att, tokens, special, (2,), "bat", layer=0)
     assert r.layer == 0 and r.layer_number == 1 and "In layer 1," in r.question.explanation
     np.testing.assert_allclose(r.weights, [0.4, 0.075, 0.075, 0.35, 0.1])
     assert r.question.options == ("the·1", "flew·3")  # no [CLS], [SEP] or the target itself
@@ -194,14 +196,14 @@ def test_attention_look_by_hand():
     assert r.special_share == pytest.approx(0.42)
     assert_checks(r.question)
     with pytest.raises(ValueError):
-        lesson.attention_look(att, tokens, special, (2,), "bat", layer=1)
+        lesson_attention.attention_look(att, tokens, special, (2,), "bat", layer=1)
 
 
 def test_attention_look_near_tie_accepts_both():
     tokens = ["[CLS]", "the", "bat", "flew", "[SEP]"]
     att = np.full((1, 1, 5, 5), 0.2)
     att[0, 0, 2] = [0.2, 0.305, 0.1, 0.3, 0.095]
-    r = lesson.attention_look(att, tokens, [True, False, False, False, True], (2,), "bat")
+    r = lesson_attention.attention_look(att, tokens, [True, False, False, False, True], (2,), "bat")
     assert r.question.accepted == {"the·1", "flew·3"}
 
 
@@ -213,7 +215,7 @@ def test_sense_separation_by_hand():
         [[1, 0], [1, 0], [0, 1], [0, 1]],
         [[1, 0], [1, 1], [1, 1], [1, 1]],
     )
-    r = lesson.sense_separation(v, ["a", "a", "b", "b"], "w")
+    r = lesson_senses.sense_separation(v, ["a", "a", "b", "b"], "w")
     r2 = 1 / math.sqrt(2)
     np.testing.assert_allclose(r.same, [1, 1, (r2 + 1) / 2], atol=1e-12)
     np.testing.assert_allclose(r.different, [1, 0, (2 * r2 + 2) / 4], atol=1e-12)
@@ -232,10 +234,10 @@ def test_readout_and_deeper_check_by_hand():
         [[1, 0], [1, 0.1], [0, 1], [0.1, 1]],
         [[1, 0], [0, 1], [0, 1], [0.1, 1]],
     )
-    c = lesson.readout_curve("w", v, ["a", "a", "b", "b"])
+    c = lesson_senses.readout_curve("w", v, ["a", "a", "b", "b"])
     np.testing.assert_allclose(c.accuracy, [0.5, 1.0, 0.5])
     assert c.best_layers == (1,) and c.majority_baseline == 0.5
-    d = lesson.deeper_check([c])
+    d = lesson_senses.deeper_check([c])
     assert d.question.accepted == {"Layer 1"}
     assert d.finding and "not at the last layer" in d.finding
     assert_checks(d.question)
@@ -251,7 +253,7 @@ def test_pooling_comparison_by_hand():
             hidden.append(h)
             special.append(np.array([True, False, True]))
             topics.append(topic)
-    r = lesson.pooling_comparison(hidden, special, topics)
+    r = lesson_geometry.pooling_comparison(hidden, special, topics)
     np.testing.assert_allclose(r.cls_gap, 0, atol=1e-12)
     assert r.mean_gap[-1] > 0.8
     assert r.question.accepted == {lesson.MEAN_CHOICE}
@@ -259,25 +261,25 @@ def test_pooling_comparison_by_hand():
     assert "at least 1.000" in r.question.explanation  # [CLS] is the same vector before the last layer
     assert_checks(r.question)
     with pytest.raises(StepNotApplicable, match="no \\[CLS\\] token first"):
-        lesson.pooling_comparison(hidden, [np.array([False, False, True])] + special[1:], topics)
+        lesson_geometry.pooling_comparison(hidden, [np.array([False, False, True])] + special[1:], topics)
 
 
 def test_projection_look_yes_and_no():
     a = [[0, 0, 0], [0, 1, 0], [0, 0.5, 0.1]]
     b = [[3, 0, 0], [3, 1, 0], [3, 0.5, -0.1]]
-    r = lesson.projection_look(layers(a + b), ["a"] * 3 + ["b"] * 3, "w")
+    r = lesson_geometry.projection_look(layers(a + b), ["a"] * 3 + ["b"] * 3, "w")
     assert r.separable and r.first_axis_splits and r.question.accepted == {lesson.YES}
     assert r.explained.sum() <= 1 + 1e-9
     assert_checks(r.question)
     xor = [[0, 0, 0], [1, 1, 0], [0, 1, 0], [1, 0, 0]]
-    r = lesson.projection_look(layers(xor), ["a", "a", "b", "b"], "w")
+    r = lesson_geometry.projection_look(layers(xor), ["a", "a", "b", "b"], "w")
     assert not r.separable and r.question.accepted == {lesson.NO}
 
 
 def test_hard_case_by_hand():
     # a2 = [0, 1] is orthogonal to its own sense (a1 = [1, 0]) but has cosine 1/1.005 with b1 = [0.1, 1]
     v = layers([[1, 0], [0, 1], [0.1, 1]])
-    r = lesson.hard_case(v, ["a", "a", "b"], ["S1", "S2", "S3"], "w")
+    r = lesson_geometry.hard_case(v, ["a", "a", "b"], ["S1", "S2", "S3"], "w")
     assert (r.a, r.b, r.c) == (1, 2, 0)
     assert r.cos_ab == pytest.approx(1 / math.hypot(0.1, 1)) and r.cos_ac == pytest.approx(0.0)
     assert r.question.options == ("S3 (b)", "S1 (a)") and r.question.accepted == {"S3 (b)"}
@@ -288,7 +290,7 @@ def test_hard_case_by_hand():
 
 def test_toy_cell_by_hand():
     # X = e + p: The [1.1, 0], cat [0, 1.1], sat [1.1, 1.1]; row 'cat' of X X^T is [0, 1.21, 1.21]
-    r = lesson.toy_cell("cat", "sat")
+    r = lesson_attention.toy_cell("cat", "sat")
     np.testing.assert_allclose(r.X, [[1.1, 0], [0, 1.1], [1.1, 1.1]])
     np.testing.assert_allclose(r.scores[1], [0, 1.21, 1.21], atol=1e-12)
     expected = math.exp(1.21) / (1 + 2 * math.exp(1.21))
@@ -319,7 +321,7 @@ def unit(x):
 
 def test_real_sense_separation_matches_an_independent_recomputation(bat):
     ss, tv = bat
-    r = lesson.sense_separation(tv.vectors, ss.senses, ss.target)
+    r = lesson_senses.sense_separation(tv.vectors, ss.senses, ss.target)
     s = np.array(ss.senses)
     same_mask = (s[:, None] == s[None, :]) & ~np.eye(len(s), dtype=bool)
     diff_mask = s[:, None] != s[None, :]
@@ -335,14 +337,14 @@ def test_real_sense_separation_matches_an_independent_recomputation(bat):
 
 def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
     ss, tv = apple
-    r = lesson.centroid_reading(tv.vectors, ss.senses, ss.labels, ss.target)
+    r = lesson_senses.centroid_reading(tv.vectors, ss.senses, ss.labels, ss.target)
     ro = leave_one_out_readout(tv.vectors, ss.senses)
     last = tv.vectors.shape[1] - 1
     predicted = dict(zip(ro.evaluated.tolist(), ro.predictions[last], strict=True))
     assert {int(i): s for i, s in zip(r.indices, r.read_as, strict=True)} == predicted
     misread = {i for i, p in predicted.items() if p != ss.senses[i]}
     assert set(r.wrong) == misread
-    # both rest on lib.similarity.leave_one_out_centroid_cosines: check the plotted cosines without it
+    # both rest on lib.readout.leave_one_out_centroid_cosines: check the plotted cosines without it
     x = tv.vectors[:, last, :].astype(np.float64)
     for j, i in enumerate(r.indices):
         for sense, shown in zip(r.senses_compared, (r.x[j], r.y[j]), strict=True):
@@ -355,7 +357,7 @@ def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
 def test_real_attention_look_matches_the_encoding(encoder):
     tv = encoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
     enc_out, span = tv.encoding, tv.spans[0]
-    r = lesson.attention_look(
+    r = lesson_attention.attention_look(
         enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
     )
     row = enc_out.attentions[0][0][:, span.token_indices, :].mean(axis=(0, 1))  # heads, target pieces
@@ -376,7 +378,7 @@ def test_real_pooling_comparison_uses_the_cls_row(encoder):
     for i, h in enumerate(out.hidden_states):
         np.testing.assert_allclose(cls[i], h[:, 0, :], atol=1e-6)
         np.testing.assert_allclose(mean[i], h[:, 1:-1, :].mean(axis=1), atol=1e-5)
-    r = lesson.pooling_comparison(out.hidden_states, out.special, topics)
+    r = lesson_geometry.pooling_comparison(out.hidden_states, out.special, topics)
     assert np.all(np.abs(r.cls_same) <= 1) and np.all(np.abs(r.mean_different) <= 1)
     assert r.finding
     assert_checks(r.question)
@@ -385,7 +387,7 @@ def test_real_pooling_comparison_uses_the_cls_row(encoder):
 def test_real_anisotropy_projection_hard_case_and_first_step(bat):
     ss, tv = bat
     enc_out = tv.encoding
-    a = lesson.anisotropy_floor(
+    a = lesson_geometry.anisotropy_floor(
         enc_out.hidden_states,
         enc_out.special,
         [sp.token_indices for sp in tv.spans],
@@ -397,11 +399,11 @@ def test_real_anisotropy_projection_hard_case_and_first_step(bat):
     assert np.all(np.isfinite(a.floor)) and -1 <= a.question.value <= 1
     assert_checks(a.question)
 
-    p = lesson.projection_look(tv.vectors, ss.senses, "bat")
+    p = lesson_geometry.projection_look(tv.vectors, ss.senses, "bat")
     assert p.coords.shape == (len(ss), 2) and np.all(np.isfinite(p.coords))
     assert_checks(p.question)
 
-    h = lesson.hard_case(tv.vectors, ss.senses, ss.labels, "bat")
+    h = lesson_geometry.hard_case(tv.vectors, ss.senses, ss.labels, "bat")
     last = tv.vectors.shape[1] - 1
     u = unit(tv.vectors[:, last, :].astype(np.float64))
     assert h.cos_ab == pytest.approx(float(u[h.a] @ u[h.b]), abs=1e-6)
@@ -416,10 +418,10 @@ def test_real_anisotropy_projection_hard_case_and_first_step(bat):
             assert c[i, diff].max() - c[i, same].min() <= h.cos_ab - h.cos_ac + 1e-6
     assert_checks(h.question)
 
-    s = lesson.static_vs_contextual(tv.static, tv.vectors, ss.labels, ss.senses, "bat")
+    s = lesson_senses.static_vs_contextual(tv.static, tv.vectors, ss.labels, ss.senses, "bat")
     np.testing.assert_allclose(s.static_cos, 1.0, atol=1e-6)  # one lookup for every 'bat'
     assert_checks(s.question)
-    csv_text = lesson.evidence_csv(tv.vectors, tv.encoding.sentences, ss.senses, "bat")
+    csv_text = lesson_geometry.evidence_csv(tv.vectors, tv.encoding.sentences, ss.senses, "bat")
     assert csv_text.splitlines()[0].startswith("sentence A,sentence B")
 
 
@@ -430,17 +432,17 @@ def test_context_prediction_by_hand_and_on_the_model(encoder):
     words = ("The", "vampire", "bat", "drinks", "the", "blood", ".")
     shift = np.zeros((3, len(words)))
     shift[2] = [0.01, 0.09, 0.0, 0.03, 0.087, 0.02, 0.05]  # "the" twice: its larger shift counts
-    r = lesson.context_prediction(words, shift, "bat")
+    r = lesson_attention.context_prediction(words, shift, "bat")
     assert r.options == ("The", "vampire", "drinks", "blood")  # no target, no punctuation, no repeats
     assert r.question.accepted == {"vampire", "The"}  # 0.087 is within the tie of 0.09
     assert lesson.check_answer(r.question, "drinks").correct is False
     with pytest.raises(ValueError):
-        lesson.context_prediction(("bat", "."), shift[:, :2], "bat")
+        lesson_attention.context_prediction(("bat", "."), shift[:, :2], "bat")
 
     from lib.context import occlusion
 
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
-    r = lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
+    r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
     top = max(range(len(occ.words)), key=lambda j: occ.shift[-1, j] if occ.words[j].isalpha() else -1)
     assert occ.words[top] in r.question.accepted
     assert "layer 6" in r.question.prompt or f"layer {encoder.num_layers}" in r.question.prompt
@@ -453,16 +455,17 @@ def _preset_curve(encoder, pid):
 
     ss = preset_by_id(pid).sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
-    return lesson.readout_curve(pid, tv.vectors, [ss.senses[i] for i in tv.kept]), tv
+    return lesson_senses.readout_curve(pid, tv.vectors, [ss.senses[i] for i in tv.kept]), tv
 
 
 def test_deeper_check_counts_the_drop_in_sentences(encoder):
     curves, tvs = zip(*(_preset_curve(encoder, p) for p in ("bat", "bank", "apple")), strict=True)
-    from lib.similarity import intra_sentence_similarity, other_token_masks
+    from lib.baseline import other_token_masks
+    from lib.contextuality import intra_sentence_similarity
 
     enc_out = tvs[0].encoding
     intra = intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.special, [()] * len(enc_out.special)))
-    d = lesson.deeper_check(list(curves), intra, sentence_model=True)
+    d = lesson_senses.deeper_check(list(curves), intra, sentence_model=True)
     expl = d.question.explanation
     for c in curves:
         assert c.n_evaluated == 12 and c.chance_p95 is not None
@@ -472,12 +475,12 @@ def test_deeper_check_counts_the_drop_in_sentences(encoder):
     # the chance verdict for the asked preset names exactly the layers at or below its band
     inside = [i for i in range(len(curves[0].accuracy)) if curves[0].accuracy[i] <= curves[0].chance_p95[i] + 1e-12]
     if inside:
-        from lib.similarity import layer_list
+        from lib.chance import layer_list
 
         assert f"for 'bat' {layer_list(inside)} " in expl
     if int(np.argmax(intra)) == len(intra) - 1:
         assert "fine-tuned to make the mean of its last-layer vectors a sentence vector" in expl
-    assert "fine-tuned" not in lesson.deeper_check(list(curves), intra, sentence_model=False).question.explanation
+    assert "fine-tuned" not in lesson_senses.deeper_check(list(curves), intra, sentence_model=False).question.explanation
 
 
 def test_summary_findings_sort_predictions_from_surprises():
@@ -505,7 +508,7 @@ def test_layers_step_explains_average_gap_against_single_sentences(encoder):
     ss = preset_by_id("bat").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
     senses = [ss.senses[i] for i in tv.kept]
-    r = lesson.sense_separation(tv.vectors, senses, "bat")
+    r = lesson_senses.sense_separation(tv.vectors, senses, "bat")
     top = int(np.argmax(r.gap))
     auc = pair_ranking_auc(layer_cosine_matrices(tv.vectors), senses)
     assert f"at layer {top}, a same-sense pair is closer than a different-sense pair in {auc[top]:.0%}" in (
@@ -541,7 +544,7 @@ def _gap_vectors(gaps):
 )
 def test_architecture_check_by_hand(random_last, accepted):
     senses = ["a", "a", "b"]
-    r = lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, random_last]), senses, "w")
+    r = lesson_senses.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, random_last]), senses, "w")
     assert np.allclose(r.trained_gap, [0.0, 0.1]) and np.allclose(r.random_gap, [0.0, random_last])
     assert r.question.accepted == accepted
     assert r.question.answer in accepted
@@ -552,15 +555,15 @@ def test_architecture_check_by_hand(random_last, accepted):
 
 def test_architecture_check_counts_growth_from_layer_0_not_the_level():
     # a random copy whose gap is high everywhere but never grows: its layers add nothing
-    r = lesson.architecture_check(
+    r = lesson_senses.architecture_check(
         _gap_vectors([0.0, 0.1]), _gap_vectors([0.05, 0.05]), ["a", "a", "b"], "w"
     )
     assert r.question.accepted == {lesson.NOT_AT_ALL}
     assert "holds no context" in r.question.explanation
     with pytest.raises(ValueError):
-        lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1, 0.2]), ["a", "a", "b"], "w")
+        lesson_senses.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1, 0.2]), ["a", "a", "b"], "w")
     with pytest.raises(lesson.StepNotApplicable):
-        lesson.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1]), ["a", "a", "a"], "w")
+        lesson_senses.architecture_check(_gap_vectors([0.0, 0.1]), _gap_vectors([0.0, 0.1]), ["a", "a", "a"], "w")
 
 
 def test_architecture_check_on_the_real_model(encoder, random_encoder):
@@ -576,7 +579,7 @@ def test_architecture_check_on_the_real_model(encoder, random_encoder):
     assert tvt.kept == tvr.kept
     senses = [ss.senses[i] for i in tvt.kept]
     probes = (probe_layers(tvt.vectors, senses), probe_layers(tvr.vectors, senses))
-    r = lesson.architecture_check(tvt.vectors, tvr.vectors, senses, ss.target, probes=probes)
+    r = lesson_senses.architecture_check(tvt.vectors, tvr.vectors, senses, ss.target, probes=probes)
 
     def gap(V, layer):
         X = V[:, layer, :] / np.linalg.norm(V[:, layer, :], axis=1, keepdims=True)
@@ -588,9 +591,9 @@ def test_architecture_check_on_the_real_model(encoder, random_encoder):
     L = encoder.num_layers
     grow_t, grow_r = gap(tvt.vectors, L) - gap(tvt.vectors, 0), gap(tvr.vectors, L) - gap(tvr.vectors, 0)
     assert r.trained_growth == pytest.approx(grow_t, abs=1e-6) and r.random_growth == pytest.approx(grow_r, abs=1e-6)
-    assert r.question.accepted == lesson._growth_choices(grow_r - 0.005, grow_t) | lesson._growth_choices(
+    assert r.question.accepted == lesson_senses._growth_choices(grow_r - 0.005, grow_t) | lesson_senses._growth_choices(
         grow_r, grow_t
-    ) | lesson._growth_choices(grow_r + 0.005, grow_t)
+    ) | lesson_senses._growth_choices(grow_r + 0.005, grow_t)
     # the claim the step teaches, which could fail: training adds far more separation than the architecture
     assert grow_t > 0.03 and grow_r < grow_t / 3
     assert lesson.AS_TRAINED not in r.question.accepted

@@ -1,6 +1,6 @@
 """AppTest runs of the guided lesson (pages/lesson.py), from the first step to the summary.
 
-The correct answers are computed here from the real model with lib/lesson.py (tested on its own in
+The correct answers are computed here from the real model with lib/lesson.py and its step modules (tested on their own in
 tests/test_lesson.py) on the same fixed sets the page uses, so the test checks that the page asks about
 the right data and checks, records and remembers answers: every question is answered wrongly once (an
 error and a hint), then correctly (a success and the explanation), and the progress reaches the URL.
@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from lib import lesson
+from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
 from lib.charts.common import PRESENTER_FONT, presenter_layout
 from lib.presets import preset_by_id
 from tests.conftest import page_test
@@ -33,16 +33,16 @@ def questions(encoder, random_encoder) -> dict[str, lesson.Question]:
     bat, tv = preset("bat")
     apple, tva = preset("apple")
     curves = [
-        lesson.readout_curve(pid, preset(pid)[1].vectors, preset(pid)[0].senses)
+        lesson_senses.readout_curve(pid, preset(pid)[1].vectors, preset(pid)[0].senses)
         for pid in ("bat", "bank", "apple")
     ]
     att = encoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
     topics = encoder.encode([s for _, s in lesson.TOPIC_SENTENCES])
     e = tv.encoding
     return {
-        "static": lesson.static_vs_contextual(tv.static, tv.vectors, bat.labels, bat.senses, "bat").question,
-        "apple": lesson.centroid_reading(tva.vectors, apple.senses, apple.labels, "apple").question,
-        "attention": lesson.attention_look(
+        "static": lesson_senses.static_vs_contextual(tv.static, tv.vectors, bat.labels, bat.senses, "bat").question,
+        "apple": lesson_senses.centroid_reading(tva.vectors, apple.senses, apple.labels, "apple").question,
+        "attention": lesson_attention.attention_look(
             att.encoding.attentions[0],
             att.encoding.tokens[0],
             att.encoding.special[0],
@@ -50,17 +50,17 @@ def questions(encoder, random_encoder) -> dict[str, lesson.Question]:
             "bat",
             layer=0,
         ).question,
-        "layers": lesson.sense_separation(tv.vectors, bat.senses, "bat").question,
-        "deeper": lesson.deeper_check(curves).question,
-        "cls": lesson.pooling_comparison(
+        "layers": lesson_senses.sense_separation(tv.vectors, bat.senses, "bat").question,
+        "deeper": lesson_senses.deeper_check(curves).question,
+        "cls": lesson_geometry.pooling_comparison(
             topics.hidden_states, topics.special, [t for t, _ in lesson.TOPIC_SENTENCES]
         ).question,
-        "anisotropy": lesson.anisotropy_floor(
+        "anisotropy": lesson_geometry.anisotropy_floor(
             e.hidden_states, e.special, [sp.token_indices for sp in tv.spans], tv.vectors, bat.senses, "bat"
         ).question,
-        "projection": lesson.projection_look(tv.vectors, bat.senses, "bat").question,
-        "polysemy": lesson.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
-        "toy": lesson.toy_cell().question,
+        "projection": lesson_geometry.projection_look(tv.vectors, bat.senses, "bat").question,
+        "polysemy": lesson_geometry.hard_case(tv.vectors, bat.senses, bat.labels, "bat").question,
+        "toy": lesson_attention.toy_cell().question,
         "context": _context_question(encoder),
         "random": _random_question(encoder, random_encoder),
     }
@@ -70,14 +70,14 @@ def _context_question(encoder) -> lesson.Question:
     from lib.context import occlusion
 
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
-    return lesson.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question
+    return lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question
 
 
 def _random_question(encoder, random_encoder) -> lesson.Question:
     ss = preset_by_id(lesson.step_by_id("random").preset).sentence_set()
     tvt = encoder.target_vectors(list(ss.sentences), ss.target)
     tvr = random_encoder.target_vectors(list(ss.sentences), ss.target)
-    return lesson.architecture_check(tvt.vectors, tvr.vectors, [ss.senses[i] for i in tvt.kept], ss.target).question
+    return lesson_senses.architecture_check(tvt.vectors, tvr.vectors, [ss.senses[i] for i in tvt.kept], ss.target).question
 
 
 def answer(at, step_id: str, q: lesson.Question, value) -> None:

@@ -58,7 +58,7 @@ def test_name_weights_names_the_model_once_and_leaves_the_original():
 def test_chart_copy_hides_cell_numbers_without_touching_a_shared_figure():
     import numpy as np
 
-    from lib.charts.common import fit_cell_text
+    from lib.charts.fitting import fit_cell_text
     from lib.charts.home import before_after_heatmaps
 
     m = np.eye(12)

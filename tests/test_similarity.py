@@ -1,4 +1,5 @@
-"""Hand-computed tiny cases for lib/similarity.py (no model needed)."""
+"""Hand-computed tiny cases for lib/similarity.py and the modules built on it (pooling, baseline, contextuality,
+readout, evidence, layer_profile); no model needed."""
 
 import csv
 import io
@@ -9,7 +10,39 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lib import similarity as sim
+from lib.baseline import (
+    ETHAYARAJH_2019_BERT_BASE,
+    adjusted,
+    compare_anisotropy,
+    other_token_masks,
+    random_token_baseline,
+    sample_cross_sentence_pairs,
+)
+from lib.contextuality import intra_sentence_similarity, self_similarity
+from lib.evidence import _largest_first, evidence_card
+from lib.layer_profile import layer_profile
+from lib.pooling import (
+    Representation,
+    pool,
+    pooled_layers,
+    pooling_label,
+    representation_index,
+    sentence_vectors,
+    with_pooled,
+)
+from lib.readout import centroid_readout, leave_one_out_centroid_cosines, leave_one_out_readout
+from lib.similarity import (
+    cosine_matrix,
+    hardest_case,
+    layer_cosine_matrices,
+    mean_offdiagonal,
+    mean_pair_cosines,
+    most_changed_pairs,
+    nearest_neighbours,
+    pair_trajectories,
+    pair_values,
+    sense_similarity,
+)
 
 R2 = 1 / math.sqrt(2)
 
@@ -24,7 +57,7 @@ def one_layer(*rows):
 
 def test_cosine_matrix_by_hand_and_zero_vector_is_safe():
     a = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
-    c = sim.cosine_matrix(a)
+    c = cosine_matrix(a)
     expected = np.array([[1, R2, 0], [R2, 1, 0], [0, 0, 0]])
     np.testing.assert_allclose(c, expected, atol=1e-12)
     assert np.isfinite(c).all()
@@ -33,7 +66,7 @@ def test_cosine_matrix_by_hand_and_zero_vector_is_safe():
 def test_cosine_matrix_two_sets_and_range():
     a = np.array([[3.0, 4.0]])
     b = np.array([[4.0, 3.0], [-3.0, -4.0], [1e-20, 0.0]])
-    c = sim.cosine_matrix(a, b)
+    c = cosine_matrix(a, b)
     np.testing.assert_allclose(c, [[24 / 25, -1.0, 0.0]], atol=1e-12)
     assert c.max() <= 1 and c.min() >= -1
 
@@ -45,45 +78,45 @@ def test_cosine_matrix_is_exactly_symmetric_and_in_range_on_awkward_rows():
     a = rng.normal(size=(40, 384)) * np.logspace(-3, 3, 384)
     a[5] = 0.0
     a[7] = a[6] * 1e6  # parallel rows of very different length
-    c = sim.cosine_matrix(a)
+    c = cosine_matrix(a)
     assert np.array_equal(c, c.T)
     assert c.min() >= -1.0 and c.max() <= 1.0
     assert c[6, 7] == pytest.approx(1.0, abs=1e-12) and (c[5] == 0).all()
     np.testing.assert_allclose(np.diag(c)[np.arange(40) != 5], 1.0, atol=1e-12)
     # the two-argument form gives the same numbers (up to rounding) for the same rows
-    np.testing.assert_allclose(sim.cosine_matrix(a, a), c, atol=1e-12)
+    np.testing.assert_allclose(cosine_matrix(a, a), c, atol=1e-12)
 
 
 def test_cosine_matrix_refuses_bad_input():
     with pytest.raises(ValueError, match="2-D"):
-        sim.cosine_matrix(np.ones(3))
+        cosine_matrix(np.ones(3))
     with pytest.raises(ValueError, match="NaN"):
-        sim.cosine_matrix([[1.0, np.nan]])
+        cosine_matrix([[1.0, np.nan]])
     with pytest.raises(ValueError, match="dimensions"):
-        sim.cosine_matrix(np.ones((2, 3)), np.ones((2, 4)))
+        cosine_matrix(np.ones((2, 3)), np.ones((2, 4)))
 
 
 def test_representation_names_a_pooled_choice_explicitly():
     k = 7  # L = 6
-    one = sim.Representation("layer", 4)
+    one = Representation("layer", 4)
     assert not one.is_pooled and one.index(k) == 4 and one.layers(k) == (4,) and one.label == "layer 4"
-    last4 = sim.Representation("last4", layer=3)  # a pooled choice drops the slider's layer
+    last4 = Representation("last4", layer=3)  # a pooled choice drops the slider's layer
     assert last4.is_pooled and last4.layer is None and last4.index(k) == k and last4.layers(k) == (3, 4, 5, 6)
-    every = sim.Representation("all")
+    every = Representation("all")
     assert every.index(k) == k + 1 and every.layers(k) == tuple(range(k))
     # its index points at the same vectors as with_pooled's pooled entries
     v = np.random.default_rng(0).normal(size=(3, k, 5))
-    aug = sim.with_pooled(v)
+    aug = with_pooled(v)
     np.testing.assert_allclose(aug[:, last4.index(k)], v[:, list(last4.layers(k))].mean(axis=1))
     with pytest.raises(ValueError):
-        sim.Representation("layer")
+        Representation("layer")
     with pytest.raises(ValueError):
-        sim.Representation("max")
+        Representation("max")
 
 
 def test_layer_cosine_matrices_shape_and_values():
     v = np.array([[[1, 0], [1, 0]], [[0, 1], [1, 1]]], dtype=float)  # (n=2, K=2, H=2)
-    m = sim.layer_cosine_matrices(v)
+    m = layer_cosine_matrices(v)
     assert m.shape == (2, 2, 2)
     assert m[0, 0, 1] == pytest.approx(0.0)
     assert m[1, 0, 1] == pytest.approx(R2)
@@ -92,8 +125,8 @@ def test_layer_cosine_matrices_shape_and_values():
 
 def test_mean_offdiagonal():
     m = np.array([[1, 0.2, 0.4], [0.2, 1, 0.6], [0.4, 0.6, 1]])
-    assert sim.mean_offdiagonal(m) == pytest.approx(0.4)
-    assert sim.mean_offdiagonal(np.ones((1, 1))) == 0.0
+    assert mean_offdiagonal(m) == pytest.approx(0.4)
+    assert mean_offdiagonal(np.ones((1, 1))) == 0.0
 
 
 # ---------------------------------------------------------------- pooling
@@ -102,39 +135,39 @@ def test_mean_offdiagonal():
 def test_pooling_single_last_four_and_all():
     # one sentence, 7 representations (L = 6), value at layer l is [l, 1]
     v = np.array([[[layer, 1.0] for layer in range(7)]])
-    np.testing.assert_allclose(sim.pool(v, "layer", 2), [[2, 1]])
-    np.testing.assert_allclose(sim.pool(v, "last4"), [[(3 + 4 + 5 + 6) / 4, 1]])
-    np.testing.assert_allclose(sim.pool(v, "all"), [[3, 1]])
-    assert sim.pooled_layers(7, "last4") == (3, 4, 5, 6)
+    np.testing.assert_allclose(pool(v, "layer", 2), [[2, 1]])
+    np.testing.assert_allclose(pool(v, "last4"), [[(3 + 4 + 5 + 6) / 4, 1]])
+    np.testing.assert_allclose(pool(v, "all"), [[3, 1]])
+    assert pooled_layers(7, "last4") == (3, 4, 5, 6)
 
 
 def test_pooling_with_few_layers_never_uses_embedding_for_last_four():
-    assert sim.pooled_layers(3, "last4") == (1, 2)
-    assert sim.pooled_layers(1, "last4") == (0,)
+    assert pooled_layers(3, "last4") == (1, 2)
+    assert pooled_layers(1, "last4") == (0,)
     with pytest.raises(ValueError):
-        sim.pooled_layers(7, "layer", 7)
+        pooled_layers(7, "layer", 7)
     with pytest.raises(ValueError):
-        sim.pooled_layers(7, "max")
+        pooled_layers(7, "max")
 
 
 def test_pooling_label():
-    assert sim.pooling_label("layer", 0) == "embedding layer (0)"
-    assert sim.pooling_label("layer", 3) == "layer 3"
-    assert "last four" in sim.pooling_label("last4")
+    assert pooling_label("layer", 0) == "embedding layer (0)"
+    assert pooling_label("layer", 3) == "layer 3"
+    assert "last four" in pooling_label("last4")
 
 
 def test_sentence_vectors_by_hand_leave_every_special_token_out_of_the_mean():
     # (K=2, 4 tokens, H=2): [CLS] w1 w2 [SEP]; the mean is over w1 and w2 only, [CLS] is the first row
     h = np.array([[[1, 1], [2, 0], [0, 4], [9, -9]], [[3, 3], [4, 0], [0, 2], [9, -9]]], dtype=float)
-    cls, mean = sim.sentence_vectors([h, h[:, :3]], [[True, False, False, True], [True, False, False]])
+    cls, mean = sentence_vectors([h, h[:, :3]], [[True, False, False, True], [True, False, False]])
     assert cls.shape == mean.shape == (2, 2, 2)
     np.testing.assert_allclose(cls[0], [[1, 1], [3, 3]])
     np.testing.assert_allclose(mean[0], [[1, 2], [2, 1]])
     np.testing.assert_allclose(mean[1], mean[0])  # no [SEP] in the second sentence: the same two pieces
     with pytest.raises(ValueError, match="special first token"):
-        sim.sentence_vectors([h], [[False, False, False, True]])
+        sentence_vectors([h], [[False, False, False, True]])
     with pytest.raises(ValueError, match="ordinary word piece"):
-        sim.sentence_vectors([h], [[True] * 4])
+        sentence_vectors([h], [[True] * 4])
 
 
 # ---------------------------------------------------------------- same vs different sense
@@ -143,7 +176,7 @@ def test_sentence_vectors_by_hand_leave_every_special_token_out_of_the_mean():
 def test_sense_similarity_by_hand():
     # a=[1,0], b=[.6,.8], c=[0,1]; senses A, A, B
     v = one_layer([1, 0], [0.6, 0.8], [0, 1])
-    res = sim.sense_similarity(sim.layer_cosine_matrices(v), ["A", "A", "B"])
+    res = sense_similarity(layer_cosine_matrices(v), ["A", "A", "B"])
     assert res.same[0] == pytest.approx(0.6)  # (a, b)
     assert res.different[0] == pytest.approx((0.0 + 0.8) / 2)  # (a, c), (b, c)
     assert res.gap[0] == pytest.approx(0.2)
@@ -152,20 +185,20 @@ def test_sense_similarity_by_hand():
 
 def test_sense_similarity_unlabelled_and_single_sense():
     v = one_layer([1, 0], [0.6, 0.8], [0, 1])
-    cos = sim.layer_cosine_matrices(v)
-    none = sim.sense_similarity(cos, [None, None, None])
+    cos = layer_cosine_matrices(v)
+    none = sense_similarity(cos, [None, None, None])
     assert none.same is None and none.different is None and none.gap is None
-    one = sim.sense_similarity(cos, ["A", "A", None])
+    one = sense_similarity(cos, ["A", "A", None])
     assert one.same[0] == pytest.approx(0.6) and one.different is None and one.gap is None
 
 
 def test_pair_trajectories():
     v = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]], [[1, 1], [0, 1]]], dtype=float)  # (3, 2, 2)
-    t = sim.pair_trajectories(sim.layer_cosine_matrices(v), ["x", "y", "y"])
+    t = pair_trajectories(layer_cosine_matrices(v), ["x", "y", "y"])
     np.testing.assert_array_equal(t.pairs, [[0, 1], [0, 2], [1, 2]])
     np.testing.assert_allclose(t.cosines, [[1, 0], [R2, 0], [R2, 1]], atol=1e-12)
     np.testing.assert_array_equal(t.same_sense, [False, False, True])
-    only = sim.pair_trajectories(sim.layer_cosine_matrices(v), None, pairs=[(1, 2)])
+    only = pair_trajectories(layer_cosine_matrices(v), None, pairs=[(1, 2)])
     assert only.same_sense is None and only.cosines.shape == (1, 2)
 
 
@@ -177,7 +210,7 @@ def test_random_token_baseline_two_tokens_is_exact():
     s1 = np.array([[[1, 0], [5, 5]], [[1, 0], [5, 5]]], dtype=float)  # (K=2, T=2, H=2)
     s2 = np.array([[[2, 0], [5, 5]], [[0, 3], [5, 5]]], dtype=float)
     masks = [np.array([True, False]), np.array([True, False])]
-    b = sim.random_token_baseline([s1, s2], masks, n_pairs=50, seed=1)
+    b = random_token_baseline([s1, s2], masks, n_pairs=50, seed=1)
     np.testing.assert_allclose(b.mean, [1.0, 0.0], atol=1e-12)
     np.testing.assert_allclose(b.low, [1.0, 0.0], atol=1e-12)
     assert b.n_tokens == 2 and b.n_pairs == 50 and b.n_sentences == 2
@@ -186,19 +219,19 @@ def test_random_token_baseline_two_tokens_is_exact():
 def test_random_token_baseline_is_seeded_and_needs_two_sentences():
     rng = np.random.default_rng(0)
     hs = [rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4, 4))]
-    a = sim.random_token_baseline(hs, seed=7)
-    b = sim.random_token_baseline(hs, seed=7)
+    a = random_token_baseline(hs, seed=7)
+    b = random_token_baseline(hs, seed=7)
     np.testing.assert_array_equal(a.mean, b.mean)
     assert (a.low <= a.mean).all() and (a.mean <= a.high).all()
-    assert sim.random_token_baseline([np.ones((2, 1, 3))]) is None
+    assert random_token_baseline([np.ones((2, 1, 3))]) is None
     # one sentence with many tokens: Ethayarajh's pairs come from two different sentences, so none
-    assert sim.random_token_baseline([rng.normal(size=(2, 6, 3))]) is None
+    assert random_token_baseline([rng.normal(size=(2, 6, 3))]) is None
 
 
 def test_cross_sentence_pairs_never_share_a_sentence_or_a_word_piece():
     tokens = [["the", "bank", "the"], ["the", "river"], ["a", "the", "loan"]]
     cand = np.array([(s, k) for s, toks in enumerate(tokens) for k in range(len(toks))])
-    a, b = sim.sample_cross_sentence_pairs(cand, 500, seed=3, tokens=tokens)
+    a, b = sample_cross_sentence_pairs(cand, 500, seed=3, tokens=tokens)
     assert len(a) == 500
     assert (cand[a, 0] != cand[b, 0]).all()  # one word from each of two different sentences
     words_a = [tokens[s][k] for s, k in cand[a]]
@@ -209,19 +242,19 @@ def test_cross_sentence_pairs_never_share_a_sentence_or_a_word_piece():
     assert counts.min() > 0.2 * counts.sum()
     # only one type in the whole set: no valid pair
     same = [["x"], ["x"]]
-    a, _ = sim.sample_cross_sentence_pairs(np.array([[0, 0], [1, 0]]), 10, tokens=same)
+    a, _ = sample_cross_sentence_pairs(np.array([[0, 0], [1, 0]]), 10, tokens=same)
     assert len(a) == 0
 
 
 def test_other_token_masks_drop_special_and_target():
     special = [np.array([True, False, False, False, True])]  # [CLS] the bank ##s [SEP]
-    masks = sim.other_token_masks(special, [[2, 3]])
+    masks = other_token_masks(special, [[2, 3]])
     np.testing.assert_array_equal(masks[0], [False, True, False, False, False])
     np.testing.assert_array_equal(special[0], [True, False, False, False, True])  # the input is not changed
 
 
 def test_adjusted_subtracts_per_layer():
-    np.testing.assert_allclose(sim.adjusted([[0.5, 0.9]], [0.1, 0.4]), [[0.4, 0.5]])
+    np.testing.assert_allclose(adjusted([[0.5, 0.9]], [0.1, 0.4]), [[0.4, 0.5]])
 
 
 # ---------------------------------------------------------------- Ethayarajh 2019
@@ -230,23 +263,23 @@ def test_adjusted_subtracts_per_layer():
 def test_self_similarity_by_hand():
     # cos: (a,b)=0, (a,c)=(b,c)=1/sqrt2 -> mean over pairs = (0 + 2/sqrt2)/3
     v = one_layer([1, 0], [0, 1], [1, 1])
-    assert sim.self_similarity(v)[0] == pytest.approx(math.sqrt(2) / 3)
+    assert self_similarity(v)[0] == pytest.approx(math.sqrt(2) / 3)
     identical = one_layer([2, 1], [4, 2])
-    assert sim.self_similarity(identical)[0] == pytest.approx(1.0)
+    assert self_similarity(identical)[0] == pytest.approx(1.0)
     with pytest.raises(ValueError):
-        sim.self_similarity(one_layer([1, 0]))
+        self_similarity(one_layer([1, 0]))
 
 
 def test_self_similarity_with_a_zero_vector_is_finite():
     v = one_layer([1, 0], [0, 0], [1, 0])
     # pairs: (a,zero)=0, (a,c)=1, (zero,c)=0
-    assert sim.self_similarity(v)[0] == pytest.approx(1 / 3)
+    assert self_similarity(v)[0] == pytest.approx(1 / 3)
 
 
 def test_intra_sentence_similarity_by_hand():
     s1 = np.array([[[1, 0], [0, 1]]], dtype=float)  # mean (.5,.5): both tokens at cos 1/sqrt2
     s2 = np.array([[[2, 0], [3, 0], [0, 9]]], dtype=float)  # third token masked: cos 1, 1
-    out = sim.intra_sentence_similarity([s1, s2], [np.array([True, True]), np.array([True, True, False])])
+    out = intra_sentence_similarity([s1, s2], [np.array([True, True]), np.array([True, True, False])])
     assert out[0] == pytest.approx((R2 + 1) / 2)
 
 
@@ -265,7 +298,7 @@ def test_leave_one_out_readout_by_hand():
             [[1, 0.1], [0.1, 1]],
         ]
     )
-    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B"])
+    r = leave_one_out_readout(v, ["A", "A", "B", "B"])
     np.testing.assert_allclose(r.accuracy, [0.75, 1.0])
     assert r.best_layer == 1 and r.best_accuracy == 1.0
     assert r.majority_baseline == 0.5 and r.majority_sense == "A"
@@ -275,38 +308,38 @@ def test_leave_one_out_readout_by_hand():
 
 def test_leave_one_out_skips_lone_senses_and_needs_two_senses():
     v = one_layer([1, 0], [1, 0.1], [0, 1], [0.1, 1], [5, 5])
-    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B", "C"])
+    r = leave_one_out_readout(v, ["A", "A", "B", "B", "C"])
     np.testing.assert_array_equal(r.evaluated, [0, 1, 2, 3])
     assert r.accuracy[0] == 1.0
-    assert sim.leave_one_out_readout(v, ["A", "A", "A", None, "B"]) is None
+    assert leave_one_out_readout(v, ["A", "A", "A", None, "B"]) is None
 
 
 def test_leave_one_out_centroid_cosines_by_hand():
     # one layer; group 0: [1, 0] and [0, 1], group 1: [1, 1] and [1, 1]
     x = one_layer([1, 0], [0, 1], [1, 1], [1, 1])
-    c = sim.leave_one_out_centroid_cosines(x, np.array([0, 0, 1, 1]), 2)
+    c = leave_one_out_centroid_cosines(x, np.array([0, 0, 1, 1]), 2)
     assert c.shape == (4, 2, 1)
     # [1, 0] against its own group without it ([0, 1]): 0; against group 1's average [1, 1]: 1/sqrt(2)
     np.testing.assert_allclose(c[0, :, 0], [0.0, R2], atol=1e-12)
     # [1, 1] against group 0's average [0.5, 0.5]: 1; against its own group without it ([1, 1]): 1
     np.testing.assert_allclose(c[2, :, 0], [1.0, 1.0], atol=1e-12)
     with pytest.raises(ValueError, match="at least two"):
-        sim.leave_one_out_centroid_cosines(x[:3], np.array([0, 0, 1]), 2)
+        leave_one_out_centroid_cosines(x[:3], np.array([0, 0, 1]), 2)
 
 
 def test_hardest_case_by_hand():
     # a2 = [0, 1] is orthogonal to its own sense (a1 = [1, 0]) but close to b1 = [0.1, 1]
-    cos = sim.cosine_matrix(np.array([[1, 0], [0, 1], [0.1, 1]], dtype=float))
-    assert sim.hardest_case(cos, ["a", "a", "b"]) == (1, 2, 0)
-    assert sim.hardest_case(cos, ["a", "b", "c"]) is None  # nobody has a same-sense partner
-    assert sim.hardest_case(cos, ["a", "a", "a"]) is None  # nobody has a different-sense partner
+    cos = cosine_matrix(np.array([[1, 0], [0, 1], [0.1, 1]], dtype=float))
+    assert hardest_case(cos, ["a", "a", "b"]) == (1, 2, 0)
+    assert hardest_case(cos, ["a", "b", "c"]) is None  # nobody has a same-sense partner
+    assert hardest_case(cos, ["a", "a", "a"]) is None  # nobody has a different-sense partner
     with pytest.raises(ValueError):
-        sim.hardest_case(cos, ["a", "b"])
+        hardest_case(cos, ["a", "b"])
 
 def test_centroid_readout_train_test_by_hand():
     train = one_layer([1, 0], [1, 0], [0, 1])
     test = one_layer([0.9, 0.1], [0.2, 0.8], [0.6, 0.5])
-    r = sim.centroid_readout(train, ["A", "A", "B"], test, ["A", "B", "B"])
+    r = centroid_readout(train, ["A", "A", "B"], test, ["A", "B", "B"])
     assert r.accuracy[0] == pytest.approx(2 / 3)
     assert r.majority_sense == "B" and r.majority_baseline == pytest.approx(2 / 3)
 
@@ -316,17 +349,17 @@ def test_centroid_readout_train_test_by_hand():
 
 def test_nearest_neighbours():
     v = np.array([[1, 0], [1, 0.1], [0, 1], [-1, 0]], dtype=float)
-    nb = sim.nearest_neighbours(v, 0, k=2)
+    nb = nearest_neighbours(v, 0, k=2)
     np.testing.assert_array_equal(nb.indices, [1, 2])
     np.testing.assert_allclose(nb.cosines, [1 / math.sqrt(1.01), 0.0], atol=1e-12)
-    assert len(sim.nearest_neighbours(v, 3, k=10).indices) == 3
+    assert len(nearest_neighbours(v, 3, k=10).indices) == 3
 
 
 def test_evidence_card_by_hand_and_exports():
     sentences = ['He said "hi, there"', "a | b", "third"]
     first = np.ones((3, 2))  # all identical: cosine 1
     chosen = np.array([[1, 0], [0.6, 0.8], [0, 1]])
-    card = sim.evidence_card(first, chosen, sentences, ["A", "A", "B"], "bank", chosen_name="layer 4")
+    card = evidence_card(first, chosen, sentences, ["A", "A", "B"], "bank", chosen_name="layer 4")
     assert len(card.rows) == 3
     surprise = card.rows[card.surprising]
     assert (surprise.i, surprise.j) == (1, 2)  # the different-sense pair with cosine 0.8
@@ -347,7 +380,7 @@ def test_evidence_card_by_hand_and_exports():
 def test_evidence_card_without_labels_picks_largest_change():
     first = np.array([[1, 0], [1, 0], [1, 0]], dtype=float)
     chosen = np.array([[1, 0], [0, 1], [1, 0.1]])
-    card = sim.evidence_card(first, chosen, ["s1", "s2", "s3"], [None, None, None])
+    card = evidence_card(first, chosen, ["s1", "s2", "s3"], [None, None, None])
     r = card.rows[card.surprising]
     assert (r.i, r.j) == (0, 1) and r.same_sense is None
     assert "fell the most" in card.reason
@@ -357,31 +390,31 @@ def test_evidence_card_limits_rows_and_keeps_surprise():
     rng = np.random.default_rng(3)
     first, chosen = rng.normal(size=(8, 4)), rng.normal(size=(8, 4))
     senses = ["A"] * 4 + ["B"] * 4
-    card = sim.evidence_card(first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6)
+    card = evidence_card(first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6)
     assert len(card.rows) == 6
     r = card.rows[card.surprising]
     assert r.same_sense is False
-    c = sim.cosine_matrix(chosen)
+    c = cosine_matrix(chosen)
     assert r.cosine_chosen == pytest.approx(c[:4, 4:].max())
-    given = sim.evidence_card(
-        first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6, cosines=(sim.cosine_matrix(first), c)
+    given = evidence_card(
+        first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6, cosines=(cosine_matrix(first), c)
     )
     assert given == card
 
 
 def test_no_nan_anywhere_with_zero_vectors():
     v = np.zeros((4, 3, 5))
-    cos = sim.layer_cosine_matrices(v)
+    cos = layer_cosine_matrices(v)
     assert np.isfinite(cos).all()
-    assert np.isfinite(sim.self_similarity(v)).all()
-    r = sim.leave_one_out_readout(v, ["A", "A", "B", "B"])
+    assert np.isfinite(self_similarity(v)).all()
+    r = leave_one_out_readout(v, ["A", "A", "B", "B"])
     assert np.isfinite(r.accuracy).all()
-    s = sim.sense_similarity(cos, ["A", "A", "B", "B"])
+    s = sense_similarity(cos, ["A", "A", "B", "B"])
     assert np.isfinite(s.gap).all()
 
 
 def test_published_reference_has_thirteen_layers():
-    ref = sim.ETHAYARAJH_2019_BERT_BASE
+    ref = ETHAYARAJH_2019_BERT_BASE
     assert len(ref.anisotropy) == len(ref.intra_sentence) == 13
     assert ref.num_layers == 12
     assert ref.anisotropy[0] == 0.105 and ref.intra_sentence[-1] == 0.776
@@ -393,22 +426,22 @@ def test_published_reference_has_thirteen_layers():
 
 def test_with_pooled_appends_last_four_and_all():
     v = np.array([[[layer, 1.0] for layer in range(7)]])  # (1, 7, 2)
-    aug = sim.with_pooled(v)
+    aug = with_pooled(v)
     assert aug.shape == (1, 9, 2)
     np.testing.assert_allclose(aug[0, 7], [4.5, 1])  # layers 3..6
     np.testing.assert_allclose(aug[0, 8], [3, 1])  # layers 0..6
-    assert sim.representation_index(7, "layer", 2) == 2
-    assert sim.representation_index(7, "last4") == 7
-    assert sim.representation_index(7, "all") == 8
+    assert representation_index(7, "layer", 2) == 2
+    assert representation_index(7, "last4") == 7
+    assert representation_index(7, "all") == 8
 
 
 def test_pooled_baseline_and_intra_sentence():
     # tokens: layer 0 parallel, layer 1 orthogonal -> pooled (last4 = layer 1; all = mean of both)
     hs = np.array([[[1, 0], [1, 0]], [[1, 0], [0, 1]]], dtype=float)  # (K=2, T=2, H=2)
-    b = sim.random_token_baseline([hs[:, :1], hs[:, 1:]], n_pairs=10, pooled=True)
+    b = random_token_baseline([hs[:, :1], hs[:, 1:]], n_pairs=10, pooled=True)
     # all-mean vectors: [1, 0] and [.5, .5] -> cosine 1/sqrt2
     np.testing.assert_allclose(b.mean, [1.0, 0.0, 0.0, R2], atol=1e-12)
-    intra = sim.intra_sentence_similarity([hs], pooled=True)
+    intra = intra_sentence_similarity([hs], pooled=True)
     # layer 1: tokens [1,0],[0,1], mean [.5,.5] -> 1/sqrt2 each; all-mean tokens [1,0],[.5,.5]
     mean_all = np.array([0.75, 0.25])
     expected_all = np.mean(
@@ -423,12 +456,12 @@ def test_layer_profile_is_consistent_with_the_single_functions():
     v = rng.normal(size=(n, k, h))
     senses = ["a", "a", "a", "b", "b", "b"]
     hidden = [rng.normal(size=(k, 5, h)) for _ in range(n)]
-    p = sim.layer_profile(v, rng.normal(size=(n, h)), senses, hidden, seed=3)
+    p = layer_profile(v, rng.normal(size=(n, h)), senses, hidden, seed=3)
     assert p.cosines.shape == (k + 2, n, n) and p.num_layers == k - 1
-    np.testing.assert_allclose(p.cosines[p.index("last4")], sim.cosine_matrix(sim.pool(v, "last4")))
-    np.testing.assert_allclose(p.cosines[p.index("layer", 2)], sim.cosine_matrix(v[:, 2]))
-    np.testing.assert_allclose(p.self_similarity[:k], sim.self_similarity(v))
-    loo = sim.leave_one_out_readout(sim.pool(v, "all")[:, None, :], senses)
+    np.testing.assert_allclose(p.cosines[p.index("last4")], cosine_matrix(pool(v, "last4")))
+    np.testing.assert_allclose(p.cosines[p.index("layer", 2)], cosine_matrix(v[:, 2]))
+    np.testing.assert_allclose(p.self_similarity[:k], self_similarity(v))
+    loo = leave_one_out_readout(pool(v, "all")[:, None, :], senses)
     assert p.readout.accuracy[p.index("all")] == loo.accuracy[0]
     assert p.baseline.mean.shape == (k + 2,)
     assert np.isfinite(p.cosines).all() and np.isfinite(p.intra_sentence).all()
@@ -439,11 +472,11 @@ def test_layer_profile_is_consistent_with_the_single_functions():
 
 def test_pair_values_and_mean_pair_cosines_by_hand():
     m = np.array([[1.0, 0.2, 0.4], [0.2, 1.0, 0.6], [0.4, 0.6, 1.0]])
-    np.testing.assert_allclose(sim.pair_values(m), [0.2, 0.4, 0.6])
+    np.testing.assert_allclose(pair_values(m), [0.2, 0.4, 0.6])
     stacked = np.stack([m, 1 - m])
-    np.testing.assert_allclose(sim.pair_values(stacked), [[0.2, 0.4, 0.6], [0.8, 0.6, 0.4]])
-    np.testing.assert_allclose(sim.mean_pair_cosines(stacked), [0.4, 0.6])
-    np.testing.assert_allclose(sim.mean_pair_cosines(np.ones((2, 1, 1))), [0.0, 0.0])  # one sentence: no pair
+    np.testing.assert_allclose(pair_values(stacked), [[0.2, 0.4, 0.6], [0.8, 0.6, 0.4]])
+    np.testing.assert_allclose(mean_pair_cosines(stacked), [0.4, 0.6])
+    np.testing.assert_allclose(mean_pair_cosines(np.ones((2, 1, 1))), [0.0, 0.0])  # one sentence: no pair
 
 
 def _cosines_from_changes(first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -458,20 +491,20 @@ def _cosines_from_changes(first: np.ndarray, last: np.ndarray) -> np.ndarray:
 
 def test_most_changed_pairs_keeps_all_pairs_under_the_limit():
     cos = _cosines_from_changes(np.zeros(3), np.ones(3))
-    np.testing.assert_array_equal(sim.most_changed_pairs(cos, None, first=0, last=1, limit=3), [[0, 1], [0, 2], [1, 2]])
+    np.testing.assert_array_equal(most_changed_pairs(cos, None, first=0, last=1, limit=3), [[0, 1], [0, 2], [1, 2]])
 
 
 def test_most_changed_pairs_takes_the_largest_changes_half_per_kind():
     # 4 sentences, senses a a b b: same-sense pairs (0,1) and (2,3); the four others are different-sense
     change = np.array([0.1, 0.9, 0.8, 0.7, 0.3, 0.5])  # pairs (0,1) (0,2) (0,3) (1,2) (1,3) (2,3)
     cos = _cosines_from_changes(np.zeros(6), change)
-    labelled = sim.most_changed_pairs(cos, ["a", "a", "b", "b"], first=0, last=1, limit=2)
+    labelled = most_changed_pairs(cos, ["a", "a", "b", "b"], first=0, last=1, limit=2)
     # one same-sense pair (the larger change: (2,3)) and one different-sense pair ((0,2)), in pair order
     np.testing.assert_array_equal(labelled, [[0, 2], [2, 3]])
-    unlabelled = sim.most_changed_pairs(cos, None, first=0, last=1, limit=3)
+    unlabelled = most_changed_pairs(cos, None, first=0, last=1, limit=3)
     np.testing.assert_array_equal(unlabelled, [[0, 2], [0, 3], [1, 2]])
     # the change is an absolute value: a drop counts as much as a rise
-    dropped = sim.most_changed_pairs(-cos, None, first=0, last=1, limit=1)
+    dropped = most_changed_pairs(-cos, None, first=0, last=1, limit=1)
     np.testing.assert_array_equal(dropped, [[0, 2]])
 
 
@@ -480,7 +513,7 @@ def _profile(seed: int = 5, senses=("a", "a", "a", "b", "b", "b")):
     n, k, h = len(senses), 4, 3
     v = rng.normal(size=(n, k, h))
     hidden = [rng.normal(size=(k, 5, h)) for _ in range(n)]
-    return sim.layer_profile(v, rng.normal(size=(n, h)), list(senses), hidden, seed=3)
+    return layer_profile(v, rng.normal(size=(n, h)), list(senses), hidden, seed=3)
 
 
 def test_layer_profile_pair_means_and_colour_range_match_the_matrices():
@@ -521,15 +554,15 @@ def test_layer_profile_static_vs_contextual_table():
 
 
 def test_compare_anisotropy_by_hand():
-    ref_peak = max(sim.ETHAYARAJH_2019_BERT_BASE.anisotropy)  # 0.675
-    c = sim.compare_anisotropy(np.array([0.02, 0.15, 0.18, 0.17, 0.0]))
+    ref_peak = max(ETHAYARAJH_2019_BERT_BASE.anisotropy)  # 0.675
+    c = compare_anisotropy(np.array([0.02, 0.15, 0.18, 0.17, 0.0]))
     assert (c.peak_layer, c.peak, c.reference_peak) == (2, 0.18, ref_peak)
     assert c.ratio == pytest.approx(0.18 / 0.675) and c.strength == "mild next to"
-    assert sim.compare_anisotropy(np.array([0.1, 0.6])).strength == "comparable to"  # 0.6 / 0.675 = 0.89
-    assert sim.compare_anisotropy(np.array([0.4])).strength == "weaker than"  # 0.59
-    assert sim.compare_anisotropy(np.array([0.9])).strength == "stronger than"  # 1.33
+    assert compare_anisotropy(np.array([0.1, 0.6])).strength == "comparable to"  # 0.6 / 0.675 = 0.89
+    assert compare_anisotropy(np.array([0.4])).strength == "weaker than"  # 0.59
+    assert compare_anisotropy(np.array([0.9])).strength == "stronger than"  # 1.33
     with pytest.raises(ValueError):
-        sim.compare_anisotropy(np.array([0.1, np.nan]))
+        compare_anisotropy(np.array([0.1, np.nan]))
 
 
 @given(
@@ -539,4 +572,4 @@ def test_compare_anisotropy_by_hand():
 def test_largest_first_is_a_stable_descending_sort_cut_at_k(values, k):
     # many ties on purpose: the lower index must come first among equal values, as a full stable sort gives
     want = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
-    assert sim._largest_first(np.array(values), k) == want
+    assert _largest_first(np.array(values), k) == want

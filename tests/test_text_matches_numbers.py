@@ -16,9 +16,14 @@ import re
 import numpy as np
 import pytest
 
-from lib import lesson
-from lib import similarity as sim
+from lib import lesson, lesson_senses
+from lib.baseline import ETHAYARAJH_2019_BERT_BASE, other_token_masks
+from lib.chance import chance_phrase, layer_list, readout_chance
+from lib.contextuality import intra_sentence_similarity
+from lib.pooling import with_pooled
 from lib.presets import preset_by_id
+from lib.readout import leave_one_out_readout
+from lib.similarity import cosine_matrix
 from tests.conftest import ROOT
 from ui.state import seed
 
@@ -116,11 +121,11 @@ def test_layers_page_sentences_match_its_numbers(random_bert):
         assert m and int(m.group(1)) == top, (m and m.group(0), g)
 
     # section 6: the best layer, and the layers within chance
-    ro = sim.leave_one_out_readout(tv.vectors, senses)
+    ro = leave_one_out_readout(tv.vectors, senses)
     best = int(np.argmax(ro.accuracy[:K]))
     m = re.search(r"The best is \*\*(the embedding layer|layer (\d+))\*\*", text)
     assert m and (best == 0 if m.group(2) is None else int(m.group(2)) == best)
-    rc = sim.readout_chance(sim.with_pooled(tv.vectors), senses)
+    rc = readout_chance(with_pooled(tv.vectors), senses)
     inside = [i for i in range(K) if rc.accuracy[i] <= rc.shuffled_p95[i] + 1e-12]
     m = re.search(r"Within chance: (layers? [\d, and]+)\. ", text)
     if inside:
@@ -149,8 +154,8 @@ def test_home_page_sentences_match_its_numbers(random_bert):
     g = _gap(tv.vectors[:, [0, N_LAYERS]].astype(np.float64), senses)
     pulled = "the context has pulled the occurrences apart by meaning" in text
     assert pulled == (g[1] > g[0] + 0.01), g
-    rc = sim.readout_chance(tv.vectors, senses)
-    assert sim.chance_phrase(rc, 0) in text and sim.chance_phrase(rc, N_LAYERS) in text
+    rc = readout_chance(tv.vectors, senses)
+    assert chance_phrase(rc, 0) in text and chance_phrase(rc, N_LAYERS) in text
     assert ("Above chance at layer 0" in text) == (not rc.within_chance[0])
 
 
@@ -172,7 +177,7 @@ def test_anisotropy_page_sentences_match_its_chart(random_bert):
     assert listed
     assert [float(x) for x in listed.group(1).split(", ")] == [float(f"{v:.2f}") for v in y]
     assert int(listed.group(3)) == int(np.argmax(y))
-    ratio = y.max() / max(sim.ETHAYARAJH_2019_BERT_BASE.anisotropy)
+    ratio = y.max() / max(ETHAYARAJH_2019_BERT_BASE.anisotropy)
     expected = "mild" if ratio < 0.4 else "weaker" if ratio < 0.8 else "comparable" if ratio < 1.25 else "stronger"
     assert listed.group(4) == expected
     m = re.search(r"the pair ranking \(AUC\) goes from ([\d.]+) to ([\d.]+)", text)
@@ -188,22 +193,22 @@ def test_lesson_explanations_match_the_numbers(random_bert):
     _, enc = random_bert
     tv, senses = _preset_vectors(enc, "bat")
     # layers step: the layer named as the largest gap
-    r = lesson.sense_separation(tv.vectors, senses, "bat")
+    r = lesson_senses.sense_separation(tv.vectors, senses, "bat")
     g = _gap(tv.vectors.astype(np.float64), senses)
     assert f"The gap is largest at layer {int(np.argmax(g))}:" in r.question.explanation
     # deeper step: best layers, drop in sentences, and no default-model cause for another model
     curves = []
     for p in ("bat", "bank", "apple"):
         ptv, psenses = _preset_vectors(enc, p)
-        curves.append(lesson.readout_curve(p, ptv.vectors, psenses))
-    intra = sim.intra_sentence_similarity(
-        tv.encoding.hidden_states, sim.other_token_masks(tv.encoding.special, [()] * len(tv.encoding.special))
+        curves.append(lesson_senses.readout_curve(p, ptv.vectors, psenses))
+    intra = intra_sentence_similarity(
+        tv.encoding.hidden_states, other_token_masks(tv.encoding.special, [()] * len(tv.encoding.special))
     )
-    d = lesson.deeper_check(curves, intra, sentence_model=False)
+    d = lesson_senses.deeper_check(curves, intra, sentence_model=False)
     expl = d.question.explanation
     c = curves[0]
     best = [int(i) for i in np.flatnonzero(c.accuracy == c.accuracy.max())]
-    assert f"the best is {sim.layer_list(best)} ({c.accuracy.max():.0%}" in expl
+    assert f"the best is {layer_list(best)} ({c.accuracy.max():.0%}" in expl
     for o in curves:
         drop = int(round((o.accuracy.max() - o.accuracy[-1]) * o.n_evaluated))
         if drop:
@@ -252,7 +257,7 @@ def test_home_with_two_unlabelled_sentences_reads_one_pair_as_one_number(encoder
     assert not at.exception, [e.value for e in at.exception]
     reading = next(m.value for m in at.markdown if m.value.startswith("**Reading it.**"))
     V = encoder.word_vectors(sentences, target="bank")  # (2, L + 1, hidden)
-    first = sim.cosine_matrix(V[:, 0, :])[0, 1]
-    last = sim.cosine_matrix(V[:, -1, :])[0, 1]
+    first = cosine_matrix(V[:, 0, :])[0, 1]
+    last = cosine_matrix(V[:, -1, :])[0, 1]
     assert f"At layer 0 the pair scores {first:.2f}; at layer {encoder.num_layers} it scores {last:.2f}." in reading
     assert "–" not in reading.split("Label")[0]

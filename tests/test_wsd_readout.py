@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from lib import similarity as sim
+from lib.readout import centroid_readout, leave_one_out_readout
 from lib.wsd_data import available_words, default_root, load_split, mark_target, sense_name
 
 ROOT = default_root()
@@ -89,7 +89,7 @@ def readouts(wsd_encoder):
         xte, yte = _target_vectors(wsd_encoder, test)
         # at most a few sentences may be lost to the length limit
         assert len(ytr) >= 0.95 * len(train) and len(yte) >= 0.95 * len(test)
-        out[w] = (sim.centroid_readout(xtr, ytr, xte, yte), sim.leave_one_out_readout(xtr, ytr))
+        out[w] = (centroid_readout(xtr, ytr, xte, yte), leave_one_out_readout(xtr, ytr))
     for w, (r, loo) in out.items():  # shown with -s, and in the report
         print(
             f"\n{w}: train/test {np.round(r.accuracy, 3)} majority {r.majority_baseline:.3f};"

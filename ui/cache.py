@@ -25,6 +25,7 @@ import numpy as np
 import streamlit as st
 
 from lib import budget
+from lib.baseline import other_token_masks
 from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes
 from lib.corpus import (
     CorpusStats,
@@ -45,13 +46,13 @@ from lib.encoder import (
     load_encoder,
 )
 from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
+from lib.layer_profile import LayerProfile
+from lib.layer_profile import layer_profile as _layer_profile
 from lib.lazy import load
 from lib.memory import limit_arenas, release_memory
 from lib.probe import ProbeResult, probe_layers
 from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
 from lib.sentences import clean_sentences as _clean_sentences
-from lib.similarity import LayerProfile, other_token_masks
-from lib.similarity import layer_profile as _layer_profile
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -534,13 +535,13 @@ def readout_chance(
     kind: str,
     vectors,
 ):
-    """lib.similarity.readout_chance of ``vectors`` (a few kB), once per set, in the RESULTS cache.
+    """lib.chance.readout_chance of ``vectors`` (a few kB), once per set, in the RESULTS cache.
 
     The key names the vectors instead of hashing them: ``kind`` says which ones they are ("layers" for the
     target's layers plus the pooled ones, "target" for the layers alone), so two views of one set do not
     share an entry.
     """
-    from lib.similarity import readout_chance as _readout_chance
+    from lib.chance import readout_chance as _readout_chance
 
     return _cached(
         ("readout_chance", model_name, sentences, senses, target, kind),
@@ -558,7 +559,7 @@ _PAGE_TTL = 6 * 3600
 def layer_profile(
     model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
 ) -> LayerProfile:
-    """lib.similarity.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target."""
+    """lib.layer_profile.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target."""
     enc = _tv.encoding
     targets = [sp.token_indices for sp in _tv.spans]
     return _layer_profile(

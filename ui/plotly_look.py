@@ -36,7 +36,8 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import X_LABEL_LINE, LazyFigure, figure_dict, typed_array
+from lib.charts.common import X_LABEL_LINE
+from lib.charts.figures import LazyFigure, figure_dict, typed_array
 
 # Streamlit 1.67's plotly theme for this app's .streamlit/config.toml (light base, text #111111): the
 # template layout its front end builds (PlotlyChart's theme code), read from a chart drawn in Chromium.

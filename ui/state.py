@@ -1,5 +1,8 @@
 """The shared sentence set, model choice and presenter mode: in session state, in the sidebar and in the URL.
 
+Over 600 lines and still one concept: what a session remembers and how it travels in a link (the set, the
+model, presenter mode and every page's controls share one read and one write of the URL).
+
 Every page works on the same current set. The set, the target, the model and each page's main controls are
 written into the URL's query parameters after every run, so a teacher can copy the address bar and a class
 opens the same view. A link is read once, when a session starts; a garbled or oversized value gives a clear
@@ -733,7 +736,7 @@ button p { font-size: 1.15rem !important; }
 
 
 # Always: numbers in heatmap cells that plotly shrank below 9 px to fit a narrow screen are hidden (hover
-# still shows each value; lib.charts.common.fit_cell_text does the same on the server for the assumed width).
+# still shows each value; lib.charts.fitting.fit_cell_text does the same on the server for the assumed width).
 _TINY_CELL_TEXT = ",\n".join(
     f'.js-plotly-plot .heatmap-label text[style*="font-size: {px}px;"]' for px in range(1, 9)
 )

@@ -8,16 +8,9 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from lib.charts.common import (
-    ASSUMED_WIDTH_PX,
-    PRESENTER_WIDTH_PX,
-    cell_text_changes,
-    figure,
-    figure_dict,
-    fit_cell_text,
-    merged,
-    presenter_layout,
-)
+from lib.charts.common import figure, merged, presenter_layout
+from lib.charts.figures import figure_dict
+from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_changes, fit_cell_text
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 _MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
@@ -43,7 +36,7 @@ def weights_note(model_key: str | None = None) -> str | None:
 def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
     """A copy of ``fig`` whose title ends with "(<note>)", so a control model is never mistaken for the real one.
 
-    Built in one step from the figure's dicts (lib.charts.common.figure_dict), not a validated copy.
+    Built in one step from the figure's dicts (lib.charts.figures.figure_dict), not a validated copy.
     """
     spec = figure_dict(fig)
     layout = spec["layout"]
@@ -83,7 +76,7 @@ def chart(
     when clicked, so reruns stay fast). With random weights in use, the title says so ("… (random
     weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
     ``share``: the fraction of the page's width the chart gets (0.5 in one of two columns); numbers in
-    heatmap cells are hidden when cells that narrow cannot hold them (lib.charts.common.fit_cell_text).
+    heatmap cells are hidden when cells that narrow cannot hold them (lib.charts.fitting.fit_cell_text).
     ``download_fig``: the figure to download, when it differs from the one shown (e.g. with the chosen
     layer's line drawn, which the page shows with a style rule: :func:`layer_marks`).
     """

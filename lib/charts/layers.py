@@ -1,5 +1,7 @@
 """Figures for the "Layer by layer" page: one word's vectors across sentences, layer by layer.
 
+Over 600 lines and still one concept: the charts of one page (one chart module per page, lib/charts/).
+
 Every builder takes plain arrays (from :mod:`lib.similarity`) and labels, and returns a
 ``plotly.graph_objects.Figure``. Layers are numbered as the model's hidden states: 0 is the embedding
 output (word piece + position), 1..L the transformer layers. Pooled representations (mean of the last
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
+from lib.baseline import LayerReference
 from lib.charts.common import (
     CONTEXT_COLOR,
     DIFFERENT_COLOR,
@@ -26,7 +29,6 @@ from lib.charts.common import (
     band_from_zero,
     base_layout,
     figure,
-    figure_dict,
     grid_axes,
     group_senses,
     hline,
@@ -37,7 +39,7 @@ from lib.charts.common import (
     vline,
 )
 from lib.charts.common import esc as _esc
-from lib.similarity import LayerReference
+from lib.charts.figures import figure_dict
 
 __all__ = [
     "SAME_COLOR",
@@ -654,7 +656,7 @@ def readout_chart(
 
     names: K layer names; accuracy: (K,) in [0, 1]; majority: the majority baseline; best: index of the
     best layer; pooled: (name, accuracy) of the pooled representation, drawn apart; chance: (mean, p95),
-    each (K,), the readout on shuffled labels (lib.similarity.readout_chance), drawn as a grey band up to
+    each (K,), the readout on shuffled labels (lib.chance.readout_chance), drawn as a grey band up to
     the 95th percentile with the mean dotted: a point inside the band is within chance.
     """
     k = len(names)
