@@ -614,9 +614,9 @@ def board_store(url: str):
 
 
 def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):
-    """lib.similarity.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
+    """lib.readout.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
     class board's "nearest sense" of each accepted sentence, shared by the teacher and every student."""
-    from lib.similarity import leave_one_out_readout
+    from lib.readout import leave_one_out_readout
 
     return _cached(
         ("sense_readout", model_name, sentences, senses, target), lambda: leave_one_out_readout(vectors, list(senses))

@@ -21,13 +21,14 @@ PHONE_VIEWPORT = {"width": 390, "height": 844}
 SEND_MS = 60_000
 
 # In the teacher's tab: remember when each expected text is first on screen, and when the map first has n points.
-JS_WATCH = """(expected) => {
-  window.__seen = window.__seen || {}; window.__points = window.__points || {};
-  window.__expect = expected;
+JS_WATCH = """([expected, marks]) => {
+  window.__seen = window.__seen || {}; window.__marks = window.__marks || {}; window.__points = window.__points || {};
+  window.__expect = expected; window.__expect_marks = marks;
   if (window.__watch) return;
   window.__watch = setInterval(() => {
     const now = Date.now(); const text = document.body.innerText;
     for (const s of window.__expect) if (!(s in window.__seen) && text.includes(s)) window.__seen[s] = now;
+    for (const s of window.__expect_marks) if (!(s in window.__marks) && text.includes(s)) window.__marks[s] = now;
     const g = document.querySelector('.st-key-board_projection .js-plotly-plot');
     if (g && Array.isArray(g.data)) {
       const n = g.data.reduce((k, t) => k + (t.x ? t.x.length : 0), 0);
@@ -71,6 +72,7 @@ class ClassRun:
     seen: dict[str, float] = field(default_factory=dict)  # sentence -> browser ms when the teacher's tab showed it
     accepted_at: list[tuple[int, float]] = field(default_factory=list)  # (accepted so far, browser ms of the click)
     points_at: dict[int, float] = field(default_factory=dict)  # points on the teacher's map -> first browser ms
+    marks: dict[str, float] = field(default_factory=dict)  # "On the board (n)" -> first browser ms
     send_wall_s: float = 0.0
     cpu_load_s: float = 0.0  # server CPU while the teacher and students opened their pages
     cpu_class_s: float = 0.0  # server CPU while the students sent (and the teacher accepted) every sentence
@@ -126,7 +128,7 @@ def run_class(context, base: str, pid: int, student_link: str, teacher_link: str
     students = open_students(context, base, student_link, n_students)
     expected = [s for i in range(n_students) for _, s in sentences_of(i)]
     marks = [f"On the board ({n_students})", f"On the board ({2 * n_students})"]  # the server's answer, drawn
-    teacher.evaluate(JS_WATCH, expected + marks)
+    teacher.evaluate(JS_WATCH, [expected, marks])
     cpu1 = cpu_seconds(pid)
     t0 = time.monotonic()
     for round_ in range(2):
@@ -146,6 +148,7 @@ def run_class(context, base: str, pid: int, student_link: str, teacher_link: str
     run.cpu_load_s = cpu1 - cpu0
     run.peak_rss_mb = peak_rss_mb(pid)
     run.seen = teacher.evaluate("window.__seen")
+    run.marks = teacher.evaluate("window.__marks")
     run.points_at = {int(k): v for k, v in teacher.evaluate("window.__points").items()}
     for pg in [teacher, *students]:
         run.errors += exceptions(pg)

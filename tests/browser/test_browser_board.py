@@ -60,7 +60,7 @@ def test_a_class_of_30_on_one_board_survives_a_restart(browser_context, tmp_path
         assert all(v <= WITHIN_MS for v in late.values()), sorted(late.items(), key=lambda kv: -kv[1])[:5]
         for n, clicked in run.accepted_at:
             charted = min((t for k, t in run.points_at.items() if k >= n), default=float("inf"))
-            counted = run.seen.get(f"On the board ({n})", float("inf"))
+            counted = run.marks.get(f"On the board ({n})", float("inf"))
             print(f"charts: {n} points {(charted - clicked) / 1000:.1f} s after Accept all (the count at "
                   f"{(counted - clicked) / 1000:.1f} s)")  # fmt: skip
             assert charted - clicked <= WITHIN_MS
