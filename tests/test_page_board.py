@@ -178,3 +178,28 @@ def test_joining_by_code_as_typed(store):
     from ui import state
 
     assert state.url_written(at) == {"room": code}
+
+
+def test_a_student_sees_where_theirs_lands(store, encoder):
+    """Once accepted, a student's sentence is read against the class's: the sense whose average vector at the
+    last layer (the sentence itself left out) is nearest, checked here with numpy on the model's vectors."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    sentences = MONEY + RIVER
+    senses = ["money"] * 3 + ["river"] * 3
+    for i, (sense, s) in enumerate(zip(senses, sentences, strict=True)):
+        store.send(code, f"s{i}", sense, s)
+    store.accept(code, new.key)
+    tv = encoder.target_vectors(sentences, "bank")
+    x = tv.vectors[:, encoder.num_layers, :]
+    for i in (0, 4):
+        centroids = {
+            s: x[[j for j in range(6) if senses[j] == s and j != i]].mean(axis=0) for s in ("money", "river")
+        }
+        cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
+        nearest = max(cos, key=cos.get)
+        at = board_page(room=code)
+        at.session_state["board_student"] = f"s{i}"
+        at.run()
+        assert not at.exception
+        assert f"sits nearest the class's **{nearest}** sentences" in texts(at)
