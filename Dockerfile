@@ -34,8 +34,11 @@ ENV HOME=/home/app \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
-    MALLOC_ARENA_MAX=2
-RUN mkdir -p "$HF_HOME" "$NUMBA_CACHE_DIR" "$MPLCONFIGDIR" && chown -R app:app /home/app
+    MALLOC_ARENA_MAX=2 \
+    CONTEXT_LENS_DATA=/home/app/data
+# CONTEXT_LENS_DATA: the class boards' SQLite file (mount a volume there to keep boards across containers, or
+# set CONTEXT_LENS_DB to a PostgreSQL URL for several replicas: docs/hosting.md).
+RUN mkdir -p "$HF_HOME" "$NUMBA_CACHE_DIR" "$MPLCONFIGDIR" "$CONTEXT_LENS_DATA" && chown -R app:app /home/app
 
 COPY --chown=app:app . .
 USER app

@@ -21,6 +21,7 @@ PAGES = [
     ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
     ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),
     ("pages/lesson.py", "Guided lesson", ":material/school:", False),
+    ("pages/board.py", "Class board", ":material/groups:", False),
     ("pages/glossary.py", "Glossary", ":material/menu_book:", False),
 ]
 

@@ -74,3 +74,16 @@ def page_test(
     else:
         state.seed(at, preset=preset, **controls)
     return at
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def board_db_url(request, tmp_path_factory):
+    """A database for the class board's tests, once per backend and module: a SQLite file, then a throwaway
+    PostgreSQL 15 cluster on 127.0.0.1 (tests/_postgres.py; skipped without its binaries, except under CI)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('board') / 'boards.sqlite'}"
+        return
+    from tests._postgres import postgres_cluster
+
+    with postgres_cluster() as url:
+        yield url

@@ -153,6 +153,7 @@ BUILDERS = {
     "projection.projection_scatter[3d]": lambda r: projection.projection_scatter(
         r.coords[6][:4], ["river", "money", None, "river"], LABELS[:4], ["1", "2", "3", "4"]
     ),
+    "projection.empty_map": lambda r: projection.empty_map("Accept three sentences <b>to</b> see the map"),
     "projection.projection_small_multiples": lambda r: projection.projection_small_multiples(
         [c[:4, :2] for c in r.coords],
         ["river", "money", "money", "river"],

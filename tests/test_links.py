@@ -310,3 +310,24 @@ st.write(repr(st.session_state["attn_layer"]))
     assert at.markdown[0].value == repr((BANK.target, DEFAULT_MODEL, True, 9))
     assert at.markdown[1].value == "6"  # a seeded value is still clamped by its control
     assert state.url_notes(at) == [] and state.url_written(at) == {}
+
+
+def test_a_class_board_link_opens_its_board(tmp_path, monkeypatch):
+    """The two links `python -m lib.board create` prints (student: ?room=CODE; teacher: ?room=CODE&key=KEY) open
+    the student's and the teacher's view; the room is written back, the teacher key never is."""
+    from lib import board as lb
+
+    url = f"sqlite:///{tmp_path / 'boards.sqlite'}"
+    monkeypatch.setenv("CONTEXT_LENS_DB", url)
+    store = lb.BoardStore(url)
+    new = store.create_board("bank", "money, river")
+    store.dispose()
+    for link, teacher in (({"room": new.board.code}, False), ({"room": new.board.code, "key": new.key}, True)):
+        at = page_test("pages/board.py", preset=default_preset().id)
+        for k, v in link.items():
+            at.query_params[k] = v
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert state.url_written(at) == {"room": new.board.code}
+        assert bool(at.get("button") and any(b.key == "board_delete" for b in at.button)) is teacher
+        assert any(b.key == "board_send" for b in at.button) is not teacher

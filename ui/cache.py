@@ -12,6 +12,7 @@ A set is encoded **without** attention weights (they are num_layers × num_heads
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -213,7 +214,11 @@ def _keep_attentions(model_name: str, new: tuple[str, ...], cap: int) -> bool:
 
 
 def encoding(
-    model_name: str, sentences: tuple[str, ...], progress: Callable[[int, int], None] | None = None
+    model_name: str,
+    sentences: tuple[str, ...],
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    spinner: bool = True,
 ) -> Encoding:
     """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once per sentence.
 
@@ -224,6 +229,7 @@ def encoding(
     sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which were cut).
     ``progress(ready, total)``: after each batch of the model's run, how many of the distinct sentences are
     ready (the cached ones count from the start); not called when this session waits for another's run.
+    ``spinner=False`` runs without the spinner (the class board encodes its queue ahead, on a projected page).
     """
     cap = budget.MAX_PIECES_PER_SENTENCE
     key = functools.partial(_sentence_key, model_name)
@@ -249,7 +255,7 @@ def encoding(
     if new:
         cached = len(found) - len(new)
         report = None if progress is None else (lambda done, _n: progress(cached + done, len(found)))
-        with st.spinner("Running the model on your sentences…"):
+        with st.spinner("Running the model on your sentences…") if spinner else contextlib.nullcontext():
             RESULTS.get_or_compute(
                 ("encoded", model_name, new, cap), lambda: encode_new(new, report), budget.plain_nbytes
             )
@@ -611,3 +617,49 @@ def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
 def projection_layers(H: np.ndarray, method: str) -> list[Projection]:
     """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections)."""
     return project_layers(H, method, 2)
+
+
+# --------------------------------------------------------------------------- the class board
+@st.cache_resource(show_spinner=False, max_entries=4)
+def board_store(url: str):
+    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process."""
+    from lib.board import BoardStore
+
+    return BoardStore(url)
+
+
+def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):
+    """lib.readout.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
+    class board's "nearest sense" of each accepted sentence, shared by the teacher and every student."""
+    from lib.readout import leave_one_out_readout
+
+    return _cached(
+        ("sense_readout", model_name, sentences, senses, target), lambda: leave_one_out_readout(vectors, list(senses))
+    )
+
+
+def encode_ahead(model_name: str, sentences: tuple[str, ...], target: str) -> None:
+    """Encode the sentences not cached yet, in one batch and without a spinner: the class board's queue, every
+    refresh, so that accepting them costs a cache lookup. Sentences without the target are left out."""
+    clean = clean_sentences(sentences, target)
+    if clean and not all(_sentence_key(model_name, s) in RESULTS for s in clean):
+        encoding(model_name, clean, spinner=False)
+
+
+_board_warm: set[str] = set()
+
+
+def warm_up_board(model_name: str) -> None:
+    """Once per process, when a teacher opens a board: import scikit-learn's PCA (the board's map) in a daemon
+    thread, so the first accepted sentences are not charted after a cold import (~0.7 s of CPU)."""
+    with _lock:
+        if model_name in _board_warm:
+            return
+        _board_warm.add(model_name)
+
+    def _run() -> None:
+        load("sklearn.decomposition")
+
+    import pandas  # noqa: F401  (imported here, not half-way in the thread while plotly reads it: warm_up_in_background)
+
+    threading.Thread(target=_run, name="context-lens-board-warmup", daemon=True).start()

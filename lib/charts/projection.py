@@ -215,3 +215,15 @@ def explained_variance_titles(ratios: Sequence[float] | None, dims: int, prefix:
         return [f"dimension {i + 1}" for i in range(dims)]
     r = _finite(ratios)
     return [f"{prefix}{i + 1} ({r[i]:.0%} of variance)" for i in range(dims)]
+
+
+def empty_map(note: str, *, height: int = 320) -> go.Figure:
+    """A map with no points yet and ``note`` (plain text, escaped here) in its middle: the class board's map
+    before it has the three sentences a projection needs, drawn so that it fills in place when they come."""
+    trace = {"type": "scatter", "x": [], "y": [], "mode": "markers", "name": "no sentences yet", "hoverinfo": "skip",
+             "showlegend": False}  # fmt: skip
+    layout = base_layout(height=height)
+    layout["xaxis"] = {"visible": False, "range": [-1, 1]}
+    layout["yaxis"] = {"visible": False, "range": [-1, 1]}
+    layout["annotations"] = [{"text": escape(note), "x": 0, "y": 0, "showarrow": False, "font": {"size": 16}}]
+    return figure([trace], layout)

@@ -1,0 +1,373 @@
+"""Class board: students send sentences from their phones, the teacher accepts them, the class sees them land.
+
+Three views on one page: no room (join a board; start one from the sidebar), a student (``?room=CODE``: one
+sentence box, a sense, Send, and their own sentences) and the teacher (``?room=CODE&key=KEY``: the link and QR
+code presenter-size, a queue that updates by itself every ~2 s, the accepted set through the app's charts).
+The teacher key is read from the link once and kept in the session, never written back into the address bar,
+so a projected browser shows only the student link. Storage, codes, keys and limits: lib/board.py.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+from urllib.parse import urlencode, urlsplit
+
+import numpy as np
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
+
+from lib import board as lb
+from lib.chance import chance_phrase
+from lib.charts.home import shared_floor, similarity_heatmap
+from lib.charts.layers import layer_names, readout_chart
+from lib.charts.projection import empty_map, explained_variance_titles, projection_scatter
+from lib.encoder import DEFAULT_MODEL
+from lib.export import csv_text
+from lib.projection import ProjectionError
+from lib.sentences import SentenceSet, pack_text, rows_to_text
+from lib.similarity import cosine_matrix
+from lib.targets import TargetError
+from ui import cache, state
+from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
+
+MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
+K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
+K_SENT = "board_sent_note"  # what the last Send said, shown under the box
+K_CHARTED = "board_charted"  # the ids of the accepted sentences the teacher's charts show
+REFRESH_S = 2.0  # the teacher's board
+STUDENT_REFRESH_S = 20.0  # a student's list, while one of their sentences waits for the teacher
+MAX_QUEUE_SHOWN = 40
+
+CONTROLS = [state.Control(K_ROOM, "text", "", max_chars=20, omit_default=True)]
+state.init_controls(CONTROLS)
+link_key = state.url_text(K_KEY, "", max_chars=64)  # read once; the URL written back never carries it
+store = cache.board_store(lb.default_url())
+
+
+def client_id() -> str:
+    """Who counts a wrong guess: the first address a proxy forwarded, else the connection's address."""
+    try:
+        forwarded = st.context.headers.get("X-Forwarded-For")
+        address = st.context.ip_address
+    except Exception:  # no request context (a script run on its own)
+        return "local"
+    forwarded = forwarded.split(",")[0].strip() if isinstance(forwarded, str) else ""
+    return forwarded or (address if isinstance(address, str) and address else "local")
+
+
+def page_base() -> str:
+    """This page's absolute address without the query ('' when unknown): the links and QR code start with it."""
+    try:
+        raw = st.context.url
+    except Exception:  # no request context
+        return ""
+    if not isinstance(raw, str):
+        return ""
+    url = urlsplit(raw)
+    return f"{url.scheme}://{url.netloc}{url.path}" if url.scheme and url.netloc else ""
+
+
+def absolute(relative: str) -> str:
+    """A lib.board link ('/board?room=...') on this server's address."""
+    base = page_base()
+    if not base:
+        return relative
+    return base.removesuffix("/board").rstrip("/") + relative
+
+
+def qr_png(url: str) -> bytes:
+    import segno
+
+    buf = io.BytesIO()
+    segno.make(url, error="m").save(buf, kind="png", scale=10, border=2)
+    return buf.getvalue()
+
+
+def accepted_set(board: lb.Board, rows: list[lb.Entry]) -> SentenceSet:
+    return SentenceSet(
+        target=board.target,
+        sentences=tuple(e.sentence for e in rows),
+        senses=tuple(e.sense for e in rows),
+        lines=tuple(range(1, len(rows) + 1)),
+    )
+
+
+# --------------------------------------------------------------------------------------- sidebar: start one
+def _start() -> None:
+    try:
+        new = store.create_board(
+            st.session_state.get("board_new_target", ""),
+            st.session_state.get("board_new_senses", ""),
+            st.session_state.get("board_new_prompt", ""),
+        )
+    except lb.BoardError as err:
+        st.session_state["board_start_error"] = str(err)
+        return
+    st.session_state.pop("board_start_error", None)
+    st.session_state[K_ROOM], st.session_state[K_KEY] = new.board.code, new.key
+
+
+with st.sidebar.expander("Start a class board", expanded=not st.session_state.get(K_ROOM)):
+    st.session_state.setdefault("board_new_target", state.sentence_set().target or "bank")
+    st.text_input("Target word", key="board_new_target", max_chars=100)
+    st.session_state.setdefault("board_new_senses", "money, river, other")
+    st.text_input("Senses to choose from", key="board_new_senses", max_chars=200)
+    st.text_input("Prompt (optional)", key="board_new_prompt", max_chars=lb.MAX_PROMPT_CHARS)
+    st.button("Start the board", key="board_start", on_click=_start, icon=":material/groups:")
+    if st.session_state.get("board_start_error"):
+        st.error(escape_md(st.session_state["board_start_error"]))
+
+
+# --------------------------------------------------------------------------------------- no room yet
+def join_view(*, title: bool = True) -> None:
+    if title:
+        st.title("Class board")
+    page_intro("board")
+
+    def join() -> None:
+        st.session_state[K_ROOM] = st.session_state.get("board_join", "")
+        st.session_state[K_KEY] = ""
+
+    st.text_input("Board code", key="board_join", max_chars=20, placeholder="e.g. K7QF3M")
+    st.button("Join", key="board_join_button", on_click=join, type="primary")
+
+
+# --------------------------------------------------------------------------------------- a student
+def _send(code: str, board: lb.Board) -> None:
+    student = st.session_state.setdefault(K_STUDENT, secrets.token_urlsafe(12))
+    try:
+        store.send(code, student, st.session_state.get("board_sense") or "", st.session_state.get("board_text", ""))
+    except (lb.BoardError, TargetError) as err:  # the text stays in the box to fix
+        st.session_state[K_SENT] = ("error", str(err))
+        return
+    st.session_state[K_SENT] = ("ok", "Sent. Your teacher sees it now; it joins the board once accepted.")
+    st.session_state["board_text"] = ""
+
+
+def student_view(code: str, board: lb.Board) -> None:
+    word = escape_md(board.target)
+    st.title(f"Class board: “{word}”")
+    if board.prompt:
+        st.markdown(escape_md(board.prompt))
+    with st.form("board_form", border=False):  # one rerun per send: the text and the sense go together
+        st.text_input(
+            f"Your sentence with “{board.target}”",
+            key="board_text",
+            max_chars=lb.MAX_SENTENCE_CHARS,
+            placeholder=f"A sentence with the word {board.target}",
+            help="Mark another form of the word in [brackets], e.g. “They [banked] left.”",
+        )
+        st.radio("Which sense?", board.senses, key="board_sense", horizontal=True)
+        st.form_submit_button(
+            "Send", key="board_send", on_click=_send, args=(code, board), type="primary", icon=":material/send:"
+        )
+    note = st.session_state.get(K_SENT)
+    if note:
+        (st.success if note[0] == "ok" else st.error)(escape_md(note[1]))
+    mine = store.mine(code, st.session_state.get(K_STUDENT, ""))
+    waiting = any(e.status == lb.PENDING for e in mine)
+    st.fragment(run_every=STUDENT_REFRESH_S if waiting else None)(student_list)(code, board)
+
+
+def student_list(code: str, board: lb.Board) -> None:
+    mine = store.mine(code, st.session_state.get(K_STUDENT, ""))
+    if not mine:
+        return
+    rows = store.accepted(code)
+    where: dict[int, str] = {}
+    if any(e.status == lb.ACCEPTED for e in mine) and len(rows) >= 3:
+        ss = accepted_set(board, rows)
+        tv = cache.target_vectors(MODEL, ss.sentences, ss.target)
+        ro = cache.sense_readout(MODEL, ss.sentences, ss.senses, ss.target, tv.vectors)
+        if ro is not None:
+            last = tv.vectors.shape[1] - 1
+            ids = [rows[int(tv.kept[i])].id for i in ro.evaluated]
+            where = {i: str(p) for i, p in zip(ids, ro.predictions[last], strict=True)}
+    st.subheader("Your sentences")
+    for e in mine:
+        status = {lb.PENDING: "waiting for the teacher", lb.ACCEPTED: "on the board", lb.HIDDEN: "not shown"}[e.status]
+        line = f"- {escape_md(e.sentence)} · *{escape_md(e.sense)}* · {status}"
+        if e.id in where:
+            near = where[e.id]
+            line += (
+                f": at the last layer it sits nearest the class's **{escape_md(near)}** sentences"
+                + (" (your choice)" if near == e.sense else "")
+            )
+        st.markdown(line)
+
+
+# --------------------------------------------------------------------------------------- the teacher
+def _accept_all(code: str, key: str) -> None:
+    store.accept(code, key)
+
+
+def _hide(code: str, key: str, entry_id: int) -> None:
+    store.hide(code, key, [entry_id])
+
+
+def _use_everywhere(text: str, target: str) -> None:
+    state.set_sentences(text, target)
+    st.session_state["board_used"] = True
+
+
+def _delete(code: str, key: str) -> None:
+    store.delete_board(code, key)
+    st.session_state[K_ROOM], st.session_state[K_KEY] = "", ""
+    st.session_state["board_deleted"] = code
+
+
+def teacher_view(code: str, key: str, board: lb.Board) -> None:
+    st.title(f"Class board: “{escape_md(board.target)}”")
+    link = absolute(lb.student_link(code))
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        st.markdown(f"## Join at the link or with the code **{code}**")
+        st.code(link, language=None, wrap_lines=True)
+        st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
+            f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
+    with right:
+        st.image(qr_png(link), caption="The student link", width=260)
+    with st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
+        st.code(absolute(lb.teacher_link(code, key)), language=None, wrap_lines=True)
+        st.checkbox("Yes, delete this board and every sentence on it", key="board_delete_sure")
+        st.button(
+            "Delete the board now", key="board_delete", on_click=_delete, args=(code, key),
+            disabled=not st.session_state.get("board_delete_sure"), icon=":material/delete:",
+        )  # fmt: skip
+    cache.warm_up_board(MODEL)
+    accepted = store.accepted(code)
+    st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
+    st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
+    st.subheader(f"On the board ({len(accepted)})")
+    board_charts(board, accepted, key)
+
+
+def live_board(code: str, key: str, board: lb.Board) -> None:
+    try:
+        rows = store.entries(code, key)
+    except lb.BoardNotFound as err:
+        st.error(escape_md(str(err)))
+        return
+    pending = [e for e in rows if e.status == lb.PENDING]
+    accepted = [e for e in rows if e.status == lb.ACCEPTED]
+    if tuple(e.id for e in accepted) != st.session_state.get(K_CHARTED):
+        st.rerun()  # the accepted set changed: the whole page, charts included (only then: they cost more)
+    students = len({e.student for e in rows})
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Sent", len(rows), help=f"by {students} student(s)")
+    c2.metric("Waiting", len(pending))
+    c3.metric("On the board", len(accepted))
+    st.subheader(f"Waiting for you ({len(pending)})")
+    if pending:  # encoded now, in one batch per refresh: accepting them then costs a cache lookup
+        cache.encode_ahead(MODEL, tuple(e.sentence for e in pending), board.target)
+        st.button(f"Accept all {len(pending)}", key="board_accept_all", on_click=_accept_all, args=(code, key),
+                  type="primary", icon=":material/done_all:")  # fmt: skip
+        for e in pending[:MAX_QUEUE_SHOWN]:
+            text, hide = st.columns([6, 1], vertical_alignment="center")
+            text.markdown(f"*{escape_md(e.sense)}* · {escape_md(e.sentence)}")
+            hide.button("Hide", key=f"board_hide_{e.id}", on_click=_hide, args=(code, key, e.id))
+        if len(pending) > MAX_QUEUE_SHOWN:
+            st.caption(f"… and {len(pending) - MAX_QUEUE_SHOWN} more (Accept all takes them too).")
+    else:
+        st.caption("Nothing waiting. Sentences the students send appear here within a few seconds.")
+
+
+def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
+    if len(rows) < 3:  # the map is drawn from the start, so it fills in place (the browser has plotly ready)
+        chart(empty_map("The map fills in from three accepted sentences"), key="board_projection", name_model=False)
+        return
+    ss, note = state.within_budget(accepted_set(board, rows), MODEL)
+    tv = cache.target_vectors(MODEL, ss.sentences, ss.target)
+    ss = ss.subset(tv.kept)
+    last = tv.vectors.shape[1] - 1
+    fig_key = (MODEL, ss.sentences, ss.target, ss.senses)
+    try:
+        proj = cache.projection(np.ascontiguousarray(tv.vectors[:, last, :]), "pca", 2)
+    except ProjectionError as err:
+        st.caption(escape_md(str(err)))
+    else:
+        shared = cache.shared_figure(
+            "board_projection", fig_key,
+            lambda: projection_scatter(
+                proj.coords, ss.senses, list(ss.sentences), [str(i + 1) for i in range(len(ss))],
+                axis_titles=explained_variance_titles(proj.explained_variance_ratio, 2),
+                title=f"Every accepted sentence at layer {last} (PCA)",
+            ),
+        )  # fmt: skip
+        shared_chart(shared, key="board_projection")
+    if note:
+        st.caption(escape_md(note))
+    first_cos, last_cos = cosine_matrix(tv.vectors[:, 0, :]), cosine_matrix(tv.vectors[:, last, :])
+    floor = shared_floor(first_cos, last_cos)
+    for col, m, title, name, scale in zip(
+        st.columns(2, gap="medium"), (first_cos, last_cos), ("Layer 0: before context", f"Layer {last}: after context"),
+        ("board_heatmap_first", "board_heatmap_last"), (False, True), strict=True,
+    ):  # fmt: skip
+        with col:
+            st.markdown(f"**{title}**")
+            shared = cache.shared_figure(
+                name, fig_key,
+                lambda m=m, scale=scale: similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=floor, show_scale=scale),
+            )  # fmt: skip
+            shared_chart(shared, key=name, share=0.5, name_model=False)
+    sentence_table(ss.sentences, ss.senses)
+    rc = cache.readout_chance(MODEL, ss.sentences, ss.senses, ss.target, "target", tv.vectors)
+    if rc is None:
+        st.caption("Separation per layer needs two senses with at least two accepted sentences each.")
+    else:
+        best = int(np.argmax(rc.accuracy))
+        shared = cache.shared_figure(
+            "board_readout", fig_key,
+            lambda: readout_chart(layer_names(last), rc.accuracy, rc.majority, best=best,
+                                  chance=(rc.shuffled_mean, rc.shuffled_p95)),
+        )  # fmt: skip
+        st.markdown("**Does each sentence sit nearest its own sense? Layer by layer, against chance**")
+        shared_chart(shared, key="board_readout")
+        st.markdown(
+            f"Each accepted sentence gets the sense whose average vector (without it) is nearest: at layer 0 "
+            f"{chance_phrase(rc, 0)}; at layer {last} {chance_phrase(rc, last)}."
+        )
+    text = rows_to_text(list(zip(ss.senses, ss.sentences, strict=True)))
+    st.button(
+        "Open these sentences on every page", key="board_use", on_click=_use_everywhere, args=(text, ss.target),
+        icon=":material/open_in_new:",
+    )  # fmt: skip
+    if st.session_state.get("board_used"):
+        try:
+            st.page_link("pages/layers.py", label="Every page now shows the class's sentences: Layer by layer",
+                         icon=":material/stacked_line_chart:")  # fmt: skip
+        except (StreamlitAPIException, KeyError):  # the page run on its own (no navigation)
+            st.caption("Every page now shows the class's sentences.")
+    share = absolute("/layers?" + urlencode({"target": ss.target, "text": pack_text(text)}))
+    st.caption("The same set as a link (Layer by layer):")
+    st.code(share, language=None, wrap_lines=True)
+    st.download_button(
+        "Download the sentences (CSV)",
+        csv_text([(e.sense, e.sentence, e.status) for e in rows], header=("sense", "sentence", "status")),
+        file_name=f"class_board_{board.target}.csv", mime="text/csv", key="board_csv", on_click="ignore",
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------- which view
+room = st.session_state.get(K_ROOM, "")
+key = st.session_state.get(K_KEY, "") or link_key
+if st.session_state.get("board_deleted"):
+    st.success(f"The board {escape_md(st.session_state.pop('board_deleted'))} and its sentences are deleted.")
+if not room:
+    join_view()
+else:
+    try:
+        current = store.teacher_board(room, key, client=client_id()) if key else store.board(room, client=client_id())
+    except lb.BoardError as err:  # missing, expired, a wrong key, or too many guesses: one message each
+        st.title("Class board")
+        st.error(escape_md(str(err)))
+        st.session_state[K_ROOM], st.session_state[K_KEY] = "", ""
+        join_view(title=False)
+    else:
+        st.session_state[K_ROOM], st.session_state[K_KEY] = current.code, key  # the code as stored, in the link
+        if key:
+            teacher_view(current.code, key, current)
+        else:
+            student_view(current.code, current)
+state.sync_controls(CONTROLS)

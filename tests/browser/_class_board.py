@@ -1,0 +1,155 @@
+"""A class on the board in one headless Chromium: a teacher (1280 x 720) and students on phones (390 x 844).
+
+Shared by tests/browser/test_browser_board.py (which asserts) and benchmarks/board_bench.py (which records the
+server's CPU and peak RSS). Each student sends two sentences; the teacher's tab records, in the browser's own
+clock, when each sentence first appears there (a timer reading the page's text every 100 ms), and when the
+projection first holds a given number of points, so "appeared within 5 s of its send" needs no polling from
+Python.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.browser._browser import LOAD_MS, exceptions, wait_idle
+
+TEACHER_VIEWPORT = {"width": 1280, "height": 720}
+PHONE_VIEWPORT = {"width": 390, "height": 844}
+SEND_MS = 60_000
+
+# In the teacher's tab: remember when each expected text is first on screen, and when the map first has n points.
+JS_WATCH = """([expected, marks]) => {
+  window.__seen = window.__seen || {}; window.__marks = window.__marks || {}; window.__points = window.__points || {};
+  window.__expect = expected; window.__expect_marks = marks;
+  if (window.__watch) return;
+  window.__watch = setInterval(() => {
+    const now = Date.now(); const text = document.body.innerText;
+    for (const s of window.__expect) if (!(s in window.__seen) && text.includes(s)) window.__seen[s] = now;
+    for (const s of window.__expect_marks) if (!(s in window.__marks) && text.includes(s)) window.__marks[s] = now;
+    const g = document.querySelector('.st-key-board_projection .js-plotly-plot');
+    if (g && Array.isArray(g.data)) {
+      const n = g.data.reduce((k, t) => k + (t.x ? t.x.length : 0), 0);
+      if (!(n in window.__points)) window.__points[n] = now;
+    }
+  }, 100);
+}"""
+
+
+def sentences_of(i: int) -> list[tuple[str, str]]:
+    """Student i's two (sense, sentence): one of each sense, in an order that alternates across students."""
+    pair = [
+        ("money", f"Student {i} paid the rent money into the bank today."),
+        ("river", f"Student {i} fished from the muddy river bank today."),
+    ]
+    return pair if i % 2 == 0 else pair[::-1]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (its threads included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main_text(pg) -> str:
+    return pg.locator("[data-testid='stMain']").inner_text()
+
+
+@dataclass
+class ClassRun:
+    """What one class did: when each sentence was acknowledged, seen by the teacher, and the server's costs."""
+
+    acked: dict[str, float] = field(default_factory=dict)  # sentence -> browser ms when its Send was confirmed
+    seen: dict[str, float] = field(default_factory=dict)  # sentence -> browser ms when the teacher's tab showed it
+    accepted_at: list[tuple[int, float]] = field(default_factory=list)  # (accepted so far, browser ms of the click)
+    points_at: dict[int, float] = field(default_factory=dict)  # points on the teacher's map -> first browser ms
+    marks: dict[str, float] = field(default_factory=dict)  # "On the board (n)" -> first browser ms
+    send_wall_s: float = 0.0
+    cpu_load_s: float = 0.0  # server CPU while the teacher and students opened their pages
+    cpu_class_s: float = 0.0  # server CPU while the students sent (and the teacher accepted) every sentence
+    peak_rss_mb: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+
+def open_students(context, base: str, student_link: str, n: int) -> list:
+    pages = []
+    for _ in range(n):
+        pg = context.new_page()
+        pg.set_viewport_size(PHONE_VIEWPORT)
+        pg.goto(base + student_link)
+        pages.append(pg)
+    for pg in pages:
+        pg.wait_for_selector(".st-key-board_text input", timeout=LOAD_MS)
+        wait_idle(pg)
+    return pages
+
+
+def send(pg, sense: str, sentence: str) -> float:
+    """Type, choose the sense, Send; returns the browser's ms once the sentence is confirmed on the phone."""
+    pg.locator(".st-key-board_text input").fill(sentence)  # in a form: nothing is sent before Send
+    pg.locator(".st-key-board_sense label").filter(has_text=sense).first.click()
+    pg.locator(".st-key-board_send button").click()
+    pg.wait_for_function(
+        """(s) => { const t = document.querySelector("[data-testid='stMain']").innerText;
+            const box = document.querySelector('.st-key-board_text input');
+            return t.includes('Sent.') && t.includes(s) && box && box.value === ''; }""",
+        arg=sentence,
+        timeout=SEND_MS,
+    )
+    return pg.evaluate("Date.now()")
+
+
+def accept_all(teacher) -> float:
+    button = teacher.locator(".st-key-board_accept_all button")
+    button.wait_for(timeout=SEND_MS)
+    at = teacher.evaluate("Date.now()")
+    button.click()
+    return at
+
+
+def run_class(context, base: str, pid: int, student_link: str, teacher_link: str, n_students: int) -> tuple:
+    """Open the teacher and ``n_students`` phones, send 2 sentences each (accepting after the first round),
+    accept the rest; returns (ClassRun, teacher page, student pages)."""
+    run = ClassRun()
+    cpu0 = cpu_seconds(pid)
+    teacher = context.new_page()
+    teacher.set_viewport_size(TEACHER_VIEWPORT)
+    teacher.goto(base + teacher_link)
+    teacher.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
+    students = open_students(context, base, student_link, n_students)
+    expected = [s for i in range(n_students) for _, s in sentences_of(i)]
+    marks = [f"On the board ({n_students})", f"On the board ({2 * n_students})"]  # the server's answer, drawn
+    teacher.evaluate(JS_WATCH, [expected, marks])
+    cpu1 = cpu_seconds(pid)
+    t0 = time.monotonic()
+    for round_ in range(2):
+        for i, pg in enumerate(students):
+            sense, sentence = sentences_of(i)[round_]
+            run.acked[sentence] = send(pg, sense, sentence)
+        if round_ == 0:  # the teacher accepts the first round while the second one is being sent
+            teacher.wait_for_function(
+                "(n) => Object.keys(window.__seen).length >= n", arg=n_students, timeout=SEND_MS
+            )
+            run.accepted_at.append((n_students, accept_all(teacher)))
+    run.send_wall_s = time.monotonic() - t0
+    teacher.wait_for_function("(n) => Object.keys(window.__seen).length >= n", arg=2 * n_students, timeout=SEND_MS)
+    run.accepted_at.append((2 * n_students, accept_all(teacher)))
+    teacher.wait_for_function("(n) => n in window.__points", arg=2 * n_students, timeout=SEND_MS)
+    run.cpu_class_s = cpu_seconds(pid) - cpu1
+    run.cpu_load_s = cpu1 - cpu0
+    run.peak_rss_mb = peak_rss_mb(pid)
+    run.seen = teacher.evaluate("window.__seen")
+    run.marks = teacher.evaluate("window.__marks")
+    run.points_at = {int(k): v for k, v in teacher.evaluate("window.__points").items()}
+    for pg in [teacher, *students]:
+        run.errors += exceptions(pg)
+    return run, teacher, students

@@ -1,0 +1,57 @@
+"""One class over two replicas sharing PostgreSQL: students on either replica land on one teacher's board.
+
+The deployment (docs/hosting.md) runs replicas behind a load balancer with sticky sessions, so each browser
+talks to one replica for its whole visit; here each tab is pinned to a replica by its address, as the
+balancer's cookie would pin it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lib import board as lb
+from tests._postgres import postgres_cluster
+from tests.browser._browser import exceptions, start_server, stop_server
+from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_students_on_two_replicas_reach_one_board(browser_context):
+    with postgres_cluster() as url:
+        store = lb.BoardStore(url)
+        new = store.create_board("bank", "money, river")
+        servers = [start_server(env={"CONTEXT_LENS_DB": url}) for _ in range(2)]
+        pages = []
+        try:
+            teacher = browser_context.new_page()
+            pages.append(teacher)
+            teacher.set_viewport_size(TEACHER_VIEWPORT)
+            teacher.goto(servers[0][1] + new.teacher_link)
+            teacher.wait_for_selector("text=Waiting for you (0)", timeout=300_000)
+            sent = []
+            for i in range(4):  # students 0 and 2 on the first replica, 1 and 3 on the second
+                pg = browser_context.new_page()
+                pages.append(pg)
+                pg.set_viewport_size(PHONE_VIEWPORT)
+                pg.goto(servers[i % 2][1] + new.student_link)
+                pg.wait_for_selector(".st-key-board_text input", timeout=300_000)
+                sense, sentence = sentences_of(i)[0]
+                send(pg, sense, sentence)
+                sent.append(sentence)
+            teacher.wait_for_selector("text=Waiting for you (4)", timeout=30_000)  # refreshes by itself
+            text = main_text(teacher)
+            assert all(s in text for s in sent)
+            teacher.locator(".st-key-board_accept_all button").click()
+            teacher.wait_for_selector("text=On the board (4)", timeout=60_000)
+            assert sorted(e.sentence for e in store.accepted(new.board.code)) == sorted(sent)
+            assert not any(exceptions(pg) for pg in pages)
+        finally:
+            for pg in pages:
+                pg.close()
+            for proc, _base, log in servers:
+                stop_server(proc)
+                Path(log).unlink(missing_ok=True)
+            store.dispose()

@@ -1,0 +1,205 @@
+"""The Class board page (AppTest, real model): join, start from the sidebar, a student's send, the teacher's
+queue and charts, a wrong key, escaping. Each test runs on SQLite and on PostgreSQL (CONTEXT_LENS_DB)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+
+from lib import board as lb
+from tests.conftest import ROOT, page_test
+from ui.widgets import escape_md
+
+PAGE = str(ROOT / "pages" / "board.py")
+MONEY = ["The bank raised its interest rates.", "She paid the cheque into the bank.", "The bank lent them money."]
+RIVER = ["We sat on the grassy bank of the river.", "The boat drifted to the river bank.", "Reeds grew on the bank."]
+
+
+@pytest.fixture
+def store(board_db_url, monkeypatch):
+    """The page's store: SQLite, then PostgreSQL (conftest.board_db_url), through CONTEXT_LENS_DB."""
+    monkeypatch.setenv("CONTEXT_LENS_DB", board_db_url)
+    s = lb.BoardStore(board_db_url)
+    yield s
+    s.dispose()
+
+
+def board_page(**params: str):
+    at = page_test(PAGE)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at
+
+
+def texts(at) -> str:
+    parts = [*at.markdown, *at.title, *at.subheader, *at.caption]
+    return "\n".join(p.value for p in parts)
+
+
+def alerts(at) -> str:
+    return "\n".join(str(e.value) for e in [*at.error, *at.success, *at.warning])
+
+
+def values(v) -> np.ndarray:
+    if isinstance(v, dict) and "bdata" in v:
+        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        return arr.reshape([int(x) for x in v["shape"].split(",")]) if "shape" in v else arr
+    return np.asarray(v)
+
+
+def test_no_room_shows_join_and_the_sidebar_starts_a_board(store):
+    at = board_page().run()
+    assert not at.exception
+    assert at.title[0].value == "Class board"
+    assert at.text_input(key="board_join")
+    at.sidebar.text_input(key="board_new_target").set_value("bank")
+    at.sidebar.text_input(key="board_new_senses").set_value("money, river, other")
+    at.sidebar.button(key="board_start").click().run()
+    assert not at.exception
+    code = at.session_state["room"]
+    board = store.board(code)
+    assert board.senses == ("money", "river", "other")
+    assert f"/board?room={code}" in "\n".join(c.value for c in at.code)
+    assert at.get("imgs") or at.get("image")  # the QR code
+    # the address bar gets the student link only: the key stays in the session
+    from ui import state
+
+    assert state.url_written(at) == {"room": code}
+
+
+def test_a_bad_start_says_what_to_do(store):
+    at = board_page().run()
+    at.sidebar.text_input(key="board_new_senses").set_value("money")
+    at.sidebar.button(key="board_start").click().run()
+    assert not at.exception
+    assert "Give 2 to" in alerts(at)
+
+
+def test_a_student_sends_and_cannot_moderate(store):
+    new = store.create_board("bank", "money, river", "Write about a bank!")
+    at = board_page(room=new.board.code).run()
+    assert not at.exception
+    assert "Write about a bank\\!" in texts(at)
+    at.text_input(key="board_text").set_value("We sat by the river.")
+    at.button(key="board_send").click().run()
+    assert "has no “bank”" in alerts(at)
+    assert at.text_input(key="board_text").value == "We sat by the river."  # kept, to fix
+    assert store.entries(new.board.code, new.key) == []
+    at.text_input(key="board_text").set_value("We sat on the river [bank].")
+    at.radio(key="board_sense").set_value("river")
+    at.button(key="board_send").click().run()
+    assert not at.exception
+    assert "Sent" in alerts(at)
+    rows = store.entries(new.board.code, new.key)
+    assert [(e.sense, e.sentence, e.status) for e in rows] == [("river", "We sat on the river [bank].", lb.PENDING)]
+    assert at.text_input(key="board_text").value == ""
+    assert "waiting for the teacher" in texts(at)
+    labels = {b.label for b in at.button}
+    assert not any(lbl.startswith(("Accept", "Hide", "Delete")) for lbl in labels)  # a student cannot moderate
+    assert new.key not in json.dumps(dict(at.query_params))
+
+
+def test_a_wrong_key_reads_like_a_missing_board(store):
+    new = store.create_board("bank", "money, river")
+    wrong = board_page(room=new.board.code, key=new.key[:-1] + ("A" if new.key[-1] != "A" else "B")).run()
+    missing = board_page(room="ZZZZZZ", key=new.key).run()
+    for at in (wrong, missing):
+        assert not at.exception
+        assert [e.value for e in at.error] == [escape_md(lb.NOT_FOUND)]
+        assert not any(b.label.startswith("Accept") for b in at.button)
+
+
+def test_the_teacher_accepts_and_the_charts_match_the_model(store, encoder):
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    nasty = "The **bank** <b>closed</b> $5$ early."
+    for i, s in enumerate(MONEY + RIVER):
+        store.send(code, f"s{i}", "money" if s in MONEY else "river", s)
+    store.send(code, "s9", "money", nasty)
+    at = board_page(room=code, key=new.key).run()
+    assert not at.exception
+    assert f"Waiting for you ({len(MONEY + RIVER) + 1})" in texts(at)
+    shown = texts(at)
+    assert "\\*\\*bank\\*\\*" in shown and "<b>" not in shown.replace("\\<b\\>", "")  # escaped in the queue
+    # nothing reaches the charts before it is accepted: only the empty map, waiting
+    assert [json.loads(c.proto.spec)["data"][0]["x"] for c in at.get("plotly_chart")] in ([[]], [{}])
+    hide = next(b for b in at.button if b.key.startswith("board_hide_") and
+                store.entries(code, new.key)[-1].id == int(b.key.rsplit("_", 1)[1]))  # fmt: skip
+    hide.click().run()
+    at.button(key="board_accept_all").click().run()
+    assert not at.exception
+    accepted = store.accepted(code)
+    assert [e.sentence for e in accepted] == MONEY + RIVER  # the hidden one stays off the board
+    figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heatmaps = [f for f in figs if f["data"][0]["type"] == "heatmap"]
+    assert len(heatmaps) == 2
+    tv = encoder.target_vectors(MONEY + RIVER, "bank")
+    unit = tv.vectors / np.linalg.norm(tv.vectors, axis=2, keepdims=True)
+    last = encoder.num_layers
+    for fig, layer in zip(heatmaps, (0, last), strict=True):
+        expected = unit[:, layer, :] @ unit[:, layer, :].T
+        assert np.allclose(values(fig["data"][0]["z"]), expected, atol=1e-5)
+    scatter = next(f for f in figs if f["data"][0]["type"] == "scatter" and "PCA" in json.dumps(f["layout"]))
+    assert sum(len(values(t["x"])) for t in scatter["data"]) == len(MONEY + RIVER)
+    assert any("chance band" in str(t.get("name", "")) for f in figs for t in f["data"])
+    csv = next(d for d in at.get("download_button"))
+    assert csv is not None
+
+
+def test_open_everywhere_sets_the_shared_set(store):
+    new = store.create_board("bank", "money, river")
+    for i, s in enumerate(MONEY + RIVER):
+        store.send(new.board.code, f"s{i}", "money" if s in MONEY else "river", s)
+    store.accept(new.board.code, new.key)
+    at = board_page(room=new.board.code, key=new.key).run()
+    at.button(key="board_use").click().run()
+    assert not at.exception
+    from lib.sentences import parse_sentence_set
+
+    ss = parse_sentence_set(at.session_state["cl_text"], at.session_state["cl_target"])
+    assert list(ss.sentences) == MONEY + RIVER and ss.senses == ("money",) * 3 + ("river",) * 3
+    assert at.session_state["cl_preset"] == "custom"
+
+
+def test_joining_by_code_as_typed(store):
+    new = store.create_board("bank", "money, river")
+    at = board_page().run()
+    at.text_input(key="board_join").set_value("zzzzzz")
+    at.button(key="board_join_button").click().run()
+    assert [e.value for e in at.error] == [escape_md(lb.NOT_FOUND)]
+    code = new.board.code
+    at.text_input(key="board_join").set_value(f" {code[:3].lower()}-{code[3:].lower()} ")
+    at.button(key="board_join_button").click().run()
+    assert not at.exception and not at.error
+    assert at.text_input(key="board_text") is not None
+    from ui import state
+
+    assert state.url_written(at) == {"room": code}
+
+
+def test_a_student_sees_where_theirs_lands(store, encoder):
+    """Once accepted, a student's sentence is read against the class's: the sense whose average vector at the
+    last layer (the sentence itself left out) is nearest, checked here with numpy on the model's vectors."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    sentences = MONEY + RIVER
+    senses = ["money"] * 3 + ["river"] * 3
+    for i, (sense, s) in enumerate(zip(senses, sentences, strict=True)):
+        store.send(code, f"s{i}", sense, s)
+    store.accept(code, new.key)
+    tv = encoder.target_vectors(sentences, "bank")
+    x = tv.vectors[:, encoder.num_layers, :]
+    for i in (0, 4):
+        centroids = {
+            s: x[[j for j in range(6) if senses[j] == s and j != i]].mean(axis=0) for s in ("money", "river")
+        }
+        cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
+        nearest = max(cos, key=cos.get)
+        at = board_page(room=code)
+        at.session_state["board_student"] = f"s{i}"
+        at.run()
+        assert not at.exception
+        assert f"sits nearest the class's **{nearest}** sentences" in texts(at)
