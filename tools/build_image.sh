@@ -99,13 +99,13 @@ cp -al "$WHEELHOUSE"/*.whl .wheelhouse/ 2>/dev/null || cp -a "$WHEELHOUSE"/*.whl
 # ------------------------------------------------------------------------------------------- 3. the images
 step "build: $IMAGE"
 # --network host: the build's apt-get reaches Debian's mirror the way the host does (no registry is involved).
-DOCKER_BUILDKIT=0 docker build -q --network host -t "$IMAGE" . >/dev/null
+DOCKER_BUILDKIT=0 docker build -q --force-rm --network host -t "$IMAGE" . >/dev/null
 rm -rf .wheelhouse
 step "built $IMAGE: $(docker image inspect -f '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1/1e6}')"
 
 if [ "${NO_NGINX:-}" != "1" ]; then
   step "build: $NGINX_IMAGE"
-  DOCKER_BUILDKIT=0 docker build -q --network host --build-arg "APP_IMAGE=$IMAGE" \
+  DOCKER_BUILDKIT=0 docker build -q --force-rm --network host --build-arg "APP_IMAGE=$IMAGE" \
     -t "$NGINX_IMAGE" -f deploy/nginx.Dockerfile deploy >/dev/null
   step "built $NGINX_IMAGE: $(docker image inspect -f '{{.Size}}' "$NGINX_IMAGE" | awk '{printf "%.0f MB", $1/1e6}')"
 fi

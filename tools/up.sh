@@ -62,7 +62,7 @@ db_url=""
 start_db() {
   if ! docker image inspect "$PG_IMAGE" >/dev/null 2>&1; then
     echo "== build $PG_IMAGE (PostgreSQL 15 from Debian)"
-    DOCKER_BUILDKIT=0 docker build -q --network host -t "$PG_IMAGE" -f deploy/postgres.Dockerfile deploy >/dev/null
+    DOCKER_BUILDKIT=0 docker build -q --force-rm --network host -t "$PG_IMAGE" -f deploy/postgres.Dockerfile deploy >/dev/null
   fi
   mkdir -p "$STATE"
   local pwfile="$STATE/$P-db-password"
