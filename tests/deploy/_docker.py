@@ -66,6 +66,16 @@ def build_images() -> float:
     return time.monotonic() - t0
 
 
+def up_sh(prefix: str, port: int, *args: str) -> None:
+    """tools/up.sh with its containers and networks named ``prefix``-..., nginx on 127.0.0.1:``port``."""
+    env = dict(os.environ, CL_PREFIX=prefix, CL_PORT=str(port))
+    r = subprocess.run(
+        ["bash", str(ROOT / "tools" / "up.sh"), *args], capture_output=True, text=True, env=env
+    )
+    if r.returncode != 0:
+        raise RuntimeError(f"tools/up.sh {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
+
 def inspect(name: str) -> dict:
     return json.loads(docker("inspect", name))[0]
 

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 
-from tests.deploy._docker import PREFIX, ROOT, docker, inspect
+from tests.deploy._docker import PREFIX, docker, inspect, up_sh
 
 PORT = 8643
 STACK = f"{PREFIX}-db"
 
 
 def _up(*args: str) -> None:
-    env = dict(os.environ, CL_PREFIX=STACK, CL_PORT=str(PORT))
-    r = subprocess.run(
-        ["bash", str(ROOT / "tools" / "up.sh"), *args], capture_output=True, text=True, env=env
-    )
-    if r.returncode != 0:
-        raise RuntimeError(f"tools/up.sh {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    up_sh(STACK, PORT, *args)
 
 
 def test_up_with_a_database_reachable_from_both_replicas_only(images):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
 import urllib.request
 from collections import defaultdict
@@ -24,7 +23,7 @@ from tests.browser._browser import (
     page_url,
     wait_charts,
 )
-from tests.deploy._docker import PREFIX, ROOT, docker, inspect, logs, oom_and_restarts, process_stats
+from tests.deploy._docker import PREFIX, docker, inspect, logs, oom_and_restarts, process_stats, up_sh
 
 PORT = 8642
 STACK = f"{PREFIX}-stack"
@@ -37,12 +36,7 @@ CLASS_MS = 900_000  # a class of 30 on two shared cores, their 30 browsers inclu
 
 
 def _up(*args: str) -> None:
-    env = dict(os.environ, CL_PREFIX=STACK, CL_PORT=str(PORT))
-    r = subprocess.run(
-        ["bash", str(ROOT / "tools" / "up.sh"), *args], capture_output=True, text=True, env=env
-    )
-    if r.returncode != 0:
-        raise RuntimeError(f"tools/up.sh {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    up_sh(STACK, PORT, *args)
 
 
 @pytest.fixture(scope="module")
