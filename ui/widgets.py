@@ -8,6 +8,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
+from lib import lazy
 from lib.charts.common import figure, merged, presenter_layout
 from lib.charts.figures import figure_dict
 from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_changes, fit_cell_text
@@ -87,6 +88,10 @@ def chart(
         download_fig = name_weights(download_fig, note) if download_fig is not None else None
     presenting = bool(st.session_state.get("cl_presenter"))
     width = (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share
+    # plotly's JSON encoder takes pandas from sys.modules as it finds it: on a cold server with a class arriving
+    # at once, one learner's thread found it half-imported by another's and got a traceback ("partially
+    # initialized module 'pandas' has no attribute 'NaT'", seen on a fresh replica behind nginx). Serialised here.
+    lazy.load("pandas")
     if presenting:
         shown = fit_cell_text(presenter_layout(fig), width)
     elif isinstance(fig, go.Figure) and not cell_text_changes(fig, width):

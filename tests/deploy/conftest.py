@@ -1,0 +1,40 @@
+"""Deployment fixtures: the images (built once per test session with tools/build_image.sh) and one headless
+Chromium. Under CI=true a missing Docker daemon, Chromium or Playwright fails these tests; elsewhere they are
+skipped with the reason. Everything they start is removed at the end.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser._browser import CHROMIUM, CHROMIUM_ARGS, require_browser
+from tests.deploy._docker import build_images, require_docker
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/deploy/" in str(item.fspath).replace("\\", "/"):
+            item.add_marker(pytest.mark.deploy)
+
+
+@pytest.fixture(scope="session")
+def images() -> float:
+    """Build (or bring up to date) context-lens and context-lens-nginx; the build's seconds."""
+    require_docker()
+    require_browser()
+    seconds = build_images()
+    print(f"\ntools/build_image.sh: {seconds:.0f} s")
+    return seconds
+
+
+@pytest.fixture(scope="session")
+def browser(images):
+    """One headless Chromium process; each test opens its own contexts (a context is one student's browser)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
