@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from ui import cache, state, timing
+from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
 
@@ -43,7 +44,7 @@ nav = st.navigation(pages)
 state.render_sidebar()
 state.apply_presenter_style()
 try:
-    nav.run()
+    guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
 finally:
     state.finish_run()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects

@@ -82,7 +82,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]
 
 WEIGHTS = ("trained", "random")
 _RANDOM_TAG = "#random-"
-MAX_SEED = 2**31 - 1
+MAX_SEED = 9999  # the sidebar's seed box and every link obey the same bounds: each new seed loads a model
 
 
 class ModelLoadError(ContextLensError):
@@ -568,7 +568,7 @@ def split_model_key(key: str | None) -> tuple[str, str, int]:
     if _RANDOM_TAG not in name:
         return name, "trained", 0
     base, _, tail = name.rpartition(_RANDOM_TAG)
-    if not tail.isdigit() or len(tail) > 10 or int(tail) > MAX_SEED:
+    if not (tail.isascii() and tail.isdigit()) or len(tail) > 4 or int(tail) > MAX_SEED:  # not '²' (isdigit)
         raise ModelLoadError(
             f"“{short(name, 60)}”: after “{_RANDOM_TAG}” give a seed, a whole number from 0 to {MAX_SEED:,}."
         )
