@@ -79,6 +79,7 @@ class WorkQueue:
         self._waiting: dict[int, tuple[bool, bool]] = {}  # ticket -> (slot, small), in arrival order
         self._running: dict[int, tuple[bool, int]] = {}  # jobs that hold a slot and their bytes
         self._held: dict[int, int] = {}  # leases: bytes held across a request's chunks, no slot
+        self._local = threading.local()  # slots the current thread holds (a nested job runs in its slot)
         self._admitted = self._waited = self._cancelled = self._peak_jobs = self._peak_bytes = 0
 
     @classmethod
@@ -141,10 +142,14 @@ class WorkQueue:
 
         ``slot=False`` takes a *lease*: the bytes only, held across the chunks of one request (a large set's
         vectors, gathered chunk by chunk), each chunk then asking for a slot of its own. Leases wait in the
-        same queue; only the first lease may pass the byte budget.
+        same queue; only the first lease may pass the byte budget. A job asked for inside a job of the same
+        thread runs in the outer job's slot (a thread never waits for itself).
         """
         cost = max(0, int(cost))
         small = slot and cost <= self.small_bytes
+        if slot and getattr(self._local, "slots", 0):  # already in a slot: waiting for a second could deadlock
+            yield
+            return
         with self._cond:
             ticket = next(self._order)
             self._waiting[ticket] = (slot, small)
@@ -174,7 +179,11 @@ class WorkQueue:
                 self._waited += waited
                 self._peak_jobs = max(self._peak_jobs, len(self._running))
                 self._peak_bytes = max(self._peak_bytes, self.held_bytes)
-            yield
+            self._local.slots = getattr(self._local, "slots", 0) + slot
+            try:
+                yield
+            finally:
+                self._local.slots -= slot
         finally:
             with self._cond:
                 if started:

@@ -112,8 +112,20 @@ def test_the_waiting_caller_is_told_its_place_and_can_leave():
         if len(heard) >= 3:
             raise Left
 
-    with q.job(0), pytest.raises(Left), q.job(0, wait=wait):
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with q.job(0):
+            holding.set()
+            release.wait(5)
+
+    other = threading.Thread(target=hold)
+    other.start()
+    holding.wait(5)
+    with pytest.raises(Left), q.job(0, wait=wait):
         pass
+    release.set()
+    other.join(5)
     assert heard[0] == (1, 0)  # busy with 1 other request; yours is next
     assert q.stats().cancelled == 1 and q.waiting == 0 and q.running == 0
     with q.job(0):  # nothing left behind
@@ -150,3 +162,11 @@ def test_sizes_from_the_environment():
     assert q.max_jobs == 3 and q.max_bytes == 64 * MB and q.small_bytes <= 16 * MB
     d = WorkQueue.from_env({"CONTEXT_LENS_WORK_JOBS": "x", "CONTEXT_LENS_WORK_MB": "-1"})
     assert d.max_jobs == DEFAULT_WORK_JOBS and d.max_bytes == DEFAULT_WORK_MB * MB
+
+
+def test_a_job_inside_a_job_of_the_same_thread_runs_in_its_slot():
+    """Large work never takes the last slot; a large job nested in a large job would wait for itself."""
+    q = WorkQueue(max_jobs=2, max_bytes=1000 * MB, small_bytes=1 * MB, poll=0.01)
+    with q.job(100 * MB), q.job(100 * MB):
+        assert q.running == 1
+    assert q.running == 0 and q.stats().admitted == 1
