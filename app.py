@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, state, timing
+from ui import cache, state, timing, work
 from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
@@ -46,6 +46,7 @@ state.apply_presenter_style()
 try:
     guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
 finally:
+    work.end_run()  # the leases this run held for a large set's vectors (ui/work.py)
     state.finish_run()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
     timing.stop(_timer, nav.url_path)

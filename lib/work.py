@@ -78,7 +78,7 @@ class WorkQueue:
         self._order = itertools.count()
         self._waiting: dict[int, tuple[bool, bool]] = {}  # ticket -> (slot, small), in arrival order
         self._running: dict[int, tuple[bool, int]] = {}  # jobs that hold a slot and their bytes
-        self._held: dict[int, int] = {}  # leases: bytes held across a request's chunks, no slot
+        self._held: dict[int, tuple[int, threading.Thread]] = {}  # leases: bytes and the thread holding them
         self._local = threading.local()  # slots the current thread holds (a nested job runs in its slot)
         self._admitted = self._waited = self._cancelled = self._peak_jobs = self._peak_bytes = 0
 
@@ -97,7 +97,12 @@ class WorkQueue:
     @property
     def held_bytes(self) -> int:
         """Declared bytes of the running jobs and the leases."""
-        return sum(c for _, c in self._running.values()) + sum(self._held.values())
+        return sum(c for _, c in self._running.values()) + sum(c for c, _ in self._held.values())
+
+    def _purge(self) -> None:
+        """Let go of the leases whose thread has ended without returning them (a page run that stopped)."""
+        for ticket in [t for t, (_, th) in self._held.items() if not th.is_alive()]:
+            del self._held[ticket]
 
     @property
     def waiting(self) -> int:
@@ -131,6 +136,7 @@ class WorkQueue:
         return self.held_bytes + cost <= self.max_bytes
 
     def _may_start(self, ticket: int, small: bool, cost: int, slot: bool = True) -> bool:
+        self._purge()
         return self._fits(small, cost, slot) and self._before(ticket, slot, small) == 0
 
     # ----------------------------------------------------------------------------------- use
@@ -142,7 +148,7 @@ class WorkQueue:
 
         ``slot=False`` takes a *lease*: the bytes only, held across the chunks of one request (a large set's
         vectors, gathered chunk by chunk), each chunk then asking for a slot of its own. Leases wait in the
-        same queue; only the first lease may pass the byte budget. A job asked for inside a job of the same
+        same queue; only the first lease may pass the byte budget; a lease whose thread has ended is let go. A job asked for inside a job of the same
         thread runs in the outer job's slot (a thread never waits for itself).
         """
         cost = max(0, int(cost))
@@ -173,7 +179,7 @@ class WorkQueue:
                 if slot:
                     self._running[ticket] = (small, cost)
                 else:
-                    self._held[ticket] = cost
+                    self._held[ticket] = (cost, threading.current_thread())
                 started = True
                 self._admitted += 1
                 self._waited += waited

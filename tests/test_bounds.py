@@ -115,12 +115,16 @@ def test_sessions_computing_at_once_share_one_budget_for_work_in_flight(encoder,
 def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
     """A large set, an occlusion and a projection across layers take one slot per chunk (a chunk of sentences,
     one sentence, one layer), so one tab holds the cores for one chunk at a time and others interleave."""
-    from ui import cache
+    from ui import cache, work
 
+    work.end_run()  # this thread holds no lease from an earlier test
     n = 2 * cache.CHUNK + 5
     sentences = tuple(f"Chunked {i}: we walked to the bank number {i}." for i in range(n))
     cache.target_vectors(encoder.name, sentences, "bank")
-    assert one_job_queue.stats().admitted >= 3 + 1  # three chunks and the set's lease
+    assert one_job_queue.stats().admitted >= 3 + 1  # three chunks and the run's lease of the set's bytes
+    assert one_job_queue.held_bytes > 0  # held until the run ends
+    work.end_run()
+    assert one_job_queue.held_bytes == 0
     before = one_job_queue.stats().admitted
     cache.occlusion(encoder.name, "After a long walk we sat on the [bank] near the water.", None, None)
     assert one_job_queue.stats().admitted == before + 1

@@ -170,3 +170,17 @@ def test_a_job_inside_a_job_of_the_same_thread_runs_in_its_slot():
     with q.job(100 * MB), q.job(100 * MB):
         assert q.running == 1
     assert q.running == 0 and q.stats().admitted == 1
+
+
+def test_a_lease_whose_thread_ended_is_let_go():
+    """A page run that stopped without returning its lease (its thread ended) does not hold the bytes forever."""
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+
+    def leave_a_lease():
+        q.job(90 * MB, slot=False).__enter__()  # never exited
+
+    t = threading.Thread(target=leave_a_lease)
+    t.start()
+    t.join(5)
+    with q.job(90 * MB, slot=False):  # would wait for ever behind the lost lease
+        assert q.held_bytes == 90 * MB

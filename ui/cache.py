@@ -55,7 +55,7 @@ from lib.projection import NeighbourCheck, Projection, neighbour_check, project,
 from lib.sentences import clean_sentences as _clean_sentences
 from lib.similarity import LayerProfile, other_token_masks
 from lib.similarity import layer_profile as _layer_profile
-from ui.work import attention_floats, heavy, pass_cost, projection_cost
+from ui.work import attention_floats, heavy, lease_for_run, pass_cost, projection_cost
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -330,19 +330,23 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     """
 
     def run() -> TargetVectors:
-        clean = clean_sentences(sentences, target)
-        enc = encoder(model_name)
-        # A set of several chunks holds every chunk's vectors until its target vectors are made: a lease of
-        # those bytes (ui.work), so a few tabs' large sets (and second models) gather one or two at a time.
-        lease = 0
-        if len(clean) > CHUNK:
-            lease = pass_cost(enc, sum(min(n, budget.MAX_PIECES_PER_SENTENCE) for n in enc.piece_counts(clean)))
-        with heavy(lease, lease=True) if lease else contextlib.nullcontext():
-            parts = [encoding(model_name, chunk) for chunk in _chunks(clean)]
-            merged = concat_encodings(parts) if parts else None
-            return enc.target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+        parts = [encoding(model_name, chunk) for chunk in _chunks(clean)]
+        merged = concat_encodings(parts) if parts else None
+        return enc.target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
 
-    return _cached(("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE), run)
+    key = ("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE)
+    clean = clean_sentences(sentences, target)
+    enc = encoder(model_name)
+    if len(clean) > CHUNK:
+        # A large set's vectors (every word piece's, every layer: ~10.5 kB a piece) stay in the page's hands
+        # for its whole run, cached or not: a lease of their bytes for the run (ui.work), taken before the
+        # cache entry's lock, so a few tabs' large sets (and second models) are held one tab at a time.
+        pieces = _cached(
+            ("set_pieces", model_name, clean, budget.MAX_PIECES_PER_SENTENCE),
+            lambda: sum(min(n, budget.MAX_PIECES_PER_SENTENCE) for n in enc.piece_counts(clean)),
+        )
+        lease_for_run(pass_cost(enc, pieces))
+    return _cached(key, run)
 
 
 def set_encoding(model_name: str, clean: tuple[str, ...]) -> Encoding:

@@ -11,6 +11,7 @@ Cost estimates (bytes held while the job runs) are here too, from sizes known be
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,6 +52,37 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
     finally:
         if box is not None:
             box.empty()
+
+
+_run = threading.local()  # the leases the current script run holds (a script run is one thread)
+
+
+def lease_for_run(cost: int) -> None:
+    """Hold ``cost`` bytes of :data:`WORK` until the current script run ends (:func:`end_run`, which app.py
+    calls when a page has run; lib.work lets a lease go when its thread has ended, e.g. a page run on its own).
+
+    For what a page keeps in hand for its whole run, e.g. a large set's vectors (and its second model's): a
+    few tabs opening large sets then hold them one tab at a time, and the others wait their turn with the
+    busy message. Take it *before* entering any cache computation (a lease waited for while holding a
+    cache entry's lock could wait for the run that needs that entry). A run that holds a lease already passes
+    (one tab's second model does not wait for its first).
+    """
+    held = getattr(_run, "leases", None)
+    if held:
+        return
+    lease = heavy(cost, lease=True)
+    lease.__enter__()
+    _run.leases = [lease]
+
+
+def _release(held: list) -> None:
+    while held:
+        held.pop().__exit__(None, None, None)
+
+
+def end_run() -> None:
+    """Let go of the leases the current script run holds (app.py, after every page run)."""
+    _release(getattr(_run, "leases", None) or [])
 
 
 # ----------------------------------------------------------------------------------- cost estimates
