@@ -8,7 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, page_export, state, timing
+from ui import cache, page_export, state, timing, work
+from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
 
@@ -46,9 +47,10 @@ state.render_sidebar()
 state.apply_presenter_style()
 try:
     with page_export.recording() as shown:  # what the page shows, for its "Download this page" button
-        nav.run()
+        guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
     page_export.offer(shown)
 finally:
+    work.end_run()  # the leases this run held for a large set's vectors (ui/work.py)
     state.finish_run()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
     timing.stop(_timer, nav.url_path)

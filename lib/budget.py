@@ -8,10 +8,14 @@ A hosted copy serves a whole class from one process, so no single input may take
   :data:`MAX_CORPUS_PIECES`. Whatever is cut is said once
   (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one word piece
   costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set of 20,000 holds about 210 MB.
-* **Bytes.** Cached results (encodings, target vectors, statistics) live in one :class:`ByteLRU` whose
-  budget is ``CONTEXT_LENS_CACHE_MB`` (default :data:`DEFAULT_CACHE_MB`): the least recently used entries
-  are dropped when the arrays held pass the budget. Shared plotly figures count there too
-  (:func:`figure_nbytes`).
+* **Bytes.** Cached results (encodings, target vectors, statistics, parsed uploads, the pages' profiles,
+  shared figures) live in one :class:`ByteLRU` whose budget is ``CONTEXT_LENS_CACHE_MB`` (default
+  :data:`DEFAULT_CACHE_MB`): the least recently used entries are dropped when what they hold passes the
+  budget. One sizing rule, :func:`sizeof`, measures every entry (arrays, text, lists, frames, figures), so
+  nothing is stored uncounted.
+* **Lists built from user input** (the lines of a set or the rows of an upload that were left out) keep
+  their first :data:`MAX_LISTED` items and a count of the rest, in memory and on screen.
+* **Work in flight** (model passes, projections, occlusion) is bounded by :mod:`lib.work`.
 * **Failed model names** are remembered in a small :class:`ExpiringDict` (bounded, entries expire), so a
   link cannot grow the server's memory by naming ever new models.
 
@@ -37,6 +41,8 @@ DEFAULT_SET_PIECES = 20_000  # word pieces per set (a typed, linked or uploaded 
 # ~360 MB at the peak. The model's time grows with it (the lock is taken per batch of 512 word pieces, so other
 # students' runs interleave).
 DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set
+MAX_LISTED = 20  # problems kept (and shown) per list built from user input; the rest are only counted. A
+# 2 MB upload of junk lines listed every one of its ~1 M problems: ~0.46 GB kept per file, ~143 MB sent.
 
 
 def _positive_env(name: str, default: float, environ: dict[str, str] | None = None) -> float:
@@ -158,12 +164,15 @@ def nbytes(obj, _seen: set[int] | None = None) -> int:
     return 0
 
 
-def plain_nbytes(obj, _seen: set[int] | None = None) -> int:
-    """Approximate bytes held by plain data: numpy arrays, strings, numbers, and lists/tuples/dicts of them.
+def sizeof(obj, _seen: set[int] | None = None) -> int:
+    """The one sizing rule of everything the server keeps: approximate bytes held by ``obj``.
 
-    For what :func:`nbytes` does not see, e.g. a chart's hover text (lists of strings) and numbers kept as
-    Python lists. Each container is counted once; sizes follow CPython's (a str ~49 bytes + its characters,
-    a float 24, a list or dict slot 8-64).
+    numpy arrays (a view counts its base once), strings and bytes, numbers, lists/tuples/sets/dicts of them,
+    frozen result dataclasses (their fields), pandas frames and series (their deep memory use) and plotly
+    figures (:func:`figure_nbytes`). Each container and array is counted once. Sizes follow CPython's (a str
+    ~49 bytes + its characters, a float 24, a list or dict slot 8-64); any other object counts 64 bytes
+    (a lock, a model reference: what it points to is kept elsewhere and counted there).
+    The results cache (:class:`ByteLRU`) measures every entry with it, so nothing is stored uncounted.
     """
     seen = set() if _seen is None else _seen
     if isinstance(obj, np.ndarray):
@@ -172,16 +181,30 @@ def plain_nbytes(obj, _seen: set[int] | None = None) -> int:
         return 49 + len(obj)
     if isinstance(obj, (bytes, bytearray)):
         return 33 + len(obj)
-    if isinstance(obj, (int, float, bool)) or obj is None:
+    if isinstance(obj, (int, float, bool, np.generic)) or obj is None:
         return 24
-    if isinstance(obj, (list, tuple, dict)):
-        if id(obj) in seen:
-            return 0
+    if id(obj) in seen:
+        return 0
+    if isinstance(obj, (list, tuple, dict, set, frozenset)):
         seen.add(id(obj))
         if isinstance(obj, dict):
-            return 64 + sum(64 + plain_nbytes(k, seen) + plain_nbytes(v, seen) for k, v in obj.items())
-        return 56 + sum(8 + plain_nbytes(x, seen) for x in obj)
+            return 64 + sum(64 + sizeof(k, seen) + sizeof(v, seen) for k, v in obj.items())
+        return 56 + sum(8 + sizeof(x, seen) for x in obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        seen.add(id(obj))
+        return 64 + sum(sizeof(getattr(obj, f.name), seen) for f in fields(obj))
+    memory_usage = getattr(obj, "memory_usage", None)
+    if callable(memory_usage) and type(obj).__module__.startswith("pandas"):
+        seen.add(id(obj))
+        used = memory_usage(deep=True)
+        return 64 + int(used.sum() if hasattr(used, "sum") else used)
+    if hasattr(obj, "_data") and hasattr(obj, "_layout"):
+        seen.add(id(obj))
+        return figure_nbytes(obj)
     return 64
+
+
+plain_nbytes = sizeof  # the name the figure counts were written with
 
 
 def figure_nbytes(fig) -> int:
@@ -195,7 +218,7 @@ def figure_nbytes(fig) -> int:
     if data is None and layout is None:
         return nbytes(fig)
     seen: set[int] = set()
-    total = plain_nbytes(data, seen) + plain_nbytes(layout, seen)
+    total = sizeof(data, seen) + sizeof(layout, seen)
     if getattr(fig, "_b64", None) is not None:
         total += _array_bytes([data, layout], set()) * 4 // 3
     return total
@@ -220,18 +243,19 @@ def _array_bytes(obj, seen: set[int]) -> int:
 
 
 class ByteLRU:
-    """A thread-safe least-recently-used cache bounded by the bytes of the arrays it holds.
+    """A thread-safe least-recently-used cache bounded by the bytes its entries hold (:func:`sizeof`).
 
     ``get_or_compute(key, compute)`` returns the cached value or computes it (one computation per key at a
     time: a second caller waits for the first). After each insertion the least recently used entries are
     dropped until the total is within ``max_bytes``; the newest entry is always kept, even when it alone is
-    larger than the budget, so the caller gets its result. ``size`` defaults to :func:`nbytes`; ``put`` and
-    ``get_or_compute`` take a ``size`` of their own for values it does not measure (e.g. figures).
+    larger than the budget, so the caller gets its result. ``size`` defaults to :func:`sizeof` (arrays, text,
+    lists, frames, figures: nothing is stored uncounted); ``put`` and ``get_or_compute`` take a ``size`` of
+    their own for a value that knows its size better.
     """
 
-    def __init__(self, max_bytes: int, size: Callable[[object], int] = nbytes):
+    def __init__(self, max_bytes: int, size: Callable[[object], int] | None = None):
         self.max_bytes = int(max_bytes)
-        self._size = size
+        self._size = sizeof if size is None else size
         self._entries: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[Hashable, threading.Lock] = {}

@@ -37,6 +37,9 @@ from lib.targets import strip_markup
 
 DEFAULT_CORPUS_PATH = Path(__file__).resolve().parents[1] / "assets" / "reference_corpus.txt"
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
+MAX_SENTENCE_CHARS = 2_000  # a corpus sentence is cut here before anything tokenizes it: the model reads at
+# most lib.budget.MAX_PIECES_PER_SENTENCE (128) word pieces of it anyway. One 2 MB line without a full stop was
+# tokenized whole before it was cut (5 s of CPU, +330 MB).
 DEFAULT_SAMPLE_SIZE = 500  # distinct word pieces used for the mean cosine: 124,750 pairs
 # The four ways of measuring similarity that the Anisotropy page compares (course §5). "none" is the one
 # name for untreated vectors everywhere (the Projections page's "proj_prep=none" links use it too).
@@ -92,9 +95,13 @@ def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusTe
     holding several sentences (a pasted paragraph) is split after '.', '!' or '?'. Square brackets
     (target markup on the sentence-set page) are removed.
 
+    Only the first ``max_sentences`` are kept (the rest are counted), each cut at :data:`MAX_SENTENCE_CHARS`
+    characters, so nothing downstream (the tokenizer, the budget's word-piece count) sees more.
+
     Raises CorpusError when nothing usable remains.
     """
     sentences: list[str] = []
+    total = cut = 0
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -102,17 +109,25 @@ def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusTe
         line = strip_markup(line, strict=False)[0]
         for part in _SENTENCE_END.split(line):
             part = " ".join(part.split())
-            if part:
-                sentences.append(part)
+            if not part:
+                continue
+            total += 1
+            if len(sentences) < max_sentences:
+                cut += len(part) > MAX_SENTENCE_CHARS
+                sentences.append(part[:MAX_SENTENCE_CHARS])
     if not sentences:
         raise CorpusError(
             "The corpus has no sentences. Give plain text with one sentence per line "
             "(lines starting with # are ignored)."
         )
     notes: list[str] = []
-    if len(sentences) > max_sentences:
-        notes.append(f"The corpus has {len(sentences):,} sentences; the first {max_sentences:,} are used.")
-        sentences = sentences[:max_sentences]
+    if cut:
+        notes.append(
+            f"{cut:,} sentence(s) are longer than {MAX_SENTENCE_CHARS:,} characters; only their first "
+            f"{MAX_SENTENCE_CHARS:,} are read."
+        )
+    if total > max_sentences:
+        notes.append(f"The corpus has {total:,} sentences; the first {max_sentences:,} are used.")
     return CorpusText(sentences=tuple(sentences), corpus_id=corpus_id(sentences), notes=tuple(notes))
 
 

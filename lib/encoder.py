@@ -91,7 +91,7 @@ WEIGHTS = ("trained", "shuffled", "random")
 CONTROLS = ("shuffled", "random")
 _TAGS = {w: f"#{w}-" for w in CONTROLS}
 _RANDOM_TAG = _TAGS["random"]
-MAX_SEED = 2**31 - 1
+MAX_SEED = 9999  # the sidebar's seed box and every link obey the same bounds: each new seed loads a model
 
 
 class ModelLoadError(ContextLensError):
@@ -606,7 +606,7 @@ def split_model_key(key: str | None) -> tuple[str, str, int]:
         if tag not in name:
             continue
         base, _, tail = name.rpartition(tag)
-        if not tail.isdigit() or len(tail) > 10 or int(tail) > MAX_SEED:
+        if not (tail.isascii() and tail.isdigit()) or len(tail) > 4 or int(tail) > MAX_SEED:  # not '²' (isdigit)
             raise ModelLoadError(
                 f"“{short(name, 60)}”: after “{tag}” give a seed, a whole number from 0 to {MAX_SEED:,}."
             )

@@ -77,10 +77,14 @@ class EvidenceCard:
         return csv_text(self._records(), header=self.header())
 
     def to_markdown(self) -> str:
-        """The card as a Markdown table with a title and the reason for the surprising pair."""
+        """The card as a Markdown table with a title and the reason for the surprising pair.
+
+        Every text is escaped (lib.export.escape_markdown): a sentence's raw HTML or ``javascript:`` link
+        shows as typed in any Markdown viewer."""
+        from lib.export import escape_markdown
 
         def cell(s: str) -> str:
-            return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+            return escape_markdown(s, newline=" ")
 
         lines = [f"### Evidence card: '{cell(self.target)}'", ""]
         lines.append("| " + " | ".join(cell(h) for h in self.header()) + " |")

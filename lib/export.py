@@ -1,4 +1,4 @@
-"""CSV files that are safe to open in a spreadsheet.
+"""CSV files that are safe to open in a spreadsheet, and Markdown text that shows user text literally.
 
 Every CSV the app writes goes through here. A cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
 carriage return is read by Excel, LibreOffice and Google Sheets as a formula (OWASP "CSV injection"): a
@@ -8,6 +8,10 @@ left alone: they are numbers, not formulas.
 
     csv_text([["sense", "sentence"], ["river", "=1+2"]])   # 'sense,sentence\\nriver,\\'=1+2\\n'
     frame_csv(df, index=False)                              # a pandas DataFrame, every text cell safe
+
+Markdown (the app's text and the evidence card's export): :func:`escape_markdown` puts a backslash before
+every character Markdown or HTML reads as markup, so ``<img onerror=…>`` and ``[x](javascript:…)`` typed in a
+sentence show as typed, never as a tag or a link.
 """
 
 from __future__ import annotations
@@ -17,6 +21,14 @@ import io
 from collections.abc import Iterable, Sequence
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=")
+
+
+def escape_markdown(text: object, *, newline: str = "  \n") -> str:
+    """``text`` with a backslash before every Markdown/HTML special character; a line break becomes
+    ``newline`` (a hard break by default; " " for a table cell)."""
+    escaped = "".join("\\" + ch if ch in MARKDOWN_SPECIAL else ch for ch in str(text))
+    return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", newline)
 
 
 def _is_number(text: str) -> bool:

@@ -21,6 +21,9 @@ HOSTED_REFUSAL = (
     "That model is not available on this server; the app keeps the current model. "
     "Ask whoever runs it which models it offers."
 )
+MODEL_REFUSAL = HOSTED_REFUSAL  # the app's one message for any model it cannot load, hosted mode or not
+# (ui.cache.try_encoder): a missing folder, an existing folder that is no model and a missing id read the
+# same, so a link cannot probe the server's disk; the reason goes to the server's log
 _DEFAULT_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "default")
 
 
@@ -49,7 +52,7 @@ def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bo
     wanted = (name or "").strip()
     for tag in ("#shuffled-", "#random-"):
         base, found, seed = wanted.rpartition(tag)
-        if found and seed.isdigit() and len(seed) <= 10:
+        if found and seed.isascii() and seed.isdigit() and len(seed) <= 10:
             wanted = base.strip()
             break
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed

@@ -23,6 +23,8 @@ import os
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypedDict, Unpack
 
@@ -297,20 +299,28 @@ class ProjectOptions(TypedDict, total=False):
 
 
 def project_layers(
-    H, method: str = "pca", dims: int = 2, *, align: bool = True, **options: Unpack[ProjectOptions]
+    H,
+    method: str = "pca",
+    dims: int = 2,
+    *,
+    align: bool = True,
+    step: Callable[[int], AbstractContextManager] | None = None,
+    **options: Unpack[ProjectOptions],
 ) -> list[Projection]:
     """Project each hidden state separately. H: (num_hidden_states, n, d) -> one Projection per layer.
 
     ``options`` are :func:`project`'s (seed, n_neighbors, perplexity), the same for every layer. With
     align=True each layer's picture is rotated/reflected to match the previous one, so points do not jump
-    around between small multiples or animation frames for no reason.
+    around between small multiples or animation frames for no reason. ``step(layer)``: a context each layer's
+    projection runs in (the app's work queue takes one slot per layer there).
     """
     H = np.asarray(H, dtype=np.float64)
     if H.ndim != 3:
         raise ProjectionError(f"Expected (num_hidden_states, n_points, hidden); got shape {H.shape}.")
     out: list[Projection] = []
     for layer in range(H.shape[0]):
-        p = project(H[layer], method, dims, **options)
+        with step(layer) if step is not None else nullcontext():
+            p = project(H[layer], method, dims, **options)
         if align and out:
             p = replace(p, coords=align_to(p.coords, out[-1].coords))
         out.append(p)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
+from lib.budget import MAX_LISTED
 from lib.errors import ContextLensError
 from lib.targets import TargetError, find_target, short, strip_markup
 
@@ -49,7 +50,8 @@ class SentenceSet:
     sentences: raw sentences (brackets kept, so the target markup travels with them)
     senses:    one label per sentence, or None where a line has no label
     lines:     the 1-based line number each sentence came from
-    problems:  lines that were left out, with messages
+    problems:  the first lib.budget.MAX_LISTED lines that were left out, with messages
+    problem_count: how many lines were left out in all (``left_out``)
     """
 
     target: str
@@ -59,9 +61,15 @@ class SentenceSet:
     problems: tuple[LineProblem, ...] = ()
     preset_id: str | None = None
     notes: tuple[str, ...] = field(default=())
+    problem_count: int = 0
 
     def __len__(self) -> int:
         return len(self.sentences)
+
+    @property
+    def left_out(self) -> int:
+        """How many lines were left out (at least those listed in ``problems``)."""
+        return max(self.problem_count, len(self.problems))
 
     @property
     def has_senses(self) -> bool:
@@ -149,7 +157,15 @@ def parse_sentence_set(text: str, target: str, *, preset_id: str | None = None) 
     Never raises for bad user text: every problem becomes a :class:`LineProblem` (or a note).
     """
     target = " ".join((target or "").split())
-    problems: list[LineProblem] = []
+    problems: list[LineProblem] = []  # the first MAX_LISTED; every one is counted in n_problems
+    n_problems = 0
+
+    def problem(number: int, message: str) -> None:
+        nonlocal n_problems
+        n_problems += 1
+        if len(problems) < MAX_LISTED:
+            problems.append(LineProblem(number, message))
+
     notes: list[str] = []
     text = text or ""
     if len(text) > MAX_TEXT_CHARS:
@@ -166,17 +182,15 @@ def parse_sentence_set(text: str, target: str, *, preset_id: str | None = None) 
             continue
         label, sentence = split_label(line)
         if not sentence:
-            problems.append(LineProblem(number, f"“{short(line, 40)}” has a label but no sentence after “|”."))
+            problem(number, f"“{short(line, 40)}” has a label but no sentence after “|”.")
             continue
         if label and len(label) > MAX_LABEL_CHARS:
-            problems.append(
-                LineProblem(number, f"The sense label is longer than {MAX_LABEL_CHARS} characters; shorten it.")
-            )
+            problem(number, f"The sense label is longer than {MAX_LABEL_CHARS} characters; shorten it.")
             continue
         try:
             find_target(sentence, target)
         except TargetError as err:
-            problems.append(LineProblem(number, str(err)))
+            problem(number, str(err))
             continue
         if len(sentences) >= MAX_SENTENCES:
             notes.append(f"Only the first {MAX_SENTENCES} sentences are used; the rest were left out.")
@@ -198,6 +212,7 @@ def parse_sentence_set(text: str, target: str, *, preset_id: str | None = None) 
         problems=tuple(problems),
         preset_id=preset_id,
         notes=tuple(notes),
+        problem_count=n_problems,
     )
 
 

@@ -28,6 +28,7 @@ import csv
 import io
 from dataclasses import dataclass
 
+from lib.budget import MAX_LISTED
 from lib.errors import ContextLensError
 from lib.sentences import MAX_LABEL_CHARS, MAX_SENTENCES, SEPARATOR, LineProblem, rows_to_text
 from lib.targets import TargetError, find_target, short
@@ -69,9 +70,10 @@ class UploadResult:
 
     rows:      (sense or None, sentence) for each good row, in file order (at most MAX_SENTENCES)
     lines:     the 1-based line number in the file where each good row starts
-    problems:  rows that were left out, with their line numbers and what to do
+    problems:  the first MAX_LISTED rows that were left out, with their line numbers and what to do
     notes:     remarks about the whole file (header skipped, too many rows, encoding guessed, ...)
     delimiter: "," or "\\t"
+    problem_count: how many rows were left out in all (``problems`` lists the first of them)
     """
 
     rows: tuple[tuple[str | None, str], ...]
@@ -79,6 +81,12 @@ class UploadResult:
     problems: tuple[LineProblem, ...]
     notes: tuple[str, ...]
     delimiter: str
+    problem_count: int = 0
+
+    @property
+    def left_out(self) -> int:
+        """How many rows were left out (at least those listed)."""
+        return max(self.problem_count, len(self.problems))
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -178,7 +186,8 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
         )
     delimiter = _pick_delimiter(text, filename)
     notes: list[str] = [encoding_note] if encoding_note else []
-    problems: list[LineProblem] = []
+    problems: list[LineProblem] = []  # the first MAX_LISTED; n_problems counts them all
+    n_problems = 0
     rows: list[tuple[str | None, str]] = []
     lines: list[int] = []
     target = " ".join((target or "").split())
@@ -203,11 +212,14 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
                 continue
             problem = _check_row(fields, delimiter, target)
             if isinstance(problem, str):
-                problems.append(LineProblem(line, problem))
+                n_problems += 1
+                if len(problems) < MAX_LISTED:
+                    problems.append(LineProblem(line, problem))
                 continue
             rows.append(problem)
             lines.append(line)
     except csv.Error as err:
+        n_problems += 1
         problems.append(
             LineProblem(
                 next_line,
@@ -222,10 +234,11 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
         if problems:
             listed = "; ".join(str(p) for p in problems[:3])
             raise UploadError(
-                f"No row of the file could be used. {listed}" + (" …" if len(problems) > 3 else "")
+                f"No row of the file could be used. {listed}"
+                + (f" … ({n_problems:,} rows in all)" if n_problems > 3 else "")
             )
         raise UploadError("The file has no sentences. " + FORMAT_HELP)
-    return UploadResult(tuple(rows), tuple(lines), tuple(problems), tuple(notes), delimiter)
+    return UploadResult(tuple(rows), tuple(lines), tuple(problems), tuple(notes), delimiter, n_problems)
 
 
 def _check_row(fields: list[str], delimiter: str, target: str) -> tuple[str | None, str] | str:

@@ -104,11 +104,11 @@ def upload_section(current_target: str) -> None:
         st.success(
             f"{len(res)} usable sentence(s) in {escape_md(up.name)}"
             + (f", senses: {escape_md(', '.join(senses[:8]))}" if senses else ", no sense labels")
-            + (f"; {len(res.problems)} row(s) left out (below)." if res.problems else ".")
+            + (f"; {res.left_out:,} row(s) left out (below)." if res.left_out else ".")
         )
         for note in res.notes:
             st.info(escape_md(note))
-        if res.problems:
+        if res.problems:  # the first MAX_LISTED of them (lib.upload), and how many more
             st.dataframe(
                 pd.DataFrame(
                     {"line": [p.line for p in res.problems], "problem": [p.message for p in res.problems]}
@@ -117,6 +117,8 @@ def upload_section(current_target: str) -> None:
                 width="stretch",
                 height=min(300, 36 * len(res.problems) + 40),
             )
+            if res.left_out > len(res.problems):
+                st.caption(f"The first {len(res.problems)} of {res.left_out:,} rows left out are listed.")
         st.button(
             f"Use these {len(res)} sentences (on every page)",
             key="layers_upload_apply",

@@ -323,7 +323,11 @@ else:
     H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
     try:
         with st.spinner(f"Computing {METHOD_LABELS[method]} for {L + 1} layers…"):
-            per_layer = cache.projection_layers(H, method)
+            bar = st.empty()  # one layer at a time (the server's work queue); gone when every layer is done
+            per_layer = cache.projection_layers(
+                H, method, lambda done, total: bar.progress(done / total, f"Layer {done} of {total} done")
+            )
+            bar.empty()
     except ProjectionError as err:
         st.error(escape_md(str(err)))
         st.stop()

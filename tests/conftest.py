@@ -16,6 +16,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Every figure a test builds is validated property by property (production builds skip it: lib.charts.common).
 os.environ.setdefault("CONTEXT_LENS_VALIDATE_FIGURES", "1")
+# A page's bug reaches the test (the app's page edge, ui.widgets.guarded, would show a message instead).
+os.environ.setdefault("CONTEXT_LENS_SHOW_ERRORS", "1")
 
 # Property tests draw the same examples on every run, so CI cannot fail on a lucky draw.
 from hypothesis import settings as _hypothesis_settings  # noqa: E402

@@ -1,9 +1,11 @@
 """The only place with Streamlit caching: the model once per process, results per distinct input.
 
-The model sits in ``st.cache_resource``. Results (encodings, target vectors, statistics) sit in one
-:class:`lib.budget.ByteLRU` for the whole process, bounded by the bytes of the arrays it holds
-(``CONTEXT_LENS_CACHE_MB``, default 400): a class of sessions cannot grow the server past it, whatever they
-type. Results are frozen dataclasses whose arrays are read-only, so sharing one object between sessions is
+The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
+the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.budget.ByteLRU` for the
+whole process, bounded by what its entries hold (lib.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 400): a
+class of sessions cannot grow the server past it, whatever they type. The work that makes a result (a model
+pass, a projection, an occlusion) runs in a slot of the server's work queue (ui/work.py), so memory while
+computing is bounded too. Results are frozen dataclasses whose arrays are read-only, so sharing one object between sessions is
 safe, and a warm rerun costs a dictionary lookup.
 
 A set is encoded **without** attention weights (they are num_layers × num_heads × n² floats per sentence);
@@ -16,6 +18,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
+import logging
 import os
 import threading
 from collections import Counter
@@ -45,7 +48,7 @@ from lib.encoder import (
     concat_encodings,
     load_encoder,
 )
-from lib.hosting import HOSTED_REFUSAL, hosted_mode, model_allowed
+from lib.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
 from lib.layer_profile import LayerProfile
 from lib.layer_profile import layer_profile as _layer_profile
 from lib.lazy import load
@@ -53,6 +56,7 @@ from lib.memory import limit_arenas, release_memory
 from lib.probe import ProbeResult, probe_layers
 from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
 from lib.sentences import clean_sentences as _clean_sentences
+from ui.work import attention_floats, heavy, lease_for_run, pass_cost, projection_cost
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -85,6 +89,7 @@ ENCODE_CALLS: Counter[str] = Counter()
 RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
 _failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
 _lock = threading.Lock()
+_log = logging.getLogger("context_lens")
 
 
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
@@ -118,20 +123,21 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
     """(encoder, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
     In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
-    up, and every refusal or failure gives the same message, so a link cannot probe the server's disk.
+    up. Hosted mode or not, every refusal or failure gives the same message (lib.hosting.MODEL_REFUSAL), so a
+    link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
+    reason goes to the server's log.
     """
-    hosted = hosted_mode()
-    if hosted and not model_allowed(model_name):
-        return None, HOSTED_REFUSAL
+    if hosted_mode() and not model_allowed(model_name):
+        return None, MODEL_REFUSAL
     failed = _failed_models.get(model_name)
     if failed is not None:
         return None, failed
     try:
         return encoder(model_name), None
     except ModelLoadError as err:
-        message = HOSTED_REFUSAL if hosted else str(err)
-        _failed_models[model_name] = message
-        return None, message
+        _log.info("model %r refused: %s", model_name[:200], err)
+        _failed_models[model_name] = MODEL_REFUSAL
+        return None, MODEL_REFUSAL
 
 
 def context_use(model_name: str, sentences: tuple[str, ...], target: str | None):
@@ -205,12 +211,8 @@ ATTENTIONS_WITH_SET = 16
 ATTENTIONS_WITH_SET_BYTES = 4 * 1024 * 1024
 
 
-def _keep_attentions(model_name: str, new: tuple[str, ...], cap: int) -> bool:
-    if len(new) > ATTENTIONS_WITH_SET:
-        return False
-    enc = encoder(model_name)
-    squares = sum(min(n, cap) ** 2 for n in enc.piece_counts(new))
-    return squares * enc.num_layers * enc.num_heads * 4 <= ATTENTIONS_WITH_SET_BYTES
+def _keep_attentions(enc: Encoder, pieces: list[int]) -> bool:
+    return len(pieces) <= ATTENTIONS_WITH_SET and attention_floats(enc, pieces) * 4 <= ATTENTIONS_WITH_SET_BYTES
 
 
 def encoding(
@@ -236,11 +238,15 @@ def encoding(
     fresh: dict[str, Encoding] = {}  # this call's own results: a set larger than the cache still gets them
 
     def encode_new(new: tuple[str, ...], report: Callable[[int, int], None] | None = None) -> tuple[str, ...]:
-        with _lock:
-            ENCODE_CALLS[model_name] += 1
-        attentions = _keep_attentions(model_name, new, cap)
-        out = encoder(model_name).encode(list(new), attentions=attentions, max_tokens=cap, progress=report)
-        release_memory()  # torch's temporaries of the forward pass go back to the OS
+        enc = encoder(model_name)
+        pieces = [min(n, cap) for n in enc.piece_counts(new)]
+        attentions = _keep_attentions(enc, pieces)
+        cost = pass_cost(enc, sum(pieces), attention_floats(enc, pieces) if attentions else 0)
+        with heavy(cost):  # the server's work budget (lib.work): waits its turn, with a message
+            with _lock:
+                ENCODE_CALLS[model_name] += 1
+            out = enc.encode(list(new), attentions=attentions, max_tokens=cap, progress=report)
+            release_memory()  # torch's temporaries of the forward pass go back to the OS
         for i, s in enumerate(new):
             one = out.subset([i])  # the same arrays, no copy
             if attentions:
@@ -277,9 +283,12 @@ def sentence_attention(model_name: str, sentence: str) -> Encoding:
     """
 
     def run() -> Encoding:
-        with _lock:
-            ENCODE_CALLS[model_name] += 1
-        return encoder(model_name).encode([sentence], attentions=True, max_tokens=cap)
+        enc = encoder(model_name)
+        pieces = [min(n, cap) for n in enc.piece_counts([sentence])]
+        with heavy(pass_cost(enc, pieces[0], attention_floats(enc, pieces))):
+            with _lock:
+                ENCODE_CALLS[model_name] += 1
+            return enc.encode([sentence], attentions=True, max_tokens=cap)
 
     cap = budget.MAX_PIECES_PER_SENTENCE
     return _cached(_attention_key(model_name, sentence), run)
@@ -342,11 +351,23 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     """
 
     def run() -> TargetVectors:
-        parts = [encoding(model_name, chunk) for chunk in _chunks(clean_sentences(sentences, target))]
+        parts = [encoding(model_name, chunk) for chunk in _chunks(clean)]
         merged = concat_encodings(parts) if parts else None
-        return encoder(model_name).target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
+        return enc.target_vectors(list(sentences), target, skip_missing=True, encoding=merged)
 
-    return _cached(("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE), run)
+    key = ("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE)
+    clean = clean_sentences(sentences, target)
+    enc = encoder(model_name)
+    if len(clean) > CHUNK:
+        # A large set's vectors (every word piece's, every layer: ~10.5 kB a piece) stay in the page's hands
+        # for its whole run, cached or not: a lease of their bytes for the run (ui.work), taken before the
+        # cache entry's lock, so a few tabs' large sets (and second models) are held one tab at a time.
+        pieces = _cached(
+            ("set_pieces", model_name, clean, budget.MAX_PIECES_PER_SENTENCE),
+            lambda: sum(min(n, budget.MAX_PIECES_PER_SENTENCE) for n in enc.piece_counts(clean)),
+        )
+        lease_for_run(pass_cost(enc, pieces))
+    return _cached(key, run)
 
 
 def set_encoding(model_name: str, clean: tuple[str, ...]) -> Encoding:
@@ -362,8 +383,11 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
     """
 
     def run() -> CorpusStats:
-        stats = compute_corpus_statistics(encoder(model_name), _sentences)
-        release_memory()  # the corpus's encodings are dropped; their heap goes back to the OS
+        enc = encoder(model_name)
+        hidden = int(getattr(enc.model.config, "hidden_size", 768))
+        with heavy(pass_cost(enc, budget.MAX_CORPUS_PIECES) + 3 * enc.num_hidden_states * hidden * hidden * 8):
+            stats = compute_corpus_statistics(enc, _sentences)
+            release_memory()  # the corpus's encodings are dropped; their heap goes back to the OS
         return stats
 
     return _cached(
@@ -430,13 +454,18 @@ def occlusion(model_name: str, sentence: str, target: str | None, replacement: s
 
     Raises TargetError / ContextError (ValueErrors with a message for the learner); failures are not cached.
     """
+    from lib.context import MAX_PIECES, MAX_WORDS
     from lib.context import occlusion as run_occlusion
 
     def run():
-        with _lock:
-            ENCODE_CALLS[model_name] += 1
-        out = run_occlusion(encoder(model_name), sentence, target, replacement)
-        release_memory()
+        enc = encoder(model_name)
+        pieces = min(enc.piece_counts([sentence])[0], MAX_PIECES)
+        words = min(len(sentence.split()), MAX_WORDS) + 1  # one variant per context word, and the original
+        with heavy(pass_cost(enc, words * pieces, attention_floats(enc, [pieces]))):  # one sentence a slot
+            with _lock:
+                ENCODE_CALLS[model_name] += 1
+            out = run_occlusion(enc, sentence, target, replacement)
+            release_memory()
         return out
 
     return _cached(("occlusion", model_name, sentence, target, replacement), run, "Masking each word in turn…")
@@ -566,26 +595,34 @@ def readout_chance(
 
 
 # --------------------------------------------------------------------------- per-page results
-# Moved here from the pages: every st.cache_* of the app lives in this module.
-_PAGE_TTL = 6 * 3600
+# The pages' own results, in the same byte-bounded RESULTS cache as every other result.
 
 
-@st.cache_resource(show_spinner="Comparing the vectors at every layer…", max_entries=8, ttl=_PAGE_TTL)
 def layer_profile(
     model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
 ) -> LayerProfile:
-    """lib.layer_profile.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target."""
-    enc = _tv.encoding
-    targets = [sp.token_indices for sp in _tv.spans]
-    return _layer_profile(
-        _tv.vectors,
-        _tv.static,
-        list(senses),
-        enc.hidden_states,
-        other_masks=other_token_masks(enc.special, targets),
-        word_masks=other_token_masks(enc.special, [()] * len(targets)),
-        tokens=enc.tokens,
-    )
+    """lib.layer_profile.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target.
+
+    In the byte-bounded RESULTS cache like every other result (32 MB at 500 sentences), computed in a slot of
+    the work queue."""
+
+    def run() -> LayerProfile:
+        enc = _tv.encoding
+        targets = [sp.token_indices for sp in _tv.spans]
+        n = len(targets)
+        with heavy(2 * enc.num_hidden_states * n * n * 8):  # a few (L + 1) × n × n float64 matrices
+            return _layer_profile(
+                _tv.vectors,
+                _tv.static,
+                list(senses),
+                enc.hidden_states,
+                other_masks=other_token_masks(enc.special, targets),
+                word_masks=other_token_masks(enc.special, [()] * len(targets)),
+                tokens=enc.tokens,
+            )
+
+    key = ("layer_profile", model, sentences, senses, target, budget.MAX_PIECES_PER_SENTENCE)
+    return _cached(key, run, "Comparing the vectors at every layer…")
 
 
 def evidence(key: tuple, compute: Callable[[], object]):
@@ -595,28 +632,64 @@ def evidence(key: tuple, compute: Callable[[], object]):
     return _cached(("evidence", *key), compute)
 
 
-@st.cache_resource(show_spinner=False, max_entries=32, ttl=_PAGE_TTL)
 def anisotropy_curves(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
     """lib.corpus.anisotropy_curves (Anisotropy), keyed by model, corpus and k: {treatment: (L+1,)}."""
-    return _anisotropy_curves(_stats, k)
+    return _cached(("anisotropy_curves", model_name, corpus_key, k), lambda: _anisotropy_curves(_stats, k))
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=_PAGE_TTL)
+def _array_key(X: np.ndarray) -> tuple:
+    """A cache key for an array's contents: its shape, dtype and a 128-bit hash of its bytes."""
+    X = np.ascontiguousarray(X)
+    return (X.shape, X.dtype.str, hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest())
+
+
+def _freeze(result):
+    """A shared result with read-only arrays (one object serves every session)."""
+    for value in vars(result).values() if dataclasses.is_dataclass(result) else ():
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+    return result
+
+
 def projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
-    """lib.projection.project of X (n, hidden) (Projections), keyed by the array's contents."""
-    return project(X, method, dims, seed=seed)
+    """lib.projection.project of X (n, hidden) (Projections), keyed by the array's contents, in RESULTS."""
+
+    def run() -> Projection:
+        with heavy(projection_cost(*np.shape(X))):
+            return _freeze(project(X, method, dims, seed=seed))
+
+    return _cached(("projection", _array_key(X), method, dims, seed), run)
 
 
-@st.cache_data(show_spinner=False, max_entries=64, ttl=_PAGE_TTL)
 def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
     """lib.projection.neighbour_check(X, coords, k=5) (Projections), keyed by both arrays' contents."""
-    return neighbour_check(X, coords, k=5)
+
+    def run() -> NeighbourCheck:
+        with heavy(projection_cost(*np.shape(X))):
+            return _freeze(neighbour_check(X, coords, k=5))
+
+    return _cached(("projection_check", _array_key(X), _array_key(coords)), run)
 
 
-@st.cache_data(show_spinner=False, max_entries=16, ttl=_PAGE_TTL)
-def projection_layers(H: np.ndarray, method: str) -> list[Projection]:
-    """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections)."""
-    return project_layers(H, method, 2)
+def projection_layers(H: np.ndarray, method: str, progress: Callable[[int, int], None] | None = None):
+    """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections), in RESULTS.
+
+    One layer per slot of the work queue (a t-SNE of 500 points is a few seconds): a long request re-enters
+    the queue between layers, and stops there when the learner leaves. ``progress(done, total)`` after each.
+    """
+    _, n, hidden = np.shape(H)
+
+    @contextlib.contextmanager
+    def each_layer(layer: int):
+        with heavy(projection_cost(n, hidden)):
+            yield
+        if progress is not None:
+            progress(layer + 1, int(np.shape(H)[0]))
+
+    return _cached(
+        ("projection_layers", _array_key(H), method),
+        lambda: tuple(_freeze(p) for p in project_layers(H, method, 2, step=each_layer)),
+    )
 
 
 # --------------------------------------------------------------------------- the class board

@@ -27,6 +27,7 @@ import streamlit as st
 from lib import budget
 from lib.encoder import (
     DEFAULT_MODEL,
+    MAX_SEED,
     WEIGHTS,
     Encoder,
     ModelLoadError,
@@ -52,7 +53,7 @@ from ui.widgets import escape_md
 K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
 K_ACTIVE_MODEL = "cl_model_active"  # the model key in use (lib.encoder.model_key: id + "#random-<seed>")
 K_WEIGHTS, K_SEED = "cl_weights", "cl_seed"  # the Model panel's weights choice and initialiser seed
-MAX_SEED_UI = 9999
+MAX_SEED_UI = MAX_SEED  # one bound for the seed box, the link's seed and a model key's #random-<seed>
 CUSTOM = "custom"
 MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a message
 MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
@@ -554,11 +555,11 @@ def render_sidebar() -> None:
 def _show_set_messages(container, ss: SentenceSet) -> None:
     if ss.problems:
         shown = ss.problems[:8]
-        more = len(ss.problems) - len(shown)
+        more = ss.left_out - len(shown)
         lines = "\n".join(f"- {escape_md(str(p))}" for p in shown)
         if more:
-            lines += f"\n- … and {more} more line(s)."
-        container.warning(f"Left out {len(ss.problems)} line(s):\n{lines}")
+            lines += f"\n- … and {more:,} more line(s)."
+        container.warning(f"Left out {ss.left_out:,} line(s):\n{lines}")
     for note in ss.notes:
         container.info(escape_md(note))
     n = len(ss)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -12,14 +15,32 @@ from lib import lazy
 from lib.charts.common import figure, merged, presenter_layout
 from lib.charts.figures import figure_dict
 from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_changes, fit_cell_text
+from lib.export import escape_markdown
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
-_MD_SPECIAL = set("\\`*_{}[]()#+-.!|<>~$:=")
+PAGE_FAILED = (
+    "Something went wrong on this page. Your input is kept: change it or open another page. "
+    "If it happens again, tell whoever runs the app what you did (the details are in the server's log)."
+)
+
+
+def guarded(run: Callable[[], object]) -> None:
+    """Run a page (``run``) so that no traceback reaches a learner: a bug is logged with its traceback on the
+    server and the page says :data:`PAGE_FAILED`. Streamlit's own stop and rerun pass through (they are not
+    ``Exception``). ``CONTEXT_LENS_SHOW_ERRORS=1`` (the tests) lets the bug through, so a test sees it.
+    """
+    try:
+        run()
+    except Exception:
+        if os.environ.get("CONTEXT_LENS_SHOW_ERRORS", "") == "1":
+            raise
+        logging.getLogger("context_lens").exception("a page failed")
+        st.error(PAGE_FAILED)
 
 
 def escape_md(text: str) -> str:
     """Escape text for st.markdown / st.warning so user input shows literally (no markdown, no HTML)."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(text)).replace("\n", "  \n")
+    return escape_markdown(text)
 
 
 def weights_note(model_key: str | None = None) -> str | None:

@@ -148,6 +148,7 @@ def start_server(
     *,
     extra_args: list[str] | None = None,
     env: dict[str, str] | None = None,
+    port: int | None = None,
 ):
     """Start `streamlit run <app>` on a free port; return (process, base URL, log path) once healthy.
 
@@ -155,9 +156,9 @@ def start_server(
     Streamlit's front-end files served compressed by ui.static_files).
 
     ``extra_args``: more command-line options (e.g. ``["--runner.postScriptGC", "true"]``); ``env``:
-    extra environment variables for the server.
+    extra environment variables for the server; ``port``: a fixed port (a benchmark's own range), else a free one.
     """
-    port = _free_port()
+    port = port or _free_port()
     fd, log_path = tempfile.mkstemp(prefix="context-lens-server-", suffix=".log")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", PYTHONUNBUFFERED="1", **(env or {}))
     cmd = [

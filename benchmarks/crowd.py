@@ -1,0 +1,204 @@
+"""A hostile crowd and one ordinary student on one fresh server, all at once.
+
+    python benchmarks/crowd.py               # prints a JSON summary; --out FILE writes it too
+    python -c "from benchmarks.crowd import main; main([])"
+
+One fresh `streamlit run serve.py` on 127.0.0.1 (port CONTEXT_LENS_BENCH_PORT, default 8610). After the model
+is loaded once (a two-sentence link: the warm-up every hosted copy goes through, which leaves the default
+preset uncomputed), these tabs open together in headless Chromium:
+
+* **junk uploads** (3): Layer by layer, "Bring your own sentences", a 1.99 MB CSV of one good row and
+  ~1 M junk lines;
+* **large compare links** (3): Layer by layer on a set at the word-piece budget (500 long sentences, each tab
+  its own) with the second model (random weights) on;
+* **long occlusion sets** (2): What moves the word on a set of 60-word sentences in five senses (the page masks
+  each word of its sentence, then of three sentences of each other sense);
+
+and then an **ordinary student** opens the default preset's start page. Reported: the server's peak resident
+memory (VmHWM in /proc/<pid>/status) and at the end, its CPU seconds, whether it is alive, the student's
+seconds until every chart is drawn, and for each hostile tab the seconds until it answered (a chart or a
+message about its input) and whether it showed a traceback.
+
+Targets: peak RSS <= 1.2 GB, server alive, the student charted within 10 s, every hostile tab answered, no
+traceback. Seconds are wall time on a shared machine: noisy; CPU seconds are the server's own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.hosting_bench import _cpu_seconds, _status  # noqa: E402
+from lib.sentences import pack_text  # noqa: E402
+from tests.browser._browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    JS_CHARTS_DRAWN,
+    JS_IDLE,
+    _healthy,
+    start_server,
+    stop_server,
+    wait_charts,
+)
+
+LIMIT_S = 900.0  # the longest the scenario waits for every tab
+JS_STATE = """() => {
+    const alerts = Array.from(document.querySelectorAll('[data-testid="stAlert"]')).map(a => a.textContent);
+    const charts = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+        .filter(g => Array.isArray(g.data) && g.data.length > 0).length;
+    const traces = document.querySelectorAll('[data-testid="stException"]').length;
+    const page = document.body ? document.body.innerText : "";
+    const s = document.querySelector('[data-test-script-state]');
+    const idle = s !== null && s.getAttribute('data-test-script-state') === 'notRunning';
+    return {alerts, charts, traces, idle, traceback: page.includes('Traceback (most recent call last)')}; }"""
+
+
+# ------------------------------------------------------------------------------------------ the inputs
+def junk_csv(target_bytes: int = 1_990_000) -> bytes:
+    """One good row and ~1 M junk lines: under the browser's 2,000,000-byte limit."""
+    head = "sense,sentence\nriver,We sat on the bank of the river.\n"
+    return (head + "x\n" * ((target_bytes - len(head)) // 2)).encode()
+
+
+def compare_link(tab: int, n: int = 500, pieces: int = 385) -> str:
+    """Layer by layer with the second model on, on 500 long sentences (cut at the word-piece budget)."""
+    text = "\n".join(f"s{k % 2} | The bank {k} of tab {tab} " + "!" * pieces for k in range(n))
+    return f"/layers?target=bank&text={quote(pack_text(text))}&layers_compare=1"
+
+
+def occlusion_link(tab: int, words: int = 58) -> str:
+    """What moves the word on five senses of three 60-word sentences: 13 occlusions of ~60 variants each."""
+    common = "we walked along the quiet river and watched small boats pass by in the evening light".split()
+    filler = " ".join(common[i % len(common)] for i in range(words - 5)) + f" tab {tab}"
+    rows = [f"sense{k} | The [bank] {k}.{j} {filler} end" for k in range(5) for j in range(3)]
+    return f"/context?target=bank&text={quote(pack_text(chr(10).join(rows)))}"
+
+
+def warm_link() -> str:
+    text = "river | We sat on the bank.\nmoney | The bank lent money."
+    return f"/?target=bank&text={quote(pack_text(text))}"
+
+
+# ------------------------------------------------------------------------------------------ the run
+def _upload(pg, base: str, data: bytes, folder: Path, name: str) -> None:
+    pg.goto(base + "/layers")
+    wait_charts(pg)
+    pg.get_by_text("Bring your own sentences").click()
+    path = folder / name
+    path.write_bytes(data)
+    pg.locator("input[type='file']").first.set_input_files(str(path))
+
+
+def _answered(kind: str, st: dict) -> bool:
+    """A chart or a message about the tab's own input (a wait message is not an answer)."""
+    if st["traces"] or st["traceback"]:
+        return True
+    alerts = [a for a in st["alerts"] if "busy with" not in a]
+    if kind == "upload":
+        return any("usable sentence" in a or "could be used" in a or "file" in a.lower() for a in alerts)
+    return st["idle"] and (st["charts"] > 0 or bool(alerts))
+
+
+def run(port: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    proc, base, log = start_server(port=port)
+    folder = Path(tempfile.mkdtemp(prefix="context-lens-crowd-"))
+    result: dict = {"port": port}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            try:
+                warm = browser.new_page(viewport={"width": 1400, "height": 1000})
+                warm.goto(base + warm_link())
+                wait_charts(warm)
+                warm.close()
+                result["rss_after_warmup_mb"] = round(_status(proc.pid, "VmRSS"))
+                cpu0 = _cpu_seconds(proc.pid)
+                tabs: list[tuple[str, str, object, float]] = []
+                for k in range(3):  # the uploads first: each needs its page drawn before the file goes
+                    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    _upload(pg, base, junk_csv(), folder, f"junk{k}.csv")
+                    tabs.append(("upload", f"junk upload {k + 1}", pg, time.perf_counter()))
+                for k in range(3):
+                    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    pg.goto(base + compare_link(k))
+                    tabs.append(("compare", f"large compare link {k + 1}", pg, time.perf_counter()))
+                for k in range(2):
+                    pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    pg.goto(base + occlusion_link(k))
+                    tabs.append(("occlusion", f"long occlusion set {k + 1}", pg, time.perf_counter()))
+                time.sleep(2.0)  # the hostile work is under way
+                student = browser.new_page(viewport={"width": 1400, "height": 1000})
+                t = time.perf_counter()
+                student.goto(base + "/")
+                student.wait_for_function(JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
+                result["student_charted_s"] = round(time.perf_counter() - t, 2)
+                student.wait_for_function(JS_IDLE, timeout=int(LIMIT_S * 1000), polling=100)
+                result["student_done_s"] = round(time.perf_counter() - t, 2)
+                result["student_traceback"] = bool(student.evaluate(JS_STATE)["traces"])
+                answers: dict[str, dict] = {}
+                end = time.monotonic() + LIMIT_S
+                while len(answers) < len(tabs) and time.monotonic() < end:
+                    for kind, label, pg, t0 in tabs:
+                        if label in answers:
+                            continue
+                        st = pg.evaluate(JS_STATE)
+                        if _answered(kind, st):
+                            answers[label] = {
+                                "answer_s": round(time.perf_counter() - t0, 1),
+                                "charts": st["charts"],
+                                "messages": [a[:140] for a in st["alerts"]][:4],
+                                "traceback": bool(st["traces"] or st["traceback"]),
+                            }
+                    time.sleep(0.5)
+                for _, label, _, _ in tabs:
+                    answers.setdefault(label, {"answer_s": None, "traceback": False, "messages": []})
+                result["tabs"] = answers
+                result["server_cpu_s"] = round(_cpu_seconds(proc.pid) - cpu0, 1)
+            finally:
+                browser.close()
+        result["server_alive"] = proc.poll() is None and _healthy(base)
+        result["peak_rss_mb"] = round(_status(proc.pid, "VmHWM"))
+        result["rss_end_mb"] = round(_status(proc.pid, "VmRSS"))
+        log_text = Path(log).read_text(errors="replace")
+        result["tracebacks_in_server_log"] = log_text.count("Traceback (most recent call last)")
+    finally:
+        stop_server(proc)
+        Path(log).unlink(missing_ok=True)
+    tabs = result.get("tabs", {})
+    result["targets"] = {
+        "peak_rss_le_1200_mb": result.get("peak_rss_mb", 1e9) <= 1200,
+        "server_alive": bool(result.get("server_alive")),
+        "student_charted_le_10_s": (result.get("student_charted_s") or 1e9) <= 10,
+        "every_tab_answered": bool(tabs) and all(t["answer_s"] is not None for t in tabs.values()),
+        "no_traceback_on_screen": not result.get("student_traceback") and not any(t["traceback"] for t in tabs.values()),
+    }
+    return result
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=int(os.environ.get("CONTEXT_LENS_BENCH_PORT", "8610")))
+    ap.add_argument("--out", default=None, help="also write the JSON summary here")
+    args = ap.parse_args(argv if argv is not None else sys.argv[1:])
+    result = run(args.port)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()

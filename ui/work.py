@@ -1,0 +1,108 @@
+"""The Streamlit edge of admission control (lib.work): heavy work waits its turn with a message that says so.
+
+``with heavy(cost):`` around a model pass, a projection or an occlusion takes a slot of the process's one
+:data:`WORK` queue. While the job waits, the page shows "The server is busy with 3 other requests; yours is
+next." in place, updated a few times a second; the moment it starts the message goes. Each update is a
+Streamlit call, so when the learner leaves or changes the input (Streamlit stops the script run at its next
+call) the waiting job leaves the queue, and a chunked job stops between chunks.
+
+Cost estimates (bytes held while the job runs) are here too, from sizes known before the job starts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from lib.work import WorkQueue
+
+WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
+
+
+def busy_message(running: int, queued: int) -> str:
+    """What a waiting learner reads: how many requests the server is busy with and whether theirs is next."""
+    n = running + queued
+    turn = "yours is next" if queued == 0 else f"{queued} of them wait before yours"
+    return f"The server is busy with {n} other request{'s' if n != 1 else ''}; {turn}. It starts by itself."
+
+
+@contextmanager
+def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
+    """Hold a slot of :data:`WORK` for work holding ``cost`` bytes; show the wait message while it waits.
+
+    ``lease=True``: hold the bytes only, across a request's chunks (each chunk takes its own slot inside).
+    """
+    box = None
+
+    def waiting(running: int, queued: int) -> None:
+        nonlocal box
+        if box is None:
+            box = st.empty()
+        box.info(busy_message(running, queued), icon=":material/hourglass_top:")
+
+    try:
+        with WORK.job(cost, wait=waiting, slot=not lease):
+            if box is not None:
+                box.empty()
+                box = None
+            yield
+    finally:
+        if box is not None:
+            box.empty()
+
+
+_run = threading.local()  # the leases the current script run holds (a script run is one thread)
+
+
+def lease_for_run(cost: int) -> None:
+    """Hold ``cost`` bytes of :data:`WORK` until the current script run ends (:func:`end_run`, which app.py
+    calls when a page has run; lib.work lets a lease go when its thread has ended, e.g. a page run on its own).
+
+    For what a page keeps in hand for its whole run, e.g. a large set's vectors (and its second model's): a
+    few tabs opening large sets then hold them one tab at a time, and the others wait their turn with the
+    busy message. Take it *before* entering any cache computation (a lease waited for while holding a
+    cache entry's lock could wait for the run that needs that entry). A run that holds a lease already passes
+    (one tab's second model does not wait for its first).
+    """
+    held = getattr(_run, "leases", None)
+    if held:
+        return
+    lease = heavy(cost, lease=True)
+    lease.__enter__()
+    _run.leases = [lease]
+
+
+def _release(held: list) -> None:
+    while held:
+        held.pop().__exit__(None, None, None)
+
+
+def end_run() -> None:
+    """Let go of the leases the current script run holds (app.py, after every page run)."""
+    _release(getattr(_run, "leases", None) or [])
+
+
+# ----------------------------------------------------------------------------------- cost estimates
+FLOAT = 4  # bytes per float32
+
+
+def attention_floats(enc, pieces: list[int]) -> int:
+    """Floats of the attention weights of sentences of ``pieces`` word pieces each: L × H × n² apiece."""
+    return sum(n * n for n in pieces) * enc.num_layers * enc.num_heads
+
+
+def pass_cost(enc, pieces: int, attentions: int = 0) -> int:
+    """Bytes a model pass of ``enc`` (lib.encoder.Encoder) over ``pieces`` word pieces holds: every layer's
+    vectors, plus ``attentions`` floats of attention weights kept. (The forward pass's own temporaries are a
+    batch of 512 word pieces at a time: a few MB.)"""
+    hidden = int(getattr(enc.model.config, "hidden_size", 768))
+    return (pieces * enc.num_hidden_states * hidden + attentions) * FLOAT
+
+
+def projection_cost(n: int, hidden: int) -> int:
+    """Bytes a 2-D/3-D map of ``n`` points of ``hidden`` dimensions holds: the float64 points and a few n × n
+    distance matrices (t-SNE, the neighbour check)."""
+    return 8 * n * hidden * 2 + 3 * 8 * n * n
