@@ -81,3 +81,14 @@ def test_glossary_entries_and_linking():
     text, linked = link_terms("[the probe page](layers#x) and the probe", terms, set())
     assert text == f"[the probe page](layers#x) and the [probe]({PAGE}#probe)"
     assert uses("Ledoit-Wolf shrinkage", by["shrinkage"]) and not uses("shrinkages", by["shrinkage"])
+
+
+@pytest.mark.slow
+def test_the_glossary_page_has_an_entry_with_its_anchor_per_term():
+    at = page_test("pages/glossary.py")
+    at.run()
+    assert not at.exception
+    terms = load_glossary()
+    heads = {h.value: h.proto.anchor for h in at.subheader}
+    assert {t.name: t.anchor for t in terms} == heads
+    assert "Format for editors" not in " ".join(m.value for m in at.markdown)
