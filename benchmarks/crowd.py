@@ -78,7 +78,7 @@ def compare_link(tab: int, n: int = 500, pieces: int = 385) -> str:
 
 def occlusion_link(tab: int, words: int = 58) -> str:
     """What moves the word on five senses of three 60-word sentences: 13 occlusions of ~60 variants each."""
-    common = "we walked along the quiet river and watched small boats pass by in the evening light".split()
+    common = ["we", "walked", "along", "the", "quiet", "river", "and", "watched", "small", "boats"]
     filler = " ".join(common[i % len(common)] for i in range(words - 5)) + f" tab {tab}"
     rows = [f"sense{k} | The [bank] {k}.{j} {filler} end" for k in range(5) for j in range(3)]
     return f"/context?target=bank&text={quote(pack_text(chr(10).join(rows)))}"
