@@ -199,7 +199,9 @@ def test_a_student_sees_where_theirs_lands(store, encoder):
         cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
         nearest = max(cos, key=cos.get)
         at = board_page(room=code)
-        at.session_state["board_student"] = f"s{i}"
+        from ui import state
+
+        state.seed(at, board_student=f"s{i}")
         at.run()
         assert not at.exception
         assert f"sits nearest the class's **{nearest}** sentences" in texts(at)
