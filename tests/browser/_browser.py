@@ -122,6 +122,16 @@ def app_pages() -> list[tuple[str, str, bool]]:
     raise AssertionError("app.py has no PAGES list")
 
 
+# Pages without a chart on their own: the glossary (text only, tested by AppTest) and the class board before a
+# board is open (tests/browser/test_browser_board.py opens one).
+CHARTLESS = ("board", "glossary")
+
+
+def chart_pages() -> list[tuple[str, str, bool]]:
+    """:func:`app_pages` that draw charts as soon as they are opened (every page but :data:`CHARTLESS`)."""
+    return [p for p in app_pages() if Path(p[0]).stem not in CHARTLESS]
+
+
 def page_url(base: str, path: str, default: bool) -> str:
     """The URL of a page: the default page at /, the others at /<file stem>."""
     return base + "/" if default else f"{base}/{Path(path).stem}"
@@ -206,6 +216,18 @@ def wait_charts(pg, timeout_ms: int = LOAD_MS) -> list[str]:
     wait_idle(pg, timeout_ms)
     pg.wait_for_function(JS_CHARTS_DRAWN, timeout=timeout_ms)
     return pg.evaluate(JS_CHART_DATA)
+
+
+def wait_chart_count(pg, n: int, timeout_ms: int = LOAD_MS) -> list[str]:
+    """Wait until ``n`` charts are drawn with data (a page whose later sections wait their turn in the server's
+    work queue shows its first charts before the rest); return each chart's data as JSON."""
+    pg.wait_for_function(
+        """(n) => { const g = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'));
+            return g.length >= n && g.every(x => Array.isArray(x.data) && x.data.length > 0); }""",
+        arg=n,
+        timeout=timeout_ms,
+    )
+    return wait_charts(pg, timeout_ms)
 
 
 def wait_changed(pg, before: list[str], timeout_ms: int = CHANGE_MS) -> list[str]:

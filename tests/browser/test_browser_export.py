@@ -17,13 +17,21 @@ import pytest
 
 from lib import lesson
 from lib.sentences import pack_text
-from tests.browser._browser import JS_CHART_DATA, app_pages, exceptions, page_url, wait_charts, wait_idle
+from tests.browser._browser import (
+    JS_CHART_DATA,
+    chart_pages,
+    exceptions,
+    page_url,
+    wait_chart_count,
+    wait_charts,
+    wait_idle,
+)
 from tests.browser._offline import open_offline
 from tests.test_page_export import HOSTILE_SET
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGES = app_pages()
+PAGES = chart_pages()  # the glossary and an unopened class board save files too: tests/test_page_export_pages.py
 OPEN_TIMES: dict[str, float] = {}
 
 
@@ -76,7 +84,7 @@ def test_saved_page_opens_offline_with_the_pages_charts(page, server, browser_co
     reopened = browser_context.new_page()  # a new tab: a new session, as a student opening the link
     try:
         reopened.goto(link)
-        again = wait_charts(reopened)
+        again = wait_chart_count(reopened, len(shown)) if shown else wait_charts(reopened)
         assert len(again) == len(shown)
         for i, (a, b) in enumerate(zip(again, shown, strict=True)):
             assert _close(_traces(a), _traces(b)), f"{title}: chart {i + 1} differs after reopening the file's link"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser._browser import (
-    app_pages,
+    chart_pages,
     chart_summary,
     exceptions,
     page_url,
@@ -22,9 +22,7 @@ from tests.browser._browser import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-# The class board draws its charts once a board is open (a code in the link): tests/browser/test_browser_board.py
-# checks it with a class, on phones and a projector.
-PAGES = [p for p in app_pages() if Path(p[0]).stem != "board"]
+PAGES = chart_pages()  # the class board charts once a board is open: tests/browser/test_browser_board.py
 
 # How to change one control on each page (default: the preset in the sidebar, which every page that
 # works on the shared sentence set redraws). ("preset", option) | ("toggle", label) |

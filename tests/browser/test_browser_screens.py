@@ -19,7 +19,7 @@ import pytest
 from tests.browser._browser import (
     JS_CUT_TEXT,
     ROOT,
-    app_pages,
+    chart_pages,
     exceptions,
     on_ci,
     page_url,
@@ -32,9 +32,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 AXE_VERSION = "4.14.1"
 AXE_JS = ROOT / "tests" / "browser" / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-# The class board draws its charts once a board is open (a code in the link): tests/browser/test_browser_board.py
-# checks it with a class, on phones and a projector.
-PAGES = [p for p in app_pages() if Path(p[0]).stem != "board"]
+PAGES = chart_pages()  # the class board charts once a board is open: tests/browser/test_browser_board.py
 SCREENS = {
     "phone": {"width": 390, "height": 844, "query": ""},
     "projector": {"width": 1280, "height": 720, "query": "?presenter=1"},
