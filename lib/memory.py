@@ -61,23 +61,6 @@ def limit_arenas(environ_value: str | None = None) -> int | None:
         return None
 
 
-def collect_garbage() -> None:
-    """A full garbage collection, then :func:`release_memory`: for the end of a run that held large arrays.
-
-    A Streamlit page runs in a module of its own whose functions point back at its globals, a reference
-    cycle, so what a page's globals hold (a large set's vectors, its second model's, their profiles) is freed
-    only by a full collection, not when the run ends. The server runs no collection after each script run
-    (``runner.postScriptGC = false``, for speed), and Python's own full collections are rare on a large heap,
-    so such a run's arrays stayed alive long after the cache had let them go: measured 2026-11-24 (commit
-    b0f9c20), three tabs opening large compare links one after the other left the server at 1.60 GB with the
-    cache at its 400 MB, ~200 MB more after each tab. Objects frozen by ``gc.freeze`` are not walked.
-    """
-    import gc
-
-    gc.collect()
-    release_memory()
-
-
 def release_memory() -> bool:
     """Return freed heap memory to the OS (glibc only). True when it ran."""
     trim = _malloc_trim()

@@ -135,38 +135,6 @@ def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
     assert one_job_queue.stats().admitted - before >= 4 and done == [1, 2, 3, 4]
 
 
-def test_a_large_run_frees_what_its_page_left_in_reference_cycles(one_job_queue):
-    """A page runs in a module whose functions point back at its globals (a reference cycle), so what a page
-    held (a large set's vectors) outlives the run until a full collection, and the server runs none after each
-    script run. A run whose heavy work was large ends with one, before its leases go; a small run does not."""
-    import gc
-    import weakref
-
-    from ui import work
-
-    work.end_run()  # this thread holds nothing from an earlier test
-
-    def page_run(mb: int) -> weakref.ref:
-        page: dict = {}  # the page's module namespace; its function's globals are this dict
-        exec("def chart():\n    return vectors", page)
-        with work.heavy(mb * 2**20):
-            page["vectors"] = np.ones((mb, 2**18), dtype=np.float32)  # mb MB, like a set's vectors
-        return weakref.ref(page["vectors"])
-
-    gc.disable()  # as on the server's large heap: no full collection comes by itself meanwhile
-    try:
-        small = page_run(1)
-        work.end_run()
-        assert small() is not None  # a small run pays no collection: its cycle waits for Python's own
-        large = page_run(32)
-        assert large() is not None  # the run is over, the page is gone, the cycle still holds its 32 MB
-        work.end_run()
-        assert large() is None
-    finally:
-        gc.enable()
-        gc.collect()
-
-
 # ------------------------------------------------------------------------ what a learner sees
 def test_no_traceback_reaches_a_learner(monkeypatch):
     """The config hides error details, and a page's bug shows a message at the page edge, not a traceback."""

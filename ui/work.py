@@ -17,7 +17,6 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from lib.memory import collect_garbage
 from lib.work import WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
@@ -36,7 +35,6 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
 
     ``lease=True``: hold the bytes only, across a request's chunks (each chunk takes its own slot inside).
     """
-    _run.work_bytes = getattr(_run, "work_bytes", 0) + int(cost)
     box = None
 
     def waiting(running: int, queued: int) -> None:
@@ -56,8 +54,7 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
             box.empty()
 
 
-_run = threading.local()  # the leases and heavy work of the current script run (a script run is one thread)
-COLLECT_AFTER_BYTES = 16 * 2**20  # a run whose heavy work declared this much ends with a full collection
+_run = threading.local()  # the leases the current script run holds (a script run is one thread)
 
 
 def lease_for_run(cost: int) -> None:
@@ -84,19 +81,8 @@ def _release(held: list) -> None:
 
 
 def end_run() -> None:
-    """End the current script run's hold on memory (app.py, after every page run, the page's own run over).
-
-    A run whose heavy work declared at least :data:`COLLECT_AFTER_BYTES` first frees what its page left in
-    reference cycles (lib.memory.collect_garbage: the page's globals, e.g. a large set's vectors), then lets
-    go of its leases: so the bytes a lease counted are gone before the next tab may take them. A run that only
-    read the cache pays nothing.
-    """
-    worked, _run.work_bytes = getattr(_run, "work_bytes", 0), 0
-    try:
-        if worked >= COLLECT_AFTER_BYTES:
-            collect_garbage()
-    finally:
-        _release(getattr(_run, "leases", None) or [])
+    """Let go of the leases the current script run holds (app.py, after every page run)."""
+    _release(getattr(_run, "leases", None) or [])
 
 
 # ----------------------------------------------------------------------------------- cost estimates
