@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, page_export, state, timing, work
+from ui import cache, page_export, page_globals, state, timing, work
 from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
@@ -50,6 +50,7 @@ try:
         guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
     page_export.offer(shown)
 finally:
+    page_globals.release()  # the page's large results go with its run, not with the session's widgets
     work.end_run()  # the leases this run held for a large set's vectors (ui/work.py)
     state.finish_run()
     cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects

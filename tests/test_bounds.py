@@ -135,6 +135,32 @@ def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
     assert one_job_queue.stats().admitted - before >= 4 and done == [1, 2, 3, 4]
 
 
+def test_a_page_run_leaves_no_large_result_in_its_namespace():
+    """A page's top-level results (a large set's vectors, a second model's) stay reachable from every function the
+    page defines, and a session keeps its widgets' functions: after the run, the page's namespace holds no value
+    of a MB or more, while its functions, modules and small values stay for the next run's callbacks."""
+    import weakref
+
+    from ui import page_globals
+
+    page = {"__name__": "__main__", "__file__": page_globals.PAGES_DIR + "/layers.py", "np": np}
+    exec(
+        "import numpy as np\n"
+        "vectors = np.ones((40, 2**16), dtype=np.float32)\n"  # 10 MB, like a large set's vectors
+        "parts = (np.ones(2**19), np.ones(2**19))\n"  # 8 MB in a tuple, like an encoding's layers
+        "target = 'bank'\n"
+        "label = lambda k: f'{target} {k}'\n"  # a format_func: its __globals__ is this namespace
+        "from ui import page_globals\n"
+        "page_globals.note()\n",
+        page,
+    )
+    alive = weakref.ref(page["vectors"])
+    assert page_globals.release() == ["vectors", "parts"]
+    assert alive() is None  # the widget's function (label) no longer keeps the vectors alive
+    assert page["label"](3) == "bank 3" and page["np"] is np  # what a callback needs stays
+    assert page_globals.release() == []  # nothing noted since: a run that showed no page drops nothing
+
+
 # ------------------------------------------------------------------------ what a learner sees
 def test_no_traceback_reaches_a_learner(monkeypatch):
     """The config hides error details, and a page's bug shows a message at the page edge, not a traceback."""
