@@ -1,5 +1,7 @@
 """The only place with Streamlit caching: the model once per process, results per distinct input.
 
+One concept, over 600 lines by design: every cached entry point of the app lives here and nowhere else.
+
 The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
 the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.budget.ByteLRU` for the
 whole process, bounded by what its entries hold (lib.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 400): a
