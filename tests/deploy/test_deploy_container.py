@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser._browser import (
-    app_pages,
+    chart_pages,
     exceptions,
     page_url,
     start_server,
@@ -124,7 +124,7 @@ def test_every_page_charts_through_the_published_port(replica, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         pg = ctx.new_page()
-        for path, title, default in app_pages():
+        for path, title, default in chart_pages():
             pg.goto(page_url(replica["base"], path, default))
             data = wait_charts(pg)
             assert data, title

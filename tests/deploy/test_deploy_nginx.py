@@ -18,7 +18,7 @@ from tests.browser._browser import (
     JS_CHART_DATA,
     JS_CHARTS_DRAWN,
     JS_IDLE,
-    app_pages,
+    chart_pages,
     exceptions,
     page_url,
     wait_charts,
@@ -94,7 +94,7 @@ def test_every_page_charts_through_nginx(stack, browser):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         pg = ctx.new_page()
-        for path, title, default in app_pages():
+        for path, title, default in chart_pages():
             pg.goto(page_url(stack, path, default))
             assert wait_charts(pg), title
             assert not exceptions(pg), (title, exceptions(pg))
