@@ -35,6 +35,11 @@ CURVES = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
 
 def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server, shots_dir):
     page.goto(server + "/layers?preset=bank")
+    # the whole page: its later sections (the probe's read-out) may wait their turn in the work queue and come
+    # seconds after the first charts
+    for key in (*CURVES, "layers_matrix"):
+        page.wait_for_selector(f".st-key-{key} .js-plotly-plot", timeout=LOAD_MS)
+    wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
     charts = page.evaluate(JS_CHARTS)
