@@ -30,8 +30,10 @@ by layer's pooling switch 15. Sent as built here, a changed chart is drawn once:
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -186,24 +188,9 @@ class SentFigure(go.Figure):
 # draws twice, as before): an estimate can cost a draw, never a cut label.
 
 # Advance widths of Source Sans (Streamlit's chart font) in 1/1000 em, measured in Chromium with Streamlit's
-# own font file: regular (400) and bold (700). Characters not listed count as _WIDE.
-_GLYPHS = (' !"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~'
-           "“”‘’–—−·…éèêáàäöüñçß×÷√≈°→←′▍■●★")  # fmt: skip
-_W400 = (200, 289, 426, 497, 497, 824, 609, 249, 303, 303, 418, 497, 249, 311, 249, 350, 497, 497, 497, 497, 497,
-         497, 497, 497, 497, 497, 249, 249, 497, 497, 497, 425, 847, 543, 588, 571, 615, 527, 494, 617, 652, 263,
-         479, 579, 486, 727, 647, 664, 566, 664, 569, 534, 536, 645, 515, 786, 513, 476, 539, 303, 350, 303, 497,
-         500, 542, 504, 553, 456, 555, 496, 292, 504, 544, 246, 247, 495, 255, 829, 547, 542, 555, 555, 347, 419,
-         338, 544, 467, 719, 446, 467, 425, 303, 241, 303, 497, 426, 426, 249, 249, 480, 800, 497, 249, 948, 496,
-         496, 496, 504, 504, 504, 542, 544, 547, 456, 576, 497, 497, 557, 497, 331, 619, 619, 249, 769, 600, 600,
-         896)  # fmt: skip
-_W700 = (200, 340, 537, 528, 528, 857, 667, 300, 344, 344, 457, 528, 300, 332, 300, 339, 528, 528, 528, 528, 528,
-         528, 528, 528, 528, 528, 300, 300, 528, 528, 528, 463, 902, 573, 605, 582, 635, 548, 524, 638, 674, 301,
-         509, 614, 518, 762, 665, 684, 596, 684, 613, 556, 556, 665, 556, 813, 567, 525, 541, 344, 339, 344, 528,
-         500, 555, 527, 573, 468, 573, 518, 341, 534, 571, 276, 278, 548, 286, 857, 572, 555, 573, 573, 398, 443,
-         383, 568, 523, 776, 514, 521, 460, 344, 268, 344, 528, 537, 537, 300, 300, 480, 800, 528, 300, 978, 518,
-         518, 518, 527, 527, 527, 555, 568, 572, 467, 632, 528, 528, 588, 528, 365, 617, 617, 300, 769, 600, 600,
-         896)  # fmt: skip
-_WIDTHS = {400: dict(zip(_GLYPHS, _W400, strict=True)), 700: dict(zip(_GLYPHS, _W700, strict=True))}
+# own font file: regular (400) and bold (700), kept as data in assets/. Characters not listed count as _WIDE.
+_FONT_TABLE = json.loads((Path(__file__).resolve().parent.parent / "assets" / "source_sans_widths.json").read_text("utf-8"))
+_WIDTHS = {w: dict(zip(_FONT_TABLE["glyphs"], _FONT_TABLE[str(w)], strict=True)) for w in (400, 700)}
 _WIDE = 1000  # an unlisted character (a CJK ideograph is 1 em): too wide rather than too narrow
 # plotly's geometry around an axis (px, measured in Chromium with plotly.js 4 and this module's look):
 Y_LABEL_GAP = 27  # a left y axis: the margin is this + the widest tick label (then + the title)
