@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 import urllib.request
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,21 @@ def wait_healthy(name: str, timeout: float = 300) -> float:
 def logs(name: str) -> str:
     r = subprocess.run(["docker", "logs", name], capture_output=True, text=True)
     return r.stdout + r.stderr
+
+
+# nginx's access log (deploy/nginx.conf, log_format replicas). "upstream=a, b": nginx tried a, then b answered;
+# "-": answered by nginx itself (/static/). A websocket is logged when it closes, not when it opens.
+NGINX_LINE = re.compile(r'^\S+ (\d+) (\S+) "([^"]*)" cookie=(\S*) route=(\S+) upstream=(.*)$')
+
+
+def nginx_routes(nginx: str) -> dict[str, list[tuple[str, str]]]:
+    """Affinity key -> [(path, the upstream that answered)] of every request the nginx container passed on."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for line in logs(nginx).splitlines():
+        m = NGINX_LINE.match(line.strip())
+        if m and m.group(6) != "-":
+            out[m.group(5)].append((m.group(3), m.group(6).split(", ")[-1]))
+    return out
 
 
 def remove(*names: str) -> None:

@@ -1,0 +1,99 @@
+"""The class board as a host runs it: `tools/up.sh --db` (nginx, two replicas, PostgreSQL on the internal network).
+
+Students whose browsers nginx pins to different replicas send sentences; the teacher, on one replica, sees and
+accepts them all on one board. Then both replicas restart: the board and every accepted sentence remain.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tests.browser._browser import LOAD_MS, exceptions, wait_idle
+from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+from tests.deploy._docker import PREFIX, docker, nginx_routes, up_sh, wait_healthy
+
+PORT = 8644
+STACK = f"{PREFIX}-board"
+MAX_STUDENTS = 12  # new browsers until both replicas have students (each browser's cookie picks one)
+
+
+def _up(*args: str) -> None:
+    up_sh(STACK, PORT, *args)
+
+
+@pytest.fixture(scope="module")
+def stack(images):
+    _up("--db")
+    try:
+        yield f"http://127.0.0.1:{PORT}"
+    finally:
+        _up("down")
+        docker("volume", "rm", f"{STACK}-pgdata", check=False)
+        subprocess.run(["rm", "-f", f"/var/cache/context-lens/{STACK}-db-password"])
+
+
+def _replica_serving(ctx) -> str:
+    """The replica (its upstream address) nginx passed this browser's requests to."""
+    route = next(c["value"] for c in ctx.cookies() if c["name"] == "cl_replica")
+    ups = {u for _, u in nginx_routes(f"{STACK}-nginx")[route]}
+    assert len(ups) == 1, ups
+    return ups.pop()
+
+
+@pytest.mark.timeout(1800)
+def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack, browser):
+    out = docker(
+        "exec", f"{STACK}-app1", "sh", "-c",
+        'python -m lib.board create --target bank --senses money,river --db "$CONTEXT_LENS_DB"',
+    ).splitlines()  # fmt: skip
+    student_link = out[0].split(": ", 1)[1]
+    teacher_link = out[1].split(": ", 1)[1]
+    contexts = []
+    try:
+        tctx = browser.new_context(viewport=TEACHER_VIEWPORT)
+        contexts.append(tctx)
+        teacher = tctx.new_page()
+        teacher.goto(stack + teacher_link)
+        teacher.wait_for_selector("text=Waiting for you (0)", timeout=LOAD_MS)
+        replicas: dict[str, list] = {}
+        sent = []
+        for i in range(MAX_STUDENTS):
+            ctx = browser.new_context(viewport=PHONE_VIEWPORT)
+            contexts.append(ctx)
+            pg = ctx.new_page()
+            pg.goto(stack + student_link)
+            pg.wait_for_selector(".st-key-board_text input", timeout=LOAD_MS)
+            wait_idle(pg)
+            sense, sentence = sentences_of(i)[0]
+            send(pg, sense, sentence)
+            sent.append(sentence)
+            replicas.setdefault(_replica_serving(ctx), []).append(pg)
+            if len(replicas) == 2 and min(len(v) for v in replicas.values()) >= 2:
+                break
+        assert len(replicas) == 2, f"{len(sent)} browsers, all on one replica"
+        n = len(sent)
+        teacher.wait_for_selector(f"text=Waiting for you ({n})", timeout=60_000)  # refreshes by itself
+        text = main_text(teacher)
+        assert all(s in text for s in sent)
+        teacher.locator(".st-key-board_accept_all button").click()
+        teacher.wait_for_selector(f"text=On the board ({n})", timeout=60_000)
+        pages = [pg for ctx in contexts for pg in ctx.pages]
+        assert not any(exceptions(pg) for pg in pages)
+        print(
+            f"\n{n} students over two replicas ({', '.join(str(len(v)) for v in replicas.values())}) on one board"
+        )
+
+        # both replicas restart; PostgreSQL keeps the board
+        docker("restart", "-t", "10", f"{STACK}-app1", f"{STACK}-app2")
+        for k in (1, 2):
+            wait_healthy(f"{STACK}-app{k}")
+        teacher.goto(stack + teacher_link)
+        teacher.wait_for_selector(f"text=On the board ({n})", timeout=LOAD_MS)
+        text = main_text(teacher)
+        assert all(s in text for s in sent)
+        assert not exceptions(teacher)
+    finally:
+        for ctx in contexts:
+            ctx.close()
