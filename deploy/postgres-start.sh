@@ -6,7 +6,7 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   : "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD}"
   pw="$(mktemp)"
   printf '%s\n' "$POSTGRES_PASSWORD" >"$pw"
-  initdb -D "$PGDATA" -U context_lens --pwfile="$pw" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+  initdb -D "$PGDATA" -U context_lens -E UTF8 --locale=C.UTF-8 --pwfile="$pw" --auth-local=trust --auth-host=scram-sha-256 >/dev/null
   rm -f "$pw"
   echo "host all all 0.0.0.0/0 scram-sha-256" >>"$PGDATA/pg_hba.conf"
   pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start >/dev/null

@@ -60,10 +60,9 @@ wait_healthy() {  # name, seconds
 
 db_url=""
 start_db() {
-  if ! docker image inspect "$PG_IMAGE" >/dev/null 2>&1; then
-    echo "== build $PG_IMAGE (PostgreSQL 15 from Debian)"
-    DOCKER_BUILDKIT=0 docker build -q --force-rm --network host -t "$PG_IMAGE" -f deploy/postgres.Dockerfile deploy >/dev/null
-  fi
+  # built every time: Docker's layer cache makes an unchanged build a second, and a changed start script is used
+  echo "== build $PG_IMAGE (PostgreSQL 15 from Debian)"
+  DOCKER_BUILDKIT=0 docker build -q --force-rm --network host -t "$PG_IMAGE" -f deploy/postgres.Dockerfile deploy >/dev/null
   mkdir -p "$STATE"
   local pwfile="$STATE/$P-db-password"
   if [ ! -s "$pwfile" ]; then

@@ -91,9 +91,21 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
             wait_healthy(f"{STACK}-app{k}")
         teacher.goto(stack + teacher_link)
         teacher.wait_for_selector(f"text=On the board ({n})", timeout=LOAD_MS)
-        text = main_text(teacher)
-        assert all(s in text for s in sent)
+        teacher.wait_for_function(
+            """(n) => { const g = document.querySelector('.st-key-board_projection .js-plotly-plot');
+                return g && Array.isArray(g.data) && g.data.reduce((k, t) => k + (t.x ? t.x.length : 0), 0) === n; }""",
+            arg=n,
+            timeout=LOAD_MS,
+        )
         assert not exceptions(teacher)
+        # and in PostgreSQL, as typed
+        code = student_link.split("room=")[1]
+        stored = docker(
+            "exec", f"{STACK}-app2", "python", "-c",
+            "import os, sys; from lib import board as lb; s = lb.BoardStore(os.environ['CONTEXT_LENS_DB']); "
+            "print('\\n'.join(e.sentence for e in s.accepted(sys.argv[1])))", code,
+        ).splitlines()  # fmt: skip
+        assert sorted(stored) == sorted(sent)
     finally:
         for ctx in contexts:
             ctx.close()

@@ -29,6 +29,8 @@ def test_up_with_a_database_reachable_from_both_replicas_only(images):
         # the password in the URL opens the database over TCP (scram-sha-256), as the replicas will
         libpq = url.replace("postgresql+psycopg://", "postgresql://").replace("@db:", "@127.0.0.1:")
         assert docker("exec", f"{STACK}-db", "psql", libpq, "-tAc", "select 1") == "1"
+        # UTF-8: a SQL_ASCII cluster hands psycopg bytes, and SQLAlchemy cannot even read the server's version
+        assert docker("exec", f"{STACK}-db", "psql", libpq, "-tAc", "show server_encoding") == "UTF8"
         # on the internal network only: no port published, no other network
         db = inspect(f"{STACK}-db")
         assert not db["HostConfig"]["PortBindings"]
