@@ -6,6 +6,10 @@
     python -m benchmarks run --section class            # 1, 10 and 30 students opening links at once
     python -m benchmarks run --section hosting          # each oversized input against a fresh server
     python -m benchmarks run --section memory           # peak RSS: hostile link after UMAP, 500 uploaded sentences
+    python -m benchmarks run --section crowd            # a hostile crowd and one ordinary student on one server
+    python -m benchmarks run --section board            # a teacher and 30 students on one class board
+    python -m benchmarks run --section export           # "Download this page": each page's file, its size and open time
+    python -m benchmarks run --section control          # the weights controls against the trained model
     python -m benchmarks run --section model --section server --repeats 3
     python -m benchmarks list                           # the sections and the scripts each runs
 
@@ -40,7 +44,13 @@ SECTIONS: dict[str, list[tuple[str, list[str], bool]]] = {
     "class": [("browser_bench.py", ["--only", "class", "--class-sizes", "1,10,30"], True)],
     "hosting": [("hosting_bench.py", [], False)],
     "memory": [("peak_after_umap.py", [], False), ("bench.py", ["--only", "5"], True)],
+    "crowd": [("crowd.py", [], True)],
+    "board": [("board_bench.py", [], True)],
+    "export": [("page_export_bench.py", [], True)],
+    "control": [("control_candidates.py", [], False)],
 }
+# the scripts that take --repeats (the others run their scenario once)
+TAKES_REPEATS = {"bench.py", "browser_bench.py", "rerun_profile.py", "page_export_bench.py"}
 
 
 def _printed(stdout: str) -> dict:
@@ -64,8 +74,8 @@ def run_script(script: str, args: list[str], takes_out: bool, repeats: int | Non
         out = Path(tmp) / "out.json"
         cmd = [sys.executable, str(ROOT / "benchmarks" / script), *args]
         if takes_out:
-            cmd += ["--out", str(out)] + (["--repeats", str(repeats)] if repeats else [])
-        elif repeats and script == "rerun_profile.py":
+            cmd += ["--out", str(out)]
+        if repeats and script in TAKES_REPEATS:
             cmd += ["--repeats", str(repeats)]
         print("$", " ".join(cmd[1:]), flush=True)
         t0 = time.perf_counter()

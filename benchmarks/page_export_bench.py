@@ -13,7 +13,7 @@ browser against a real server, then open the file from disk with every request a
 - ``open_cpu_s``: CPU seconds of Chromium's processes while the file opens (less sensitive to a busy machine
   than wall time), and ``floor_cpu_s`` the floor's.
 
-Run:  python benchmarks/page_export_bench.py [--repeat 3] [--out benchmarks/page_export_results.json]
+Run:  python benchmarks/page_export_bench.py [--repeats 3] [--out benchmarks/page_export_results.json]
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def measure_open(ctx, html: str, floor: str, profile: str, repeat: int) -> dict:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeats", "--repeat", dest="repeat", type=int, default=3)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "page_export_results.json"))
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
