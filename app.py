@@ -12,6 +12,7 @@ from ui import cache, page_export, page_globals, state, timing, work
 from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
+ICON = ROOT / "assets" / "icon.png"
 
 PAGES = [
     ("pages/home.py", "Start here", ":material/home:", True),
@@ -30,7 +31,7 @@ _timer = timing.start()
 presenter_url = st.query_params.get("presenter") in ("1", "true")
 st.set_page_config(
     page_title="Context Lens",
-    page_icon=":material/lens_blur:",
+    page_icon=str(ICON),  # a file of the app's own: a :material/…: icon makes the browser fetch it from Google
     layout="wide",
     initial_sidebar_state="collapsed" if presenter_url else "auto",  # "auto": collapsed on a phone
 )

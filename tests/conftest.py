@@ -89,3 +89,16 @@ def board_db_url(request, tmp_path_factory):
 
     with postgres_cluster() as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def playwright_driver():
+    """One Playwright driver for the whole test session, shared by the browser and the deployment tests: a second
+    ``sync_playwright()`` started while the first still runs fails ("Sync API inside the asyncio loop")."""
+    from tests.browser._browser import require_browser
+
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p

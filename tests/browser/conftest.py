@@ -40,13 +40,10 @@ def server():
 
 
 @pytest.fixture(scope="session")
-def browser_context():
+def browser_context(playwright_driver):
     """A headless Chromium with a fresh profile (launch_persistent_context in a temp folder)."""
-    require_browser()
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory(prefix="context-lens-profile-") as profile, sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(
+    with tempfile.TemporaryDirectory(prefix="context-lens-profile-") as profile:
+        ctx = playwright_driver.chromium.launch_persistent_context(
             profile,
             executable_path=CHROMIUM,
             headless=True,

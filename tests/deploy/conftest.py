@@ -28,13 +28,10 @@ def images() -> float:
 
 
 @pytest.fixture(scope="session")
-def browser(images):
+def browser(images, playwright_driver):
     """One headless Chromium process; each test opens its own contexts (a context is one student's browser)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    try:
+        yield b
+    finally:
+        b.close()
