@@ -57,6 +57,27 @@ def test_default_preset_shows_the_models_numbers(encoder):
     assert at.get("download_button")
     url = state.url_written(at)
     assert url["ctx_sentence"] == "1" and url["ctx_layer"] == str(L) and url["ctx_replace"] == "mask"
+    # beside the shift, the change of the sense margin (own sense's centroid minus the nearest other's, the
+    # centroids built without this sentence), recomputed here with numpy for the five words shown
+    ss = p.sentence_set()
+    vecs = encoder.target_vectors(list(ss.sentences), p.target).vectors[:, L].astype(np.float64)
+    own = ss.senses[0]
+    others = range(1, len(ss.sentences))
+    cents = {
+        s: vecs[[k for k in others if ss.senses[k] == s]].mean(axis=0) for s in sorted(set(ss.senses)) if s
+    }
+
+    def margin(v):
+        cos = {s: v @ c / (np.linalg.norm(v) * np.linalg.norm(c)) for s, c in cents.items()}
+        return cos[own] - max(c for s, c in cos.items() if s != own)
+
+    base = margin(occ.base[L].astype(np.float64))
+    (table,) = at.table
+    df = table.value
+    assert list(df.index) == [occ.words[int(k)] for k in occ.ranking(L)[:5]]
+    col = next(c for c in df.columns if "margin change" in c)
+    for k, shown in zip(occ.ranking(L)[:5], df[col], strict=True):
+        assert float(shown) == pytest.approx(margin(occ.moved[int(k), L].astype(np.float64)) - base, abs=6e-4)
 
 
 def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():
