@@ -15,6 +15,7 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/deploy/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.deploy)
+            item.add_marker(pytest.mark.slow)  # minutes each: never in the fast tier
 
 
 @pytest.fixture(scope="session")

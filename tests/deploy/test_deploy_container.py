@@ -17,6 +17,7 @@ import pytest
 from tests.browser._browser import (
     chart_pages,
     exceptions,
+    goto_app,
     page_url,
     start_server,
     stop_server,
@@ -96,7 +97,7 @@ def _first_chart(browser, base: str, t0: float) -> float:
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         pg = ctx.new_page()
-        pg.goto(base + "/")
+        goto_app(pg, base + "/")
         assert wait_charts(pg) and not exceptions(pg)
         return time.monotonic() - t0
     finally:
@@ -125,7 +126,7 @@ def test_every_page_charts_through_the_published_port(replica, browser):
     try:
         pg = ctx.new_page()
         for path, title, default in chart_pages():
-            pg.goto(page_url(replica["base"], path, default))
+            goto_app(pg, page_url(replica["base"], path, default))
             data = wait_charts(pg)
             assert data, title
             assert not exceptions(pg), (title, exceptions(pg))
