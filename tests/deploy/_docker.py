@@ -6,6 +6,7 @@ ports are published on 127.0.0.1 only (the range 8641-8659 of this project's dep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -76,6 +77,20 @@ def up_sh(prefix: str, port: int, *args: str) -> None:
     )
     if r.returncode != 0:
         raise RuntimeError(f"tools/up.sh {' '.join(args)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+
+
+@contextlib.contextmanager
+def running_stack(prefix: str, port: int, *args: str):
+    """``tools/up.sh *args`` (nginx and two replicas; ``--db`` adds PostgreSQL), yielding nginx's URL; everything
+    removed after, a database's volume and password file included."""
+    up_sh(prefix, port, *(args or ("up",)))
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        up_sh(prefix, port, "down")
+        if "--db" in args:
+            docker("volume", "rm", f"{prefix}-pgdata", check=False)
+            Path(f"/var/cache/context-lens/{prefix}-db-password").unlink(missing_ok=True)
 
 
 def inspect(name: str) -> dict:

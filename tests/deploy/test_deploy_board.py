@@ -6,32 +6,21 @@ accepts them all on one board. Then both replicas restart: the board and every a
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from tests.browser._browser import LOAD_MS, exceptions, wait_idle
 from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
-from tests.deploy._docker import PREFIX, docker, nginx_routes, up_sh, wait_healthy
+from tests.deploy._docker import PREFIX, docker, nginx_routes, running_stack, wait_healthy
 
 PORT = 8644
 STACK = f"{PREFIX}-board"
 MAX_STUDENTS = 12  # new browsers until both replicas have students (each browser's cookie picks one)
 
 
-def _up(*args: str) -> None:
-    up_sh(STACK, PORT, *args)
-
-
 @pytest.fixture(scope="module")
 def stack(images):
-    _up("--db")
-    try:
-        yield f"http://127.0.0.1:{PORT}"
-    finally:
-        _up("down")
-        docker("volume", "rm", f"{STACK}-pgdata", check=False)
-        subprocess.run(["rm", "-f", f"/var/cache/context-lens/{STACK}-db-password"])
+    with running_stack(STACK, PORT, "--db") as base:
+        yield base
 
 
 def _replica_serving(ctx) -> str:

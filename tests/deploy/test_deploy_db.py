@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-
-from tests.deploy._docker import PREFIX, docker, inspect, up_sh
+from tests.deploy._docker import PREFIX, docker, inspect, running_stack
 
 PORT = 8643
 STACK = f"{PREFIX}-db"
 
 
-def _up(*args: str) -> None:
-    up_sh(STACK, PORT, *args)
-
-
 def test_up_with_a_database_reachable_from_both_replicas_only(images):
-    _up("--db")
-    try:
+    with running_stack(STACK, PORT, "--db"):
         urls = set()
         for n in (1, 2):
             env = dict(e.split("=", 1) for e in inspect(f"{STACK}-app{n}")["Config"]["Env"])
@@ -36,7 +29,3 @@ def test_up_with_a_database_reachable_from_both_replicas_only(images):
         assert not db["HostConfig"]["PortBindings"]
         assert list(db["NetworkSettings"]["Networks"]) == [f"{STACK}-back"]
         assert docker("network", "inspect", "-f", "{{.Internal}}", f"{STACK}-back") == "true"
-    finally:
-        _up("down")
-        docker("volume", "rm", f"{STACK}-pgdata", check=False)
-        subprocess.run(["rm", "-f", f"/var/cache/context-lens/{STACK}-db-password"])

@@ -30,7 +30,7 @@ from tests.deploy._docker import (
     nginx_routes,
     oom_and_restarts,
     process_stats,
-    up_sh,
+    running_stack,
 )
 
 PORT = 8642
@@ -43,17 +43,10 @@ JS_CHARTS_OR_ERROR = (
 CLASS_MS = 900_000  # a class of 30 on two shared cores, their 30 browsers included
 
 
-def _up(*args: str) -> None:
-    up_sh(STACK, PORT, *args)
-
-
 @pytest.fixture(scope="module")
 def stack(images):
-    _up("up")
-    try:
-        yield f"http://127.0.0.1:{PORT}"
-    finally:
-        _up("down")
+    with running_stack(STACK, PORT) as base:
+        yield base
 
 
 def _replica_of_addr() -> dict[str, str]:
@@ -108,6 +101,17 @@ def _wait(pg, js: str, arg=None, timeout: int = CLASS_MS) -> None:
     pg.wait_for_function(js, arg=arg, timeout=timeout, polling=250)
 
 
+def _go_to(students: list[dict], label: str, stem: str) -> None:
+    """Each student clicks the page ``label`` in the sidebar; then each one's page must chart, with no traceback."""
+    for s in students:
+        s["pg"].locator("[data-testid='stSidebarNav'] a", has_text=label).first.click()
+    for s in students:
+        _wait(s["pg"], f"() => location.pathname.endsWith('/{stem}')")
+        _wait(s["pg"], JS_CHARTS_OR_ERROR)
+        _wait(s["pg"], JS_IDLE)
+        assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
+
+
 @pytest.mark.timeout(2400)  # 30 browsers on a shared two-core machine
 def test_a_class_of_30_over_two_replicas_and_one_replica_stopped(stack, browser):
     addr = _replica_of_addr()
@@ -124,14 +128,11 @@ def test_a_class_of_30_over_two_replicas_and_one_replica_stopped(stack, browser)
             _wait(s["pg"], JS_CHARTS_OR_ERROR)
             assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
         first_chart_s = time.monotonic() - t0
-        for s in students:  # then each goes to Attention (a rerun over the same websocket)
-            _wait(s["pg"], JS_IDLE)
-            s["pg"].locator("[data-testid='stSidebarNav'] a", has_text="Attention").first.click()
         for s in students:
-            _wait(s["pg"], "() => location.pathname.endsWith('/attention')")
-            _wait(s["pg"], JS_CHARTS_OR_ERROR)
             _wait(s["pg"], JS_IDLE)
-            assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
+        # then each goes to Attention (a rerun over the same websocket)
+        _go_to(students, "Attention", "attention")
+        for s in students:
             s["view"] = s["pg"].evaluate(JS_CHART_DATA)
             s["url"] = s["pg"].url
         class_s = time.monotonic() - t0
@@ -156,13 +157,7 @@ def test_a_class_of_30_over_two_replicas_and_one_replica_stopped(stack, browser)
         docker("stop", "-t", "10", f"{STACK}-app1")
         stayed = [s for s in students if s["replica"] == "app2"]
         moved = [s for s in students if s["replica"] == "app1"]
-        for s in stayed:  # students on app2 keep working: another page, its charts
-            s["pg"].locator("[data-testid='stSidebarNav'] a", has_text="Layer by layer").first.click()
-        for s in stayed:
-            _wait(s["pg"], "() => location.pathname.endsWith('/layers')")
-            _wait(s["pg"], JS_CHARTS_OR_ERROR)
-            _wait(s["pg"], JS_IDLE)
-            assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
+        _go_to(stayed, "Layer by layer", "layers")  # students on app2 keep working: another page, its charts
         t_stop = time.monotonic()
         app2 = next(a for a, r in addr.items() if r == "app2")
         for s in moved:  # students on app1 reconnect to app2 and get their view back from the link
@@ -177,13 +172,7 @@ def test_a_class_of_30_over_two_replicas_and_one_replica_stopped(stack, browser)
             assert s["pg"].url == s["url"]
             assert s["pg"].evaluate(JS_CHART_DATA) == s["view"], s["k"]
             assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
-        for s in moved:  # and app2 now serves them: another page, its charts
-            s["pg"].locator("[data-testid='stSidebarNav'] a", has_text="Layer by layer").first.click()
-        for s in moved:
-            _wait(s["pg"], "() => location.pathname.endsWith('/layers')")
-            _wait(s["pg"], JS_CHARTS_OR_ERROR)
-            _wait(s["pg"], JS_IDLE)
-            assert not exceptions(s["pg"]), (s["k"], exceptions(s["pg"]))
+        _go_to(moved, "Layer by layer", "layers")  # and app2 now serves them: another page, its charts
         print(f"  app1 stopped: {len(stayed)} students on app2 kept working; {len(moved)} reconnected to app2 "
               f"with their view and went on within {time.monotonic() - t_stop:.0f} s")  # fmt: skip
         assert oom_and_restarts(f"{STACK}-app2") == (False, 0)
