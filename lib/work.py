@@ -79,7 +79,7 @@ class WorkQueue:
         self._waiting: dict[int, tuple[bool, bool]] = {}  # ticket -> (slot, small), in arrival order
         self._running: dict[int, tuple[bool, int]] = {}  # jobs that hold a slot and their bytes
         self._held: dict[int, tuple[int, threading.Thread]] = {}  # leases: bytes and the thread holding them
-        self._local = threading.local()  # slots the current thread holds (a nested job runs in its slot)
+        self._slots: dict[int, int] = {}  # thread id -> slots it holds (a nested job runs in its slot)
         self._admitted = self._waited = self._cancelled = self._peak_jobs = self._peak_bytes = 0
 
     @classmethod
@@ -148,12 +148,13 @@ class WorkQueue:
 
         ``slot=False`` takes a *lease*: the bytes only, held across the chunks of one request (a large set's
         vectors, gathered chunk by chunk), each chunk then asking for a slot of its own. Leases wait in the
-        same queue; only the first lease may pass the byte budget; a lease whose thread has ended is let go. A job asked for inside a job of the same
-        thread runs in the outer job's slot (a thread never waits for itself).
+        same queue; only the first lease may pass the byte budget; a lease whose thread has ended is let go. A job
+        asked for inside a job of the same thread runs in the outer job's slot (a thread never waits for itself).
         """
         cost = max(0, int(cost))
         small = slot and cost <= self.small_bytes
-        if slot and getattr(self._local, "slots", 0):  # already in a slot: waiting for a second could deadlock
+        owner = threading.get_ident()  # the job may be closed from another thread (a generator collected there)
+        if slot and self._slots.get(owner, 0):  # already in a slot: waiting for a second could deadlock
             yield
             return
         with self._cond:
@@ -185,16 +186,18 @@ class WorkQueue:
                 self._waited += waited
                 self._peak_jobs = max(self._peak_jobs, len(self._running))
                 self._peak_bytes = max(self._peak_bytes, self.held_bytes)
-            self._local.slots = getattr(self._local, "slots", 0) + slot
-            try:
-                yield
-            finally:
-                self._local.slots -= slot
+                if slot:
+                    self._slots[owner] = self._slots.get(owner, 0) + 1
+            yield
         finally:
             with self._cond:
                 if started:
                     self._running.pop(ticket, None)
                     self._held.pop(ticket, None)
+                    if slot:
+                        left = self._slots.pop(owner, 1) - 1
+                        if left:
+                            self._slots[owner] = left
                 elif self._waiting.pop(ticket, None) is not None:
                     self._cancelled += 1
                 self._cond.notify_all()

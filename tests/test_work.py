@@ -184,3 +184,24 @@ def test_a_lease_whose_thread_ended_is_let_go():
     t.join(5)
     with q.job(90 * MB, slot=False):  # would wait for ever behind the lost lease
         assert q.held_bytes == 90 * MB
+
+
+def test_a_job_closed_from_another_thread_gives_its_slot_back():
+    """A page run's generator can be collected on another thread; closing it there must free what it held."""
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+    jobs = {}
+
+    def enter():
+        for name, slot in (("slot", True), ("lease", False)):
+            jobs[name] = q.job(10 * MB, slot=slot)
+            jobs[name].__enter__()
+
+    t = threading.Thread(target=enter)
+    t.start()
+    t.join(5)
+    assert q.running == 1 and q.held_bytes == 20 * MB
+    for job in jobs.values():
+        job.gen.close()  # here, not on the thread that entered it: GeneratorExit runs the job's cleanup
+    assert q.running == 0 and q.held_bytes == 0
+    with q.job(10 * MB), q.job(10 * MB):  # this thread's nesting count was not touched by the other's
+        assert q.running == 1
