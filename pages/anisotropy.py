@@ -132,6 +132,7 @@ c_k.slider(
 )
 c_bert.toggle("Show BERT-base", key="aniso_bert", help="Ethayarajh (2019)'s numbers for raw BERT-base.")
 corpus_choice = st.session_state.aniso_corpus
+state.models_per_set(2 if controls.compare_requested("aniso") else 1)  # a comparison: half the set budget each
 layer = st.session_state.aniso_layer
 treatment = st.session_state.aniso_treatment
 k = st.session_state.aniso_k

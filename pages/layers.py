@@ -180,6 +180,7 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
 st.title("Layer by layer")
 page_intro("layers")
 
+state.models_per_set(2 if controls.compare_requested("layers") else 1)  # a comparison: half the set budget each
 upload_section(state.sentence_set().target)
 uploaded = st.session_state.get("_layers_uploaded")
 

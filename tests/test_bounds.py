@@ -276,3 +276,23 @@ def test_requirements_are_pinned_and_the_lock_pins_them_with_hashes():
     for name, version in reqs.items():
         assert locked.get(name, "").split("+")[0] == version, name
     assert (ROOT / "tools" / "lock.sh").exists()
+
+
+def test_a_run_comparing_two_models_leases_both_sets_at_once(encoder, one_job_queue):
+    """A comparison's run is admitted whole: its first large set's lease covers the second model's set too."""
+    from ui import cache, work
+
+    work.end_run()
+    sentences = tuple(f"Leased {i}: we walked to the bank number {i}." for i in range(cache.CHUNK + 3))
+    cache.target_vectors(encoder.name, sentences, "bank")
+    one = one_job_queue.held_bytes
+    assert one > 0
+    work.end_run()
+    work.models_per_set(2)
+    cache.target_vectors(encoder.name, sentences, "bank")  # cached now; the run still leases what it holds
+    assert one_job_queue.held_bytes == 2 * one
+    work.end_run()  # and the next run reads its set through one model again
+    assert one_job_queue.held_bytes == 0
+    cache.target_vectors(encoder.name, sentences, "bank")
+    assert one_job_queue.held_bytes == one
+    work.end_run()

@@ -76,6 +76,26 @@ def test_an_upload_over_budget_says_so_and_keeps_the_rest(small_budget, encoder)
     _assert_cut_said_once_and_rest_kept(at, _expected_kept(encoder))
 
 
+@pytest.mark.parametrize("page, key", [("pages/layers.py", "layers_compare"), ("pages/anisotropy.py", "aniso_compare")])
+def test_a_comparison_reads_half_the_budget_with_each_model_and_says_why(small_budget, encoder, page, key):
+    """Two models reading one set hold what one set alone holds: each reads half the word-piece budget."""
+    clean = [s.split("|", 1)[1].strip() for s in SENTENCES]
+    counts = [len(x) for x in encoder.tokenizer(clean)["input_ids"]]
+    half = budget.fit_to_budget(counts, per_set=SET_CAP // 2).kept
+    assert 2 <= half < _expected_kept(encoder)
+    at = page_test(page, text=TEXT, target="bank", **({"aniso_corpus": "set"} if "aniso" in page else {}))
+    at.query_params[key] = "1"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = _warnings(at)
+    assert said.count(f"only its first {half} of {len(SENTENCES)} sentences are used") == 1, said
+    assert "each model reads half of the 90 word pieces a set may use alone" in said
+    assert at.get("plotly_chart")
+    at.toggle(key=key).set_value(False).run()  # one model again: the whole budget
+    said = _warnings(at)
+    assert f"only its first {_expected_kept(encoder)} of" in said and "each model reads half" not in said
+
+
 def test_long_sentences_are_read_up_to_the_cap_and_said_once(monkeypatch):
     monkeypatch.setattr(budget, "MAX_PIECES_PER_SENTENCE", 12)
     long = "The bank " + "by the long and winding river " * 6 + "opened."

@@ -156,6 +156,13 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
     )
 
 
+def compare_requested(page: str) -> bool:
+    """Whether this run compares with a second model (the toggle's state, else the link's ``<page>_compare``),
+    known before the toggle is drawn: call it before the page reads its set (state.models_per_set)."""
+    state.init_controls([state.Control(f"{page}_compare", "bool", False)])
+    return bool(st.session_state.get(f"{page}_compare"))
+
+
 def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     """A toggle and a model field for "compare with a second model"; returns the second model's key or None.
 

@@ -47,7 +47,7 @@ from lib.sentences import (
     parse_sentence_set,
     text_from_link,
 )
-from ui import cache
+from ui import cache, work
 from ui.widgets import escape_md
 
 K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
@@ -61,6 +61,7 @@ SHARED_KEYS = ("preset", "target", "text", "model", "weights", "seed", "presente
 K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset replaces it
 K_INITIALISED = "_cl_initialised"  # the link's shared keys have been read (once per session)
 K_PAGE_URL = "_cl_page_url"  # this run's page controls for the URL (sync_url), written by finish_run
+K_MODELS_PER_SET = "_cl_models_per_set"  # models this run sends the set through (models_per_set)
 K_URL_NOTES = "_cl_url_notes"  # what was wrong with the link's values, for the sidebar
 
 
@@ -263,6 +264,16 @@ def sync_url(params: dict[str, object]) -> None:
 def begin_run() -> None:
     """Called by app.py at the start of every run."""
     st.session_state[K_PAGE_URL] = {}
+    st.session_state[K_MODELS_PER_SET] = 1
+
+
+def models_per_set(n: int) -> None:
+    """This run sends the sentence set through ``n`` models (a page comparing two: 2). Call it before the page
+    reads its set: each model then reads 1/n of the word-piece budget, so a comparison holds what one set
+    alone holds, and the run's lease (ui.work) covers every model's vectors at once."""
+    n = max(1, int(n))
+    st.session_state[K_MODELS_PER_SET] = n
+    work.models_per_set(n)
 
 
 def view_params() -> dict[str, str]:
@@ -607,11 +618,12 @@ def sentence_set() -> SentenceSet:
     target = st.session_state.get(K_TARGET, "")
     preset = st.session_state.get(K_PRESET)
     model = st.session_state.get(K_ACTIVE_MODEL, DEFAULT_MODEL)
-    key = (text, target, preset, model)
+    models = st.session_state.get(K_MODELS_PER_SET, 1)
+    key = (text, target, preset, model, models, budget.MAX_SET_PIECES)
     memo = st.session_state.get("_cl_set_memo")
     if memo is None or memo[0] != key:
         ss = parse_sentence_set(text, target, preset_id=None if preset == CUSTOM else preset)
-        memo = (key, *within_budget(ss, model))
+        memo = (key, *within_budget(ss, model, models))
         st.session_state["_cl_set_memo"] = memo
     return memo[1]
 
@@ -622,17 +634,25 @@ def budget_note() -> str:
     return st.session_state["_cl_set_memo"][2]
 
 
-def within_budget(ss: SentenceSet, model: str) -> tuple[SentenceSet, str]:
-    """The set cut to the word-piece budget (lib.budget): the first sentences that fit, and what was cut."""
+def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[SentenceSet, str]:
+    """The set cut to the word-piece budget (lib.budget): the first sentences that fit, and what was cut.
+
+    ``models``: how many models read the set in this run; each reads 1/``models`` of the budget."""
     if not ss.sentences:
         return ss, ""
     clean = list(clean_sentences(ss.sentences, ss.target, bad="keep"))
-    cut = budget.fit_to_budget(cache.encoder(model).piece_counts(clean))
+    per_set = budget.MAX_SET_PIECES // max(1, models)  # fit_to_budget keeps at least one sentence anyway
+    cut = budget.fit_to_budget(cache.encoder(model).piece_counts(clean), per_set=per_set)
     if not cut.dropped_note:  # shortened sentences are said by analysis() (Encoding.truncated)
         return ss, ""
-    k = cut.kept
-    kept = ss.subset(range(k))
-    return kept, cut.dropped_note
+    note = cut.dropped_note
+    if models > 1:
+        note += (
+            f" With a second model on, each model reads {'half' if models == 2 else f'1/{models}'} of the "
+            f"{budget.MAX_SET_PIECES:,} word pieces a set may use alone, so the comparison holds no more than one "
+            "set; switch the comparison off to use more of the set."
+        )
+    return ss.subset(range(cut.kept)), note
 
 
 def set_sentences(text: str, target: str) -> None:

@@ -64,13 +64,14 @@ def lease_for_run(cost: int) -> None:
     For what a page keeps in hand for its whole run, e.g. a large set's vectors (and its second model's): a
     few tabs opening large sets then hold them one tab at a time, and the others wait their turn with the
     busy message. Take it *before* entering any cache computation (a lease waited for while holding a
-    cache entry's lock could wait for the run that needs that entry). A run that holds a lease already passes
-    (one tab's second model does not wait for its first).
+    cache entry's lock could wait for the run that needs that entry). A run whose set goes through ``n`` models
+    (:func:`models_per_set`) leases ``n × cost`` at its first call, so one tab's comparison is admitted whole;
+    a run that holds a lease already passes (its second model does not wait for its first).
     """
     held = getattr(_run, "leases", None)
     if held:
         return
-    lease = heavy(cost, lease=True)
+    lease = heavy(cost * getattr(_run, "models", 1), lease=True)
     lease.__enter__()
     _run.leases = [lease]
 
@@ -80,9 +81,15 @@ def _release(held: list) -> None:
         held.pop().__exit__(None, None, None)
 
 
+def models_per_set(n: int) -> None:
+    """The current script run reads its sentence set through ``n`` models (a comparison: 2); see lease_for_run."""
+    _run.models = max(1, int(n))
+
+
 def end_run() -> None:
     """Let go of the leases the current script run holds (app.py, after every page run)."""
     _release(getattr(_run, "leases", None) or [])
+    _run.models = 1
 
 
 # ----------------------------------------------------------------------------------- cost estimates

@@ -205,17 +205,22 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 # --------------------------------------------------------------------------------------------- helpers
-def goto_app(pg, url: str, *, first_ms: int = 90_000) -> None:
-    """Open ``url`` and wait for the app's frame; once, if it has not appeared after ``first_ms``, reload (as a
-    student would). Seen only on a container's first page load under load, twice in many runs: the health check
-    answered, the HTML came, and the front end never drew."""
+def goto_app(pg, url: str, *, selector: str = "[data-testid='stApp']", first_ms: int = 90_000) -> None:
+    """Open ``url`` and wait for ``selector`` (default: the app's frame); once, if it has not appeared after
+    ``first_ms``, reload (as a student would), saying what the page showed. Seen only on a container's first page
+    load under load (the health check answered, the HTML came, and the front end never drew) and once on a
+    teacher's page right after both replicas restarted."""
     pg.goto(url)
     try:
-        pg.wait_for_selector("[data-testid='stApp']", timeout=first_ms)
+        pg.wait_for_selector(selector, timeout=first_ms)
     except Exception:  # playwright's TimeoutError
-        print(f"\n{url}: no app frame after {first_ms / 1000:.0f} s; reloading once")
+        try:
+            shown = pg.locator("body").inner_text(timeout=5000)[:1500]
+        except Exception as e:  # noqa: BLE001 - only said
+            shown = f"(no text: {e})"
+        print(f"\n{url}: no {selector} after {first_ms / 1000:.0f} s; reloading once. The page showed:\n{shown}")
         pg.reload()
-        pg.wait_for_selector("[data-testid='stApp']", timeout=LOAD_MS)
+        pg.wait_for_selector(selector, timeout=LOAD_MS)
 
 
 def wait_idle(pg, timeout_ms: int = LOAD_MS) -> None:

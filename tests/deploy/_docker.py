@@ -175,3 +175,20 @@ def process_stats(name: str) -> dict:
 def oom_and_restarts(name: str) -> tuple[bool, int]:
     info = inspect(name)
     return info["State"]["OOMKilled"], info["RestartCount"]
+
+
+@contextlib.contextmanager
+def explained(pg, *containers: str):
+    """On failure, print what the browser showed (address, text, console errors) and each container's last log
+    lines: a CI run shows only its output, so a timeout must say where the page stood."""
+    try:
+        yield
+    except Exception:
+        try:
+            text = pg.locator("body").inner_text(timeout=5000)
+        except Exception as e:  # the page itself may be gone
+            text = f"(no text: {e})"
+        print(f"\n--- the page at {pg.url} showed:\n{text[:3000]}")
+        for name in containers:
+            print(f"\n--- docker logs {name} (last 40 lines):\n" + "\n".join(logs(name).splitlines()[-40:]))
+        raise

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser._browser import LOAD_MS, exceptions, wait_idle
+from tests.browser._browser import LOAD_MS, exceptions, goto_app, wait_idle
 from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
-from tests.deploy._docker import PREFIX, docker, nginx_routes, running_stack, wait_healthy
+from tests.deploy._docker import PREFIX, docker, explained, nginx_routes, running_stack, wait_healthy
 
 PORT = 8644
 STACK = f"{PREFIX}-board"
@@ -78,14 +78,14 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
         docker("restart", "-t", "10", f"{STACK}-app1", f"{STACK}-app2")
         for k in (1, 2):
             wait_healthy(f"{STACK}-app{k}")
-        teacher.goto(stack + teacher_link)
-        teacher.wait_for_selector(f"text=On the board ({n})", timeout=LOAD_MS)
-        teacher.wait_for_function(
-            """(n) => { const g = document.querySelector('.st-key-board_projection .js-plotly-plot');
-                return g && Array.isArray(g.data) && g.data.reduce((k, t) => k + (t.x ? t.x.length : 0), 0) === n; }""",
-            arg=n,
-            timeout=LOAD_MS,
-        )
+        with explained(teacher, f"{STACK}-nginx", f"{STACK}-app1", f"{STACK}-app2"):
+            goto_app(teacher, stack + teacher_link, selector=f"text=On the board ({n})")
+            teacher.wait_for_function(
+                """(n) => { const g = document.querySelector('.st-key-board_projection .js-plotly-plot');
+                    return g && Array.isArray(g.data) && g.data.reduce((k, t) => k + (t.x ? t.x.length : 0), 0) === n; }""",
+                arg=n,
+                timeout=LOAD_MS,
+            )
         assert not exceptions(teacher)
         # and in PostgreSQL, as typed
         code = student_link.split("room=")[1]
