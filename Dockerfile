@@ -99,7 +99,7 @@ RUN if [ -n "$PRELOAD_MODEL" ]; then \
 # STREAMLIT_LOGGER_HIDE_WELCOME_MESSAGE: Streamlit's start-up banner looks up the machine's external IP address on
 # the internet (checkip.amazonaws.com) when headless; a hosted copy fetches nothing at run time.
 ENV CONTEXT_LENS_MODELS="sentence-transformers/all-MiniLM-L6-v2${PRELOAD_MODEL:+,$PRELOAD_MODEL}" \
-    CONTEXT_LENS_CACHE_MB=400 \
+    CONTEXT_LENS_CACHE_MB=200 \
     CONTEXT_LENS_MAX_PARAMS=150000000 \
     STREAMLIT_LOGGER_HIDE_WELCOME_MESSAGE=true
 

@@ -40,7 +40,9 @@ DEFAULT_SET_PIECES = 20_000  # word pieces per set (a typed, linked or uploaded 
 # 19,900). Measured (benchmarks/README.md, a hosted server's memory): 500 such sentences on the Layer by layer page add
 # ~360 MB at the peak. The model's time grows with it (the lock is taken per batch of 512 word pieces, so other
 # students' runs interleave).
-DEFAULT_CACHE_MB = 400  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set
+DEFAULT_CACHE_MB = 200  # the process's cache budget when CONTEXT_LENS_CACHE_MB is not set: with the work budget
+# (lib.work) a process stayed within 1.2 GB under a hostile crowd, 1.11-1.19 GB (benchmarks/crowd_results.json;
+# 1.15-1.20 GB with 250 MB). An ordinary class's sets are ~2 MB of hidden states each.
 MAX_LISTED = 20  # problems kept (and shown) per list built from user input; the rest are only counted. A
 # 2 MB upload of junk lines listed every one of its ~1 M problems: ~0.46 GB kept per file, ~143 MB sent.
 

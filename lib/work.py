@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from lib.budget import _positive_env
 
 DEFAULT_WORK_JOBS = 2  # heavy jobs at once (a two-core host)
-DEFAULT_WORK_MB = 320  # bytes held by running jobs: with a 400 MB results cache and the ~0.45 GB a loaded
-# model and its libraries take, a process stays under ~1.2 GB
+DEFAULT_WORK_MB = 220  # bytes held by running jobs: a full set's lease (20,000 word pieces, ~210 MB; a
+# comparison's two half sets the same) fits. With the 200 MB results cache, the libraries and two models
+# (~0.75 GB), a hostile crowd peaked at 1.11-1.19 GB (benchmarks/crowd_results.json)
 SMALL_JOB_MB = 24  # a job up to this many MB is "small": an ordinary set (8 sentences, ~2 MB of hidden
 # states) and a sentence's attentions, but not a 500-sentence set's chunk (~60 MB) or an occlusion of a
 # 60-word sentence (~20-40 MB)

@@ -4,7 +4,7 @@ One concept, over 600 lines by design: every cached entry point of the app lives
 
 The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
 the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.budget.ByteLRU` for the
-whole process, bounded by what its entries hold (lib.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 400): a
+whole process, bounded by what its entries hold (lib.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 200): a
 class of sessions cannot grow the server past it, whatever they type. The work that makes a result (a model
 pass, a projection, an occlusion) runs in a slot of the server's work queue (ui/work.py), so memory while
 computing is bounded too. Results are frozen dataclasses whose arrays are read-only, so sharing one object between sessions is
