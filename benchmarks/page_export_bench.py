@@ -1,6 +1,6 @@
 """Saved pages ("Download this page"): size, the server's CPU to build each file, and its open time in Chromium.
 
-For every page on the default preset (and the guided lesson's whole-lesson file): press the button in a real
+For every page that draws charts on the default preset (and the guided lesson's whole-lesson file): press the button in a real
 browser against a real server, then open the file from disk with every request aborted (tests/browser/_offline.py)
 ``--repeat`` times. Reported per file:
 
@@ -35,7 +35,7 @@ from lib import page_export as pe  # noqa: E402
 from tests.browser._browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
-    app_pages,
+    chart_pages,
     page_url,
     start_server,
     stop_server,
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
                 viewport={"width": 1400, "height": 1000},
             )  # fmt: skip
             pg = ctx.new_page()
-            for path, _title, default in app_pages():
+            for path, _title, default in chart_pages():  # board and glossary draw no chart until used
                 stem = Path(path).stem
                 pg.goto(page_url(base, path, default))
                 wait_charts(pg)
