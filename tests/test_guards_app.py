@@ -89,11 +89,11 @@ def test_a_comparison_reads_half_the_budget_with_each_model_and_says_why(small_b
     assert not at.exception, [e.value for e in at.exception]
     said = _warnings(at)
     assert said.count(f"only its first {half} of {len(SENTENCES)} sentences are used") == 1, said
-    assert "each model reads half of the 90 word pieces a set may use alone" in said
+    assert "With a second model on, each model reads at most 45 word pieces of the set (half of the 90 one" in said
     assert at.get("plotly_chart")
     at.toggle(key=key).set_value(False).run()  # one model again: the whole budget
     said = _warnings(at)
-    assert f"only its first {_expected_kept(encoder)} of" in said and "each model reads half" not in said
+    assert f"only its first {_expected_kept(encoder)} of" in said and "a second model on" not in said
 
 
 def test_long_sentences_are_read_up_to_the_cap_and_said_once(monkeypatch):

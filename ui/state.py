@@ -646,11 +646,14 @@ def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[Sentenc
     if not cut.dropped_note:  # shortened sentences are said by analysis() (Encoding.truncated)
         return ss, ""
     note = cut.dropped_note
-    if models > 1:
-        note += (
-            f" With a second model on, each model reads {'half' if models == 2 else f'1/{models}'} of the "
-            f"{budget.MAX_SET_PIECES:,} word pieces a set may use alone, so the comparison holds no more than one "
-            "set; switch the comparison off to use more of the set."
+    if models > 1:  # the same facts, with the reason this run's budget is smaller
+        share = "half" if models == 2 else f"1/{models}"
+        note = (
+            f"With {'a second model' if models == 2 else f'{models} models'} on, each model reads at most "
+            f"{per_set:,} word pieces of the set ({share} of the "
+            f"{budget.MAX_SET_PIECES:,} one model may read), so only its first {cut.kept} of {len(clean)} "
+            f"sentences are used; the other {len(clean) - cut.kept} were left out. Switch the comparison off to "
+            "use more of the set."
         )
     return ss.subset(range(cut.kept)), note
 
