@@ -207,20 +207,49 @@ def stop_server(proc: subprocess.Popen) -> None:
 # --------------------------------------------------------------------------------------------- helpers
 def goto_app(pg, url: str, *, selector: str = "[data-testid='stApp']", first_ms: int = 90_000) -> None:
     """Open ``url`` and wait for ``selector`` (default: the app's frame); once, if it has not appeared after
-    ``first_ms``, reload (as a student would), saying what the page showed. Seen only on a container's first page
-    load under load (the health check answered, the HTML came, and the front end never drew) and once on a
-    teacher's page right after both replicas restarted."""
-    pg.goto(url)
+    ``first_ms``, reload (as a student would), saying what the page showed and what failed on the way (requests,
+    console errors, a renderer crash). Seen on CI, never alone: a page's first load from a fresh container, direct
+    or through nginx, sometimes never draws (the health check answered, the HTML came, the front end never
+    mounted), in one of the deployment tests in about one CI run in two."""
+    seen: list[str] = []  # what went wrong on the way, said if the page does not come
+
+    def failed(req) -> None:
+        seen.append(f"request failed: {req.method} {req.url[:160]} ({req.failure})")
+
+    def console(msg) -> None:
+        if msg.type == "error":
+            seen.append(f"console error: {msg.text[:300]}")
+
+    def page_error(err) -> None:
+        seen.append(f"page error: {str(err)[:300]}")
+
+    def crash(_pg) -> None:
+        seen.append("the page's renderer crashed")
+
+    pg.on("requestfailed", failed)
+    pg.on("console", console)
+    pg.on("pageerror", page_error)
+    pg.on("crash", crash)
     try:
-        pg.wait_for_selector(selector, timeout=first_ms)
-    except Exception:  # playwright's TimeoutError
+        pg.goto(url)
         try:
-            shown = pg.locator("body").inner_text(timeout=5000)[:1500]
-        except Exception as e:  # noqa: BLE001 - only said
-            shown = f"(no text: {e})"
-        print(f"\n{url}: no {selector} after {first_ms / 1000:.0f} s; reloading once. The page showed:\n{shown}")
-        pg.reload()
-        pg.wait_for_selector(selector, timeout=LOAD_MS)
+            pg.wait_for_selector(selector, timeout=first_ms)
+        except Exception:  # playwright's TimeoutError
+            try:
+                shown = pg.locator("body").inner_text(timeout=5000)[:1500]
+            except Exception as e:  # noqa: BLE001 - only said
+                shown = f"(no text: {e})"
+            print(
+                f"\n{url}: no {selector} after {first_ms / 1000:.0f} s; reloading once. The page showed:\n{shown}\n"
+                + "\n".join(seen[-20:])
+            )
+            pg.reload()
+            pg.wait_for_selector(selector, timeout=LOAD_MS)
+    finally:
+        pg.remove_listener("requestfailed", failed)
+        pg.remove_listener("console", console)
+        pg.remove_listener("pageerror", page_error)
+        pg.remove_listener("crash", crash)
 
 
 def wait_idle(pg, timeout_ms: int = LOAD_MS) -> None:

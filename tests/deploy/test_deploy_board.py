@@ -44,16 +44,14 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
         tctx = browser.new_context(viewport=TEACHER_VIEWPORT)
         contexts.append(tctx)
         teacher = tctx.new_page()
-        teacher.goto(stack + teacher_link)
-        teacher.wait_for_selector("text=Waiting for you (0)", timeout=LOAD_MS)
+        goto_app(teacher, stack + teacher_link, selector="text=Waiting for you (0)")
         replicas: dict[str, list] = {}
         sent = []
         for i in range(MAX_STUDENTS):
             ctx = browser.new_context(viewport=PHONE_VIEWPORT)
             contexts.append(ctx)
             pg = ctx.new_page()
-            pg.goto(stack + student_link)
-            pg.wait_for_selector(".st-key-board_text input", timeout=LOAD_MS)
+            goto_app(pg, stack + student_link, selector=".st-key-board_text input")
             wait_idle(pg)
             sense, sentence = sentences_of(i)[0]
             send(pg, sense, sentence)
