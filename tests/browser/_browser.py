@@ -205,12 +205,18 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 # --------------------------------------------------------------------------------------------- helpers
+NETWORK_CHANGED = "ERR_NETWORK_CHANGED"
+
+
 def goto_app(pg, url: str, *, selector: str = "[data-testid='stApp']", first_ms: int = 90_000) -> None:
-    """Open ``url`` and wait for ``selector`` (default: the app's frame); once, if it has not appeared after
-    ``first_ms``, reload (as a student would), saying what the page showed and what failed on the way (requests,
-    console errors, a renderer crash). Seen on CI, never alone: a page's first load from a fresh container, direct
-    or through nginx, sometimes never draws (the health check answered, the HTML came, the front end never
-    mounted), in one of the deployment tests in about one CI run in two."""
+    """Open ``url`` and wait for ``selector`` (default: the app's frame), for the deployment tests.
+
+    Docker creating or removing a network interface on this machine (a container starting or stopping, a
+    network made) makes Chromium cancel every request in flight with net::ERR_NETWORK_CHANGED; a lost script
+    chunk leaves the front end unmounted for good. Seen on CI in about one run in two, never in a test alone.
+    A load that met it is reloaded at once (up to 3 times), as a student whose network changed would. Anything
+    else that keeps the page away for ``first_ms`` gets one reload, with what the page showed and what failed
+    on the way (requests, console errors, a renderer crash) printed."""
     seen: list[str] = []  # what went wrong on the way, said if the page does not come
 
     def failed(req) -> None:
@@ -232,19 +238,34 @@ def goto_app(pg, url: str, *, selector: str = "[data-testid='stApp']", first_ms:
     pg.on("crash", crash)
     try:
         pg.goto(url)
-        try:
-            pg.wait_for_selector(selector, timeout=first_ms)
-        except Exception:  # playwright's TimeoutError
+        deadline, reloads = time.monotonic() + first_ms / 1000, 0
+        while True:
             try:
-                shown = pg.locator("body").inner_text(timeout=5000)[:1500]
-            except Exception as e:  # noqa: BLE001 - only said
-                shown = f"(no text: {e})"
-            print(
-                f"\n{url}: no {selector} after {first_ms / 1000:.0f} s; reloading once. The page showed:\n{shown}\n"
-                + "\n".join(seen[-20:])
-            )
-            pg.reload()
-            pg.wait_for_selector(selector, timeout=LOAD_MS)
+                pg.wait_for_selector(selector, timeout=2000)
+                return
+            except Exception:  # playwright's TimeoutError
+                pass
+            if any(NETWORK_CHANGED in x for x in seen) and reloads < 3:
+                # Docker made or removed a network interface on this machine while the page loaded: Chromium
+                # cancelled the requests in flight, a script chunk was lost and the front end never mounts
+                print(f"\n{url}: {NETWORK_CHANGED} while loading (Docker changed this machine's interfaces); reloading")
+                seen.clear()
+                reloads += 1
+                pg.reload()
+                continue
+            if time.monotonic() > deadline:
+                break
+        # not there after first_ms, with no network change seen: one more try, saying what the page showed
+        try:
+            shown = pg.locator("body").inner_text(timeout=5000)[:1500]
+        except Exception as e:  # noqa: BLE001 - only said
+            shown = f"(no text: {e})"
+        print(
+            f"\n{url}: no {selector} after {first_ms / 1000:.0f} s; reloading once. The page showed:\n{shown}\n"
+            + "\n".join(seen[-20:])
+        )
+        pg.reload()
+        pg.wait_for_selector(selector, timeout=LOAD_MS)
     finally:
         pg.remove_listener("requestfailed", failed)
         pg.remove_listener("console", console)
