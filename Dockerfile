@@ -86,14 +86,14 @@ RUN python -m compileall -q /app
 USER app
 
 # Fail the build, not the first visitor, if the bundled model cannot load offline.
-RUN python -c "from lib.encoder import load_encoder; print(load_encoder())" && rm -rf /tmp/cache
+RUN python -c "from lib.models.encoder import load_encoder; print(load_encoder())" && rm -rf /tmp/cache
 
 ARG PRELOAD_MODEL=""
 RUN if [ -n "$PRELOAD_MODEL" ]; then \
       HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 python -c "import sys; from transformers import AutoModel, AutoTokenizer; AutoTokenizer.from_pretrained(sys.argv[1]); AutoModel.from_pretrained(sys.argv[1])" "$PRELOAD_MODEL"; \
     fi
 
-# Hosted mode (lib/hosting.py, docs/hosting.md): only the bundled model and the one baked in above load; a
+# Hosted mode (lib/serving/hosting.py, docs/hosting.md): only the bundled model and the one baked in above load; a
 # link naming any other model or a folder gets one and the same refusal. Results are cached up to
 # CONTEXT_LENS_CACHE_MB; models above CONTEXT_LENS_MAX_PARAMS parameters are refused. Override with -e.
 # STREAMLIT_LOGGER_HIDE_WELCOME_MESSAGE: Streamlit's start-up banner looks up the machine's external IP address on

@@ -95,8 +95,8 @@ def run_child(code: str, timeout: float = 1800) -> dict:
 def bench_encode(repeats: int) -> None:
     import torch
 
-    from lib.encoder import load_encoder
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
+    from lib.models.encoder import load_encoder
 
     print("1. encode() vs a bare forward pass", flush=True)
     enc = load_encoder()
@@ -199,7 +199,7 @@ import json, time
 t0 = time.perf_counter()
 import torch
 from transformers import AutoModel, AutoTokenizer
-from lib.encoder import default_model_path
+from lib.models.encoder import default_model_path
 p = str(default_model_path())
 AutoTokenizer.from_pretrained(p, local_files_only=True)
 AutoModel.from_pretrained(p, attn_implementation="eager", local_files_only=True).eval()
@@ -295,7 +295,7 @@ import numpy as np
 warm = {warm}
 X = np.load({path!r})
 t0 = time.perf_counter()
-from lib.projection import pca_projection, umap_projection, warm_up_umap
+from lib.stats.projection import pca_projection, umap_projection, warm_up_umap
 imp = time.perf_counter() - t0
 w = warm_up_umap() if warm else 0.0
 t0 = time.perf_counter(); umap_projection(X, 2); first = time.perf_counter() - t0
@@ -318,8 +318,8 @@ def _projection_input():
     """What the Projections page projects by default: the bank targets + other tokens, last layer."""
     import numpy as np
 
-    from lib.encoder import load_encoder
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
+    from lib.models.encoder import load_encoder
 
     enc = load_encoder()
     p = default_preset()
@@ -385,9 +385,9 @@ def make_500_csv() -> tuple[bytes, int]:
     import csv
     import io
 
-    from lib.corpus import load_reference_corpus
-    from lib.presets import load_presets
-    from lib.targets import find_target
+    from lib.inputs.corpus import load_reference_corpus
+    from lib.inputs.presets import load_presets
+    from lib.models.targets import find_target
 
     rows = []
     for p in load_presets():

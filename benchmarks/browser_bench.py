@@ -552,7 +552,7 @@ def bench_interactions(browser, repeats: int) -> None:
 # =========================================================================================== 500 sentences
 def big_text(n: int = 500) -> tuple[str, str]:
     """``n`` labelled lines with "bank" (presets' sentences varied), and the target."""
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
 
     p = preset_by_id("bank")
     rows = list(p.rows)
@@ -629,8 +629,8 @@ def bench_config(browser, repeats: int, which: list[int] | None = None) -> None:
 # =========================================================================================== a class
 def student_link(base: str, k: int) -> str:
     """A link with student k's own 8 sentences: 8 of a preset's rows, in the student's own words."""
-    from lib.presets import load_presets
-    from lib.sentences import pack_text
+    from lib.inputs.presets import load_presets
+    from lib.inputs.sentences import pack_text
 
     presets = [p for p in load_presets() if len(p.rows) >= 8]
     p = presets[k % len(presets)]

@@ -54,7 +54,7 @@ DRAW_JS = """async ([spec, config, width, repeats]) => {
 
 
 def page_charts(page: str, state: dict | None = None) -> list[dict]:
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
     from tests.conftest import page_test
 
     at = page_test(page, preset=default_preset().id)

@@ -50,7 +50,7 @@ REDRAW_JS = """async ([a, b]) => {
 
 def changed_charts(page: str, kind: str, key: str, value) -> list[dict]:
     """Every chart of ``page`` before and after moving one control: index, title, size, old and new JSON."""
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
     from tests.conftest import page_test
 
     at = page_test(page, preset=default_preset().id).run()

@@ -2,7 +2,7 @@
 
     python benchmarks/control_candidates.py            # writes benchmarks/control_candidates.json
 
-Candidates (lib.weights): BERT's initialiser (std 0.02, what ``weights="random"`` loaded), the trained
+Candidates (lib.models.weights): BERT's initialiser (std 0.02, what ``weights="random"`` loaded), the trained
 weights shuffled within each tensor, and each tensor drawn from a normal with its trained mean and std.
 Each is measured with seed 0 and seed 1, the trained model once. Per model:
 
@@ -10,10 +10,10 @@ Each is measured with seed 0 and seed 1, the trained model once. Per model:
   (log n), mean over heads, rows and the bank preset's 12 sentences (1.0 = every word attended equally).
 - ``layer_change``: per layer ℓ ≥ 1, the mean over word pieces of |h_ℓ − h_{ℓ−1}| / |h_{ℓ−1}|: how much a
   layer changes each vector (the random initialiser's attention branch adds little).
-- ``context_shift``: the occlusion of What moves the word (lib.context.occlusion: each context word masked,
+- ``context_shift``: the occlusion of What moves the word (lib.stats.context.occlusion: each context word masked,
   1 − cos of the target's vector) at the last layer, the largest word per bank sentence: min / median / max
   over the 12 sentences.
-- ``anisotropy``: mean cosine of the reference corpus's distinct word-piece sample (lib.corpus), raw, per
+- ``anisotropy``: mean cosine of the reference corpus's distinct word-piece sample (lib.inputs.corpus), raw, per
   layer (index 0 = the embedding output).
 - ``sense_gap``: at the last layer, mean cosine of same-sense pairs minus different-sense pairs of the
   target, per preset, and the mean over the 12 presets.
@@ -46,11 +46,11 @@ def _entropy_fraction(att: np.ndarray) -> np.ndarray:
 
 
 def measure(enc, corpus_encoding_fn) -> dict:
-    from lib.context import occlusion
-    from lib.corpus import corpus_statistics
-    from lib.geometry import anisotropy
-    from lib.presets import load_presets, preset_by_id
-    from lib.similarity import cosine_matrix
+    from lib.inputs.corpus import corpus_statistics
+    from lib.inputs.presets import load_presets, preset_by_id
+    from lib.stats.context import occlusion
+    from lib.stats.geometry import anisotropy
+    from lib.stats.similarity import cosine_matrix
 
     bank = preset_by_id("bank").sentence_set()
     encoding = enc.encode(list(bank.sentences), attentions=True)
@@ -97,9 +97,9 @@ def measure(enc, corpus_encoding_fn) -> dict:
 
 
 def main() -> None:
-    from lib.corpus import load_reference_corpus
-    from lib.encoder import load_encoder
-    from lib.weights import moment_matched_weights, shuffle_weights
+    from lib.inputs.corpus import load_reference_corpus
+    from lib.models.encoder import load_encoder
+    from lib.models.weights import moment_matched_weights, shuffle_weights
 
     corpus = load_reference_corpus()
 

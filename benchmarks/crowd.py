@@ -39,7 +39,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.hosting_bench import _cpu_seconds, _status  # noqa: E402
-from lib.sentences import pack_text  # noqa: E402
+from lib.inputs.sentences import pack_text  # noqa: E402
 from tests.browser._browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lib import page_export as pe  # noqa: E402
+from lib.serving import page_export as pe  # noqa: E402
 from tests.browser._browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,

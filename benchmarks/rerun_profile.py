@@ -93,7 +93,7 @@ def measure(page: str, repeats: int, profile: int) -> dict:
 
 def lesson_steps(repeats: int) -> None:
     """The lesson's rerun CPU on each step (a step draws its own charts)."""
-    from lib.lesson import STEPS
+    from lib.teaching.lesson import STEPS
 
     at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=300)
     print("| lesson step | rerun CPU (median) | runs |")

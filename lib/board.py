@@ -19,7 +19,7 @@ Security, in one place:
   it is never part of the student link. A wrong key gets exactly the message of a missing board;
 * caps per board (``MAX_BOARD_SENTENCES``), per student (``MAX_STUDENT_SENTENCES``, ``MAX_SENDS_PER_MINUTE``)
   and per sentence (``MAX_SENTENCE_CHARS``); the target word is required as in the sidebar
-  (:func:`lib.targets.find_target`, bracket marking included);
+  (:func:`lib.models.targets.find_target`, bracket marking included);
 * a send returns only after its transaction committed; boards expire (``CONTEXT_LENS_BOARD_HOURS``,
   default 24) and :meth:`BoardStore.delete_board` removes a board and its sentences at once.
 
@@ -46,10 +46,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from lib.errors import ContextLensError
-from lib.sentences import MAX_LABEL_CHARS, SEPARATOR
-from lib.targets import find_target, short
+from lib.inputs.sentences import MAX_LABEL_CHARS, SEPARATOR
+from lib.models.targets import find_target, short
+from lib.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # 31 characters nobody misreads: no 0/O, 1/I/L
 CODE_LENGTH = 6
 KEY_BYTES = 16  # 128 random bits per teacher key
@@ -212,7 +212,7 @@ def clean_sentence(text: str, target: str) -> str:
     """A student's sentence ready to store: one line, checked like a line of the sidebar.
 
     Raises BoardError (empty, too long, a '|' or a leading '#' that the sentence format reserves) or
-    lib.targets.TargetError (no target word, or bad [bracket] marking), each saying what to do.
+    lib.models.targets.TargetError (no target word, or bad [bracket] marking), each saying what to do.
     """
     sentence = " ".join((text or "").split())
     if not sentence:

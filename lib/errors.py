@@ -1,12 +1,12 @@
 """The app's error vocabulary: which exceptions carry a message meant for the learner.
 
 * :class:`ContextLensError` (a ``ValueError``) is the base of every error whose message is written for the
-  learner and says what to do: a sentence without its target (``lib.targets.TargetError``), a bad upload
-  (``lib.upload.UploadError``), an unusable corpus (``lib.corpus.CorpusError``), a projection with too few
-  points (``lib.projection.ProjectionError``), bad numbers in the attention calculator
-  (``lib.toy_attention.ToyAttentionError``), a model that cannot be loaded (``lib.encoder.ModelLoadError``),
-  a model whose attention cannot be recomputed (``lib.attention.UnsupportedArchitectureError``), a sentence
-  the "What moves the word" experiment cannot use (``lib.context.ContextError``).
+  learner and says what to do: a sentence without its target (``lib.models.targets.TargetError``), a bad upload
+  (``lib.inputs.upload.UploadError``), an unusable corpus (``lib.inputs.corpus.CorpusError``), a projection with too few
+  points (``lib.stats.projection.ProjectionError``), bad numbers in the attention calculator
+  (``lib.teaching.toy_attention.ToyAttentionError``), a model that cannot be loaded (``lib.models.encoder.ModelLoadError``),
+  a model whose attention cannot be recomputed (``lib.models.attention.UnsupportedArchitectureError``), a sentence
+  the "What moves the word" experiment cannot use (``lib.stats.context.ContextError``).
 * :class:`StepNotApplicable` says that the data in hand cannot support one lesson step (a model without a
   [CLS] token, a set with too few senses); the lesson page shows its message and moves on.
 

@@ -10,7 +10,6 @@ import math
 import numpy as np
 import streamlit as st
 
-from lib.baseline import ETHAYARAJH_2019_BERT_BASE, compare_anisotropy
 from lib.charts.geometry import (
     anisotropy_by_layer,
     before_after_range,
@@ -19,7 +18,7 @@ from lib.charts.geometry import (
     similarity_before_after,
 )
 from lib.charts.layers import show_layer_mark
-from lib.corpus import (
+from lib.inputs.corpus import (
     TREATMENTS,
     UNTREATED,
     CorpusError,
@@ -27,11 +26,12 @@ from lib.corpus import (
     corpus_id,
     parse_corpus_file,
 )
-from lib.encoder import DEFAULT_MODEL, split_model_key, weights_label
-from lib.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
-from lib.readout import leave_one_out_readout
-from lib.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, sense_similarity
-from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
+from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
+from lib.models.encoder import DEFAULT_MODEL, split_model_key, weights_label
+from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, compare_anisotropy
+from lib.stats.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
+from lib.stats.readout import leave_one_out_readout
+from lib.stats.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, sense_similarity
 from ui import cache, controls, state
 from ui.widgets import (
     chart,

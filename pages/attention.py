@@ -10,8 +10,15 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from lib import budget
-from lib.attention import (
+from lib.charts.attention import (
+    MAX_TICK_LABELS,
+    attention_heatmap,
+    attention_overview,
+    special_token_share_chart,
+    target_attention_bars,
+    target_attention_by_layer,
+)
+from lib.models.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
     most_attended,
@@ -22,14 +29,7 @@ from lib.attention import (
     target_attention,
     token_labels,
 )
-from lib.charts.attention import (
-    MAX_TICK_LABELS,
-    attention_heatmap,
-    attention_overview,
-    special_token_share_chart,
-    target_attention_bars,
-    target_attention_by_layer,
-)
+from lib.serving import budget
 from ui import cache, state
 from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
 

@@ -18,16 +18,16 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from lib import board as lb
-from lib.chance import chance_phrase
 from lib.charts.home import shared_floor, similarity_heatmap
 from lib.charts.layers import layer_names, readout_chart
 from lib.charts.projection import empty_map, explained_variance_titles, projection_scatter
-from lib.encoder import DEFAULT_MODEL
-from lib.export import csv_text
-from lib.projection import ProjectionError
-from lib.sentences import SentenceSet, pack_text, rows_to_text
-from lib.similarity import cosine_matrix
-from lib.targets import TargetError
+from lib.inputs.sentences import SentenceSet, pack_text, rows_to_text
+from lib.models.encoder import DEFAULT_MODEL
+from lib.models.targets import TargetError
+from lib.serving.export import csv_text
+from lib.stats.chance import chance_phrase
+from lib.stats.projection import ProjectionError
+from lib.stats.similarity import cosine_matrix
 from ui import cache, state
 from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
 

@@ -1,6 +1,6 @@
 """Toy attention calculator: the course's worked example (manual section 9), one step at a time, then editable.
 
-Reads the widgets, calls `lib.toy_attention`, draws `lib.charts` figures and explains each step with the
+Reads the widgets, calls `lib.teaching.toy_attention`, draws `lib.charts` figures and explains each step with the
 numbers on screen. Needs no model. The last valid inputs live in `st.session_state["calc_valid"]` (a `ToyInputs`), so a bad
 cell shows a message and the steps keep showing the last numbers that worked.
 """
@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lib import toy_attention as ta
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
+from lib.teaching import toy_attention as ta
 from ui import state
 from ui.widgets import chart, page_intro, prose
 from ui.widgets import escape_md as md

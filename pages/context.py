@@ -1,6 +1,6 @@
 """What moves the word: mask each context word in turn, or edit the sentence, and watch the target respond.
 
-The maths is lib/context.py (occlusion, attention vs effect, sense centroids); the occlusion of a sentence
+The maths is lib/stats/context.py (occlusion, attention vs effect, sense centroids); the occlusion of a sentence
 is cached per (model, sentence, replacement) in ui/cache.py; the figures are lib/charts/context.py.
 """
 
@@ -18,7 +18,8 @@ from lib.charts.context import (
     shift_strip,
 )
 from lib.charts.layers import layer_names
-from lib.context import (
+from lib.models.targets import TargetError, find_target
+from lib.stats.context import (
     MAX_PIECES,
     MAX_WORDS,
     ContextError,
@@ -33,7 +34,6 @@ from lib.context import (
     suggested_swaps,
     top_content_word,
 )
-from lib.targets import TargetError, find_target
 from ui import cache, state
 from ui.widgets import chart, escape_md, page_intro, prose
 

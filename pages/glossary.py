@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from lib.glossary import GLOSSARY_PATH, parse_glossary
+from lib.teaching.glossary import GLOSSARY_PATH, parse_glossary
 from ui import state
 
 state.shell_guard()

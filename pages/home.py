@@ -3,9 +3,9 @@
 import numpy as np
 import streamlit as st
 
-from lib.chance import chance_phrase
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
-from lib.similarity import cosine_matrix, pair_values, sense_similarity
+from lib.stats.chance import chance_phrase
+from lib.stats.similarity import cosine_matrix, pair_values, sense_similarity
 from ui import cache, state
 from ui.widgets import (
     download_figure,

@@ -3,7 +3,7 @@
 Over 600 lines and still one concept: one page's script (its sections share the profile and controls).
 
 The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
-computed once per set into a LayerProfile (lib.layer_profile). Moving the layer slider, the pooling choice
+computed once per set into a LayerProfile (lib.stats.layer_profile). Moving the layer slider, the pooling choice
 or the view only slices that profile.
 """
 
@@ -17,8 +17,6 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from lib.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
-from lib.chance import position_note
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
@@ -34,10 +32,13 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
-from lib.encoder import split_model_key
-from lib.evidence import evidence_card
-from lib.pooling import POOLING_NAMES, Representation
-from lib.similarity import (
+from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
+from lib.models.encoder import split_model_key
+from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
+from lib.stats.chance import position_note
+from lib.stats.evidence import evidence_card
+from lib.stats.pooling import POOLING_NAMES, Representation
+from lib.stats.similarity import (
     layer_cosine_matrices,
     mean_pair_cosines,
     most_changed_pairs,
@@ -45,7 +46,6 @@ from lib.similarity import (
     pair_values,
     sense_similarity,
 )
-from lib.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, controls, state
 from ui.widgets import chart, escape_md, layer_marks, page_intro, prose, sentence_table
 
@@ -108,7 +108,7 @@ def upload_section(current_target: str) -> None:
         )
         for note in res.notes:
             st.info(escape_md(note))
-        if res.problems:  # the first MAX_LISTED of them (lib.upload), and how many more
+        if res.problems:  # the first MAX_LISTED of them (lib.inputs.upload), and how many more
             st.dataframe(
                 pd.DataFrame(
                     {"line": [p.line for p in res.problems], "problem": [p.message for p in res.problems]}

@@ -1,7 +1,7 @@
 """Guided lesson: the course in order, one live chart and one question per step, checked against the model.
 
-The steps, questions and answer checking live in lib/lesson.py (the course content) and the step
-modules lib/lesson_senses.py, lib/lesson_geometry.py and lib/lesson_attention.py; this page reads the fixed lesson sets
+The steps, questions and answer checking live in lib/teaching/lesson.py (the course content) and the step
+modules lib/teaching/lesson_senses.py, lib/teaching/lesson_geometry.py and lib/teaching/lesson_attention.py; this page reads the fixed lesson sets
 through ui.cache (the model runs once per set), draws the figures, and keeps progress in session state and
 in the URL (lesson_step, lesson_done).
 """
@@ -11,8 +11,6 @@ import contextlib
 import pandas as pd
 import streamlit as st
 
-from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
-from lib.baseline import other_token_masks
 from lib.charts.attention import attention_heatmap, target_attention_bars
 from lib.charts.context import shift_bars, word_bars
 from lib.charts.controls import two_model_chart
@@ -21,11 +19,13 @@ from lib.charts.layers import layer_names, trajectory_chart
 from lib.charts.lesson import centroid_scatter, pair_strip, pooling_panels, readout_lines
 from lib.charts.projection import explained_variance_titles, projection_scatter
 from lib.charts.toy import vector_arrows
-from lib.contextuality import intra_sentence_similarity
-from lib.encoder import DEFAULT_MODEL, model_key, split_model_key
 from lib.errors import ContextLensError, StepNotApplicable
-from lib.export import frame_csv
-from lib.presets import preset_by_id
+from lib.inputs.presets import preset_by_id
+from lib.models.encoder import DEFAULT_MODEL, model_key, split_model_key
+from lib.serving.export import frame_csv
+from lib.stats.baseline import other_token_masks
+from lib.stats.contextuality import intra_sentence_similarity
+from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
 from ui import cache, controls, page_export, state
 from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro, prose
 
@@ -43,7 +43,7 @@ L = enc.num_layers
 # ----------------------------------------------------------------------------------------- progress
 CONTROLS = [
     state.Control(K_STEP, "int", 1, lo=1, hi=N),
-    # not a widget: bit i set means step i solved (lib.lesson.solved_mask); set by the "Check" button
+    # not a widget: bit i set means step i solved (lib.teaching.lesson.solved_mask); set by the "Check" button
     state.Control(K_DONE, "int", 0, lo=0, hi=2**N - 1, omit_default=True),
 ]
 state.init_controls(CONTROLS)
@@ -411,7 +411,7 @@ def twin_keys() -> tuple[str, str, int]:
 
 
 def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.ArchitectureCheck, LessonSet, LessonSet]:
-    """The trained and control (shuffled) vectors of the step's preset, compared (lib.lesson_senses.architecture_check)."""
+    """The trained and control (shuffled) vectors of the step's preset, compared (lib.teaching.lesson_senses.architecture_check)."""
     trained_key, random_key, seed = twin_keys()
     for key in (trained_key, random_key):
         enc_k, err = cache.try_encoder(key)

@@ -2,7 +2,7 @@
 
 Reads the cached target vectors (the model runs once per set); projections are cached per input array,
 so moving a control only recomputes the picture it changes. UMAP is compiled in the background the first
-time a learner chooses it on this server (ui.cache.warm_up_in_background -> lib.projection.warm_up_umap);
+time a learner chooses it on this server (ui.cache.warm_up_in_background -> lib.stats.projection.warm_up_umap);
 its libraries (~0.3 GB) stay out of a server where nobody does.
 """
 
@@ -11,12 +11,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from lib.baseline import other_token_masks
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
-from lib.corpus import UNTREATED, CorpusError, CorpusStats
-from lib.export import frame_csv
-from lib.geometry import default_top_k
-from lib.projection import (
+from lib.inputs.corpus import UNTREATED, CorpusError, CorpusStats
+from lib.serving.export import frame_csv
+from lib.stats.baseline import other_token_masks
+from lib.stats.geometry import default_top_k
+from lib.stats.projection import (
     METHOD_LABELS,
     MIN_POINTS,
     ProjectionError,

@@ -29,15 +29,15 @@ _hypothesis_settings.load_profile("context-lens")
 @pytest.fixture(scope="session")
 def encoder():
     """The real bundled all-MiniLM-L6-v2 encoder (eager attention), shared by all tests."""
-    from lib.encoder import load_encoder
+    from lib.models.encoder import load_encoder
 
     return load_encoder()
 
 
 @pytest.fixture(scope="session")
 def shuffled_encoder():
-    """The control: the trained weights shuffled within each tensor, seed 0 (lib.weights)."""
-    from lib.encoder import load_encoder
+    """The control: the trained weights shuffled within each tensor, seed 0 (lib.models.weights)."""
+    from lib.models.encoder import load_encoder
 
     return load_encoder(None, weights="shuffled", seed=0)
 
@@ -45,7 +45,7 @@ def shuffled_encoder():
 @pytest.fixture(scope="session")
 def random_encoder():
     """The same architecture and tokenizer with random weights, seed 0 (the "is it real?" control)."""
-    from lib.encoder import load_encoder
+    from lib.models.encoder import load_encoder
 
     return load_encoder(None, weights="random", seed=0)
 

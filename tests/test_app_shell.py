@@ -14,9 +14,9 @@ import pandas  # noqa: F401  (see test_concurrency: the UMAP warm-up thread must
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.encoder import DEFAULT_MODEL
-from lib.presets import default_preset, preset_by_id
-from lib.sentences import pack_text, unpack_text
+from lib.inputs.presets import default_preset, preset_by_id
+from lib.inputs.sentences import pack_text, unpack_text
+from lib.models.encoder import DEFAULT_MODEL
 from tests.conftest import ROOT, page_test
 from ui import state
 

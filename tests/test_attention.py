@@ -1,4 +1,4 @@
-"""lib/attention.py: hand-computed tiny cases, then the real bundled model (fixture `encoder`)."""
+"""lib/models/attention.py: hand-computed tiny cases, then the real bundled model (fixture `encoder`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from lib.attention import (
+from lib.models.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
     downsample_labels,
@@ -23,7 +23,7 @@ from lib.attention import (
     target_attention,
     token_labels,
 )
-from lib.encoder import SpecialRoles
+from lib.models.encoder import SpecialRoles
 
 # ----------------------------------------------------------------------------- hand-computed cases
 
@@ -386,7 +386,7 @@ def test_most_attended_averages_the_targets_rows_and_skips_its_own_pieces():
 
 
 def test_rows_summing_to_one_counts_rows_by_hand():
-    from lib.attention import AttentionRecomputation
+    from lib.models.attention import AttentionRecomputation
 
     weights = np.array([[0.5, 0.5], [0.7, 0.2]])
     z = np.zeros((2, 2))
@@ -401,7 +401,7 @@ def test_strongest_keys_by_hand():
 
 
 def test_entropy_fraction_by_hand():
-    from lib.attention import entropy_fraction
+    from lib.models.attention import entropy_fraction
 
     uniform = np.full((1, 2, 4, 4), 0.25)
     peaked = np.zeros((1, 1, 4, 4))

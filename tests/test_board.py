@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from lib import board as lb
-from lib.targets import TargetError
+from lib.models.targets import TargetError
 
 
 class Clock:

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.presets import default_preset
-from lib.sentences import pack_text, parse_sentence_set
-from lib.upload import parse_upload
+from lib.inputs.presets import default_preset
+from lib.inputs.sentences import pack_text, parse_sentence_set
+from lib.inputs.upload import parse_upload
 from tests.conftest import ROOT, page_test
 from ui import state
 
@@ -61,7 +61,7 @@ def test_a_link_of_junk_lines_keeps_the_first_problems_and_says_how_many():
 
 def test_the_layer_profile_sits_in_the_byte_budget(encoder):
     """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
-    from lib.budget import nbytes
+    from lib.serving.budget import nbytes
     from ui import cache
 
     ss = BANK.sentence_set()
@@ -78,7 +78,7 @@ def test_the_layer_profile_sits_in_the_byte_budget(encoder):
 @pytest.fixture
 def one_job_queue(monkeypatch):
     """The process's work queue replaced by one that runs one job at a time (and records what it saw)."""
-    from lib.work import WorkQueue
+    from lib.serving.work import WorkQueue
     from ui import work
 
     q = WorkQueue(max_jobs=1, max_bytes=64 * 2**20, small_bytes=2**20, poll=0.01)
@@ -171,7 +171,7 @@ def test_no_traceback_reaches_a_learner(monkeypatch):
         from ui.widgets import guarded
 
         def page():
-            raise ValueError("invalid literal for int() with base 10: '²' /srv/app/lib/encoder.py")
+            raise ValueError("invalid literal for int() with base 10: '²' /srv/app/lib/models/encoder.py")
 
         guarded(page)
 
@@ -184,7 +184,7 @@ def test_no_traceback_reaches_a_learner(monkeypatch):
 
 def test_a_superscript_seed_in_a_second_model_link_gets_a_message():
     """`layers_other=<id>#random-²`: '²'.isdigit() is True, int('²') raised an uncaught ValueError."""
-    from lib.encoder import ModelLoadError, split_model_key
+    from lib.models.encoder import ModelLoadError, split_model_key
 
     with pytest.raises(ModelLoadError):
         split_model_key("sentence-transformers/all-MiniLM-L6-v2#random-²")
@@ -198,7 +198,7 @@ def test_a_superscript_seed_in_a_second_model_link_gets_a_message():
 
 def test_a_seed_in_a_link_obeys_the_sidebar_bounds():
     """The sidebar allows seeds 0-9999; a link's model key allowed up to 2**31 (each new seed loads a model)."""
-    from lib.encoder import MAX_SEED, ModelLoadError, model_key, split_model_key
+    from lib.models.encoder import MAX_SEED, ModelLoadError, model_key, split_model_key
 
     assert MAX_SEED == state.MAX_SEED_UI == 9999
     assert split_model_key("x#random-9999") == ("x", "random", 9999)
@@ -228,7 +228,7 @@ def test_one_message_for_any_refused_model_hosted_or_not(monkeypatch, tmp_path):
 
 
 def test_the_evidence_cards_markdown_shows_html_and_links_as_typed():
-    from lib.evidence import evidence_card
+    from lib.stats.evidence import evidence_card
 
     hostile = [
         "We sat on the bank <img src=x onerror=alert(1)>.",
@@ -245,7 +245,7 @@ def test_the_evidence_cards_markdown_shows_html_and_links_as_typed():
 
 def test_a_corpus_upload_is_cut_before_it_is_tokenized(encoder):
     """One 2 MB line without a full stop: it was tokenized whole (5 s of CPU, +330 MB) before being cut."""
-    from lib.corpus import corpus_budget, parse_corpus_file
+    from lib.inputs.corpus import corpus_budget, parse_corpus_file
 
     data = ("word " * 400_000).encode()
     corpus, _ = parse_corpus_file(data)

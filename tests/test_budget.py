@@ -1,4 +1,4 @@
-"""The server's budgets (lib/budget.py), CSV safety (lib/export.py), hosted mode (lib/hosting.py) and the
+"""The server's budgets (lib/serving/budget.py), CSV safety (lib/serving/export.py), hosted mode (lib/serving/hosting.py) and the
 CPU guards of the figure builders: hand-checked cases plus the real bundled model."""
 
 from __future__ import annotations
@@ -12,8 +12,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from lib import budget
-from lib.budget import (
+from lib.charts.common import MAX_SENSES, group_senses
+from lib.charts.home import before_after_heatmaps
+from lib.charts.layers import layer_small_multiples, similarity_heatmap
+from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.serving import budget
+from lib.serving.budget import (
     ByteLRU,
     ExpiringDict,
     cache_budget_bytes,
@@ -23,14 +28,9 @@ from lib.budget import (
     plain_nbytes,
     set_pieces_budget,
 )
-from lib.charts.common import MAX_SENSES, group_senses
-from lib.charts.home import before_after_heatmaps
-from lib.charts.layers import layer_small_multiples, similarity_heatmap
-from lib.encoder import ModelLoadError, default_model_path, load_encoder
-from lib.evidence import evidence_card
-from lib.export import csv_text, frame_csv, safe_cell
-from lib.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
-from lib.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
+from lib.serving.export import csv_text, frame_csv, safe_cell
+from lib.serving.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
+from lib.stats.evidence import evidence_card
 from tests.conftest import ROOT
 
 
@@ -64,8 +64,8 @@ def test_set_budget_comes_from_the_environment_and_holds_500_coarsewsd_sentences
     for bad in ("", "many", "-1", "0", "nan", "inf"):
         assert set_pieces_budget({"CONTEXT_LENS_MAX_SET_PIECES": bad}) == budget.DEFAULT_SET_PIECES
     # README: "up to 500 sentences". 500 real sentences of CoarseWSD-20 fit the default budget whole.
-    from lib.targets import strip_markup
-    from lib.wsd_data import load_split
+    from lib.inputs.wsd_data import load_split
+    from lib.models.targets import strip_markup
 
     split = load_split("bank", "train", limit=500)
     counts = [len(ids) for ids in encoder.tokenizer([strip_markup(s)[0] for s in split.sentences])["input_ids"]]
@@ -146,7 +146,7 @@ def test_set_encodings_carry_no_attentions_and_a_sentence_encoding_does(encoder)
 
 @pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_corpus_statistics_run_without_attentions_and_within_the_budget(encoder, monkeypatch):
-    from lib.corpus import compute_corpus_statistics, corpus_statistics
+    from lib.inputs.corpus import compute_corpus_statistics, corpus_statistics
 
     sentences = [f"Sentence number {k} talks about the weather in a small town." for k in range(12)]
     monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", 60)
@@ -237,7 +237,7 @@ def _num(s: str) -> bool:
 
 
 def test_lesson_report_csv_is_safe():
-    from lib.export import dict_rows_csv
+    from lib.serving.export import dict_rows_csv
 
     out = list(csv.reader(io.StringIO(dict_rows_csv([{"answer": "=2*3", "score": -1}]))))
     assert out == [["answer", "score"], ["'=2*3", "-1"]]
@@ -294,7 +294,7 @@ def test_parameter_estimate_and_size_limit(encoder, monkeypatch):
 
 
 def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
-    from lib.attention import recompute_attention
+    from lib.models.attention import recompute_attention
 
     cheap = encoder.encode(["The bank raised its rates."], attentions=False)
     with pytest.raises(ValueError, match="attentions=True"):
@@ -303,7 +303,7 @@ def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
 
 # --------------------------------------------------------------------------------- per-sentence encodings
 def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_all(encoder, monkeypatch):
-    from lib.encoder import DEFAULT_MODEL
+    from lib.models.encoder import DEFAULT_MODEL
     from ui import cache
 
     m = DEFAULT_MODEL
@@ -327,7 +327,7 @@ def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_
 
 
 def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page(encoder):
-    from lib.encoder import DEFAULT_MODEL
+    from lib.models.encoder import DEFAULT_MODEL
     from ui import cache
 
     m = DEFAULT_MODEL
@@ -388,7 +388,7 @@ def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
 
 def test_an_uploaded_file_is_parsed_once_per_content_and_a_failed_parse_is_not_kept():
     from lib.errors import ContextLensError
-    from lib.upload import UploadError, parse_upload
+    from lib.inputs.upload import UploadError, parse_upload
     from ui import cache
 
     calls = []

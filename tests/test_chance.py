@@ -1,4 +1,4 @@
-"""Readouts against chance (lib.chance.readout_chance) and the pair-ranking AUC (every number on screen true)."""
+"""Readouts against chance (lib.stats.chance.readout_chance) and the pair-ranking AUC (every number on screen true)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from lib.chance import (
+from lib.stats.chance import (
     CHANCE_BUDGET,
     CHANCE_PERMUTATIONS,
     ReadoutChance,
@@ -17,10 +17,10 @@ from lib.chance import (
     position_note,
     readout_chance,
 )
-from lib.evidence import EvidenceCard
-from lib.pooling import with_pooled
-from lib.readout import leave_one_out_readout
-from lib.similarity import layer_cosine_matrices, pair_kinds, pair_ranking_auc
+from lib.stats.evidence import EvidenceCard
+from lib.stats.pooling import with_pooled
+from lib.stats.readout import leave_one_out_readout
+from lib.stats.similarity import layer_cosine_matrices, pair_kinds, pair_ranking_auc
 
 
 def _brute_auc(values: np.ndarray, same: np.ndarray) -> float:
@@ -110,7 +110,7 @@ def test_layer_list_and_chance_phrase():
 @pytest.mark.parametrize("preset", ["apple", "bank"])
 def test_presets_layer0_readout_against_its_chance_band(encoder, preset):
     """Layer 0 has no context: apple reads 0 % there, inside its chance band; the page must say so."""
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
 
     ss = preset_by_id(preset).sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -138,7 +138,7 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
     readout = next(f for f in figs if any("nearest-centroid" in str(t.get("name", "")) for t in f["data"]))
     assert any("chance band" in str(t.get("name", "")) for t in readout["data"])
     text = "\n".join(m.value for m in [*at.markdown, *at.caption])
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
 
     ss = preset_by_id("apple").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -155,7 +155,7 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
 def test_apple_layer_0_readout_is_given_with_its_percentile_and_not_called_expected(encoder):
     """apple at layer 0 reads 0 %: within chance, but only a few shuffles score that low. The note gives that
     share (counted here over the same seeded shuffles) and does not call the result expected."""
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
 
     ss = preset_by_id("apple").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -163,7 +163,7 @@ def test_apple_layer_0_readout_is_given_with_its_percentile_and_not_called_expec
     rc = readout_chance(tv.vectors, senses)
     assert rc.accuracy[0] == 0.0 and rc.within_chance[0]
     # the share by hand: the same shuffles (seeded), each scored with leave_one_out_readout
-    from lib.readout import leave_one_out_readout
+    from lib.stats.readout import leave_one_out_readout
 
     rng = np.random.default_rng(0)
     idx = leave_one_out_readout(tv.vectors, senses).evaluated

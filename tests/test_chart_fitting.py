@@ -103,7 +103,7 @@ def test_sentence_ticks_are_short_escaped_and_numbered():
 
 
 def test_similarity_heatmap_keeps_full_sentences_in_hover(encoder):
-    from lib.similarity import cosine_matrix
+    from lib.stats.similarity import cosine_matrix
 
     sentences = ["The bank raised <i>rates</i>.", "We sat on the river bank.", "The bank closed early."]
     tv = encoder.target_vectors(sentences, "bank")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from plotly.subplots import make_subplots
 
-from lib.attention import target_attention, token_labels
 from lib.charts.common import grid_axes, subplot_grid
+from lib.models.attention import target_attention, token_labels
 
 
 def _axis(fig, ref: str):
@@ -77,7 +77,7 @@ def test_target_bars_and_layer_heatmaps_stack_two_panels_on_one_token_axis(encod
 
 def test_small_multiples_put_each_layer_in_its_own_panel_with_room_around_its_points(encoder):
     from lib.charts.projection import projection_small_multiples
-    from lib.projection import pca_projection
+    from lib.stats.projection import pca_projection
 
     sentences = ["We sat on the river bank.", "The bank raised its rates.", "A bank loan.", "The muddy bank."]
     enc = encoder.encode(sentences, attentions=False)

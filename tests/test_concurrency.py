@@ -12,7 +12,7 @@ import threading
 import numpy as np
 import pytest
 
-from lib.presets import load_presets
+from lib.inputs.presets import load_presets
 
 N_THREADS = 8
 

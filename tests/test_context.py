@@ -1,4 +1,4 @@
-"""lib/context.py: occlusion of context words on the real bundled model, and its small helpers by hand."""
+"""lib/stats/context.py: occlusion of context words on the real bundled model, and its small helpers by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from lib.context import (
+from lib.inputs.sentences import parse_sentence_set
+from lib.models.targets import MarkupError, find_target, strip_markup
+from lib.stats.context import (
     FUNCTION_WORDS,
     MAX_PIECES,
     ContextError,
@@ -24,8 +26,6 @@ from lib.context import (
     suggested_swaps,
     top_content_word,
 )
-from lib.sentences import parse_sentence_set
-from lib.targets import MarkupError, find_target, strip_markup
 from tests.conftest import ROOT
 
 ROOT_INTRO = ROOT / "assets" / "intro"
@@ -254,7 +254,7 @@ def test_half_effect_layer_by_hand(river):
 
 def test_context_use_matches_occlusion_and_the_attention_rows(encoder):
     """context_use: the largest last-layer occlusion shift per sentence, and each row's entropy over log n."""
-    from lib.context import context_use, occlusion
+    from lib.stats.context import context_use, occlusion
 
     sentences = ["We sat on the grassy river [bank] .", "The bank raised its rates .", "No target here ."]
     use = context_use(encoder, sentences, "bank")
@@ -276,8 +276,8 @@ def test_context_use_matches_occlusion_and_the_attention_rows(encoder):
 def test_the_word_that_moves_the_target_most_can_be_a_function_word(encoder):
     """The intro's claim: the shift counts any change, so in some bank sentences a function word ("of",
     "the") moves the target most at the last layer."""
-    from lib.context import FUNCTION_WORDS, occlusion
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
+    from lib.stats.context import FUNCTION_WORDS, occlusion
 
     ss = preset_by_id("bank").sentence_set()
     tops = []
@@ -291,8 +291,8 @@ def test_the_word_that_moves_the_target_most_can_be_a_function_word(encoder):
 def test_sense_margin_change_by_hand(encoder):
     """The margin (cosine with the own sense's centroid minus the nearest other's) with each word masked, minus
     the original's, recomputed from the occlusion's vectors with plain numpy; and the page shows it."""
-    from lib.context import occlusion, sense_centroids, sense_margin_change
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
+    from lib.stats.context import occlusion, sense_centroids, sense_margin_change
 
     ss = preset_by_id("bank").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)

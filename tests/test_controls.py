@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib.encoder import (
+from lib.inputs.presets import preset_by_id
+from lib.inputs.sentences import parse_sentence_set
+from lib.models.encoder import (
     DEFAULT_MODEL,
     ModelLoadError,
     load_encoder,
@@ -14,11 +16,9 @@ from lib.encoder import (
     model_label,
     split_model_key,
 )
-from lib.presets import preset_by_id
-from lib.probe import ProbeError, _fit_batch, _fold_space, _predict, probe_layers
-from lib.projection import neighbour_check, neighbour_preservation, pca_projection
-from lib.sentences import parse_sentence_set
-from lib.similarity import layer_cosine_matrices, sense_similarity
+from lib.stats.probe import ProbeError, _fit_batch, _fold_space, _predict, probe_layers
+from lib.stats.projection import neighbour_check, neighbour_preservation, pca_projection
+from lib.stats.similarity import layer_cosine_matrices, sense_similarity
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +142,7 @@ def test_batched_probe_matches_scikit_learn(encoder):
 @pytest.fixture(scope="module")
 def balanced_wsd(encoder):
     """25 + 25 real Wikipedia sentences of 'bank' (CoarseWSD-20), vectors and senses."""
-    from lib.wsd_data import load_split
+    from lib.inputs.wsd_data import load_split
 
     try:
         split = load_split("bank", "train")

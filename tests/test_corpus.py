@@ -1,11 +1,11 @@
-"""lib/corpus.py: parsing, the built-in corpus, and per-layer statistics (hand case + real model)."""
+"""lib/inputs/corpus.py: parsing, the built-in corpus, and per-layer statistics (hand case + real model)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lib.corpus import (
+from lib.inputs.corpus import (
     DEFAULT_CORPUS_PATH,
     CorpusError,
     CorpusText,
@@ -14,8 +14,8 @@ from lib.corpus import (
     load_reference_corpus,
     parse_corpus_text,
 )
-from lib.encoder import Encoding
-from lib.geometry import anisotropy
+from lib.models.encoder import Encoding
+from lib.stats.geometry import anisotropy
 
 # ---------------------------------------------------------------- parsing
 
@@ -187,7 +187,7 @@ def test_treat_uses_the_corpus_statistics():
 
 
 def test_anisotropy_curves_real_model(encoder):
-    from lib.corpus import TREATMENTS, anisotropy_curves
+    from lib.inputs.corpus import TREATMENTS, anisotropy_curves
 
     enc = encoder.encode(
         [
@@ -214,8 +214,8 @@ def test_anisotropy_curves_real_model(encoder):
 def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_set, chunk):
     """A hosted server's CPU: the corpus's word pieces are counted a chunk at a time until the budget is full, not
     all 1,000 sentences of a 2 MB upload; the cut (and its message) is the one of counting every sentence."""
-    from lib import budget
-    from lib.corpus import corpus_budget
+    from lib.inputs.corpus import corpus_budget
+    from lib.serving import budget
 
     sentences = [f"Sentence {k} says {'very ' * (k % 7)}little about the weather today." for k in range(15)]
     sentences[2] = "word " * 300  # longer than a sentence may be: read up to MAX_PIECES_PER_SENTENCE
@@ -240,8 +240,8 @@ def test_corpus_budget_counts_only_what_the_cut_needs(encoder, monkeypatch, per_
 
 
 def test_an_uploaded_corpus_file_is_decoded_then_split_and_a_binary_one_refused():
-    from lib.corpus import parse_corpus_file
-    from lib.upload import UploadError
+    from lib.inputs.corpus import parse_corpus_file
+    from lib.inputs.upload import UploadError
 
     corpus, note = parse_corpus_file("Le café était fermé. Il pleuvait.\n# a comment\n".encode("latin-1"))
     assert corpus.sentences == ("Le café était fermé.", "Il pleuvait.") and note  # not UTF-8: said

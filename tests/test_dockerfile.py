@@ -128,7 +128,7 @@ def test_hosting_doc_says_how_to_build_and_run():
 
 def test_the_image_runs_in_hosted_mode():
     """A hosted server's budgets: the image turns hosted mode on (an allowlist with the bundled model) and sets the budgets."""
-    from lib.encoder import DEFAULT_MODEL
+    from lib.models.encoder import DEFAULT_MODEL
 
     env = env_vars()
     assert env.get("CONTEXT_LENS_MODELS", "").split(",")[0].split("$")[0] == DEFAULT_MODEL

@@ -1,4 +1,4 @@
-"""lib/encoder.py on the real bundled model (session fixture ``encoder``): shapes, alignment, errors.
+"""lib/models/encoder.py on the real bundled model (session fixture ``encoder``): shapes, alignment, errors.
 
 Expected values come from the model's own arrays read another way (numpy over ``hidden_states``, the
 embedding matrix, the tokenizer), never from numbers copied out of a previous run.
@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib.encoder import (
+from lib.errors import ContextLensError
+from lib.inputs.presets import preset_by_id
+from lib.models.encoder import (
     DEFAULT_MODEL,
     Encoder,
     Encoding,
@@ -20,9 +22,13 @@ from lib.encoder import (
     load_encoder,
     plan_batches,
 )
-from lib.errors import ContextLensError
-from lib.presets import preset_by_id
-from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError, pieces_for_span
+from lib.models.targets import (
+    MarkupError,
+    TargetError,
+    TargetNotFoundError,
+    TargetTruncatedError,
+    pieces_for_span,
+)
 
 BANK = [
     "The bank raised its rates.",
@@ -127,7 +133,7 @@ def test_encode_equals_the_model_called_directly_on_the_same_batches(encoder, mo
     # (all layers stacked, then sliced), padding and truncation included
     import torch
 
-    import lib.encoder as module
+    import lib.models.encoder as module
 
     monkeypatch.setattr(module, "_BATCH_PIECES", 40)  # several batches of different sizes
     sents = [

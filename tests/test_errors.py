@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from lib.attention import UnsupportedArchitectureError
-from lib.context import ContextError
-from lib.corpus import CorpusError, parse_corpus_text
-from lib.encoder import ModelLoadError
 from lib.errors import ContextLensError, StepNotApplicable
-from lib.projection import ProjectionError, pca_projection
-from lib.sentences import unpack_text
-from lib.targets import MarkupError, TargetError, TargetNotFoundError, TargetTruncatedError, find_target
-from lib.toy_attention import ToyAttentionError
-from lib.upload import UploadError, parse_upload
+from lib.inputs.corpus import CorpusError, parse_corpus_text
+from lib.inputs.sentences import unpack_text
+from lib.inputs.upload import UploadError, parse_upload
+from lib.models.attention import UnsupportedArchitectureError
+from lib.models.encoder import ModelLoadError
+from lib.models.targets import (
+    MarkupError,
+    TargetError,
+    TargetNotFoundError,
+    TargetTruncatedError,
+    find_target,
+)
+from lib.stats.context import ContextError
+from lib.stats.projection import ProjectionError, pca_projection
+from lib.teaching.toy_attention import ToyAttentionError
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""lib/geometry.py: hand-computed tiny cases and the documented invariants as properties."""
+"""lib/stats/geometry.py: hand-computed tiny cases and the documented invariants as properties."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from lib.geometry import (
+from lib.stats.geometry import (
     MAX_TOP_COMPONENTS,
     anisotropy,
     default_top_k,
@@ -21,7 +21,7 @@ from lib.geometry import (
     standardize,
     whiten,
 )
-from lib.similarity import cosine_matrix
+from lib.stats.similarity import cosine_matrix
 
 # ---------------------------------------------------------------- hand-computed cases
 
@@ -155,7 +155,7 @@ def _closed_form_ledoit_wolf(C: np.ndarray) -> float:
 
 @pytest.mark.parametrize(("n", "d"), [(2, 3), (3, 4), (5, 10), (20, 384), (60, 10), (400, 30)])
 def test_ledoit_wolf_shrinkage_equals_the_former_closed_form(n, d):
-    from lib.geometry import _ledoit_wolf_shrinkage
+    from lib.stats.geometry import _ledoit_wolf_shrinkage
 
     rng = np.random.default_rng(n + d)
     X = rng.normal(size=(n, d)) * np.linspace(0.1, 5.0, d)
@@ -360,7 +360,7 @@ def test_default_top_k_is_about_d_over_100_within_bounds():
 
 
 def test_top_variance_share_by_hand_and_in_rogue_dimensions():
-    from lib.geometry import top_variance_share
+    from lib.stats.geometry import top_variance_share
 
     assert top_variance_share([1.0, 4.0, 0.0, 5.0], top=2) == ((3, 1), pytest.approx(0.9))  # (5 + 4) / 10
     assert top_variance_share([2.0, 2.0, 1.0], top=1) == ((0,), pytest.approx(0.4))  # ties: lower index first

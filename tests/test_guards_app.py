@@ -12,10 +12,10 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import budget
-from lib.encoder import DEFAULT_MODEL
-from lib.presets import default_preset, load_presets
-from lib.sentences import pack_text
+from lib.inputs.presets import default_preset, load_presets
+from lib.inputs.sentences import pack_text
+from lib.models.encoder import DEFAULT_MODEL
+from lib.serving import budget
 from tests.conftest import ROOT, page_test
 from ui import state
 
@@ -133,7 +133,7 @@ def test_picking_a_preset_keeps_my_sentences_one_click_away():
 
 
 def test_sentence_box_has_max_chars():
-    from lib.sentences import MAX_TEXT_CHARS
+    from lib.inputs.sentences import MAX_TEXT_CHARS
 
     at = _sidebar_app().run()
     assert at.text_area(key="cl_text").max_chars == MAX_TEXT_CHARS
@@ -198,7 +198,7 @@ def test_the_budget_message_comes_before_the_chart(small_budget, encoder):
 def test_the_budget_message_is_on_the_page_before_the_model_runs(small_budget, encoder, monkeypatch):
     # a model run that never returns (here: fails) still leaves the learner the message about their set,
     # because it is written from the tokenizer's counts before the model is asked for anything
-    import lib.encoder as module
+    import lib.models.encoder as module
 
     def no_model(self, *args, **kwargs):
         raise RuntimeError("the model is not reached in this test")
@@ -215,7 +215,7 @@ def test_the_budget_message_is_on_the_page_before_the_model_runs(small_budget, e
 
 
 def test_a_large_set_shows_its_progress_from_before_the_model_runs_and_after_each_batch(encoder, monkeypatch):
-    import lib.encoder as module
+    import lib.models.encoder as module
     from ui import cache
 
     sentences = tuple(f"The bank number {k} had a progress bar today." for k in range(10))

@@ -39,7 +39,7 @@ def test_placeholders_are_only_the_ones_pages_fill():
 def test_anisotropy_intro_shows_the_reference_peak():
     from streamlit.testing.v1 import AppTest
 
-    from lib.baseline import ETHAYARAJH_2019_BERT_BASE
+    from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE
     from tests.conftest import ROOT
 
     at = AppTest.from_file(str(ROOT / "pages" / "anisotropy.py"), default_timeout=180)

@@ -1,6 +1,6 @@
-"""lib.lazy: first imports of scikit-learn / SciPy / umap from several threads at once must not fail.
+"""lib.serving.lazy: first imports of scikit-learn / SciPy / umap from several threads at once must not fail.
 
-Before lib.lazy, two threads importing scikit-learn for the first time at once (a learner's PCA map and the
+Before lib.serving.lazy, two threads importing scikit-learn for the first time at once (a learner's PCA map and the
 UMAP warm-up; two learners on two pages of a fresh server) failed in about half of the tries with
 ``ImportError: cannot import name 'clone' from partially initialized module 'sklearn.base'``. The race
 needs a fresh interpreter, so each try runs in its own subprocess.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import lazy
+from lib.serving import lazy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,9 +28,9 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 import pandas  # noqa: F401  (the pages import it at the top)
 
-from lib.geometry import fit_covariance
-from lib.probe import probe_layers
-from lib.projection import _import_umap, neighbour_check, pca_projection
+from lib.stats.geometry import fit_covariance
+from lib.stats.probe import probe_layers
+from lib.stats.projection import _import_umap, neighbour_check, pca_projection
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(12, 16))

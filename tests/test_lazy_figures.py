@@ -21,9 +21,9 @@ import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
 from plotly.io.json import to_json_plotly
 
-from lib.attention import special_token_share, target_attention, token_labels
 from lib.charts import attention, common, context, figures, fitting, home, layers, lesson, projection, toy
 from lib.charts.figures import Figure, LazyFigure
+from lib.models.attention import special_token_share, target_attention, token_labels
 from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
 from tests.test_charts_layers import RNG as LAYERS_RNG
 from tests.test_charts_layers import _scales
@@ -322,9 +322,9 @@ def test_a_download_of_a_lazy_figure_leaves_it_lazy(monkeypatch):
 
 
 def test_the_cache_counts_a_lazy_figures_encoded_arrays(monkeypatch):
-    """lib.budget.figure_nbytes of a lazy figure: its dicts, plus the base64 text it will keep of its arrays
+    """lib.serving.budget.figure_nbytes of a lazy figure: its dicts, plus the base64 text it will keep of its arrays
     once sent (counted when the figure enters the cache), so the byte-bounded cache stays bounded."""
-    from lib.budget import figure_nbytes, plain_nbytes
+    from lib.serving.budget import figure_nbytes, plain_nbytes
 
     fig, _ = _pair(monkeypatch)
     arrays = sum(t["z"].nbytes for t in fig._data)
@@ -464,8 +464,8 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     validation: the figure caches are emptied between the two runs so each builds its own figures. No figure
     needs plotly's objects on the way (none is materialised). Also in presenter mode (presenter_layout and
     fit_cell_text on every chart) and with a random-weights model (every title renamed: name_weights)."""
-    from lib.encoder import DEFAULT_MODEL, model_key
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
+    from lib.models.encoder import DEFAULT_MODEL, model_key
     from tests.conftest import page_test
     from ui import cache, state
 

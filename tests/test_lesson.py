@@ -1,4 +1,4 @@
-"""lib/lesson.py and its step modules (lib/lesson_senses.py, lesson_geometry.py, lesson_attention.py): hand-computed
+"""lib/teaching/lesson.py and its step modules (lib/teaching/lesson_senses.py, lesson_geometry.py, lesson_attention.py): hand-computed
 tiny cases for every question, then the real model.
 
 The tiny cases are small enough to work out on paper (the expected answers are written from the
@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
 from lib.errors import StepNotApplicable
-from lib.pooling import sentence_vectors
-from lib.presets import preset_by_id
-from lib.readout import leave_one_out_readout
+from lib.inputs.presets import preset_by_id
+from lib.stats.pooling import sentence_vectors
+from lib.stats.readout import leave_one_out_readout
+from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
 from tests.conftest import SHARED_DATA
 
 # ------------------------------------------------------------------------------------------ helpers
@@ -345,7 +345,7 @@ def test_real_centroid_reading_agrees_with_the_leave_one_out_readout(apple):
     assert {int(i): s for i, s in zip(r.indices, r.read_as, strict=True)} == predicted
     misread = {i for i, p in predicted.items() if p != ss.senses[i]}
     assert set(r.wrong) == misread
-    # both rest on lib.readout.leave_one_out_centroid_cosines: check the plotted cosines without it
+    # both rest on lib.stats.readout.leave_one_out_centroid_cosines: check the plotted cosines without it
     x = tv.vectors[:, last, :].astype(np.float64)
     for j, i in enumerate(r.indices):
         for sense, shown in zip(r.senses_compared, (r.x[j], r.y[j]), strict=True):
@@ -440,7 +440,7 @@ def test_context_prediction_by_hand_and_on_the_model(encoder):
     with pytest.raises(ValueError):
         lesson_attention.context_prediction(("bat", "."), shift[:, :2], "bat")
 
-    from lib.context import occlusion
+    from lib.stats.context import occlusion
 
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
     r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
@@ -452,7 +452,7 @@ def test_context_prediction_by_hand_and_on_the_model(encoder):
 
 
 def _preset_curve(encoder, pid):
-    from lib.presets import preset_by_id
+    from lib.inputs.presets import preset_by_id
 
     ss = preset_by_id(pid).sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -461,8 +461,8 @@ def _preset_curve(encoder, pid):
 
 def test_deeper_check_counts_the_drop_in_sentences(encoder):
     curves, tvs = zip(*(_preset_curve(encoder, p) for p in ("bat", "bank", "apple")), strict=True)
-    from lib.baseline import other_token_masks
-    from lib.contextuality import intra_sentence_similarity
+    from lib.stats.baseline import other_token_masks
+    from lib.stats.contextuality import intra_sentence_similarity
 
     enc_out = tvs[0].encoding
     intra = intra_sentence_similarity(enc_out.hidden_states, other_token_masks(enc_out.special, [()] * len(enc_out.special)))
@@ -476,7 +476,7 @@ def test_deeper_check_counts_the_drop_in_sentences(encoder):
     # the chance verdict for the asked preset names exactly the layers at or below its band
     inside = [i for i in range(len(curves[0].accuracy)) if curves[0].accuracy[i] <= curves[0].chance_p95[i] + 1e-12]
     if inside:
-        from lib.chance import layer_list
+        from lib.stats.chance import layer_list
 
         assert f"for 'bat' {layer_list(inside)} " in expl
     if int(np.argmax(intra)) == len(intra) - 1:
@@ -489,7 +489,7 @@ def test_summary_files_each_result_where_the_course_puts_it():
     completely (a misread sentence, a hard case) and that deeper is not always better (an earlier best
     layer), and that [CLS] is not a good sentence vector (mean pooling wins; [CLS] winning is the surprise);
     the course never discusses control weights."""
-    from lib import lesson_geometry
+    from lib.teaching import lesson_geometry
 
     seeds = SHARED_DATA.parent / "seeds"
     if seeds.is_dir():  # the course text itself, where it is beside the checkout
@@ -532,8 +532,8 @@ def test_cls_step_says_the_default_model_favours_the_mean_and_which_mean():
 
 
 def test_layers_step_explains_average_gap_against_single_sentences(encoder):
-    from lib.presets import preset_by_id
-    from lib.similarity import layer_cosine_matrices, pair_ranking_auc
+    from lib.inputs.presets import preset_by_id
+    from lib.stats.similarity import layer_cosine_matrices, pair_ranking_auc
 
     ss = preset_by_id("bat").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -599,8 +599,8 @@ def test_architecture_check_counts_growth_from_layer_0_not_the_level():
 def test_architecture_check_on_the_real_model(encoder, shuffled_encoder):
     """On the step's preset, the control's (shuffled weights) last-layer gap is recomputed here by hand; its
     layers add far less than the trained ones, and the question accepts exactly what the numbers say."""
-    from lib.presets import preset_by_id
-    from lib.probe import probe_layers
+    from lib.inputs.presets import preset_by_id
+    from lib.stats.probe import probe_layers
 
     pid = lesson.step_by_id("random").preset
     ss = preset_by_id(pid).sentence_set()

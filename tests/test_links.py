@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from lib.encoder import DEFAULT_MODEL
-from lib.presets import default_preset
+from lib.inputs.presets import default_preset
+from lib.models.encoder import DEFAULT_MODEL
 from tests.conftest import page_test
 from ui import state
 
@@ -179,7 +179,7 @@ def _bank_sentence(k: int) -> str:
 
 
 def _before_target(sentence: str) -> str:
-    from lib.targets import find_target
+    from lib.models.targets import find_target
     from ui.widgets import escape_md
 
     return escape_md(sentence[: find_target(sentence, BANK.target).start])
@@ -244,7 +244,7 @@ def _calculator_views():
 
 
 def _lesson_views():
-    from lib import lesson
+    from lib.teaching import lesson
 
     steps = lesson.STEPS
     yield {"lesson_step": "3", "lesson_done": "5"}, [

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from lib.memory import limit_arenas, release_memory
+from lib.serving.memory import limit_arenas, release_memory
 
 
 def _rss_mb() -> float:

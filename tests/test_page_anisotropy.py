@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from lib.encoder import Encoder
-from lib.presets import default_preset, preset_by_id
+from lib.inputs.presets import default_preset, preset_by_id
+from lib.models.encoder import Encoder
 from tests.conftest import page_test
 
 PAGE = "pages/anisotropy.py"
@@ -124,8 +124,8 @@ def test_scale_free_measure_next_to_the_gap(encoder):
     """Every number true: the pair-ranking AUC and the readout stand next to the gap, before and after."""
     import itertools
 
-    from lib.corpus import compute_corpus_statistics, load_reference_corpus
-    from lib.similarity import cosine_matrix
+    from lib.inputs.corpus import compute_corpus_statistics, load_reference_corpus
+    from lib.stats.similarity import cosine_matrix
 
     at = page_test(PAGE, preset="bank").run()
     _assert_ok(at)
@@ -174,7 +174,7 @@ def test_scale_free_measure_next_to_the_gap(encoder):
 def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     """A hosted server's CPU: the budget's cut is said as soon as the file is read (before the model's pass), once,
     and the statistics are those of the sentences it names."""
-    from lib import budget
+    from lib.serving import budget
 
     monkeypatch.setattr(budget, "MAX_CORPUS_PIECES", 300)
     lines = [f"Line {k}: the [river] flows past the old mill near town number {k}." for k in range(40)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lib.budget import MAX_PIECES_PER_SENTENCE
-from lib.presets import default_preset
+from lib.inputs.presets import default_preset
+from lib.serving.budget import MAX_PIECES_PER_SENTENCE
 from tests.conftest import page_test
 
 PAGE = "pages/attention.py"
@@ -109,7 +109,7 @@ def test_two_sentences_side_by_side_are_two_charts_each_with_its_own_matrix(enco
 
     import numpy as np
 
-    from lib.attention import token_labels
+    from lib.models.attention import token_labels
 
     at = _run()
     _assert_ok(at)

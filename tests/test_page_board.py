@@ -157,7 +157,7 @@ def test_open_everywhere_sets_the_shared_set(store):
     at = board_page(room=new.board.code, key=new.key).run()
     at.button(key="board_use").click().run()
     assert not at.exception
-    from lib.sentences import parse_sentence_set
+    from lib.inputs.sentences import parse_sentence_set
 
     ss = parse_sentence_set(at.session_state["cl_text"], at.session_state["cl_target"])
     assert list(ss.sentences) == MONEY + RIVER and ss.senses == ("money",) * 3 + ("river",) * 3

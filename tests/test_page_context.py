@@ -1,6 +1,6 @@
 """AppTest runs of pages/context.py ("What moves the word") on the real bundled model.
 
-The numbers the page prints are checked against lib.context computed here on the same sentence.
+The numbers the page prints are checked against lib.stats.context computed here on the same sentence.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lib.context import MAX_WORDS, layer_cosines, occlusion
-from lib.presets import default_preset
+from lib.inputs.presets import default_preset
+from lib.stats.context import MAX_WORDS, layer_cosines, occlusion
 from tests.conftest import page_test
 from ui import state
 
@@ -178,10 +178,10 @@ def test_garbled_link_values_give_defaults_and_messages():
 
 def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
     """Two charts in two columns (stacked on a phone): the words' attention against their shift at the chosen
-    layer, and the rank correlation per layer, both equal to lib.context's on the same sentence."""
+    layer, and the rank correlation per layer, both equal to lib.stats.context's on the same sentence."""
     import json
 
-    from lib.context import attention_effect_correlation
+    from lib.stats.context import attention_effect_correlation
 
     at = _run()
     _assert_ok(at, charts=5)

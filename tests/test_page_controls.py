@@ -10,7 +10,7 @@ import pandas  # noqa: F401  (see test_concurrency: the UMAP warm-up thread must
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib.encoder import DEFAULT_MODEL
+from lib.models.encoder import DEFAULT_MODEL
 from tests.conftest import ROOT, page_test
 from ui import state
 
@@ -133,11 +133,11 @@ def test_anisotropy_section_1_says_how_the_control_compares():
 
 def test_layers_probe_on_the_pooled_vector(encoder):
     """With "mean of last 4 layers" chosen, the probe and its control also run on that pooled vector; the
-    numbers match lib.probe on the mean of hidden states L-3..L computed here."""
+    numbers match lib.stats.probe on the mean of hidden states L-3..L computed here."""
     import numpy as np
 
-    from lib.presets import preset_by_id
-    from lib.probe import probe_layers
+    from lib.inputs.presets import preset_by_id
+    from lib.stats.probe import probe_layers
 
     at = page_test("pages/layers.py", preset="apple")
     at.query_params["layers_pooling"] = "last4"
@@ -159,10 +159,10 @@ def test_layers_probe_on_the_pooled_vector(encoder):
 
 def test_the_control_card_says_what_the_control_keeps_and_its_numbers_match(encoder):
     """Layer by layer, comparing with the default second model (the shuffled weights): the page says what the
-    control keeps and removes, and its table's entropy and shift are lib.context.context_use of both models."""
-    from lib.context import context_use
-    from lib.encoder import load_encoder
-    from lib.presets import preset_by_id
+    control keeps and removes, and its table's entropy and shift are lib.stats.context.context_use of both models."""
+    from lib.inputs.presets import preset_by_id
+    from lib.models.encoder import load_encoder
+    from lib.stats.context import context_use
 
     at = page_test("pages/layers.py", preset="bank")
     at.query_params["layers_compare"] = "1"

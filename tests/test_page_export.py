@@ -1,4 +1,4 @@
-"""lib/page_export.py: a page as one self-contained HTML file (no request when opened, learner's text inert)."""
+"""lib/serving/page_export.py: a page as one self-contained HTML file (no request when opened, learner's text inert)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from lib import page_export as pe
+from lib.serving import page_export as pe
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from lib import lesson
-from lib.presets import default_preset
+from lib.inputs.presets import default_preset
+from lib.teaching import lesson
 from tests.browser._browser import app_pages
 from tests.conftest import ROOT
 from tests.test_page_export import HOSTILE_SET
@@ -157,7 +157,7 @@ def test_the_lesson_file_holds_every_step():
 
 def test_a_run_builds_no_file(monkeypatch):
     """The button is on every run; the file is made only when it is pressed (a deferred download)."""
-    from lib import page_export as pe
+    from lib.serving import page_export as pe
 
     built: list[str] = []
     monkeypatch.setattr(pe, "page_html", lambda title, *a, **k: built.append(title) or "")
@@ -169,7 +169,7 @@ def test_a_run_builds_no_file(monkeypatch):
 
 
 def test_names_in_the_file():
-    from lib.encoder import DEFAULT_MODEL, model_key
+    from lib.models.encoder import DEFAULT_MODEL, model_key
     from ui import page_export
 
     assert page_export._chart_key("$$ID-0123abcd-layers_readout") == "layers_readout"

@@ -182,7 +182,7 @@ def _many_sentences(n: int) -> bytes:
 
 @pytest.mark.slow
 def test_500_uploaded_sentences_render_and_reuse_the_encoding(monkeypatch):
-    from lib import budget
+    from lib.serving import budget
 
     # 500 sentences of ~13 word pieces (~6,500): within the default set budget of 20,000, set here anyway so
     # this test of drawing 500 sentences does not depend on it (tests/test_guards_app.py checks the cut)
@@ -223,7 +223,7 @@ def test_user_text_is_escaped_and_nothing_shows_nan():
 
 
 def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
-    """Only target markup is removed (lib.targets.strip_markup): a typed [MASK] stays "[MASK]" in labels."""
+    """Only target markup is removed (lib.models.targets.strip_markup): a typed [MASK] stays "[MASK]" in labels."""
     import json
 
     text = "river | The [MASK] sat on the river [bank].\nmoney | The bank raised rates.\nriver | A muddy bank."

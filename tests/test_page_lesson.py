@@ -1,6 +1,6 @@
 """AppTest runs of the guided lesson (pages/lesson.py), from the first step to the summary.
 
-The correct answers are computed here from the real model with lib/lesson.py and its step modules (tested on their own in
+The correct answers are computed here from the real model with lib/teaching/lesson.py and its step modules (tested on their own in
 tests/test_lesson.py) on the same fixed sets the page uses, so the test checks that the page asks about
 the right data and checks, records and remembers answers: every question is answered wrongly once (an
 error and a hint), then correctly (a success and the explanation), and the progress reaches the URL.
@@ -12,9 +12,9 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from lib import lesson, lesson_attention, lesson_geometry, lesson_senses
 from lib.charts.common import PRESENTER_FONT, presenter_layout
-from lib.presets import preset_by_id
+from lib.inputs.presets import preset_by_id
+from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
 from tests.conftest import page_test
 from ui import state
 from ui.widgets import escape_md
@@ -69,7 +69,7 @@ def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
 
 
 def _context_question(encoder) -> lesson.Question:
-    from lib.context import occlusion
+    from lib.stats.context import occlusion
 
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
     return lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention).question

@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from lib.encoder import Encoder
-from lib.presets import default_preset
+from lib.inputs.presets import default_preset
+from lib.models.encoder import Encoder
 from tests.conftest import page_test
 
 PAGE = "pages/projections.py"

@@ -174,7 +174,7 @@ def test_labels_turned_by_a_fixed_angle_are_sized_by_their_slant():
 
 def test_every_layers_chart_is_presized(encoder):
     """The charts the layer slider and the pooling switch redraw all get their margins in advance."""
-    from lib.presets import default_preset
+    from lib.inputs.presets import default_preset
     from tests.conftest import page_test
 
     at = page_test("pages/layers.py", preset=default_preset().id).run()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from lib.presets import default_preset, load_presets
-from lib.sentences import parse_sentence_set
+from lib.inputs.presets import default_preset, load_presets
+from lib.inputs.sentences import parse_sentence_set
 
 
 def test_presets_cover_the_required_words():

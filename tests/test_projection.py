@@ -1,4 +1,4 @@
-"""lib/projection.py: PCA by hand, guards, clamps, seeds, alignment."""
+"""lib/stats/projection.py: PCA by hand, guards, clamps, seeds, alignment."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from lib.projection import (
+from lib.stats.projection import (
     MIN_POINTS,
     Projection,
     ProjectionError,

@@ -7,8 +7,6 @@ projections return one finite point per input. Examples are kept small so the fi
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -17,10 +15,6 @@ from hypothesis.extra import numpy as hnp
 
 FAST = settings(max_examples=50, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=6, deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-
-
-def _have(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
 
 
 def matrices(min_rows=1, max_rows=12, min_cols=1, max_cols=10, lo=-1e6, hi=1e6):
@@ -47,11 +41,10 @@ def gaussian_matrices(min_rows=3, max_rows=40, min_cols=2, max_cols=8):
 
 
 # ------------------------------------------------------------------------------------------- cosine
-@pytest.mark.skipif(not _have("lib.similarity"), reason="lib/similarity.py not written yet")
 @FAST
 @given(matrices())
 def test_similarity_cosine_matrix_in_range_symmetric(X):
-    from lib.similarity import cosine_matrix, unit_rows
+    from lib.stats.similarity import cosine_matrix, unit_rows
 
     C = cosine_matrix(X)
     assert C.shape == (X.shape[0], X.shape[0])
@@ -64,11 +57,10 @@ def test_similarity_cosine_matrix_in_range_symmetric(X):
     np.testing.assert_allclose(norms[nonzero], 1.0, atol=1e-9)
 
 
-@pytest.mark.skipif(not _have("lib.similarity"), reason="lib/similarity.py not written yet")
 @FAST
 @given(matrices(), st.floats(1e-3, 1e3))
 def test_cosine_ignores_positive_scaling(X, c):
-    from lib.similarity import cosine_matrix
+    from lib.stats.similarity import cosine_matrix
 
     # rows near the "numerically zero" threshold (1e-12) may cross it when scaled; the property is for
     # rows that are clearly zero or clearly not
@@ -77,7 +69,6 @@ def test_cosine_ignores_positive_scaling(X, c):
     np.testing.assert_allclose(cosine_matrix(X * c), cosine_matrix(X), atol=1e-9)
 
 
-@pytest.mark.skipif(not _have("lib.similarity"), reason="lib/similarity.py not written yet")
 @FAST
 @given(
     st.integers(2, 6).flatmap(
@@ -88,7 +79,7 @@ def test_cosine_ignores_positive_scaling(X, c):
     )
 )
 def test_layer_cosine_matrices_in_range(args):
-    from lib.similarity import layer_cosine_matrices
+    from lib.stats.similarity import layer_cosine_matrices
 
     V, n = args
     C = layer_cosine_matrices(V)
@@ -96,12 +87,11 @@ def test_layer_cosine_matrices_in_range(args):
     assert np.isfinite(C).all() and (np.abs(C) <= 1).all()
 
 
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(matrices(min_rows=2))
 def test_anisotropy_in_range_and_equals_mean_offdiagonal_cosine(X):
-    from lib.geometry import anisotropy
-    from lib.similarity import cosine_matrix
+    from lib.stats.geometry import anisotropy
+    from lib.stats.similarity import cosine_matrix
 
     a = anisotropy(X)
     assert -1.0 <= a <= 1.0
@@ -115,7 +105,6 @@ def test_anisotropy_in_range_and_equals_mean_offdiagonal_cosine(X):
 
 
 # ------------------------------------------------------------------------------------------- softmax
-@pytest.mark.skipif(not _have("lib.toy_attention"), reason="lib/toy_attention.py not written yet")
 @FAST
 @given(
     st.integers(1, 6).flatmap(
@@ -128,7 +117,7 @@ def test_anisotropy_in_range_and_equals_mean_offdiagonal_cosine(X):
     st.floats(0.01, 100.0),
 )
 def test_toy_attention_rows_sum_to_one(X, scale, causal, temperature):
-    from lib.toy_attention import ToyAttentionError, attention_steps
+    from lib.teaching.toy_attention import ToyAttentionError, attention_steps
 
     try:
         s = attention_steps(X, scale=scale, causal=causal, temperature=temperature)
@@ -149,24 +138,22 @@ def test_toy_attention_rows_sum_to_one(X, scale, causal, temperature):
     assert (s.output >= V.min(axis=0) - 1e-9 * (1 + np.abs(V).max())).all()
 
 
-@pytest.mark.skipif(not _have("lib.toy_attention"), reason="lib/toy_attention.py not written yet")
 @FAST
 @given(
     st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "abc", "", "  ", "1/0", "--1", "0x10"])
 )
 def test_toy_attention_bad_cells_are_refused(cell):
-    from lib.toy_attention import ToyAttentionError, parse_cell
+    from lib.teaching.toy_attention import ToyAttentionError, parse_cell
 
     with pytest.raises(ToyAttentionError) as info:
         parse_cell(cell, "E, row 'cat', column 'dim 1',")
     assert "row 'cat'" in str(info.value)
 
 
-@pytest.mark.skipif(not _have("lib.attention"), reason="lib/attention.py not written yet")
 @FAST
 @given(matrices(max_rows=6, max_cols=8, lo=-1e300, hi=1e300))
 def test_attention_softmax_rows_sum_to_one_even_for_huge_scores(X):
-    from lib.attention import softmax
+    from lib.models.attention import softmax
 
     P = softmax(X, axis=-1)
     assert np.isfinite(P).all()
@@ -174,23 +161,21 @@ def test_attention_softmax_rows_sum_to_one_even_for_huge_scores(X):
 
 
 # ------------------------------------------------------------------------------------------- geometry
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @pytest.mark.filterwarnings("ignore:overflow encountered")
 @FAST
 @given(matrices(lo=-1e300, hi=1e300))
 def test_standardize_is_always_finite(X):
-    from lib.geometry import standardize
+    from lib.stats.geometry import standardize
 
     Z = standardize(X)
     assert Z.shape == X.shape
     assert np.isfinite(Z).all()
 
 
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(gaussian_matrices(min_rows=2))
 def test_standardize_gives_zero_mean_unit_std_columns(X):
-    from lib.geometry import standardize
+    from lib.stats.geometry import standardize
 
     Z = standardize(X)
     std = X.std(axis=0)
@@ -200,11 +185,10 @@ def test_standardize_gives_zero_mean_unit_std_columns(X):
     assert (Z[:, ~live] == 0).all()
 
 
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(gaussian_matrices(min_rows=12, max_rows=60, max_cols=6))
 def test_whitening_gives_identity_covariance(X):
-    from lib.geometry import fit_covariance, whiten
+    from lib.stats.geometry import fit_covariance, whiten
 
     f = fit_covariance(X)
     ev = f.eigenvalues
@@ -218,11 +202,10 @@ def test_whitening_gives_identity_covariance(X):
 
 
 @pytest.mark.slow  # over ~5 s: left out of the fast tier
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(matrices(min_rows=1, max_rows=8, min_cols=2, max_cols=12, lo=-1e3, hi=1e3))
 def test_whitening_a_singular_cloud_stays_finite_and_says_so(X):
-    from lib.geometry import fit_covariance, whiten
+    from lib.stats.geometry import fit_covariance, whiten
 
     assert np.isfinite(whiten(X)).all()
     if X.shape[0] <= X.shape[1]:
@@ -231,11 +214,10 @@ def test_whitening_a_singular_cloud_stays_finite_and_says_so(X):
         assert f.note
 
 
-@pytest.mark.skipif(not _have("lib.geometry"), reason="lib/geometry.py not written yet")
 @FAST
 @given(gaussian_matrices(min_rows=3, max_rows=30), st.integers(0, 3))
 def test_remove_top_components_is_finite_and_orthogonal_to_them(X, k):
-    from lib.geometry import fit_covariance, remove_top_components
+    from lib.stats.geometry import fit_covariance, remove_top_components
 
     Y = remove_top_components(X, k)
     assert Y.shape == X.shape and np.isfinite(Y).all()
@@ -246,11 +228,10 @@ def test_remove_top_components_is_finite_and_orthogonal_to_them(X, k):
 
 
 # ------------------------------------------------------------------------------------------- projection
-@pytest.mark.skipif(not _have("lib.projection"), reason="lib/projection.py not written yet")
 @FAST
 @given(matrices(min_rows=3, max_rows=30, min_cols=1, max_cols=12, lo=-1e3, hi=1e3), st.sampled_from([2, 3]))
 def test_pca_one_point_per_input(X, dims):
-    from lib.projection import pca_projection
+    from lib.stats.projection import pca_projection
 
     p = pca_projection(X, dims)
     assert p.coords.shape == (X.shape[0], dims)
@@ -260,25 +241,21 @@ def test_pca_one_point_per_input(X, dims):
     assert (np.diff(r) <= 1e-12).all()
 
 
-@pytest.mark.skipif(not _have("lib.projection"), reason="lib/projection.py not written yet")
 @FAST
 @given(matrices(min_rows=0, max_rows=2, min_cols=1, max_cols=4))
 def test_projection_of_too_few_points_is_a_clear_error(X):
-    from lib.projection import ProjectionError, project
+    from lib.stats.projection import ProjectionError, project
 
     with pytest.raises(ProjectionError) as info:
         project(X, "pca")
     assert "at least" in str(info.value)
 
 
-@pytest.mark.skipif(
-    not (_have("lib.projection") and _have("umap")), reason="needs lib/projection.py and umap"
-)
 @pytest.mark.slow  # importing umap and numba's first compile take most of a minute on a busy machine
 @settings(max_examples=4, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gaussian_matrices(min_rows=3, max_rows=25, min_cols=2, max_cols=10), st.integers(2, 30))
 def test_umap_one_point_per_input(X, k):
-    from lib.projection import umap_projection
+    from lib.stats.projection import umap_projection
 
     p = umap_projection(X, 2, n_neighbors=k)
     assert p.coords.shape == (X.shape[0], 2)
@@ -286,11 +263,10 @@ def test_umap_one_point_per_input(X, k):
     assert 2 <= p.n_neighbors <= X.shape[0] - 1
 
 
-@pytest.mark.skipif(not _have("lib.projection"), reason="lib/projection.py not written yet")
 @SLOW
 @given(gaussian_matrices(min_rows=4, max_rows=25, min_cols=2, max_cols=10), st.floats(1, 50))
 def test_tsne_one_point_per_input(X, perplexity):
-    from lib.projection import tsne_projection
+    from lib.stats.projection import tsne_projection
 
     p = tsne_projection(X, 2, perplexity=perplexity)
     assert p.coords.shape == (X.shape[0], 2)
@@ -298,11 +274,10 @@ def test_tsne_one_point_per_input(X, perplexity):
     assert p.perplexity < X.shape[0]
 
 
-@pytest.mark.skipif(not _have("lib.projection"), reason="lib/projection.py not written yet")
 @FAST
 @given(gaussian_matrices(min_rows=3, max_rows=20), st.integers(2, 3))
 def test_align_to_keeps_distances(X, dims):
-    from lib.projection import align_to, pca_projection
+    from lib.stats.projection import align_to, pca_projection
 
     a = pca_projection(X, dims).coords
     rng = np.random.default_rng(0)
@@ -315,9 +290,9 @@ def test_align_to_keeps_distances(X, dims):
 
 # ------------------------------------------------------------------------------------------- markup
 def _markup_brackets_by_character(text: str) -> tuple[list[int], list[int]]:
-    """The character-by-character scan lib.targets.markup_brackets replaced (a hosted server's CPU: a 2 MB corpus took
+    """The character-by-character scan lib.models.targets.markup_brackets replaced (a hosted server's CPU: a 2 MB corpus took
     seconds): the reference its jumps from bracket to bracket must agree with."""
-    from lib.targets import SPECIAL_TOKENS_IN_TEXT
+    from lib.models.targets import SPECIAL_TOKENS_IN_TEXT
 
     opens, closes, i = [], [], 0
     while i < len(text):
@@ -342,7 +317,7 @@ bracket_texts = st.lists(
 @settings(max_examples=400, deadline=None, database=None, derandomize=True)
 @given(st.one_of(bracket_texts, st.text(alphabet="[]aMASK ", max_size=40)))
 def test_markup_brackets_agree_with_a_character_scan(text):
-    from lib.targets import markup_brackets, strip_markup
+    from lib.models.targets import markup_brackets, strip_markup
 
     opens, closes = _markup_brackets_by_character(text)
     assert markup_brackets(text) == (opens, closes)

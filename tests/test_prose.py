@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from lib.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
+from lib.teaching.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
 from tests.conftest import ROOT, page_test
 
 PAGES = [

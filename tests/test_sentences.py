@@ -1,4 +1,4 @@
-"""lib/sentences.py: the text format, labels, line problems, limits and links (no model needed)."""
+"""lib/inputs/sentences.py: the text format, labels, line problems, limits and links (no model needed)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from lib.sentences import (
+from lib.inputs.sentences import (
     MAX_LABEL_CHARS,
     MAX_SENTENCES,
     MAX_TEXT_CHARS,
@@ -21,7 +21,7 @@ from lib.sentences import (
     text_from_link,
     unpack_text,
 )
-from lib.targets import TargetError
+from lib.models.targets import TargetError
 
 TEXT = """money | The bank raised its rates.
 river | We sat on the river [bank].

@@ -1,4 +1,4 @@
-"""Hand-computed tiny cases for lib/similarity.py and the modules built on it (pooling, baseline, contextuality,
+"""Hand-computed tiny cases for lib/stats/similarity.py and the modules built on it (pooling, baseline, contextuality,
 readout, evidence, layer_profile); no model needed."""
 
 import csv
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lib.baseline import (
+from lib.stats.baseline import (
     ETHAYARAJH_2019_BERT_BASE,
     adjusted,
     compare_anisotropy,
@@ -18,10 +18,10 @@ from lib.baseline import (
     random_token_baseline,
     sample_cross_sentence_pairs,
 )
-from lib.contextuality import intra_sentence_similarity, self_similarity
-from lib.evidence import _largest_first, evidence_card
-from lib.layer_profile import layer_profile
-from lib.pooling import (
+from lib.stats.contextuality import intra_sentence_similarity, self_similarity
+from lib.stats.evidence import _largest_first, evidence_card
+from lib.stats.layer_profile import layer_profile
+from lib.stats.pooling import (
     Representation,
     pool,
     pooled_layers,
@@ -30,8 +30,8 @@ from lib.pooling import (
     sentence_vectors,
     with_pooled,
 )
-from lib.readout import centroid_readout, leave_one_out_centroid_cosines, leave_one_out_readout
-from lib.similarity import (
+from lib.stats.readout import centroid_readout, leave_one_out_centroid_cosines, leave_one_out_readout
+from lib.stats.similarity import (
     cosine_matrix,
     hardest_case,
     layer_cosine_matrices,
@@ -72,7 +72,7 @@ def test_cosine_matrix_two_sets_and_range():
 
 
 def test_cosine_matrix_is_exactly_symmetric_and_in_range_on_awkward_rows():
-    # one definition for the whole app (lib.geometry has none of its own): symmetric to the last bit,
+    # one definition for the whole app (lib.stats.geometry has none of its own): symmetric to the last bit,
     # even where BLAS rounds c[i, j] and c[j, i] differently, and clipped into [-1, 1]
     rng = np.random.default_rng(3)
     a = rng.normal(size=(40, 384)) * np.logspace(-3, 3, 384)

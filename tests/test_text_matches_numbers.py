@@ -2,7 +2,7 @@
 in whatever model is loaded.
 
 The pages and the lesson are run on a second, small, randomly initialised BERT (three layers, saved with the
-bundled tokenizer into a temporary folder and loaded through ``lib.encoder.load_encoder(folder)``), whose
+bundled tokenizer into a temporary folder and loaded through ``lib.models.encoder.load_encoder(folder)``), whose
 numbers look nothing like the default model's. Each check recomputes the number a sentence rests on from the
 vectors (numpy, not the page's code path) and asks whether the sentence says the same: "the gap is largest at
 layer k" must name the argmax, "within chance" must list the layers at or below the shuffled band, and no
@@ -16,14 +16,14 @@ import re
 import numpy as np
 import pytest
 
-from lib import lesson, lesson_senses
-from lib.baseline import ETHAYARAJH_2019_BERT_BASE, other_token_masks
-from lib.chance import chance_phrase, layer_list, readout_chance
-from lib.contextuality import intra_sentence_similarity
-from lib.pooling import with_pooled
-from lib.presets import preset_by_id
-from lib.readout import leave_one_out_readout
-from lib.similarity import cosine_matrix
+from lib.inputs.presets import preset_by_id
+from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, other_token_masks
+from lib.stats.chance import chance_phrase, layer_list, readout_chance
+from lib.stats.contextuality import intra_sentence_similarity
+from lib.stats.pooling import with_pooled
+from lib.stats.readout import leave_one_out_readout
+from lib.stats.similarity import cosine_matrix
+from lib.teaching import lesson, lesson_senses
 from tests.conftest import ROOT
 from ui.state import seed
 
@@ -36,7 +36,7 @@ def random_bert(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from lib.encoder import default_model_path, load_encoder
+    from lib.models.encoder import default_model_path, load_encoder
 
     folder = tmp_path_factory.mktemp("random_bert")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()), local_files_only=True)

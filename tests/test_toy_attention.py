@@ -1,4 +1,4 @@
-"""lib.toy_attention: the course's worked example by hand, torch as a reference, a softmax that never overflows."""
+"""lib.teaching.toy_attention: the course's worked example by hand, torch as a reference, a softmax that never overflows."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib.toy_attention import (
+from lib.teaching.toy_attention import (
     COURSE_EMBEDDINGS,
     COURSE_POSITIONS,
     COURSE_TOKENS,
@@ -395,7 +395,7 @@ def test_switches_are_keyword_only():
 
 
 def test_toy_inputs_course_example_is_the_worked_example():
-    from lib.toy_attention import ToyInputs
+    from lib.teaching.toy_attention import ToyInputs
 
     inputs = ToyInputs.course_example()
     assert inputs.tokens == COURSE_TOKENS and inputs.ffn == {}
@@ -408,7 +408,7 @@ def test_toy_inputs_course_example_is_the_worked_example():
 
 
 def test_toy_inputs_from_tables_expands_one_row_per_token_and_keeps_the_ffn():
-    from lib.toy_attention import ToyInputs
+    from lib.teaching.toy_attention import ToyInputs
 
     words = ["the", "cat"]
     E = np.array([[1.0, 0.0], [0.0, 2.0]])

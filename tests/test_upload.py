@@ -1,9 +1,9 @@
-"""lib/upload.py: CSV/TSV files of `sense, sentence` rows; bad rows listed by line, good rows kept."""
+"""lib/inputs/upload.py: CSV/TSV files of `sense, sentence` rows; bad rows listed by line, good rows kept."""
 
 import pytest
 
-from lib.sentences import MAX_SENTENCES, parse_sentence_set
-from lib.upload import UploadError, parse_upload
+from lib.inputs.sentences import MAX_SENTENCES, parse_sentence_set
+from lib.inputs.upload import UploadError, parse_upload
 
 
 def test_csv_with_header_quotes_and_empty_sense():

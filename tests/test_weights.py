@@ -1,14 +1,21 @@
-"""The controls for "did training do this?" (lib.weights, lib.encoder's weights option) on the real model."""
+"""The controls for "did training do this?" (lib.models.weights, lib.models.encoder's weights option) on the real model."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from lib.context import context_use
-from lib.encoder import DEFAULT_MODEL, ModelLoadError, load_encoder, model_key, model_label, split_model_key
-from lib.hosting import model_allowed
-from lib.presets import preset_by_id
+from lib.inputs.presets import preset_by_id
+from lib.models.encoder import (
+    DEFAULT_MODEL,
+    ModelLoadError,
+    load_encoder,
+    model_key,
+    model_label,
+    split_model_key,
+)
+from lib.serving.hosting import model_allowed
+from lib.stats.context import context_use
 
 
 def test_shuffled_keys_round_trip():

@@ -1,4 +1,4 @@
-"""lib.work: the server-wide budget for work in flight (jobs at once, bytes held, small work first)."""
+"""lib.serving.work: the server-wide budget for work in flight (jobs at once, bytes held, small work first)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lib.work import DEFAULT_WORK_JOBS, DEFAULT_WORK_MB, WorkQueue
+from lib.serving.work import DEFAULT_WORK_JOBS, DEFAULT_WORK_MB, WorkQueue
 
 MB = 2**20
 

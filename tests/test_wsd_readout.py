@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from lib.readout import centroid_readout, leave_one_out_readout
-from lib.wsd_data import available_words, default_root, load_split, mark_target, sense_name
+from lib.inputs.wsd_data import available_words, default_root, load_split, mark_target, sense_name
+from lib.stats.readout import centroid_readout, leave_one_out_readout
 
 ROOT = default_root()
 WORDS = ("bank", "apple", "crane")
@@ -65,7 +65,7 @@ def wsd_encoder(request):
     try:
         return request.getfixturevalue("encoder")
     except pytest.FixtureLookupError:
-        from lib.encoder import load_encoder
+        from lib.models.encoder import load_encoder
 
         return load_encoder()
 

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 Prints every problem found and exits with status 1 if there is any, 0 otherwise.
 
-Rules checked for the presets (the same rules as ``lib/targets.py``):
+Rules checked for the presets (the same rules as ``lib/models/targets.py``):
 
 * top level ``{"presets": [...]}``, at least 12 presets, ids unique, the first one is ``bank``;
 * each preset has exactly ``id``, ``target``, ``title``, ``senses`` (name -> description) and

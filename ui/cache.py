@@ -3,8 +3,8 @@
 One concept, over 600 lines by design: every cached entry point of the app lives here and nowhere else.
 
 The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
-the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.budget.ByteLRU` for the
-whole process, bounded by what its entries hold (lib.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 200): a
+the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.serving.budget.ByteLRU` for the
+whole process, bounded by what its entries hold (lib.serving.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 200): a
 class of sessions cannot grow the server past it, whatever they type. The work that makes a result (a model
 pass, a projection, an occlusion) runs in a slot of the server's work queue (ui/work.py), so memory while
 computing is bounded too. Results are frozen dataclasses whose arrays are read-only, so sharing one object between sessions is
@@ -29,10 +29,7 @@ from collections.abc import Callable
 import numpy as np
 import streamlit as st
 
-from lib import budget
-from lib.baseline import other_token_masks
-from lib.budget import ByteLRU, ExpiringDict, cache_budget_bytes
-from lib.corpus import (
+from lib.inputs.corpus import (
     CorpusStats,
     CorpusText,
     compute_corpus_statistics,
@@ -40,8 +37,9 @@ from lib.corpus import (
     corpus_statistics,
     load_reference_corpus,
 )
-from lib.corpus import anisotropy_curves as _anisotropy_curves
-from lib.encoder import (
+from lib.inputs.corpus import anisotropy_curves as _anisotropy_curves
+from lib.inputs.sentences import clean_sentences as _clean_sentences
+from lib.models.encoder import (
     DEFAULT_MODEL,
     Encoder,
     Encoding,
@@ -50,19 +48,21 @@ from lib.encoder import (
     concat_encodings,
     load_encoder,
 )
-from lib.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
-from lib.layer_profile import LayerProfile
-from lib.layer_profile import layer_profile as _layer_profile
-from lib.lazy import load
-from lib.memory import limit_arenas, release_memory
-from lib.probe import ProbeResult, probe_layers
-from lib.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
-from lib.sentences import clean_sentences as _clean_sentences
+from lib.serving import budget
+from lib.serving.budget import ByteLRU, ExpiringDict, cache_budget_bytes
+from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
+from lib.serving.lazy import load
+from lib.serving.memory import limit_arenas, release_memory
+from lib.stats.baseline import other_token_masks
+from lib.stats.layer_profile import LayerProfile
+from lib.stats.layer_profile import layer_profile as _layer_profile
+from lib.stats.probe import ProbeResult, probe_layers
+from lib.stats.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
 from ui.work import attention_floats, heavy, lease_for_run, pass_cost, projection_cost
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
-limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/memory.py), first thing
+limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/serving/memory.py), first thing
 
 
 def limit_blas_threads() -> int:
@@ -125,7 +125,7 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
     """(encoder, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
     In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
-    up. Hosted mode or not, every refusal or failure gives the same message (lib.hosting.MODEL_REFUSAL), so a
+    up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
     link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
     reason goes to the server's log.
     """
@@ -143,11 +143,11 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
 
 
 def context_use(model_name: str, sentences: tuple[str, ...], target: str | None):
-    """lib.context.context_use (attention entropy, largest occlusion shift per sentence), computed once.
+    """lib.stats.context.context_use (attention entropy, largest occlusion shift per sentence), computed once.
 
     Raises ContextError when no sentence can be measured; failures are not cached.
     """
-    from lib.context import context_use as run
+    from lib.stats.context import context_use as run
 
     def compute():
         out = run(encoder(model_name), sentences, target)
@@ -187,7 +187,7 @@ def parsed_upload(kind: str, data: bytes, parse: Callable[[bytes], object]):
 
 @functools.cache
 def reference_corpus() -> CorpusText:
-    """The built-in reference corpus, read and parsed once per process (lib.corpus.load_reference_corpus).
+    """The built-in reference corpus, read and parsed once per process (lib.inputs.corpus.load_reference_corpus).
 
     A missing file raises CorpusError each time it is asked for (an exception is not cached)."""
     return load_reference_corpus()
@@ -227,7 +227,7 @@ def encoding(
     """Every layer's vectors for ``sentences`` (cleaned text), without attentions, computed once per sentence.
 
     Each sentence is cached on its own (a sentence encoded alone or in a batch gives the same vectors, see
-    lib/encoder.py), so a set that shares sentences with one seen before (a learner editing one line of a
+    lib/models/encoder.py), so a set that shares sentences with one seen before (a learner editing one line of a
     preset, a class starting from the same preset) runs the model only on its new sentences, all of them in
     one call. Sessions asking for the same new sentences at the same moment wait for one model run. Each
     sentence is read up to MAX_PIECES_PER_SENTENCE word pieces (``Encoding.truncated`` says which were cut).
@@ -244,7 +244,7 @@ def encoding(
         pieces = [min(n, cap) for n in enc.piece_counts(new)]
         attentions = _keep_attentions(enc, pieces)
         cost = pass_cost(enc, sum(pieces), attention_floats(enc, pieces) if attentions else 0)
-        with heavy(cost):  # the server's work budget (lib.work): waits its turn, with a message
+        with heavy(cost):  # the server's work budget (lib.serving.work): waits its turn, with a message
             with _lock:
                 ENCODE_CALLS[model_name] += 1
             out = enc.encode(list(new), attentions=attentions, max_tokens=cap, progress=report)
@@ -317,7 +317,7 @@ def encode_in_chunks(
     """Make sure every chunk of a large set is encoded (cached), calling ``progress(done, total)``.
 
     ``progress(0, total)`` comes first, before the model runs, then one call after each batch of the model
-    (a few sentences: lib.encoder.plan_batches) and each chunk, never twice with the same count; when every
+    (a few sentences: lib.models.encoder.plan_batches) and each chunk, never twice with the same count; when every
     sentence is cached already, nothing is called (a rerun shows no bar). Not cached itself, so it may drive
     a progress bar; :func:`target_vectors` then finds every chunk in the cache.
     """
@@ -400,7 +400,7 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
 
 
 def corpus_cut(model_name: str, corpus_key: str, _sentences: tuple[str, ...]):
-    """lib.corpus.corpus_budget of a reference corpus (the tokenizer only), once per (model, corpus key): what
+    """lib.inputs.corpus.corpus_budget of a reference corpus (the tokenizer only), once per (model, corpus key): what
     :func:`corpus_stats` will keep, known before the model runs, so the page can say it at once."""
     return _cached(
         ("corpus_cut", model_name, corpus_key), lambda: corpus_budget(encoder(model_name), _sentences)
@@ -429,7 +429,7 @@ def warm_up_in_background() -> None:
         _warm_started = True
 
     def _run() -> None:
-        from lib.projection import warm_up_umap
+        from lib.stats.projection import warm_up_umap
 
         WARM_UP["umap_seconds"] = warm_up_umap()
         release_memory()
@@ -437,7 +437,7 @@ def warm_up_in_background() -> None:
     import pandas  # noqa: F401  (umap imports pandas; plotly reads sys.modules["pandas"] without the import lock, so a half-imported pandas in the warm-up thread breaks figures other sessions build meanwhile)
 
     # What the page draws meanwhile (the PCA map and its neighbour check) is imported here, before the warm-up's
-    # `import umap` holds lib.lazy's import lock for a few seconds: the PCA map does not wait for it.
+    # `import umap` holds lib.serving.lazy's import lock for a few seconds: the PCA map does not wait for it.
     load("sklearn.decomposition")
     load("sklearn.manifold")
     threading.Thread(target=_run, name="context-lens-umap-warmup", daemon=True).start()
@@ -452,12 +452,12 @@ WARM_UP: dict[str, float] = {}
 
 
 def occlusion(model_name: str, sentence: str, target: str | None, replacement: str | None):
-    """lib.context.occlusion of one sentence (bounded by lib.context.MAX_WORDS / MAX_PIECES), computed once.
+    """lib.stats.context.occlusion of one sentence (bounded by lib.stats.context.MAX_WORDS / MAX_PIECES), computed once.
 
     Raises TargetError / ContextError (ValueErrors with a message for the learner); failures are not cached.
     """
-    from lib.context import MAX_PIECES, MAX_WORDS
-    from lib.context import occlusion as run_occlusion
+    from lib.stats.context import MAX_PIECES, MAX_WORDS
+    from lib.stats.context import occlusion as run_occlusion
 
     def run():
         enc = encoder(model_name)
@@ -482,7 +482,7 @@ def probe(
     *,
     kind: str = "layers",
 ) -> ProbeResult:
-    """lib.probe.probe_layers on the target's vectors (n, K, d), once per (model, sentences, senses, target,
+    """lib.stats.probe.probe_layers on the target's vectors (n, K, d), once per (model, sentences, senses, target,
     kind). ``kind`` names the vectors: "layers" for the L + 1 layers, a pooling ("last4", "all") for that
     pooled vector alone (n, 1, d).
 
@@ -566,7 +566,7 @@ def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> Shared
     then skips building the figure. ``key`` must name everything the figure is made from (model, sentences,
     target, labels...); ``kind`` names the chart. Draw it with ui.widgets.shared_chart, never mutate it
     elsewhere. The figures live in the same byte-bounded RESULTS cache as every other result, counted by
-    lib.budget.figure_nbytes (their arrays, hover text and numbers), so a class's figures cannot grow the
+    lib.serving.budget.figure_nbytes (their arrays, hover text and numbers), so a class's figures cannot grow the
     process past ``CONTEXT_LENS_CACHE_MB`` either.
     """
     return _cached(("figure", kind, key), lambda: SharedFigure(_build()), size=_shared_figure_nbytes)
@@ -581,13 +581,13 @@ def readout_chance(
     kind: str,
     vectors,
 ):
-    """lib.chance.readout_chance of ``vectors`` (a few kB), once per set, in the RESULTS cache.
+    """lib.stats.chance.readout_chance of ``vectors`` (a few kB), once per set, in the RESULTS cache.
 
     The key names the vectors instead of hashing them: ``kind`` says which ones they are ("layers" for the
     target's layers plus the pooled ones, "target" for the layers alone), so two views of one set do not
     share an entry.
     """
-    from lib.chance import readout_chance as _readout_chance
+    from lib.stats.chance import readout_chance as _readout_chance
 
     return _cached(
         ("readout_chance", model_name, sentences, senses, target, kind),
@@ -603,7 +603,7 @@ def readout_chance(
 def layer_profile(
     model: str, sentences: tuple[str, ...], senses: tuple[str | None, ...], target: str, _tv: TargetVectors
 ) -> LayerProfile:
-    """lib.layer_profile.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target.
+    """lib.stats.layer_profile.layer_profile of the set (Layer by layer), keyed by model, sentences, senses, target.
 
     In the byte-bounded RESULTS cache like every other result (32 MB at 500 sentences), computed in a slot of
     the work queue."""
@@ -635,7 +635,7 @@ def evidence(key: tuple, compute: Callable[[], object]):
 
 
 def anisotropy_curves(model_name: str, corpus_key: str, k: int, _stats: CorpusStats) -> dict[str, np.ndarray]:
-    """lib.corpus.anisotropy_curves (Anisotropy), keyed by model, corpus and k: {treatment: (L+1,)}."""
+    """lib.inputs.corpus.anisotropy_curves (Anisotropy), keyed by model, corpus and k: {treatment: (L+1,)}."""
     return _cached(("anisotropy_curves", model_name, corpus_key, k), lambda: _anisotropy_curves(_stats, k))
 
 
@@ -654,7 +654,7 @@ def _freeze(result):
 
 
 def projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projection:
-    """lib.projection.project of X (n, hidden) (Projections), keyed by the array's contents, in RESULTS."""
+    """lib.stats.projection.project of X (n, hidden) (Projections), keyed by the array's contents, in RESULTS."""
 
     def run() -> Projection:
         with heavy(projection_cost(*np.shape(X))):
@@ -664,7 +664,7 @@ def projection(X: np.ndarray, method: str, dims: int, seed: int = 0) -> Projecti
 
 
 def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
-    """lib.projection.neighbour_check(X, coords, k=5) (Projections), keyed by both arrays' contents."""
+    """lib.stats.projection.neighbour_check(X, coords, k=5) (Projections), keyed by both arrays' contents."""
 
     def run() -> NeighbourCheck:
         with heavy(projection_cost(*np.shape(X))):
@@ -674,7 +674,7 @@ def projection_check(X: np.ndarray, coords: np.ndarray) -> NeighbourCheck:
 
 
 def projection_layers(H: np.ndarray, method: str, progress: Callable[[int, int], None] | None = None):
-    """lib.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections), in RESULTS.
+    """lib.stats.projection.project_layers(H, method, 2) of H (L+1, n, hidden) (Projections), in RESULTS.
 
     One layer per slot of the work queue (a t-SNE of 500 points is a few seconds): a long request re-enters
     the queue between layers, and stops there when the learner leaves. ``progress(done, total)`` after each.
@@ -704,9 +704,9 @@ def board_store(url: str):
 
 
 def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):
-    """lib.readout.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
+    """lib.stats.readout.leave_one_out_readout of ``vectors`` (the target's, (n, L + 1, H)), once per set: the
     class board's "nearest sense" of each accepted sentence, shared by the teacher and every student."""
-    from lib.readout import leave_one_out_readout
+    from lib.stats.readout import leave_one_out_readout
 
     return _cached(
         ("sense_readout", model_name, sentences, senses, target), lambda: leave_one_out_readout(vectors, list(senses))

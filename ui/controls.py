@@ -12,10 +12,17 @@ import pandas as pd
 import streamlit as st
 
 from lib.charts.controls import probe_chart, two_model_chart
-from lib.context import ContextError
-from lib.encoder import DEFAULT_MODEL, ModelLoadError, model_key, model_label, split_model_key, weights_label
-from lib.probe import ProbeError
-from lib.projection import NeighbourCheck
+from lib.models.encoder import (
+    DEFAULT_MODEL,
+    ModelLoadError,
+    model_key,
+    model_label,
+    split_model_key,
+    weights_label,
+)
+from lib.stats.context import ContextError
+from lib.stats.probe import ProbeError
+from lib.stats.projection import NeighbourCheck
 from ui import cache, state
 from ui.widgets import chart, escape_md, prose
 
@@ -128,7 +135,7 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
     """What the control holds fixed and removes, and how much context each model takes in (a small table).
 
     Shown when one of the two models is a control of the other. The table's numbers are
-    lib.context.context_use: attention entropy (fraction of uniform, first and last layer) and the largest
+    lib.stats.context.context_use: attention entropy (fraction of uniform, first and last layer) and the largest
     shift of the target when one context word is masked (smallest and largest over the sentences).
     """
     (b1, w1, s1), (b2, w2, s2) = split_model_key(model), split_model_key(other)

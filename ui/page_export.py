@@ -4,7 +4,7 @@ app.py runs every page inside :func:`recording`, which keeps a reference to each
 main area during the run (headings, text with its numbers, tables, charts as sent, expanders and columns), and
 then calls :func:`offer`, which draws the button. The file is built only when the button is pressed (a deferred
 ``st.download_button`` callable, on its own thread after the run): a rerun costs one dict entry per element and
-builds nothing. :mod:`lib.page_export` writes the file. So any page, including one written later, gets the
+builds nothing. :mod:`lib.serving.page_export` writes the file. So any page, including one written later, gets the
 button with no line of its own; a page that wants something else (the guided lesson's every step) calls
 :func:`offscreen` to render more into the file than it shows, and :func:`offer` itself.
 
@@ -29,7 +29,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import streamlit as st
 
-from lib import page_export as pe
+from lib.serving import page_export as pe
 from ui import page_globals
 
 _MAIN = 0  # delta_path[0] of the main area (1 is the sidebar)
@@ -72,7 +72,7 @@ class Recording:
         return self.diverted is None
 
     def page_blocks(self) -> tuple[list, tuple[tuple[str, int], ...]]:
-        """(blocks in page order for lib.page_export, the charts' chosen-layer style rules)."""
+        """(blocks in page order for lib.serving.page_export, the charts' chosen-layer style rules)."""
         children: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
         for path in list(self.elements) + list(self.blocks):
             children.setdefault(path[:-1], []).append(path)
@@ -210,7 +210,7 @@ def weights_text(model_key: str) -> str:
     """Where the model's weights came from, for the file: the bundled package and its version, or random."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from lib.encoder import DEFAULT_MODEL, ModelLoadError, split_model_key
+    from lib.models.encoder import DEFAULT_MODEL, ModelLoadError, split_model_key
 
     try:
         base, weights, seed = split_model_key(model_key)

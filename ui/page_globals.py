@@ -11,7 +11,7 @@ encodings alive, more than the cache held).
 
 :func:`note` finds the page's namespace from inside the run (the first element the page sends, through
 ui.page_export's recording); :func:`release`, after the run, drops from it every top-level value of at least
-:data:`LARGE_BYTES` by lib.budget.sizeof (not functions, classes or modules), so what stays is small: the
+:data:`LARGE_BYTES` by lib.serving.budget.sizeof (not functions, classes or modules), so what stays is small: the
 page's functions, constants and widget values. A callback that needs data takes it as ``args``.
 """
 
@@ -22,7 +22,7 @@ import threading
 import types
 from pathlib import Path
 
-from lib.budget import sizeof
+from lib.serving.budget import sizeof
 
 LARGE_BYTES = 1 * 2**20  # a page's top-level value this large is dropped when its run ends
 PAGES_DIR = str(Path(__file__).resolve().parents[1] / "pages")

@@ -24,8 +24,17 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from lib import budget
-from lib.encoder import (
+from lib.errors import ContextLensError
+from lib.inputs.presets import default_preset, load_presets, preset_by_id
+from lib.inputs.sentences import (
+    MAX_TEXT_CHARS,
+    SentenceSet,
+    clean_sentences,
+    pack_text,
+    parse_sentence_set,
+    text_from_link,
+)
+from lib.models.encoder import (
     DEFAULT_MODEL,
     MAX_SEED,
     WEIGHTS,
@@ -37,21 +46,12 @@ from lib.encoder import (
     model_label,
     split_model_key,
 )
-from lib.errors import ContextLensError
-from lib.presets import default_preset, load_presets, preset_by_id
-from lib.sentences import (
-    MAX_TEXT_CHARS,
-    SentenceSet,
-    clean_sentences,
-    pack_text,
-    parse_sentence_set,
-    text_from_link,
-)
+from lib.serving import budget
 from ui import cache, work
 from ui.widgets import escape_md
 
 K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
-K_ACTIVE_MODEL = "cl_model_active"  # the model key in use (lib.encoder.model_key: id + "#random-<seed>")
+K_ACTIVE_MODEL = "cl_model_active"  # the model key in use (lib.models.encoder.model_key: id + "#random-<seed>")
 K_WEIGHTS, K_SEED = "cl_weights", "cl_seed"  # the Model panel's weights choice and initialiser seed
 MAX_SEED_UI = MAX_SEED  # one bound for the seed box, the link's seed and a model key's #random-<seed>
 CUSTOM = "custom"
@@ -635,7 +635,7 @@ def budget_note() -> str:
 
 
 def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[SentenceSet, str]:
-    """The set cut to the word-piece budget (lib.budget): the first sentences that fit, and what was cut.
+    """The set cut to the word-piece budget (lib.serving.budget): the first sentences that fit, and what was cut.
 
     ``models``: how many models read the set in this run; each reads 1/``models`` of the budget."""
     if not ss.sentences:

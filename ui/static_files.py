@@ -27,7 +27,7 @@ import mimetypes
 import os
 from dataclasses import dataclass
 
-from lib.budget import ByteLRU
+from lib.serving.budget import ByteLRU
 
 MAX_CACHE_BYTES = 48 * 1024 * 1024  # compressed bytes kept in memory; Streamlit 1.67's whole build is ~7 MB gzipped
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a larger file (none in Streamlit's build) is streamed from disk uncompressed
@@ -127,7 +127,7 @@ class CompressedStaticFiles:
     def build(self, relative: str, path: str) -> _Entry:
         """Read and (if it is text) compress one file, and keep it within the byte budget.
 
-        One build per file at a time (lib.budget.ByteLRU.get_or_compute): a class arriving together at a fresh
+        One build per file at a time (lib.serving.budget.ByteLRU.get_or_compute): a class arriving together at a fresh
         server asks for the same files at once, and every request but the first waits for that one compression
         instead of repeating it. A file larger than the whole budget is compressed and sent, not kept.
         """

@@ -11,11 +11,11 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from lib import lazy
 from lib.charts.common import figure, merged, presenter_layout
 from lib.charts.figures import figure_dict
 from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_changes, fit_cell_text
-from lib.export import escape_markdown
+from lib.serving import lazy
+from lib.serving.export import escape_markdown
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 PAGE_FAILED = (
@@ -46,7 +46,7 @@ def escape_md(text: str) -> str:
 def weights_note(model_key: str | None = None) -> str | None:
     """"shuffled weights, seed 0" / "random weights, seed 0" when the model in use (or ``model_key``) is a
     control, else None."""
-    from lib.encoder import ModelLoadError, split_model_key, weights_label
+    from lib.models.encoder import ModelLoadError, split_model_key, weights_label
 
     key = model_key if model_key is not None else st.session_state.get("cl_model_active")
     try:
@@ -231,8 +231,8 @@ _K_GLOSSARY = "_cl_glossary_linked"  # the glossary anchors this run of the page
 
 
 def glossary_linked(text: str) -> str:
-    """``text`` with the first use on this page of each glossary term linked to its entry (lib.glossary)."""
-    from lib.glossary import link_terms, load_glossary
+    """``text`` with the first use on this page of each glossary term linked to its entry (lib.teaching.glossary)."""
+    from lib.teaching.glossary import link_terms, load_glossary
 
     already = st.session_state.setdefault(_K_GLOSSARY, set())
     out, linked = link_terms(text, load_glossary(), already)

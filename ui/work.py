@@ -1,4 +1,4 @@
-"""The Streamlit edge of admission control (lib.work): heavy work waits its turn with a message that says so.
+"""The Streamlit edge of admission control (lib.serving.work): heavy work waits its turn with a message that says so.
 
 ``with heavy(cost):`` around a model pass, a projection or an occlusion takes a slot of the process's one
 :data:`WORK` queue. While the job waits, the page shows "The server is busy with 3 other requests; yours is
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from lib.work import WorkQueue
+from lib.serving.work import WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
 
@@ -59,7 +59,7 @@ _run = threading.local()  # the leases the current script run holds (a script ru
 
 def lease_for_run(cost: int) -> None:
     """Hold ``cost`` bytes of :data:`WORK` until the current script run ends (:func:`end_run`, which app.py
-    calls when a page has run; lib.work lets a lease go when its thread has ended, e.g. a page run on its own).
+    calls when a page has run; lib.serving.work lets a lease go when its thread has ended, e.g. a page run on its own).
 
     For what a page keeps in hand for its whole run, e.g. a large set's vectors (and its second model's): a
     few tabs opening large sets then hold them one tab at a time, and the others wait their turn with the
@@ -102,7 +102,7 @@ def attention_floats(enc, pieces: list[int]) -> int:
 
 
 def pass_cost(enc, pieces: int, attentions: int = 0) -> int:
-    """Bytes a model pass of ``enc`` (lib.encoder.Encoder) over ``pieces`` word pieces holds: every layer's
+    """Bytes a model pass of ``enc`` (lib.models.encoder.Encoder) over ``pieces`` word pieces holds: every layer's
     vectors, plus ``attentions`` floats of attention weights kept. (The forward pass's own temporaries are a
     batch of 512 word pieces at a time: a few MB.)"""
     hidden = int(getattr(enc.model.config, "hidden_size", 768))

@@ -1,6 +1,6 @@
 """Figures for the Attention page: heatmaps, the all-heads overview, the target's attention, special tokens.
 
-Every builder takes plain arrays and labels (from `lib.attention`) and returns a `plotly.graph_objects.Figure`.
+Every builder takes plain arrays and labels (from `lib.models.attention`) and returns a `plotly.graph_objects.Figure`.
 Attention colours are fixed to the range 0–1 in every figure, so two heatmaps can be compared by eye.
 Rows are queries (the token that looks), columns are keys (the token looked at).
 """
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.attention import SpecialTokenShare, downsample_labels, pool_attention
 from lib.charts.common import (
     CONTEXT_COLOR,
     SENSE_COLORS,
@@ -23,6 +22,7 @@ from lib.charts.common import (
     grid_axes,
     subplot_grid,
 )
+from lib.models.attention import SpecialTokenShare, downsample_labels, pool_attention
 
 __all__ = [
     "ATTENTION_COLORSCALE",
@@ -101,7 +101,7 @@ def attention_heatmap(
     """One attention matrix as a heatmap.
 
     weights: (n, n), rows = queries, columns = keys, each row sums to 1.
-    labels:  n unique labels (see `lib.attention.token_labels`); at most `max_labels` are printed per axis.
+    labels:  n unique labels (see `lib.models.attention.token_labels`); at most `max_labels` are printed per axis.
     The colour scale is fixed to 0–1; the exact value is in the hover text (and in the cells when small).
     """
     weights = np.asarray(weights, dtype=float)

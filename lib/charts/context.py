@@ -1,6 +1,6 @@
 """Figures for "What moves the word": ranked shifts, a words x layers strip, attention vs effect, an edit.
 
-Builders take plain arrays and labels (from :mod:`lib.context`) and return a ``plotly.graph_objects.Figure``.
+Builders take plain arrays and labels (from :mod:`lib.stats.context`) and return a ``plotly.graph_objects.Figure``.
 Word labels carry their position ("4 · the"), so a word that occurs twice gets two bars.
 """
 

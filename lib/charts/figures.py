@@ -52,7 +52,7 @@ def _containers(obj):
 # figure never notices. Tests validate every figure (CONTEXT_LENS_VALIDATE_FIGURES=1) and get plotly
 # Figures straight away; tests/test_lazy_figures.py checks both give the same ``to_dict`` for every chart.
 LAZY_LOCK = threading.RLock()  # one materialisation or lazy read at a time (shared figures, many sessions)
-# Read from the dicts, never materialise: what Streamlit, the charts' helpers, downloads and lib.budget use.
+# Read from the dicts, never materialise: what Streamlit, the charts' helpers, downloads and lib.serving.budget use.
 _LAZY_ATTRS = frozenset(
     {"to_dict", "to_plotly_json", "to_json", "to_html", "update_layout", "materialise", "_data", "_layout",
      "_b64", "_builder", "__class__", "__dict__", "__init__", "__getattribute__", "__setattr__", "__delattr__"}

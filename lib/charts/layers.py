@@ -2,7 +2,7 @@
 
 Over 600 lines and still one concept: the charts of one page (one chart module per page, lib/charts/).
 
-Every builder takes plain arrays (from :mod:`lib.similarity`) and labels, and returns a
+Every builder takes plain arrays (from :mod:`lib.stats.similarity`) and labels, and returns a
 ``plotly.graph_objects.Figure``. Layers are numbered as the model's hidden states: 0 is the embedding
 output (word piece + position), 1..L the transformer layers. Pooled representations (mean of the last
 four layers, mean of all layers) are drawn as separate points to the right of the layers, never joined
@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.baseline import LayerReference
 from lib.charts.common import (
     CONTEXT_COLOR,
     DIFFERENT_COLOR,
@@ -40,6 +39,7 @@ from lib.charts.common import (
 )
 from lib.charts.common import esc as _esc
 from lib.charts.figures import figure_dict
+from lib.stats.baseline import LayerReference
 
 __all__ = [
     "SAME_COLOR",
@@ -656,7 +656,7 @@ def readout_chart(
 
     names: K layer names; accuracy: (K,) in [0, 1]; majority: the majority baseline; best: index of the
     best layer; pooled: (name, accuracy) of the pooled representation, drawn apart; chance: (mean, p95),
-    each (K,), the readout on shuffled labels (lib.chance.readout_chance), drawn as a grey band up to
+    each (K,), the readout on shuffled labels (lib.stats.chance.readout_chance), drawn as a grey band up to
     the 95th percentile with the mean dotted: a point inside the band is within chance.
     """
     k = len(names)

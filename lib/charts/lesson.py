@@ -119,7 +119,7 @@ def readout_lines(
 
     names: one name per preset; accuracies: per preset (L+1,) in [0, 1]; majority: per preset the share of
     its commonest sense (drawn dashed in the same colour); chance: per preset (L+1,) the 95th percentile of
-    the readout on shuffled labels (lib.chance.readout_chance), shaded from 0 in the preset's colour.
+    the readout on shuffled labels (lib.stats.chance.readout_chance), shaded from 0 in the preset's colour.
     """
     if not (len(names) == len(accuracies) == len(majority)):
         raise ValueError("one name, one accuracy curve and one majority share per preset")

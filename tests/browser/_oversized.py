@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from lib.sentences import pack_text
+from lib.inputs.sentences import pack_text
 
 
 def long_sentences_text(n: int = 500, pieces: int = 385) -> str:

@@ -15,8 +15,8 @@ from urllib.parse import quote
 
 import pytest
 
-from lib import lesson
-from lib.sentences import pack_text
+from lib.inputs.sentences import pack_text
+from lib.teaching import lesson
 from tests.browser._browser import (
     JS_CHART_DATA,
     chart_pages,

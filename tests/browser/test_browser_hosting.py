@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lib import budget
+from lib.serving import budget
 from tests.browser._browser import (
     _healthy,
     exceptions,

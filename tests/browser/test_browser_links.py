@@ -6,8 +6,8 @@ from urllib.parse import parse_qs, quote, urlparse
 
 import pytest
 
-from lib.presets import preset_by_id
-from lib.sentences import pack_text
+from lib.inputs.presets import preset_by_id
+from lib.inputs.sentences import pack_text
 from tests.browser._browser import exceptions, screenshot, wait_charts, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

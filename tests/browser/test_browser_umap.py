@@ -53,7 +53,7 @@ def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_d
 
     In two clean-clone CI runs on 2026-11-23 the first map was UMAP: the page's PCA import and the warm-up's
     ``import umap`` imported scikit-learn at the same moment, both failed (``partially initialized module
-    'sklearn.base'``), and the page then computed UMAP itself. lib.lazy serialises those first imports.
+    'sklearn.base'``), and the page then computed UMAP itself. lib.serving.lazy serialises those first imports.
     """
     require_browser()
     proc, base, log = start_server()

@@ -1,0 +1,86 @@
+"""Hosted mode: which models a hosted copy may load, and how large a model may be.
+
+Set ``CONTEXT_LENS_MODELS="id1,id2"`` on a server a class reaches through links. Then:
+
+* only the bundled default and the listed Hugging Face ids are accepted (model box and ``?model=``);
+  a folder on the server's disk is never looked at;
+* every refusal and every load failure gives the same message, :data:`HOSTED_REFUSAL`, so a link cannot
+  tell an existing folder from a missing one (no probing of the file system).
+
+Independently of hosted mode, a model's parameter count is estimated from its configuration
+(``AutoConfig``, a few kB) before its weights are read, and a model above ``CONTEXT_LENS_MAX_PARAMS``
+(default :data:`DEFAULT_MAX_PARAMS`) is refused. No streamlit here.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_MAX_PARAMS = 150_000_000  # bert-base (110 M) fits; bert-large (335 M) does not
+HOSTED_REFUSAL = (
+    "That model is not available on this server; the app keeps the current model. "
+    "Ask whoever runs it which models it offers."
+)
+MODEL_REFUSAL = HOSTED_REFUSAL  # the app's one message for any model it cannot load, hosted mode or not
+# (ui.cache.try_encoder): a missing folder, an existing folder that is no model and a missing id read the
+# same, so a link cannot probe the server's disk; the reason goes to the server's log
+_DEFAULT_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "default")
+
+
+def allowed_models(environ: dict[str, str] | None = None) -> tuple[str, ...] | None:
+    """The ids in ``CONTEXT_LENS_MODELS`` (comma-separated), or None when hosted mode is off."""
+    env = os.environ if environ is None else environ
+    raw = env.get("CONTEXT_LENS_MODELS")
+    if raw is None or not raw.strip():
+        return None
+    return tuple(x.strip() for x in raw.split(",") if x.strip())
+
+
+def hosted_mode(environ: dict[str, str] | None = None) -> bool:
+    return allowed_models(environ) is not None
+
+
+def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
+    """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
+
+    A control's key (``<id>#shuffled-<seed>`` or ``<id>#random-<seed>``, see lib.models.encoder.model_key) is allowed
+    when its id is: it has the same architecture and size, only shuffled or fresh weights.
+    """
+    allowed = allowed_models(environ)
+    if allowed is None:
+        return True
+    wanted = (name or "").strip()
+    for tag in ("#shuffled-", "#random-"):
+        base, found, seed = wanted.rpartition(tag)
+        if found and seed.isascii() and seed.isdigit() and len(seed) <= 10:
+            wanted = base.strip()
+            break
+    return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
+
+
+def max_parameters(environ: dict[str, str] | None = None) -> int:
+    """The parameter limit from ``CONTEXT_LENS_MAX_PARAMS`` (a positive whole number), else the default."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("CONTEXT_LENS_MAX_PARAMS") or "").strip().replace("_", "")
+    try:
+        value = int(float(raw)) if raw else DEFAULT_MAX_PARAMS
+    except ValueError:
+        return DEFAULT_MAX_PARAMS
+    return value if value > 0 else DEFAULT_MAX_PARAMS
+
+
+def estimate_parameters(config) -> int:
+    """Parameters of a BERT-family encoder from its configuration (embeddings + layers), to within a few %.
+
+    Embeddings: (vocab + positions + token types) × hidden; each layer: Q, K, V and output projections
+    (4 h² + 4 h), the feed-forward block (2 h·i + i + h) and two LayerNorms (4 h).
+    """
+    h = int(getattr(config, "hidden_size", 0) or 0)
+    layers = int(getattr(config, "num_hidden_layers", 0) or 0)
+    inter = int(getattr(config, "intermediate_size", 0) or 4 * h)
+    vocab = int(getattr(config, "vocab_size", 0) or 0)
+    positions = int(getattr(config, "max_position_embeddings", 0) or 0)
+    types = int(getattr(config, "type_vocab_size", 0) or 0)
+    embeddings = (vocab + positions + types) * h + 2 * h
+    per_layer = 4 * h * h + 4 * h + 2 * h * inter + inter + h + 4 * h
+    return embeddings + layers * per_layer

@@ -1,0 +1,579 @@
+"""What moves the word: mask or swap one context word and measure how far the target's vector moves.
+
+The experiment behind the course's argument ("the context pushes the word toward one meaning"), run on
+the real model::
+
+    from lib.stats.context import occlusion
+    occ = occlusion(enc, "We sat on the grassy river [bank] and watched the boats .")
+    occ.words   # ('We', 'sat', 'on', 'the', 'grassy', 'river', 'and', 'watched', 'the', 'boats', '.')
+    occ.shift   # (enc.num_layers + 1, len(occ.words)): 1 - cosine(target in the sentence,
+                #                                           target with that word masked), per layer
+
+Words are the sentence's whitespace/punctuation words (``don't`` is one word, ``.`` is one), found with a
+regular expression on the text and mapped to word pieces through the tokenizer's character offsets. The
+target's own word is never listed.
+
+**Masking keeps the positions aligned.** With the default replacement every word piece of the word becomes
+the tokenizer's mask token (``kiwi`` = ``ki ##wi`` becomes ``[MASK] [MASK]``), so the edited sentence has
+exactly as many word pieces as the original, every other word piece keeps its position, and the only
+change the model sees is the word itself. (One ``[MASK]`` for the whole word would shift the positions of
+everything after it, and part of the measured "effect" would be that shift.) Consequently the shift at
+layer 0 (word piece + position, before any attention) is 0: the context only reaches the target through
+attention. Any other replacement text (``"savings"``, or ``""`` to delete the word) replaces the whole
+word; the piece count may then change, and the target is found again in the edited text through its
+character span, so it is always the same word that is compared.
+
+All variants run as one batch without attention weights (``enc.encode(variants, attentions=False)``); the
+original sentence is encoded once more on its own with attention weights, for the target's attention to
+each word. A 20-word sentence costs one batch of 20 sentences plus one.
+
+Attention is not explanation: the attention a word receives and the effect of removing it are different
+measurements, and they often disagree (Jain & Wallace 2019, "Attention is not Explanation";
+Wiegreffe & Pinter 2019, "Attention is not not Explanation"). :func:`attention_effect_correlation` measures
+how far they agree here, per layer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lib.errors import ContextLensError
+from lib.models.encoder import Encoder
+from lib.models.targets import (
+    SPECIAL_TOKENS_IN_TEXT,
+    CharSpan,
+    TargetError,
+    find_target,
+    has_markup,
+    pieces_for_span,
+    short,
+)
+from lib.stats.similarity import unit_rows
+
+# Bounds: one occlusion runs the model on one sentence per context word.
+MAX_WORDS = 60  # context words (each is one sentence in the batch)
+MAX_PIECES = 128  # word pieces of the sentence, [CLS] and [SEP] included
+MAX_REPLACEMENT_CHARS = 40
+
+# A special token as written, a word (letters/digits, with inner apostrophes: "don't", "river's"), or one
+# punctuation mark.
+_SPECIAL_RE = "|".join(re.escape(t) for t in SPECIAL_TOKENS_IN_TEXT)
+WORD_RE = re.compile(rf"{_SPECIAL_RE}|\w+(?:['’]\w+)*|[^\w\s]")
+
+# Words too common to suggest as swaps (the suggestions are content words of the other senses).
+_FUNCTION_WORDS = """a an the and or but if so of to in on at by for from with without into onto over under up down out off
+    about after before during while than then as is are was were be been being am do does did done have has had
+    it its it's this that these those there here he she they we you i me him her them us my your his our their
+    not no yes can could will would shall should may might must just very too also still only even all any
+    some each every both other another such more most much many few lot again once when where why how what
+    which who whom whose because since until near far own same"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+
+
+class ContextError(ContextLensError):
+    """The sentence cannot be used for the experiment (too long, no context words, bad replacement).
+
+    The message says what to do.
+    """
+
+
+@dataclass(frozen=True)
+class Word:
+    """One context word: its text, its character span in the sentence and its word pieces there."""
+
+    text: str
+    start: int
+    end: int
+    pieces: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Occlusion:
+    """How far the target moves when each context word is replaced, per layer.
+
+    sentence:    the sentence as encoded (brackets removed)
+    target:      the target word as written; target_span: its (start, end) in ``sentence``;
+                 target_pieces: its word-piece positions in the sentence
+    words:       the context words in order (the target's own word is not one of them)
+    spans:       (start, end) of each word in ``sentence``
+    pieces:      the word-piece positions of each word in the original encoding
+    tokens:      the original sentence's word pieces, [CLS] and [SEP] included
+    replacement: what each word was replaced by ("[MASK]" per word piece by default; "" = deleted)
+    variants:    the edited sentences, one per word (the target marked in [brackets])
+    shift:       float64 (num_layers + 1, n_words): 1 - cosine(original target vector, edited one),
+                 in [0, 2]; layer 0 is the embedding output
+    attention:   float64 (num_layers, n_words): the target's attention to each word in the original
+                 sentence, in layer l + 1: mean over heads and over the target's word pieces, summed over
+                 the word's pieces (a row of the full matrix sums to 1 over all word pieces)
+    base:        float32 (num_layers + 1, hidden): the target's vector in the original sentence
+    moved:       float32 (n_words, num_layers + 1, hidden): the target's vector with each word replaced
+    """
+
+    sentence: str
+    target: str
+    target_span: tuple[int, int]
+    target_pieces: tuple[int, ...]
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    pieces: tuple[tuple[int, ...], ...]
+    tokens: tuple[str, ...]
+    replacement: str
+    variants: tuple[str, ...]
+    shift: np.ndarray
+    attention: np.ndarray
+    base: np.ndarray
+    moved: np.ndarray | None = None
+
+    @property
+    def num_layers(self) -> int:
+        return self.shift.shape[0] - 1
+
+    def ranking(self, layer: int) -> np.ndarray:
+        """Word indices by shift at ``layer``, largest first (ties: earlier word first)."""
+        return np.argsort(-self.shift[layer], kind="stable")
+
+    def half_effect_layer(self, word: int) -> int:
+        """The first hidden-state layer where ``word``'s shift reaches half its last-layer value
+        (``num_layers`` when it never does, e.g. a NaN shift)."""
+        reached = np.flatnonzero(self.shift[:, word] >= 0.5 * self.shift[-1, word])
+        return int(reached[0]) if len(reached) else self.num_layers
+
+    def to_csv(self) -> str:
+        """The shifts and attentions as CSV: one row per word, one column per layer. Words that a
+        spreadsheet would read as a formula ("=", "+", "-", "@") are written as text (lib.serving.export)."""
+        from lib.serving.export import csv_text
+
+        L = self.num_layers
+        header = (
+            ["position", "word", "word_pieces"]
+            + [f"shift_layer_{k}" for k in range(L + 1)]
+            + [f"attention_layer_{k}" for k in range(1, L + 1)]
+        )
+        rows = (
+            [j + 1, word, " ".join(self.tokens[p] for p in self.pieces[j])]
+            + [f"{x:.6f}" for x in self.shift[:, j]]
+            + [f"{x:.6f}" for x in self.attention[:, j]]
+            for j, word in enumerate(self.words)
+        )
+        return csv_text(rows, header=header)
+
+
+# --------------------------------------------------------------------------------------------------
+# Words and edits
+# --------------------------------------------------------------------------------------------------
+
+
+def split_words(sentence: str) -> list[tuple[str, int, int]]:
+    """The sentence's words and punctuation marks with their character spans, in order."""
+    return [(m.group(), m.start(), m.end()) for m in WORD_RE.finditer(sentence)]
+
+
+def mark(sentence: str, start: int, end: int) -> str:
+    """``sentence`` with ``[start, end)`` in square brackets (the target markup)."""
+    return sentence[:start] + "[" + sentence[start:end] + "]" + sentence[end:]
+
+
+def edit(
+    sentence: str, target: tuple[int, int], span: tuple[int, int], replacement: str
+) -> tuple[str, CharSpan]:
+    """Replace ``sentence[span]`` by ``replacement`` ("" deletes the word and one space next to it).
+
+    Returns the edited sentence with the target in brackets, and the target's span in the edited, clean
+    text. ``span`` must not overlap the target.
+    """
+    (ts, te), (a, b) = target, span
+    if a < te and b > ts:
+        raise ValueError("the edited word overlaps the target")
+    if replacement == "":
+        # take one neighbouring space with the word, so no double space (or leading space) is left
+        if b < len(sentence) and sentence[b] == " ":
+            b += 1
+        elif a > 0 and sentence[a - 1] == " ":
+            a -= 1
+    new = sentence[:a] + replacement + sentence[b:]
+    delta = len(replacement) - (b - a)
+    if a >= te:  # the edit is after the target: the target keeps its place
+        new_ts, new_te = ts, te
+    else:
+        new_ts, new_te = ts + delta, te + delta
+    return mark(new, new_ts, new_te), CharSpan(new, new_ts, new_te, True)
+
+
+def check_replacement(replacement: str) -> str:
+    """A replacement typed by a learner, stripped; raises ContextError when it cannot be used."""
+    text = " ".join((replacement or "").split())
+    if len(text) > MAX_REPLACEMENT_CHARS:
+        raise ContextError(
+            f"The replacement is longer than {MAX_REPLACEMENT_CHARS} characters. Type one word or a few."
+        )
+    if has_markup(text):
+        raise ContextError(
+            "The replacement contains square brackets. Type plain words (special tokens such as [MASK] are "
+            "fine); the target is already marked."
+        )
+    return text
+
+
+def context_words(enc: Encoder, span: CharSpan, offsets: np.ndarray, special: np.ndarray) -> list[Word]:
+    """The context words of ``span.sentence`` (not overlapping the target) that the model saw.
+
+    offsets: (n_tokens, 2) and special: (n_tokens,) bool of the sentence's encoding (``Encoding.special``).
+    """
+    out = []
+    for text, a, b in split_words(span.sentence):
+        if a < span.end and b > span.start:
+            continue  # the target's own word
+        pieces = pieces_for_span(offsets, a, b, special=special)
+        if pieces:
+            out.append(Word(text, a, b, pieces))
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Occlusion
+# --------------------------------------------------------------------------------------------------
+
+
+def _target_vectors(enc: Encoder, encoding, spans: Sequence[CharSpan]) -> np.ndarray:
+    """(n, num_layers + 1, hidden): the target's vector (mean of its pieces) in each encoded sentence."""
+    located = enc.locate(encoding, list(spans))
+    return np.stack(
+        [encoding.hidden_states[i][:, list(sp.token_indices), :].mean(axis=1) for i, sp in enumerate(located)]
+    )
+
+
+def layer_cosines(base: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Cosine per layer between ``base`` (K, H) and each of ``others`` (n, K, H): (K, n) in [-1, 1]."""
+    ub = unit_rows(base)  # (K, H)
+    uo = unit_rows(others)  # (n, K, H)
+    return np.clip(np.einsum("kh,nkh->kn", ub, uo), -1.0, 1.0)
+
+
+def resolve_replacement(enc: Encoder, replacement: str | None) -> str:
+    """None means the tokenizer's mask token; raises ContextError for a model without one."""
+    if replacement is None:
+        mask = getattr(enc.tokenizer, "mask_token", None)
+        if not mask:
+            raise ContextError(
+                f"The model {short(enc.name, 40)} has no mask token. Type a replacement word instead."
+            )
+        return mask
+    return check_replacement(replacement)
+
+
+def occlusion(
+    enc: Encoder,
+    sentence: str,
+    target: str | None = None,
+    replacement: str | None = None,
+    *,
+    max_words: int = MAX_WORDS,
+    max_pieces: int = MAX_PIECES,
+) -> Occlusion:
+    """Replace each context word of ``sentence`` in turn and measure how far the target moves, per layer.
+
+    ``sentence`` marks its target in [brackets] or contains ``target``. ``replacement`` None = the mask
+    token, once per word piece of the word (positions stay aligned; see the module docstring); any special
+    token is used the same way; other text replaces the whole word ("" deletes it).
+
+    Raises TargetError when the target is missing and ContextError (a ValueError) when the sentence has no
+    context word or is longer than ``max_pieces`` word pieces / ``max_words`` words.
+    """
+    span = find_target(sentence, target)
+    clean = span.sentence
+    rep = resolve_replacement(enc, replacement)
+    per_piece = rep in SPECIAL_TOKENS_IN_TEXT or rep == getattr(enc.tokenizer, "mask_token", None)
+
+    n_pieces = enc.piece_counts([clean])[0]
+    if n_pieces > max_pieces:
+        raise ContextError(
+            f"This sentence has {n_pieces} word pieces; the experiment takes at most {max_pieces} (it runs "
+            "the model once per word). Shorten the sentence or pick a shorter one."
+        )
+    original = enc.encode([clean], attentions=True)
+    words = context_words(enc, span, original.offsets[0], original.special[0])
+    if not words:
+        raise ContextError(
+            f"“{short(clean)}” has no word besides the target, so there is nothing to mask. Add a few words "
+            "around it."
+        )
+    if len(words) > max_words:
+        raise ContextError(
+            f"This sentence has {len(words)} words besides the target; the experiment takes at most "
+            f"{max_words}. Shorten the sentence."
+        )
+    tspan = (span.start, span.end)
+    variants, vspans = [], []
+    for w in words:
+        text = " ".join([rep] * len(w.pieces)) if per_piece else rep
+        marked, vspan = edit(clean, tspan, (w.start, w.end), text)
+        variants.append(marked)
+        vspans.append(vspan)
+    batch = enc.encode([v.sentence for v in vspans], attentions=False)
+    base = _target_vectors(enc, original, [span])[0]  # (K, H)
+    moved = _target_vectors(enc, batch, vspans)  # (n, K, H)
+    shift = 1.0 - layer_cosines(base, moved)  # (K, n)
+
+    target_pieces = enc.locate(original, [span])[0].token_indices
+    att = original.attentions[0]  # (L, heads, T, T)
+    rows = att[:, :, list(target_pieces), :].mean(axis=(1, 2))  # (L, T)
+    attention = np.stack([rows[:, list(w.pieces)].sum(axis=1) for w in words], axis=1)  # (L, n)
+
+    return Occlusion(
+        sentence=clean,
+        target=span.word,
+        target_span=tspan,
+        target_pieces=tuple(target_pieces),
+        words=tuple(w.text for w in words),
+        spans=tuple((w.start, w.end) for w in words),
+        pieces=tuple(w.pieces for w in words),
+        tokens=tuple(original.tokens[0]),
+        replacement=rep,
+        variants=tuple(variants),
+        shift=np.clip(shift, 0.0, 2.0),
+        attention=attention.astype(np.float64),
+        base=base.astype(np.float32),
+        moved=_frozen(moved),
+    )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    out = np.array(a, dtype=np.float32)
+    out.setflags(write=False)  # shared between sessions through the cache
+    return out
+
+
+@dataclass(frozen=True)
+class ContextUse:
+    """How much of its context a model takes in, over a set of sentences (the control's check).
+
+    entropy: float64 (num_layers,): attention rows' entropy as a fraction of uniform, mean over heads, rows
+             and sentences (lib.models.attention.entropy_fraction); 1.0 = attention spread evenly
+    shift:   float64 (n_sentences,): per sentence, the largest shift of the target at the last layer when one
+             context word is masked (occlusion), 1 - cosine
+    """
+
+    entropy: np.ndarray
+    shift: np.ndarray
+
+
+def context_use(enc: Encoder, sentences: Sequence[str], target: str | None = None) -> ContextUse:
+    """Attention entropy and the largest occlusion shift per sentence, for ``enc`` over ``sentences``.
+
+    Sentences that cannot be measured (no target, too long) are left out; ContextError when none can.
+    """
+    from lib.models.attention import entropy_fraction
+
+    entropies, shifts = [], []
+    for s in sentences:
+        try:
+            occ = occlusion(enc, s, target)
+        except (TargetError, ContextError):
+            continue
+        entropies.append(entropy_fraction(enc.encode([occ.sentence]).attentions[0]))
+        shifts.append(float(np.nanmax(occ.shift[-1])))
+    if not shifts:
+        raise ContextError("None of the sentences can be measured: each needs the target and a few other words.")
+    return ContextUse(entropy=np.mean(entropies, axis=0), shift=np.asarray(shifts, dtype=np.float64))
+
+
+# --------------------------------------------------------------------------------------------------
+# Attention vs effect
+# --------------------------------------------------------------------------------------------------
+
+
+def rank(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``values`` (ties get the mean of their ranks), as for Spearman's correlation."""
+    v = np.asarray(values, dtype=np.float64)
+    order = np.argsort(v, kind="stable")
+    ranks = np.empty(len(v), dtype=np.float64)
+    ranks[order] = np.arange(1, len(v) + 1)
+    for x in np.unique(v):
+        tie = v == x
+        if tie.sum() > 1:
+            ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two equal-length vectors; NaN with fewer than 3 values or a constant."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if len(a) != len(b):
+        raise ValueError("the two vectors differ in length")
+    if len(a) < 3:
+        return float("nan")
+    ra, rb = rank(a), rank(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denom = np.sqrt((ra @ ra) * (rb @ rb))
+    return float(ra @ rb / denom) if denom > 1e-12 else float("nan")
+
+
+def attention_effect_correlation(occ: Occlusion) -> np.ndarray:
+    """(num_layers,) Spearman correlation, per layer l = 1..L, between the target's attention to each word
+    in layer l and the shift that masking the word causes in the output of layer l (NaN when undefined)."""
+    return np.array([spearman(occ.attention[k], occ.shift[k + 1]) for k in range(occ.num_layers)])
+
+
+# --------------------------------------------------------------------------------------------------
+# Editing the context: cosine to the original and the nearest sense, per layer
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SenseCentroids:
+    """The mean target vector of each sense of a labelled set, per layer.
+
+    names:     the senses, in order of first appearance
+    centroids: float64 (n_senses, num_layers + 1, hidden)
+    sizes:     how many sentences each centroid averages
+    """
+
+    names: tuple[str, ...]
+    centroids: np.ndarray
+    sizes: tuple[int, ...]
+
+    def nearest(self, vector: np.ndarray) -> tuple[str, ...]:
+        """The sense whose centroid has the highest cosine with ``vector`` (K, H), per layer."""
+        sim = np.einsum("kh,skh->sk", unit_rows(vector), unit_rows(self.centroids))  # (S, K)
+        return tuple(self.names[i] for i in np.argmax(sim, axis=0))
+
+
+def sense_centroids(
+    vectors: np.ndarray, senses: Sequence[str | None], exclude: int | None = None
+) -> SenseCentroids | None:
+    """Centroids of each labelled sense, leaving out sentence ``exclude`` (the one being edited, so it does
+    not pull its own sense's centroid towards itself). None unless two senses remain."""
+    names: list[str] = []
+    for i, s in enumerate(senses):
+        if s and i != exclude and s not in names:
+            names.append(s)
+    if len(names) < 2:
+        return None
+    v = np.asarray(vectors, dtype=np.float64)
+    cents, sizes = [], []
+    for name in names:
+        idx = [i for i, s in enumerate(senses) if s == name and i != exclude]
+        cents.append(v[idx].mean(axis=0))
+        sizes.append(len(idx))
+    return SenseCentroids(tuple(names), np.stack(cents), tuple(sizes))
+
+
+def sense_margin_change(occ: Occlusion, cents: SenseCentroids, sense: str, layer: int) -> np.ndarray:
+    """(n_words,) how far replacing each word moves the target towards or away from ``sense``, at ``layer``.
+
+    The margin of a vector is its cosine with the ``sense`` centroid minus its highest cosine with another
+    sense's centroid (> 0: nearest to ``sense``); the change is the margin with the word replaced minus the
+    margin in the original sentence. Negative: the word pulled the target towards ``sense``. Unlike the
+    shift (any change of the vector) it measures a change of sense only.
+    """
+    if occ.moved is None or sense not in cents.names:
+        raise ValueError("needs an occlusion with its moved vectors and a sense among the centroids")
+    c = unit_rows(cents.centroids[:, layer, :])  # (S, H)
+    own = cents.names.index(sense)
+
+    def margin(v: np.ndarray) -> np.ndarray:
+        sim = unit_rows(np.atleast_2d(v)) @ c.T  # (n, S)
+        others = np.delete(sim, own, axis=1)
+        return sim[:, own] - others.max(axis=1)
+
+    return margin(occ.moved[:, layer, :]) - margin(occ.base[layer])[0]
+
+
+def sense_flip(before: Sequence[str], after: Sequence[str]) -> int | None:
+    """The layer from which the edited sentence's nearest sense differs from the original's up to the last
+    layer, or None when the last layer agrees."""
+    n = len(before)
+    if n == 0 or before[-1] == after[-1]:
+        return None
+    k = n - 1
+    while k > 0 and before[k - 1] != after[k - 1]:
+        k -= 1
+    return k
+
+
+@dataclass(frozen=True)
+class Swap:
+    """A suggested edit: replace ``word`` (index ``index`` into the occlusion's words) by ``replacement``,
+    a word from a sentence of sense ``sense``."""
+
+    index: int
+    word: str
+    replacement: str
+    sense: str
+
+
+def top_content_word(occ: Occlusion, target: str | None = None) -> int | None:
+    """Index of the content word (not a function word, punctuation or the target) whose masking moves the
+    target most at the last layer; None when the sentence has no content word."""
+    content = [j for j, w in enumerate(occ.words) if _is_content(w, occ.target, target)]
+    return max(content, key=lambda k: occ.shift[-1, k]) if content else None
+
+
+def suggested_swaps(
+    occ: Occlusion,
+    others: Sequence[tuple[str, Occlusion]],
+    *,
+    target: str | None = None,
+    per_sense: int = 2,
+    limit: int = 6,
+) -> list[Swap]:
+    """A handful of swaps: replace the content word that moves the target most here by the content word
+    that moves it most in a sentence of another sense.
+
+    others: (sense, occlusion of one sentence of that sense), e.g. the first few sentences of each other
+    sense. Senses take turns, so every sense gets a suggestion before any gets a second.
+    """
+    j = top_content_word(occ, target)
+    if j is None:
+        return []
+    here = {w.lower() for w in occ.words}
+    by_sense: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for sense, o in others:
+        k = top_content_word(o, target)
+        if k is None:
+            continue
+        w = o.words[k]
+        if w.lower() in here or w.lower() in seen:
+            continue
+        seen.add(w.lower())
+        by_sense.setdefault(sense, []).append(w)
+    out: list[Swap] = []
+    for turn in range(per_sense):
+        for sense, words in by_sense.items():
+            if turn < len(words):
+                out.append(Swap(j, occ.words[j], words[turn], sense))
+    return out[:limit]
+
+
+def _is_content(word: str, *targets: str | None) -> bool:
+    lw = word.lower()
+    if not word.isalpha() or lw in FUNCTION_WORDS:
+        return False
+    return all(not t or lw != t.lower() for t in targets)
+
+
+__all__ = [
+    "MAX_PIECES",
+    "MAX_WORDS",
+    "ContextError",
+    "Occlusion",
+    "SenseCentroids",
+    "Swap",
+    "TargetError",
+    "attention_effect_correlation",
+    "check_replacement",
+    "edit",
+    "layer_cosines",
+    "occlusion",
+    "sense_centroids",
+    "sense_flip",
+    "spearman",
+    "split_words",
+    "suggested_swaps",
+    "top_content_word",
+]

@@ -1,0 +1,62 @@
+"""How contextual a word's vectors are: Ethayarajh (2019)'s self-similarity and intra-sentence similarity.
+
+* ``vectors``: ``(n, K, H)`` -- one target word in ``n`` sentences, ``K`` layer representations.
+* ``hidden_states``: a sequence of ``(K, n_tokens_i, H)`` arrays, one per sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from lib.stats.pooling import with_pooled
+from lib.stats.similarity import check_vectors, unit_rows
+
+
+def self_similarity(vectors: np.ndarray) -> np.ndarray:
+    """Self-similarity per layer (Ethayarajh 2019, eq. 1).
+
+    The mean cosine between the same word's vectors in different contexts, over all pairs j != k:
+    ``SelfSim_l(w) = 1/(n^2 - n) * sum_j sum_{k != j} cos(f_l(s_j, i_j), f_l(s_k, i_k))``.
+    vectors: (n, K, H) with n >= 2 -> (K,).
+    """
+    v = check_vectors(vectors)
+    n = v.shape[0]
+    if n < 2:
+        raise ValueError("self-similarity needs the word in at least two sentences")
+    u = unit_rows(v)  # (n, K, H)
+    total = u.sum(axis=0)  # (K, H)
+    # sum over ordered pairs j != k of u_j.u_k = |sum u|^2 - sum |u_j|^2
+    pair_sum = np.einsum("kh,kh->k", total, total) - np.einsum("nkh,nkh->k", u, u)
+    return np.clip(pair_sum / (n * n - n), -1.0, 1.0)
+
+
+def intra_sentence_similarity(
+    hidden_states: Sequence[np.ndarray], masks: Sequence[np.ndarray] | None = None, pooled: bool = False
+) -> np.ndarray:
+    """Intra-sentence similarity per layer (Ethayarajh 2019, eq. 2), averaged over sentences.
+
+    For a sentence with word vectors ``f_l(s, 1..n)`` and mean ``s_l = 1/n sum_i f_l(s, i)``:
+    ``IntraSim_l(s) = 1/n sum_i cos(s_l, f_l(s, i))``. The result is the mean over sentences.
+    hidden_states: per sentence (K, n_tokens_i, H); masks: per sentence (n_tokens_i,) bool of the
+    tokens to use (e.g. no [CLS]/[SEP]), or None for all. Sentences with no selected token are skipped.
+    Returns (K,), or (K + 2,) with ``pooled=True`` (see :func:`with_pooled`); zeros if no sentence has a
+    token.
+    """
+    per_sentence = []
+    k = None
+    for i, hs in enumerate(hidden_states):
+        hs = np.asarray(hs, dtype=np.float64)
+        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
+        if pooled:
+            sel = with_pooled(sel, axis=0)
+        k = sel.shape[0]
+        if sel.shape[1] == 0:
+            continue
+        centre = unit_rows(sel.mean(axis=1))  # (K, H)
+        cos = np.einsum("kth,kh->kt", unit_rows(sel), centre)  # (K, T)
+        per_sentence.append(cos.mean(axis=1))
+    if not per_sentence:
+        return np.zeros(k or 0)
+    return np.clip(np.mean(per_sentence, axis=0), -1.0, 1.0)

@@ -1,0 +1,152 @@
+"""Every per-layer statistic of one word across a sentence set, computed once: :class:`LayerProfile`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lib.stats.baseline import TokenBaseline, random_token_baseline
+from lib.stats.contextuality import intra_sentence_similarity, self_similarity
+from lib.stats.pooling import Pooling, Representation, representation_index, with_pooled
+from lib.stats.readout import SenseReadout, leave_one_out_readout
+from lib.stats.similarity import (
+    SenseSimilarity,
+    check_vectors,
+    cosine_matrix,
+    layer_cosine_matrices,
+    mean_offdiagonal,
+    mean_pair_cosines,
+    pair_values,
+    sense_similarity,
+)
+
+
+@dataclass(frozen=True)
+class LayerProfile:
+    """Every per-layer statistic of one word across ``n`` sentences, computed once per sentence set.
+
+    The representation axis has R = L + 3 entries: layers 0..L (0 = embedding output), then the mean
+    of the last four layers (index L + 1) and the mean of all layers (index L + 2); use
+    :func:`representation_index` to find a pooling choice.
+
+    vectors:         (n, R, H) the target's vector in each sentence
+    cosines:         (R, n, n) cosine matrices
+    static_cosines:  (n, n) cosines of the model's input word-piece embeddings (no position, no context)
+    senses:          same- vs different-sense means over R
+    static_senses:   same- vs different-sense means of the static cosines (one entry)
+    baseline:        random other-token pairs over R, or None when the sentences have too few tokens
+    self_similarity: (R,) Ethayarajh's self-similarity, or None when n < 2
+    intra_sentence:  (R,) Ethayarajh's intra-sentence similarity
+    readout:         leave-one-out nearest-centroid accuracy over R, or None without two labelled senses
+    num_layers:      L
+    """
+
+    vectors: np.ndarray
+    cosines: np.ndarray
+    static_cosines: np.ndarray
+    senses: SenseSimilarity
+    static_senses: SenseSimilarity
+    baseline: TokenBaseline | None
+    self_similarity: np.ndarray | None
+    intra_sentence: np.ndarray
+    readout: SenseReadout | None
+    num_layers: int
+
+    @property
+    def num_hidden_states(self) -> int:
+        """K = L + 1, the number of hidden states (without the pooled extras)."""
+        return self.num_layers + 1
+
+    def index(self, pooling: Pooling | Representation, layer: int | None = None) -> int:
+        """Index of a representation on the R axis; pass a :class:`Representation` or (pooling, layer)."""
+        if isinstance(pooling, Representation):
+            return pooling.index(self.num_hidden_states)
+        return representation_index(self.num_hidden_states, pooling, layer)
+
+    @property
+    def pair_means(self) -> np.ndarray:
+        """(R,) mean cosine over all pairs of sentences at each representation."""
+        return mean_pair_cosines(self.cosines)
+
+    @property
+    def baseline_mean(self) -> np.ndarray:
+        """(R,) mean cosine of random other-token pairs, zeros when there is no baseline."""
+        return self.baseline.mean if self.baseline is not None else np.zeros(self.cosines.shape[0])
+
+    def colour_range(self, *, adjusted: bool) -> tuple[float, float]:
+        """One colour scale for every representation, so layers compare by colour.
+
+        Raw cosine: from just below the lowest pair (rounded down to 0.1) to 1. Minus the baseline:
+        symmetric around 0, as wide as the largest difference (at least ±0.05).
+        """
+        values = pair_values(self.cosines)  # (R, P)
+        if adjusted:
+            spread = max(0.05, float(np.abs(values - self.baseline_mean[:, None]).max()))
+            return (-spread, spread)
+        return (float(np.floor(values.min() * 10) / 10), 1.0)
+
+    def static_vs_contextual(self, indices: Sequence[int | None], *, by_sense: bool = True) -> dict[str, list[float]]:
+        """Mean cosine per kind of pair for the static embedding (index None) and the given representations.
+
+        Keys: "all pairs", and "same sense" / "different sense" when ``by_sense`` and the set has both
+        kinds of pair. Each value has one entry per index, in order.
+        """
+        both = by_sense and self.senses.same is not None and self.senses.different is not None
+        table: dict[str, list[float]] = {"all pairs": []}
+        if both:
+            table.update({"same sense": [], "different sense": []})
+        static_mean = mean_offdiagonal(self.static_cosines)
+        for idx in indices:
+            if idx is None:
+                table["all pairs"].append(static_mean)
+                if both:
+                    table["same sense"].append(float(self.static_senses.same[0]))
+                    table["different sense"].append(float(self.static_senses.different[0]))
+            else:
+                table["all pairs"].append(float(self.pair_means[idx]))
+                if both:
+                    table["same sense"].append(float(self.senses.same[idx]))
+                    table["different sense"].append(float(self.senses.different[idx]))
+        return table
+
+
+def layer_profile(
+    vectors: np.ndarray,
+    static: np.ndarray,
+    senses: Sequence[str | None],
+    hidden_states: Sequence[np.ndarray],
+    other_masks: Sequence[np.ndarray] | None = None,
+    word_masks: Sequence[np.ndarray] | None = None,
+    n_pairs: int = 2000,
+    seed: int = 0,
+    tokens: Sequence[Sequence[str]] | None = None,
+) -> LayerProfile:
+    """Compute a :class:`LayerProfile`.
+
+    vectors: (n, L+1, H) target vectors; static: (n, H) input word-piece embeddings of the target;
+    senses: n labels or None; hidden_states: per sentence (L+1, n_tokens_i, H);
+    other_masks: per sentence, tokens for the random baseline (not special, not the target);
+    word_masks: per sentence, tokens for intra-sentence similarity (not special);
+    tokens: per sentence the token strings, so the baseline never pairs a word piece with itself.
+    """
+    v = check_vectors(vectors)
+    n, k = v.shape[0], v.shape[1]
+    aug = with_pooled(v)
+    cos = layer_cosine_matrices(aug)
+    static_cos = cosine_matrix(static)
+    return LayerProfile(
+        vectors=aug,
+        cosines=cos,
+        static_cosines=static_cos,
+        senses=sense_similarity(cos, senses),
+        static_senses=sense_similarity(static_cos[None], senses),
+        baseline=random_token_baseline(
+            hidden_states, other_masks, n_pairs=n_pairs, seed=seed, pooled=True, tokens=tokens
+        ),
+        self_similarity=self_similarity(aug) if n >= 2 else None,
+        intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
+        readout=leave_one_out_readout(aug, senses),
+        num_layers=k - 1,
+    )
