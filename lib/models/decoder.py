@@ -22,13 +22,17 @@ word's vector cannot depend on anything to its right. What is particular to it h
   (SmolLM2: 9 query heads, 3 key/value heads); the attentions returned are per query head.
 * **No mask token**: ``mask_token`` is None (lib.stats.context masks words another way for a decoder).
 
-Weights load as bfloat16 (what the model was trained in; fp16 was slower on this CPU), and every array out
-is float32. Padding is on the right (a real position never sees a later one, so padding changes nothing);
+Weights load as bfloat16 (half float32's memory: 0.27 GB for SmolLM2), and every array out is float32.
+``CONTEXT_LENS_DECODER_DTYPE=float32`` loads them as float32 instead (0.54 GB): on a CPU without bfloat16
+instructions (AVX2 only, as the shared two-core machine) torch emulates bfloat16 matrix products and a
+float32 pass was ~3× faster there (a 13-piece sentence: 0.21 s of CPU against 0.63 s, measured 2026-11-27
+while other jobs loaded the machine); a host with memory to spare may prefer it. fp16 was slower still. Padding is on the right (a real position never sees a later one, so padding changes nothing);
 a tokenizer without a pad token pads with its end token.
 """
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 import numpy as np
@@ -64,6 +68,14 @@ def ensure_start_token(tokenizer) -> AttentionSink:
     if _first_id(tokenizer) != bos_id:
         return AttentionSink(position=0, token=None, added=False)
     return AttentionSink(position=0, token=str(bos), added=True)
+
+
+def weights_dtype():
+    """The torch dtype decoder weights load in: bfloat16, or ``CONTEXT_LENS_DECODER_DTYPE`` ("float32")."""
+    import torch
+
+    wanted = os.environ.get("CONTEXT_LENS_DECODER_DTYPE", "").strip().lower()
+    return torch.float32 if wanted in ("float32", "fp32") else torch.bfloat16
 
 
 class Decoder(TransformerModel):
@@ -143,16 +155,14 @@ class Decoder(TransformerModel):
 
     @staticmethod
     def load_pretrained(source: str, **kw):
-        """The trained causal LM, eager attention, bfloat16."""
-        import torch
+        """The trained causal LM, eager attention, bfloat16 (:func:`weights_dtype`)."""
         from transformers import AutoModelForCausalLM
 
-        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", dtype=torch.bfloat16, **kw)
+        return AutoModelForCausalLM.from_pretrained(source, attn_implementation="eager", dtype=weights_dtype(), **kw)
 
     @staticmethod
     def from_config(config):
         """An untrained causal LM of ``config`` (the initialiser's weights; the caller seeds torch), bfloat16."""
-        import torch
         from transformers import AutoModelForCausalLM
 
-        return AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=torch.bfloat16)
+        return AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=weights_dtype())
