@@ -243,3 +243,15 @@ def test_the_controls_work_for_the_decoder(decoder, weights):
     assert np.abs(tv.vectors[0] - tv.vectors[1]).max() <= 1e-6  # still causal: the architecture is kept
     trained = decoder.target_vectors([RIVER], "bank").vectors[0]
     assert np.abs(tv.vectors[0, 1:] - trained[1:]).max() > 1e-2
+
+
+# ----------------------------------------------------------------------------------- the app
+@pytest.mark.slow  # the start page's model runs with the decoder
+def test_a_link_with_the_decoder_opens_the_start_page(decoder):
+    from tests.conftest import page_test
+
+    at = page_test("pages/home.py", model=DECODER_MODEL)
+    at.run()
+    assert not at.exception
+    texts = [c.value for c in at.caption] + [m.value for m in at.markdown]
+    assert any("SmolLM2" in t and f"{decoder.num_layers} layers" in t for t in texts)

@@ -158,3 +158,13 @@ def test_the_command_without_network_exits_with_the_one_sentence(tmp_path):
     )
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == pack.UNREACHABLE
+
+
+def test_the_app_says_the_decoder_is_missing_in_its_own_sentence(empty_packs, no_network):
+    from ui import cache
+
+    # a key no earlier test loaded (the loaded models stay in the cache for the process)
+    model, message = cache.try_encoder(f"{DECODER_MODEL}#shuffled-77")
+    assert model is None and message == pack.MISSING
+    model, message = cache.try_encoder("/no/such/folder")
+    assert model is None and message != pack.MISSING  # anything else reads as the one refusal
