@@ -255,3 +255,46 @@ def test_a_link_with_the_decoder_opens_the_start_page(decoder):
     assert not at.exception
     texts = [c.value for c in at.caption] + [m.value for m in at.markdown]
     assert any("SmolLM2" in t and f"{decoder.num_layers} layers" in t for t in texts)
+
+
+# ----------------------------------------------------------------------------------- other decoders by folder
+def _tiny_decoder_folder(decoder, tmp_path, config):
+    """A small untrained causal LM of ``config`` saved with the decoder's own tokenizer, as a user's folder."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(tmp_path)
+    decoder.tokenizer.save_pretrained(tmp_path)
+    return str(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "gpt2"])
+def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
+    from transformers import GPT2Config, Qwen2Config
+
+    from lib.models.attention import UnsupportedArchitectureError
+
+    vocab = decoder.model.config.vocab_size
+    if kind == "qwen2":  # biases on Q, K, V; 4 query heads sharing 2 key/value heads
+        config = Qwen2Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, architectures=["Qwen2ForCausalLM"])
+    else:
+        config = GPT2Config(vocab_size=vocab, n_embd=64, n_layer=2, n_head=4, architectures=["GPT2LMHeadModel"])
+    model = load_model(_tiny_decoder_folder(decoder, tmp_path, config))
+    assert isinstance(model, Decoder) and model.num_layers == 2 and model.final_norm_in_last_state
+    tv = model.target_vectors([RIVER, CITY], "bank")
+    assert np.abs(tv.vectors[0] - tv.vectors[1]).max() <= 1e-6  # causal, whatever the weights
+    enc = model.encode([RIVER], attentions=True)
+    if kind == "qwen2":
+        assert model.num_kv_heads == 2
+        assert recompute_attention(model, enc, 0, 1).max_abs_diff < 0.05
+        # a float32 copy of the same weights: the recomputation is the model's arithmetic to float precision
+        d32 = Decoder(str(tmp_path), copy.deepcopy(model.model).float(), model.tokenizer)
+        assert recompute_attention(d32, d32.encode([RIVER], attentions=True), 0, 1).max_abs_diff < 1e-5
+    else:
+        with pytest.raises(UnsupportedArchitectureError, match="Llama-style"):
+            recompute_attention(model, enc, 0, 0)
+    lens = logit_lens(model, tv.vectors[0], top_k=2)
+    assert lens.top_ids.shape == (model.num_hidden_states, 2)
