@@ -1,6 +1,6 @@
 """The decoder beside the encoder: the measurements the pages will state, made with lib's own functions.
 
-    python -m benchmarks.decoder_table            # prints a Markdown table and writes benchmarks/results/decoder_table.json
+    python -m benchmarks.decoder_table            # prints a Markdown table and writes benchmarks/decoder_table.json
 
 Needs the decoder pack (``python -m lib.models download``). Each row runs both models on the same sentences:
 the causal identity (right context changed), the sense gap with the cue before or only after "bank"
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results" / "decoder_table.json"
+RESULTS = Path(__file__).resolve().parent / "decoder_table.json"  # beside the script, as control_candidates.json
 CORPUS_SENTENCES = 150  # the reference corpus's first sentences: μ, σ for z-scoring, and the random tokens
 
 RIVER, CITY = "The bank of the river flooded.", "The bank of the city flooded."
