@@ -78,7 +78,8 @@ def layer_of(name: str) -> int | None:
 
 def shared_copy(model, trainable: Iterable[int]):
     """A copy of ``model`` whose parameters of the hidden-state indices in ``trainable`` are its own (and
-    require gradients) while every other parameter *is* the original's tensor (shared, frozen).
+    require gradients) while every other parameter and every buffer *is* the original's tensor (shared,
+    frozen).
 
     So the frozen layers of the fine-tuned model are bit-identical to the pretrained ones by construction
     and cost no memory; ``trainable`` empty shares everything (the base for LoRA), every index copies all.
@@ -87,6 +88,7 @@ def shared_copy(model, trainable: Iterable[int]):
     """
     keep = set(trainable)
     shared = {id(p): p for name, p in model.named_parameters() if layer_of(name) not in keep}
+    shared.update({id(b): b for b in model.buffers()})  # buffers (position ids) never train: shared too
     for p in model.parameters():
         p.requires_grad_(False)
     clone = copy.deepcopy(model, memo=dict(shared))

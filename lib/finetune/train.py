@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,9 +34,32 @@ from lib.finetune import backbone
 from lib.finetune.data import FineTuneError, Prepared
 from lib.finetune.recipe import Recipe
 
-__all__ = ["EpochReport", "TrainedRun", "train"]
+__all__ = ["TRAIN_THREADS", "EpochReport", "TrainedRun", "torch_threads", "train"]
 
 WEIGHT_DECAY = 0.01  # AdamW's decoupled weight decay (the course: weight decay helps generalization)
+# One torch thread per run. The tensors are small (a batch of a few hundred word pieces), where a second
+# OpenMP thread gains little, and on a shared two-core host it loses a lot: with other work running, top-2 on
+# the bank preset took 31 s of wall time on two threads against 3.1 s on one (5 epochs, load average ~10,
+# 2026-11-27). The work queue runs two jobs on the two cores, one core each; the thread count also fixes
+# the order of the floating-point sums, so the same recipe gives the same bits in any process.
+TRAIN_THREADS = 1
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with ``n`` torch intra-op threads in the calling thread (OpenMP's and MKL's thread
+    counts are per thread), then restore the previous count; None changes nothing."""
+    import torch
+
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)
@@ -171,16 +195,16 @@ def train(
     *,
     progress: Callable[[EpochReport], bool | None] | None = None,
     cancel: threading.Event | None = None,
+    threads: int | None = TRAIN_THREADS,
 ) -> TrainedRun:
     """Train ``recipe`` on ``prepared`` (the pretrained ``encoder``'s reading of the split); see the module.
+
+    ``threads``: torch's intra-op threads for this run, set for the calling thread only and restored after
+    (:func:`torch_threads`); None keeps the thread's setting.
 
     Raises :class:`FineTuneError` when the recipe does not fit the set or the model (another set's digest,
     K above the model's layers, a head on a hidden state it does not have).
     """
-    import torch
-
-    from lib.finetune.heads import Head
-
     split = prepared.split
     if recipe.digest != split.digest:
         raise FineTuneError("This recipe was made for another sentence set; make it again for this one.")
@@ -191,6 +215,16 @@ def train(
         raise FineTuneError(f"This model has {encoder.num_layers} layers; top-{m.k} asks for more.")
     if m.kind == "head" and not 0 <= recipe.layer <= encoder.num_layers:
         raise FineTuneError(f"This model has hidden states 0 to {encoder.num_layers}; the head asks for {recipe.layer}.")
+    with torch_threads(threads):
+        return _train(encoder, prepared, recipe, progress, cancel)
+
+
+def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
+    import torch
+
+    from lib.finetune.heads import Head
+
+    split = prepared.split
     t0 = time.perf_counter()
     generator = torch.Generator().manual_seed(int(recipe.seed))
     order_rng = np.random.default_rng(int(recipe.seed))

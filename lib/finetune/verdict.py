@@ -1,8 +1,9 @@
 """A run's result in plain words, from its numbers, with the course's remedies one step away.
 
-"train 100 %, held-out 58 %: it memorised the training sentences" is said when the held-out accuracy is
-within one sentence of what always guessing the commonest training sense scores (``chance``) while the
-training accuracy is high. Each remedy is a new :class:`~lib.finetune.recipe.Recipe` (the page's button
+"train 100 %, held-out 58 %: it memorised the training sentences" is said when the training accuracy is
+high and the held-out accuracy is within reach of what always guessing the commonest training sense scores
+(``chance``): at most one standard deviation of a guesser's score above it, and at least one sentence
+(:func:`near_chance`). Each remedy is a new :class:`~lib.finetune.recipe.Recipe` (the page's button
 runs it): the course's smaller rate, fewer epochs (or early stopping on held-out loss), freezing more; for a
 run that has not learnt its training sentences, more epochs, a larger rate, unfreezing more.
 """
@@ -16,7 +17,7 @@ import numpy as np
 
 from lib.finetune.recipe import DEFAULT_LR, MAX_EPOCHS, Recipe
 
-__all__ = ["Remedy", "Verdict", "majority_rate", "verdict"]
+__all__ = ["Remedy", "Verdict", "majority_rate", "near_chance", "verdict"]
 
 LEARNT = 0.8  # training accuracy from which the training sentences count as learnt
 GAP = 0.25  # train minus held-out accuracy from which it learnt them "far better" than new ones
@@ -56,6 +57,13 @@ def majority_rate(train_senses, heldout_senses) -> float:
     return float(np.mean([s == top for s in heldout_senses])) if len(heldout_senses) else 0.0
 
 
+def near_chance(chance: float, n: int) -> float:
+    """How far above ``chance`` a held-out accuracy on ``n`` sentences may lie and still be chance: one
+    standard deviation of a guesser's accuracy, sqrt(c (1 - c) / n), and at least one sentence (1 / n)."""
+    n = max(int(n), 1)
+    return max(1.0 / n, float(np.sqrt(chance * (1.0 - chance) / n)))
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
@@ -71,7 +79,7 @@ def verdict(run, num_layers: int) -> Verdict:
     if tr < LEARNT:
         kind = "underfit"
         text = f"{nums}: it has not learnt even the training sentences yet."
-    elif ho <= chance + 1.0 / max(n_ho, 1) + 1e-9:
+    elif ho <= chance + near_chance(chance, n_ho) + 1e-9:
         kind = "memorised"
         text = (
             f"{nums} (always guessing the commonest sense scores {_pct(chance)}): it memorised the training "
