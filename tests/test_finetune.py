@@ -378,3 +378,22 @@ def test_shuffled_training_labels_are_memorised_but_do_not_carry_over(encoder):
             assert abs(run.final.heldout_acc - chance) <= 0.25, (run.final.heldout_acc, chance)
             assert verdict(run, 6).kind == "memorised"
     assert pooled_vectors(true.encoding, true.pool).shape == true.features.shape
+
+
+def test_scoring_only_at_the_end_trains_the_same_weights(encoder, prepared):
+    import torch
+
+    from lib.finetune.train import torch_threads
+
+    r = _recipe(prepared, "head", epochs=4)
+    every = train(encoder, prepared, r)
+    end = train(encoder, prepared, r, each_epoch=False)
+    assert [e.epoch for e in end.history] == [4]
+    assert end.final.heldout_loss == every.final.heldout_loss and np.array_equal(end.head[0], every.head[0])
+    assert np.array_equal(end.predictions, every.predictions)
+    with pytest.raises(FineTuneError, match="Early stopping"):
+        train(encoder, prepared, replace(r, patience=2), each_epoch=False)
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before

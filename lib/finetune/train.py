@@ -155,9 +155,9 @@ class _Body:
         if kind == "top":
             self.start = L - self.method.k
             self.model = backbone.shared_copy(encoder.model, range(self.start + 1, L + 1))
-            self.cached = None
+            self.cached = None  # per sentence (n_i, H): the pretrained encoding's own arrays, padded per batch
             if backbone.supports_cached_layers(self.model):
-                self.cached = torch.from_numpy(backbone.pad_hidden(enc.hidden_states, self.start))
+                self.cached = [h[self.start] for h in enc.hidden_states]
         elif kind == "lora":
             self.model = backbone.inject_lora(backbone.shared_copy(encoder.model, ()), self.recipe.rank, generator)
         else:  # full
@@ -177,7 +177,8 @@ class _Body:
         T = int(self.lengths[idx].max())  # the batch's longest sentence: no padding beyond it
         mask = self.mask[t, :T]
         if kind == "top" and self.cached is not None:
-            hidden = backbone.run_top_layers(self.model, self.start, self.cached[t, :T], mask)
+            start = torch.from_numpy(backbone.pad_hidden([self.cached[i][None] for i in idx], 0))
+            hidden = backbone.run_top_layers(self.model, self.start, start, mask)
         else:
             hidden = backbone.last_hidden(self.model, self.ids[t, :T], mask)
         return torch.einsum("nt,nth->nh", self.pool[t, :T], hidden)
@@ -196,11 +197,13 @@ def train(
     progress: Callable[[EpochReport], bool | None] | None = None,
     cancel: threading.Event | None = None,
     threads: int | None = TRAIN_THREADS,
+    each_epoch: bool = True,
 ) -> TrainedRun:
     """Train ``recipe`` on ``prepared`` (the pretrained ``encoder``'s reading of the split); see the module.
 
     ``threads``: torch's intra-op threads for this run, set for the calling thread only and restored after
-    (:func:`torch_threads`); None keeps the thread's setting.
+    (:func:`torch_threads`); None keeps the thread's setting. ``each_epoch=False`` scores the sentences
+    only after the last epoch (one report; a benchmark on a large test set), which early stopping cannot use.
 
     Raises :class:`FineTuneError` when the recipe does not fit the set or the model (another set's digest,
     K above the model's layers, a head on a hidden state it does not have).
@@ -215,11 +218,13 @@ def train(
         raise FineTuneError(f"This model has {encoder.num_layers} layers; top-{m.k} asks for more.")
     if m.kind == "head" and not 0 <= recipe.layer <= encoder.num_layers:
         raise FineTuneError(f"This model has hidden states 0 to {encoder.num_layers}; the head asks for {recipe.layer}.")
+    if recipe.patience and not each_epoch:
+        raise FineTuneError("Early stopping watches the held-out loss after every epoch; score each epoch.")
     with torch_threads(threads):
-        return _train(encoder, prepared, recipe, progress, cancel)
+        return _train(encoder, prepared, recipe, progress, cancel, each_epoch)
 
 
-def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
+def _train(encoder, prepared, recipe, progress, cancel, each_epoch) -> TrainedRun:
     import torch
 
     from lib.finetune.heads import Head
@@ -241,15 +246,18 @@ def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
     loss_fn = torch.nn.CrossEntropyLoss()
     trainable = [p for g in groups for p in g["params"]]
 
-    def evaluate(idx: np.ndarray) -> tuple[float, float, np.ndarray]:
+    predictions = np.zeros(len(split.sentences), dtype=np.int64)  # of the weights last scored
+
+    def evaluate(idx: np.ndarray) -> tuple[float, float]:
         with torch.no_grad():
-            logits = torch.cat([head(body(b)) for b in _batches(idx, recipe.batch)])
+            logits = torch.cat([head(body(b)) for b in _batches(idx, max(recipe.batch, 64))])
             y = labels[torch.from_numpy(idx)]
-            return float(loss_fn(logits, y)), float((logits.argmax(1) == y).float().mean()), logits.argmax(1).numpy()
+            predictions[idx] = logits.argmax(1).numpy()
+            return float(loss_fn(logits, y)), float((logits.argmax(1) == y).float().mean())
 
     def report(epoch: int) -> EpochReport:
-        tl, ta, _ = evaluate(train_idx)
-        hl, ha, _ = evaluate(held_idx)
+        tl, ta = evaluate(train_idx)
+        hl, ha = evaluate(held_idx)
         return EpochReport(epoch, tl, hl, ta, ha, time.perf_counter() - t0)
 
     def stop_asked(rep: EpochReport | None) -> bool:
@@ -257,12 +265,12 @@ def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
             return True
         return rep is not None and progress is not None and progress(rep) is False
 
-    history = [report(0)]
+    history = [report(0)] if each_epoch else []
     stopped = "completed"
-    best = (history[0].heldout_loss, 0, _snapshot(trainable) if recipe.patience else None)
+    best = (history[0].heldout_loss if history else np.inf, 0, _snapshot(trainable) if recipe.patience else None)
     since_best = 0
     with torch.random.fork_rng(devices=[]):  # nothing here may draw from (or disturb) the global generator
-        if stop_asked(history[0]):
+        if history and stop_asked(history[0]):
             stopped = "cancelled"
         for epoch in range(1, recipe.epochs + 1):
             if stopped == "cancelled":
@@ -277,6 +285,8 @@ def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
                 optimizer.step()
             if stopped == "cancelled":
                 break
+            if not each_epoch and epoch < recipe.epochs:
+                continue
             rep = report(epoch)
             history.append(rep)
             if rep.heldout_loss < best[0]:
@@ -289,15 +299,18 @@ def _train(encoder, prepared, recipe, progress, cancel) -> TrainedRun:
             if recipe.patience and since_best >= recipe.patience:
                 stopped = "early"
                 break
+    if not history:  # cancelled before the only report
+        history.append(report(0))
     best_epoch = history[-1].epoch
     if recipe.patience and stopped != "cancelled":
         _restore(trainable, best[2])
         best_epoch = best[1]
+        if best_epoch != history[-1].epoch:
+            with torch.no_grad():
+                evaluate(np.arange(len(split.sentences), dtype=np.int64))  # the kept weights' predictions
     if body.model is not None:
         for p in body.model.parameters():
             p.requires_grad_(False)
-    all_idx = np.arange(len(split.sentences), dtype=np.int64)
-    predictions = evaluate(all_idx)[2]
     mix = body.mix.weights().detach().numpy().copy() if body.mix is not None else None
     gamma = float(body.mix.gamma.detach()) if body.mix is not None else 1.0
     return TrainedRun(
