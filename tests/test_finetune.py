@@ -149,6 +149,7 @@ def test_the_top_layers_run_alone_as_in_the_whole_pass(encoder, prepared):
         np.testing.assert_allclose(top[i, : h.shape[1]], h[6], atol=1e-4)
 
 
+@pytest.mark.slow
 def test_top_k_leaves_the_frozen_layers_bit_identical(encoder, prepared):
     before = _state(encoder.model)
     result = run_recipe(encoder, prepared, _recipe(prepared, "top-2", epochs=2, lr=1e-3))
@@ -188,6 +189,7 @@ def torch_equal(a, b) -> bool:
     return bool(torch.equal(a, b))
 
 
+@pytest.mark.slow
 def test_lora_merged_into_the_weights_gives_the_adapted_outputs(encoder, prepared):
     import torch
 
@@ -397,3 +399,16 @@ def test_scoring_only_at_the_end_trains_the_same_weights(encoder, prepared):
     with torch_threads(1):
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
+
+
+def test_seed_spread_is_the_runs_own_accuracies(encoder, prepared):
+    from lib.finetune.seeds import seed_spread
+
+    r = _recipe(prepared, "head", epochs=4, head_lr=5e-3)
+    first = train(encoder, prepared, r)
+    spread = seed_spread(encoder, prepared, r, (0, 1, 2), done={0: first})
+    assert spread.runs[0] is first
+    accs = [train(encoder, prepared, r.with_seed(s)).final.heldout_acc for s in (1, 2)]
+    assert list(spread.heldout_acc) == [first.final.heldout_acc, *accs]
+    assert spread.spread == pytest.approx(max(spread.heldout_acc) - min(spread.heldout_acc))
+    assert f"{100 * min(spread.heldout_acc):.0f} %" in spread.text()
