@@ -15,8 +15,11 @@ sample of the train split (``--train-cap`` sentences, every sense at least ``min
 and a seeded stratified sample of the test split (``--test-cap``, default 200; ``--train-cap`` default 64) tests: accuracy of the nearest sense
 centroid on frozen vectors, all on one torch thread, (the dataset paper's method: the last four layers summed, centroids from the same
 training sample), of a head on the last layer, ELMo's layer mix, the top two layers, LoRA (rank 8) and the
-full model, each ``--epochs`` epochs (default 10), batch 16, seed 0, the library's default rates, no early stopping (the
-test sentences are never looked at before the end).
+full model, each ``--epochs`` epochs (default 10), batch 16, seed 0, the library's default rates for the
+model (5e-5; LoRA 5e-4) and 1e-2 for the head (``--head-lr``), no early stopping (the test sentences are
+never looked at before the end). The page's head rate, 1e-3, suits a dozen sentences watched epoch by epoch;
+on 64 sentences with one sense seven times as common as the other (bank) its 40 steps leave the head
+predicting the commonest sense alone (2026-11-27: train 87.5 %, the majority share).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def _stratified(senses, cap: int, seed: int, floor: int = 8) -> list[int]:
     return sorted(out)
 
 
-def wsd(words, methods, train_cap: int, test_cap: int, epochs: int) -> dict:
+def wsd(words, methods, train_cap: int, test_cap: int, epochs: int, head_lr: float) -> dict:
     from lib.finetune.data import Split, prepare, set_digest
     from lib.finetune.recipe import Recipe
     from lib.finetune.train import train
@@ -128,7 +131,7 @@ def wsd(words, methods, train_cap: int, test_cap: int, epochs: int) -> dict:
         row["centroid"] = round(float(ro.accuracy[0]), 4)
         row["seconds"] = {}
         for method in methods:
-            recipe = Recipe.make(split.digest, method, num_layers=L, epochs=epochs, seed=0)
+            recipe = Recipe.make(split.digest, method, num_layers=L, epochs=epochs, seed=0, head_lr=head_lr)
             t = time.perf_counter()
             run = train(enc, prepared, recipe, each_epoch=False)
             row[method] = round(run.final.heldout_acc, 4)
@@ -137,7 +140,7 @@ def wsd(words, methods, train_cap: int, test_cap: int, epochs: int) -> dict:
             print(json.dumps({"word": word, "method": method, "test_acc": row[method],
                               "train_acc": row[f"{method}_train"], "s": row["seconds"][method]}), flush=True)  # fmt: skip
         table.append(row)
-    return {"train_cap": train_cap, "test_cap": test_cap, "epochs": epochs, "methods": ["centroid", *methods],
+    return {"train_cap": train_cap, "test_cap": test_cap, "epochs": epochs, "head_lr": head_lr, "methods": ["centroid", *methods],
             "words": table}  # fmt: skip
 
 
@@ -150,6 +153,7 @@ def main(argv=None) -> int:
     ap.add_argument("--train-cap", type=int, default=64)
     ap.add_argument("--test-cap", type=int, default=200)
     ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--head-lr", type=float, default=1e-2)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     out = {"meta": run_meta() | {"commit": git_commit()}}
@@ -158,7 +162,7 @@ def main(argv=None) -> int:
         out["speed"] = speed(a.repeats)
         print(json.dumps({"speed": {k: v for k, v in out["speed"].items()}}), flush=True)
     if "wsd" in parts:
-        out["wsd"] = wsd(a.words.split(","), a.methods.split(","), a.train_cap, a.test_cap, a.epochs)
+        out["wsd"] = wsd(a.words.split(","), a.methods.split(","), a.train_cap, a.test_cap, a.epochs, a.head_lr)
     out["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     text = json.dumps(out, indent=1)
     if a.out:
