@@ -8,7 +8,7 @@
 as the page runs it (the pretrained vectors already cached): seconds to the first progress report (epoch 0,
 before any step), to epoch 1, to the end of training, and for the whole run (training, opening the
 fine-tuned model, the layer-by-layer comparison); median of ``--repeats`` runs after a warm-up, on one torch
-thread (the library's default) and on two.
+thread (the library's default) and on two; wall and CPU seconds (CPU seconds move less with the load).
 
 **wsd**: for each word of CoarseWSD-20 (read by path from ``../shared/data/CoarseWSD-20``), a seeded stratified
 sample of the train split (``--train-cap`` sentences, every sense at least ``min(its count, 8)``) trains,
@@ -46,7 +46,7 @@ METHODS = ("head", "mix", "top-2", "lora", "full")
 PAPER_BERT_BASE = {"bank": 0.996, "apple": 0.990, "crane": 0.936, "pound": 0.866, "bass": 0.807}
 
 
-def speed(repeats: int) -> dict:
+def speed(repeats: int, thread_counts=(1, 2)) -> dict:
     from lib.finetune.recipe import Recipe
     from lib.finetune.run import prepare_set, run_recipe
     from lib.inputs.presets import preset_by_id
@@ -60,20 +60,23 @@ def speed(repeats: int) -> dict:
     recipe = Recipe.make(prepared.split.digest, "top-2", num_layers=enc.num_layers, epochs=20, seed=0)
     out = {"preset": "bank", "method": "top-2", "epochs": 20, "n_train": len(prepared.split.train),
            "n_heldout": len(prepared.split.heldout), "prepare_s": round(prepare_s, 3)}  # fmt: skip
-    for threads in (1, 2):
+    for threads in thread_counts:
         rows = []
         for k in range(repeats + 1):  # the first is a warm-up
             marks: dict[int, float] = {}
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
 
-            def progress(rep, marks=marks, t0=t0):
+            def progress(rep, marks=marks, t0=t0, c0=c0):
                 marks.setdefault(rep.epoch, time.perf_counter() - t0)
+                if rep.epoch == 20:
+                    marks[-1] = time.process_time() - c0
 
             result = run_recipe(enc, prepared, recipe, progress=progress, threads=threads)
-            total = time.perf_counter() - t0
+            total, total_cpu = time.perf_counter() - t0, time.process_time() - c0
             if k:
                 rows.append({"first_progress_s": marks[0], "epoch1_s": marks[1], "trained_s": marks[20],
-                             "run_s": total, "heldout_acc": result.run.final.heldout_acc})  # fmt: skip
+                             "run_s": total, "trained_cpu_s": marks[-1], "run_cpu_s": total_cpu,
+                             "heldout_acc": result.run.final.heldout_acc})  # fmt: skip
         out[f"threads_{threads}"] = {
             key: round(statistics.median(r[key] for r in rows), 3) for key in rows[0]
         } | {"runs": [{k: round(v, 3) for k, v in r.items()} for r in rows]}
@@ -100,14 +103,14 @@ def _stratified(senses, cap: int, seed: int, floor: int = 8) -> list[int]:
 
 
 def wsd(words, methods, train_cap: int, test_cap: int, epochs: int, head_lr: float) -> dict:
+    import torch
+
     from lib.finetune.data import Split, prepare, set_digest
     from lib.finetune.recipe import Recipe
     from lib.finetune.train import train
     from lib.inputs.wsd_data import load_split
     from lib.models.encoder import load_encoder
     from lib.stats.readout import centroid_readout
-
-    import torch
 
     torch.set_num_threads(1)  # this process's own: one core, as a training run gets (lib.finetune.train)
     enc = load_encoder()
@@ -154,12 +157,13 @@ def main(argv=None) -> int:
     ap.add_argument("--test-cap", type=int, default=200)
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--head-lr", type=float, default=1e-2)
+    ap.add_argument("--threads", default="1,2", help="torch thread counts the speed part measures")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     out = {"meta": run_meta() | {"commit": git_commit()}}
     parts = a.only.split(",")
     if "speed" in parts:
-        out["speed"] = speed(a.repeats)
+        out["speed"] = speed(a.repeats, [int(x) for x in a.threads.split(",")])
         print(json.dumps({"speed": {k: v for k, v in out["speed"].items()}}), flush=True)
     if "wsd" in parts:
         out["wsd"] = wsd(a.words.split(","), a.methods.split(","), a.train_cap, a.test_cap, a.epochs, a.head_lr)

@@ -412,3 +412,22 @@ def test_seed_spread_is_the_runs_own_accuracies(encoder, prepared):
     assert list(spread.heldout_acc) == [first.final.heldout_acc, *accs]
     assert spread.spread == pytest.approx(max(spread.heldout_acc) - min(spread.heldout_acc))
     assert f"{100 * min(spread.heldout_acc):.0f} %" in spread.text()
+
+
+def test_a_run_goes_through_the_work_queue_with_its_estimate(encoder, prepared):
+    from lib.finetune.cost import run_cost
+    from lib.serving.work import WorkQueue
+
+    r = _recipe(prepared, "head", epochs=2)
+    cost = run_cost(encoder, prepared, r)
+    lengths = [len(t) for t in prepared.encoding.token_ids]
+    assert cost == memory_estimate(encoder, r, n_sentences=12, max_pieces=max(lengths), total_pieces=sum(lengths),
+                                   n_classes=3)  # fmt: skip
+    queue = WorkQueue(2, 10 * cost, cost)
+    with queue.job(cost):
+        result = run_recipe(encoder, prepared, r)
+    assert queue.stats().peak_bytes == cost and result.run.stopped == "completed"
+    # identical runs are one key: the same set, settings and seed
+    again = Recipe.make(prepared.split.digest, "head", num_layers=6, epochs=2)
+    assert finetuned_key(encoder.name, again) == finetuned_key(encoder.name, r)
+    assert finetuned_key(encoder.name, again.with_seed(1)) != finetuned_key(encoder.name, r)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from lib.finetune import backbone
 from lib.finetune.recipe import Recipe
 
-__all__ = ["FLOAT", "memory_estimate", "trained_numbers"]
+__all__ = ["FLOAT", "memory_estimate", "run_cost", "trained_numbers"]
 
 FLOAT = 4  # bytes per float32
 
@@ -66,3 +66,17 @@ def memory_estimate(encoder, recipe: Recipe, *, n_sentences: int, max_pieces: in
         features += n_sentences * max_pieces * H * FLOAT
     comparison = total_pieces * (L + 1) * H * FLOAT if m.trains_model else 0
     return int(trained * per_number + activations + features + comparison)
+
+
+def run_cost(encoder, prepared, recipe: Recipe) -> int:
+    """:func:`memory_estimate` for a run of ``recipe`` on ``prepared`` (a :class:`lib.finetune.data.Prepared`):
+    the ``cost`` to give ``WorkQueue.job`` (lib.serving.work) around :func:`lib.finetune.run.run_recipe`."""
+    lengths = [len(t) for t in prepared.encoding.token_ids]
+    return memory_estimate(
+        encoder,
+        recipe,
+        n_sentences=len(lengths),
+        max_pieces=max(lengths),
+        total_pieces=sum(lengths),
+        n_classes=len(prepared.split.classes),
+    )

@@ -21,7 +21,7 @@ from lib.finetune.compare import LayerComparison, compare_layers
 from lib.finetune.data import Prepared, Split, prepare, split_set
 from lib.finetune.model import finetuned_encoder, held_bytes
 from lib.finetune.recipe import Recipe
-from lib.finetune.train import TRAIN_THREADS, TrainedRun, train
+from lib.finetune.train import TRAIN_THREADS, TrainedRun, torch_threads, train
 from lib.finetune.verdict import Verdict, verdict
 
 __all__ = ["FineTuneResult", "finetune", "prepare_set", "run_recipe"]
@@ -96,8 +96,13 @@ def run_recipe(encoder, prepared: Prepared, recipe: Recipe, *, progress=None, ca
                compare: bool = True, threads: int | None = TRAIN_THREADS) -> FineTuneResult:  # fmt: skip
     """Train ``recipe``, open the fine-tuned model, compare it with the pretrained one and read the result
     (``threads``: as :func:`lib.finetune.train.train`)."""
+    with torch_threads(threads):  # the comparison's model pass too: one core, as the training
+        return _run_recipe(encoder, prepared, recipe, progress, cancel, compare)
+
+
+def _run_recipe(encoder, prepared, recipe, progress, cancel, compare) -> FineTuneResult:
     t0 = time.perf_counter()
-    run = train(encoder, prepared, recipe, progress=progress, cancel=cancel, threads=threads)
+    run = train(encoder, prepared, recipe, progress=progress, cancel=cancel, threads=None)
     ft = finetuned_encoder(encoder, run) if run.stopped != "cancelled" else None
     comparison = None
     if compare and run.stopped != "cancelled":
