@@ -168,3 +168,88 @@ def test_the_app_says_the_decoder_is_missing_in_its_own_sentence(empty_packs, no
     assert model is None and message == pack.MISSING
     model, message = cache.try_encoder("/no/such/folder")
     assert model is None and message != pack.MISSING  # anything else reads as the one refusal
+
+
+# --------------------------------------------------------------------------- once per process, in the background
+def test_a_background_download_runs_once_for_every_caller_and_reports_its_progress(decoder):
+    first = pack.background_download()
+    second = pack.background_download()  # a second tab pressing "Download" meanwhile
+    status = pack.wait_for_download(timeout=600)
+    assert status.state == "done", status
+    assert status.started == first.started == second.started  # one download, shared
+    assert status.fraction == 1.0 and status.result is not None and status.result.path == pack.pack_dir()
+    assert pack.background_download().started == status.started  # done and the pack in place: not again
+
+
+def test_a_background_download_without_network_fails_with_the_one_sentence_and_may_be_tried_again(
+    empty_packs, no_network
+):
+    before = pack.download_status().started
+    pack.background_download()
+    failed = pack.wait_for_download(timeout=120)
+    assert failed.state == "failed" and failed.error == pack.UNREACHABLE
+    assert failed.started == before + 1
+    pack.background_download()  # the network may be back: a failed download starts again
+    assert pack.wait_for_download(timeout=120).started == before + 2
+
+
+def _sidebar_text(at) -> str:
+    return " ".join(str(x.value) for kind in ("info", "error", "warning", "caption") for x in getattr(at.sidebar, kind))
+
+
+def _app(query: dict[str, str]):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    for k, v in query.items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+@pytest.fixture
+def no_models_loaded():
+    """The app's loaded models forgotten (a test before may have loaded the decoder from the real pack)."""
+    from ui import cache
+
+    cache.MODELS.clear()
+    yield
+    cache.MODELS.clear()
+
+
+@pytest.mark.slow
+def test_the_model_panel_offers_the_missing_decoder_with_a_download_button_and_keeps_the_encoder(
+    empty_packs, no_network, no_models_loaded, monkeypatch
+):
+    monkeypatch.delenv("CONTEXT_LENS_MODELS", raising=False)
+    at = _app({"model": DECODER_MODEL})
+    said = _sidebar_text(at).replace("\\", "").replace("`", "")
+    # not fetched yet, or (after a download this process tried) could not be fetched: one sentence either way
+    assert any(m.replace("`", "") in said for m in (pack.MISSING, pack.UNREACHABLE)), said
+    assert at.sidebar.button(key="cl_pack_download").label.startswith("Download the decoder")
+    assert at.get("plotly_chart")  # the start page charts with the encoder meanwhile
+    assert not at.main.error
+
+
+@pytest.mark.slow
+def test_a_hosted_copy_offers_the_decoder_only_when_its_list_names_it(monkeypatch, no_models_loaded):
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", "sentence-transformers/all-MiniLM-L6-v2")
+    at = _app({})
+    assert not [b for b in at.sidebar.button if b.key == "cl_use_decoder"]
+    at = _app({"model": DECODER_MODEL})  # a link naming it gets the one refusal, and the encoder
+    assert not [b for b in at.sidebar.button if b.key == "cl_pack_download"]
+    assert at.get("plotly_chart")
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", f"sentence-transformers/all-MiniLM-L6-v2,{DECODER_MODEL}")
+    at = _app({})
+    assert [b for b in at.sidebar.button if b.key == "cl_use_decoder"]
+
+
+@pytest.mark.slow
+def test_a_hosted_copy_without_the_pack_says_so_and_offers_no_download(
+    empty_packs, no_network, no_models_loaded, monkeypatch
+):
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", f"sentence-transformers/all-MiniLM-L6-v2,{DECODER_MODEL}")
+    at = _app({"model": DECODER_MODEL})
+    assert "not on this machine yet" in _sidebar_text(at)
+    assert not [b for b in at.sidebar.button if b.key == "cl_pack_download"]  # its host fetches it, not a visitor

