@@ -2,7 +2,7 @@
 
 Every cached entry point of the app lives here and nowhere else (the process's tuning and warm-ups: ui.startup).
 
-The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
+The loaded models sit in :data:`MODELS`, a byte-bounded LRU of their weights. Every result (encodings, target vectors, statistics, parsed uploads,
 the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.serving.budget.ByteLRU` for the
 whole process, bounded by what its entries hold (lib.serving.budget.sizeof; ``CONTEXT_LENS_CACHE_MB``, default 200): a
 class of sessions cannot grow the server past it, whatever they type. The work that makes a result (a model
@@ -61,11 +61,24 @@ _lock = threading.Lock()
 _log = logging.getLogger("context_lens")
 
 
-@st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
+# The loaded models, shared by every session: counted by their weights' bytes (lib.serving.budget.model_nbytes) and
+# evicted least recently used first past CONTEXT_LENS_MODEL_CACHE_MB, like every other result. One load per model
+# at a time (a second session asking waits for the first's load). A session still using an evicted model keeps
+# its reference until its run ends; the next run loads it again.
+MODELS = ByteLRU(budget.model_cache_bytes(), size=budget.model_nbytes)
+
+
 def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
     """The loaded model for ``model_name`` (an encoder or a decoder: lib.models.load_model), shared by every
-    session. Raises ModelLoadError."""
-    return load_model(model_name)
+    session, kept in :data:`MODELS`. Raises ModelLoadError (not kept)."""
+    hit = MODELS.get(model_name)
+    if hit is not None:
+        return hit
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    spin = st.spinner("Loading the model (once per server)…") if get_script_run_ctx() else contextlib.nullcontext()
+    with spin:
+        return MODELS.get_or_compute(model_name, lambda: load_model(model_name))
 
 
 def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:

@@ -208,17 +208,25 @@ def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[Sentenc
     if not ss.sentences:
         return ss, ""
     clean = list(clean_sentences(ss.sentences, ss.target, bad="keep"))
-    per_set = budget.MAX_SET_PIECES // max(1, models)  # fit_to_budget keeps at least one sentence anyway
-    cut = budget.fit_to_budget(cache.encoder(model).piece_counts(clean), per_set=per_set)
+    enc = cache.encoder(model)
+    # the budget is bytes of hidden states: a model keeping more numbers a word piece reads fewer word pieces
+    one_model = budget.set_pieces_for(enc)
+    per_set = budget.set_pieces_for(enc, models)  # fit_to_budget keeps at least one sentence anyway
+    cut = budget.fit_to_budget(enc.piece_counts(clean), per_set=per_set)
     if not cut.dropped_note:  # shortened sentences are said by ui.analysis (Encoding.truncated)
         return ss, ""
     note = cut.dropped_note
+    if one_model < budget.MAX_SET_PIECES:  # say why this model's budget is smaller than the encoder's
+        note += (
+            f" This model keeps {enc.num_hidden_states} × {enc.hidden_size} numbers for every word piece, so it "
+            f"reads at most {one_model:,} word pieces where the default model reads {budget.MAX_SET_PIECES:,}."
+        )
     if models > 1:  # the same facts, with the reason this run's budget is smaller
         share = "half" if models == 2 else f"1/{models}"
         note = (
             f"With {'a second model' if models == 2 else f'{models} models'} on, each model reads at most "
             f"{per_set:,} word pieces of the set ({share} of the "
-            f"{budget.MAX_SET_PIECES:,} one model may read), so only its first {cut.kept} of {len(clean)} "
+            f"{one_model:,} one model may read), so only its first {cut.kept} of {len(clean)} "
             f"sentences are used; the other {len(clean) - cut.kept} were left out. Switch the comparison off to "
             "use more of the set."
         )

@@ -333,10 +333,9 @@ def corpus_budget(encoder, corpus: CorpusText | Sequence[str], *, chunk: int = 6
     from lib.serving.budget import MAX_PIECES_PER_SENTENCE, fit_to_budget
 
     sentences = corpus.sentences if isinstance(corpus, CorpusText) else tuple(corpus)
-    counts = _piece_counts(encoder.piece_counts, sentences, MAX_PIECES_PER_SENTENCE, budget.MAX_CORPUS_PIECES, chunk)
-    return fit_to_budget(
-        counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=budget.MAX_CORPUS_PIECES, n_sentences=len(sentences)
-    )
+    per_set = budget.pieces_for_model(budget.MAX_CORPUS_PIECES, encoder)  # a decoder's: the same bytes, fewer pieces
+    counts = _piece_counts(encoder.piece_counts, sentences, MAX_PIECES_PER_SENTENCE, per_set, chunk)
+    return fit_to_budget(counts, per_sentence=MAX_PIECES_PER_SENTENCE, per_set=per_set, n_sentences=len(sentences))
 
 
 def _piece_counts(count, sentences: Sequence[str], per_sentence: int, per_set: int, chunk: int) -> list[int]:

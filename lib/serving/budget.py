@@ -7,7 +7,12 @@ A hosted copy serves a whole class from one process, so no single input may take
   (``CONTEXT_LENS_MAX_SET_PIECES``, default :data:`DEFAULT_SET_PIECES`); an uploaded reference corpus up to
   :data:`MAX_CORPUS_PIECES`. Whatever is cut is said once
   (:func:`fit_to_budget` returns the message) and the rest is kept. With the default model one word piece
-  costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set of 20,000 holds about 210 MB.
+  costs (6 + 1) × 384 float32 = 10.5 kB of hidden states, so a full set of 20,000 holds about 210 MB. Another
+  model gets the same bytes (:func:`pieces_for_model`): the decoder keeps 31 × 576 floats a piece (70 kB), so
+  it reads 3,010 word pieces of a set and 903 of a corpus.
+* **Models.** Loaded models sit in their own byte-bounded :class:`ByteLRU` (``CONTEXT_LENS_MODEL_CACHE_MB``,
+  default :data:`DEFAULT_MODEL_CACHE_MB`), each counted by its weights' bytes (:func:`model_nbytes`): a
+  fourth model evicts the least recently used one instead of adding to the process.
 * **Bytes.** Cached results (encodings, target vectors, statistics, parsed uploads, the pages' profiles,
   shared figures) live in one :class:`ByteLRU` whose budget is ``CONTEXT_LENS_CACHE_MB`` (default
   :data:`DEFAULT_CACHE_MB`): the least recently used entries are dropped when what they hold passes the
@@ -67,6 +72,32 @@ def set_pieces_budget(environ: dict[str, str] | None = None) -> int:
 
 
 MAX_SET_PIECES = set_pieces_budget()  # read once at import, like the cache budget
+REFERENCE_FLOATS_PER_PIECE = 7 * 384  # what the word-piece budgets were measured with: the bundled encoder's
+# hidden states, (6 layers + the embeddings) × 384 dims a piece
+
+
+def floats_per_piece(model) -> int:
+    """Floats of hidden states one word piece of ``model`` keeps: (num_layers + 1) × hidden size.
+
+    all-MiniLM-L6-v2: 7 × 384 = 2,688 (10.5 kB); SmolLM2-135M: 31 × 576 = 17,856 (70 kB), 6.6 times as much.
+    """
+    return int(model.num_hidden_states) * int(model.hidden_size)
+
+
+def pieces_for_model(pieces: int, model) -> int:
+    """A word-piece budget set for the bundled encoder, for ``model``: the same bytes of hidden states.
+
+    ``pieces × 2,688 / floats_per_piece(model)``, never below one sentence (MAX_PIECES_PER_SENTENCE), never
+    above ``pieces`` (a smaller model does not get more than the budget says). The decoder (31 × 576 a piece)
+    reads 20,000 → 3,010 word pieces per set and 6,000 → 903 of a reference corpus.
+    """
+    scaled = int(pieces) * REFERENCE_FLOATS_PER_PIECE // max(1, floats_per_piece(model))
+    return max(MAX_PIECES_PER_SENTENCE, min(int(pieces), scaled))
+
+
+def set_pieces_for(model, models: int = 1) -> int:
+    """Word pieces of a set ``model`` may read when ``models`` models read the set in one run (a comparison: 2)."""
+    return max(1, pieces_for_model(MAX_SET_PIECES, model) // max(1, int(models)))
 MAX_CORPUS_PIECES = 6_000  # word pieces of an uploaded reference corpus (Anisotropy): its statistics (mean,
 # spread, a 384 x 384 covariance per layer) are steady long before that, and the statistics' float64 work on
 # every word piece's vectors peaked at 1.46 GB of server memory with a 20,000-piece corpus (benchmarks/README.md)
@@ -137,6 +168,31 @@ def fit_to_budget(
 
 
 # --------------------------------------------------------------------------- bytes
+DEFAULT_MODEL_CACHE_MB = 480  # models kept loaded at once (CONTEXT_LENS_MODEL_CACHE_MB): the bundled encoder
+# (91 MB in float32), its shuffled or random control (91 MB) and the decoder (269 MB in bfloat16) fit together;
+# a fourth model (the decoder's control, a folder) evicts the least recently used one, which loads again when asked
+
+
+def model_cache_bytes(environ: dict[str, str] | None = None) -> int:
+    """The loaded models' budget in bytes from ``CONTEXT_LENS_MODEL_CACHE_MB``, else the default."""
+    return int(_positive_env("CONTEXT_LENS_MODEL_CACHE_MB", DEFAULT_MODEL_CACHE_MB, environ) * 1024 * 1024)
+
+
+def model_nbytes(model) -> int:
+    """Bytes of a loaded model's weights: every parameter and buffer of ``model.model`` (a torch module), each
+    storage once (a decoder's output head tied to its embedding table counts once). No torch import here."""
+    module = getattr(model, "model", model)
+    seen: set[int] = set()
+    total = 0
+    for t in [*module.parameters(), *module.buffers()]:
+        ptr = t.untyped_storage().data_ptr()
+        if ptr in seen:
+            continue
+        seen.add(ptr)
+        total += int(t.untyped_storage().nbytes())
+    return total + 64
+
+
 def cache_budget_bytes(environ: dict[str, str] | None = None) -> int:
     """The cache budget in bytes from ``CONTEXT_LENS_CACHE_MB`` (a positive number), else the default."""
     return int(_positive_env("CONTEXT_LENS_CACHE_MB", DEFAULT_CACHE_MB, environ) * 1024 * 1024)
