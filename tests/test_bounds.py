@@ -296,3 +296,85 @@ def test_a_run_comparing_two_models_leases_both_sets_at_once(encoder, one_job_qu
     cache.target_vectors(encoder.name, sentences, "bank")
     assert one_job_queue.held_bytes == one
     work.end_run()
+
+
+# ------------------------------------------------------------------------ the decoder: models and sets by bytes
+def test_a_loaded_model_is_counted_by_its_weights_and_the_fourth_evicts_the_least_recently_used(
+    encoder, shuffled_encoder, decoder
+):
+    from lib.serving import budget
+    from lib.serving.budget import ByteLRU
+    from lib.serving.hosting import estimate_parameters
+
+    # the decoder's weights: its parameters (from its configuration) at 2 bytes each (bfloat16), within 3 %
+    params = estimate_parameters(decoder.model.config)
+    assert abs(budget.model_nbytes(decoder) - 2 * params) <= 0.03 * 2 * params
+    assert budget.model_nbytes(encoder) == pytest.approx(4 * sum(p.numel() for p in encoder.model.parameters()), rel=0.01)
+    models = ByteLRU(budget.model_cache_bytes({}), size=budget.model_nbytes)
+    for name, m in (("encoder", encoder), ("decoder", decoder), ("control", shuffled_encoder)):
+        models.put(name, m)
+    assert len(models) == 3 and models.total_bytes <= models.max_bytes  # the three a class uses fit
+    models.get("encoder")  # an ordinary student just used the encoder
+    models.put("decoder#shuffled-0", decoder)  # a fourth model: the least recently used goes, not the encoder
+    assert "decoder" not in models and "encoder" in models
+    assert models.total_bytes <= models.max_bytes and models.evictions >= 1
+
+
+def test_the_app_keeps_its_models_in_the_byte_bounded_cache(decoder):
+    from lib.models import DECODER_MODEL
+    from lib.serving import budget
+    from ui import cache
+
+    m = cache.encoder(DECODER_MODEL)
+    assert DECODER_MODEL in cache.MODELS and cache.encoder(DECODER_MODEL) is m  # loaded once, shared
+    assert cache.MODELS.total_bytes >= budget.model_nbytes(m) and cache.MODELS.max_bytes == budget.model_cache_bytes()
+
+
+def test_a_decoder_set_holds_the_bytes_an_encoder_set_holds(encoder, decoder):
+    from lib.serving import budget
+    from lib.serving.work import DEFAULT_WORK_MB
+    from ui.work import pass_cost
+
+    one = decoder.encode(["The bank of the river flooded."])
+    k, n, h = one.hidden_states[0].shape
+    assert budget.floats_per_piece(decoder) == k * h == 31 * 576  # what a piece really keeps
+    per_piece_enc = encoder.encode(["The bank."]).hidden_states[0]
+    assert budget.floats_per_piece(encoder) == per_piece_enc.shape[0] * per_piece_enc.shape[2]
+    enc_bytes = budget.MAX_SET_PIECES * budget.floats_per_piece(encoder) * 4
+    dec_pieces = budget.set_pieces_for(decoder)
+    dec_bytes = dec_pieces * budget.floats_per_piece(decoder) * 4
+    assert enc_bytes - budget.floats_per_piece(decoder) * 4 < dec_bytes <= enc_bytes
+    assert budget.set_pieces_for(encoder) == budget.MAX_SET_PIECES
+    assert budget.set_pieces_for(decoder, 2) == dec_pieces // 2  # a comparison halves it
+    # the lease of a full decoder set is what its pass keeps, and fits the work budget as the encoder's does
+    assert pass_cost(decoder, n) == one.hidden_states[0].nbytes
+    assert pass_cost(decoder, dec_pieces) <= DEFAULT_WORK_MB * 2**20
+    assert pass_cost(decoder, dec_pieces) == pytest.approx(pass_cost(encoder, budget.MAX_SET_PIECES), rel=0.01)
+
+
+def test_a_long_set_on_the_decoder_is_cut_at_its_budget_and_says_why(decoder):
+    from lib.models import DECODER_MODEL
+    from lib.serving import budget
+
+    long = " ".join(["the quiet river ran past the old town"] * 6)
+    text = "\n".join(f"s{i % 2} | The bank {i} {long}." for i in range(200))
+    ss = parse_sentence_set(text, "bank")
+    kept, note = session.within_budget(ss, DECODER_MODEL)
+    per_set = budget.set_pieces_for(decoder)
+    counts = decoder.piece_counts(list(kept.sentences))
+    assert 0 < len(kept) < len(ss) and sum(min(c, budget.MAX_PIECES_PER_SENTENCE) for c in counts) <= per_set
+    assert f"{per_set:,}" in note and "31 × 576" in note and f"{budget.MAX_SET_PIECES:,}" in note
+    assert f"first {len(kept)} of {len(ss)}" in note
+
+
+def test_a_reference_corpus_on_the_decoder_is_cut_at_the_same_bytes(encoder, decoder):
+    from lib.inputs.corpus import corpus_budget
+    from lib.serving import budget
+
+    sentences = [f"The river bank number {i} was quiet and green all summer long." for i in range(400)]
+    for m in (encoder, decoder):
+        cut = corpus_budget(m, sentences)
+        per_set = budget.pieces_for_model(budget.MAX_CORPUS_PIECES, m)
+        assert cut.pieces <= per_set
+        assert cut.pieces * budget.floats_per_piece(m) <= budget.MAX_CORPUS_PIECES * budget.floats_per_piece(encoder)
+    assert corpus_budget(decoder, sentences).kept < corpus_budget(encoder, sentences).kept
