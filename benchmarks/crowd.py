@@ -13,14 +13,17 @@ preset uncomputed), these tabs open together in headless Chromium:
   its own) with the second model (random weights) on;
 * **long occlusion sets** (2): What moves the word on a set of 60-word sentences in five senses (the page masks
   each word of its sentence, then of three sentences of each other sense);
+* **decoder tabs** (2; ``--no-decoder`` leaves them out): the same 500 long sentences on Layer by layer and the
+  same long occlusion set on What moves the word, both with ``?model=HuggingFaceTB/SmolLM2-135M-Instruct`` (its
+  weights, 0.27 GB, load in the middle of it all; its set is cut at its own budget, 31 × 576 numbers a piece);
 
 and then an **ordinary student** opens the default preset's start page. Reported: the server's peak resident
 memory (VmHWM in /proc/<pid>/status) and at the end, its CPU seconds, whether it is alive, the student's
 seconds until every chart is drawn, and for each hostile tab the seconds until it answered (a chart or a
 message about its input) and whether it showed a traceback.
 
-Targets: peak RSS <= 1.2 GB, server alive, the student charted within 10 s, every hostile tab answered, no
-traceback. Seconds are wall time on a shared machine: noisy; CPU seconds are the server's own.
+Targets: peak RSS <= 1.4 GB with the decoder tabs (<= 1.2 GB without them), server alive, the student charted
+within 10 s, every hostile tab answered, no traceback. Seconds are wall time on a shared machine: noisy; CPU seconds are the server's own.
 """
 
 from __future__ import annotations
@@ -84,6 +87,20 @@ def occlusion_link(tab: int, words: int = 58) -> str:
     return f"/context?target=bank&text={quote(pack_text(chr(10).join(rows)))}"
 
 
+DECODER = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+
+def decoder_set_link(tab: int, n: int = 500, pieces: int = 385) -> str:
+    """Layer by layer with the decoder on 500 long sentences (cut at the decoder's word-piece budget)."""
+    text = "\n".join(f"s{k % 2} | The bank {k} of decoder tab {tab} " + "!" * pieces for k in range(n))
+    return f"/layers?target=bank&text={quote(pack_text(text))}&model={quote(DECODER, safe='')}"
+
+
+def decoder_occlusion_link(tab: int) -> str:
+    """What moves the word with the decoder on the long occlusion set."""
+    return occlusion_link(100 + tab) + f"&model={quote(DECODER, safe='')}"
+
+
 def warm_link() -> str:
     text = "river | We sat on the bank.\nmoney | The bank lent money."
     return f"/?target=bank&text={quote(pack_text(text))}"
@@ -109,12 +126,12 @@ def _answered(kind: str, st: dict) -> bool:
     return st["idle"] and (st["charts"] > 0 or bool(alerts))
 
 
-def run(port: int) -> dict:
+def run(port: int, decoder: bool = True) -> dict:
     from playwright.sync_api import sync_playwright
 
     proc, base, log = start_server(port=port)
     folder = Path(tempfile.mkdtemp(prefix="context-lens-crowd-"))
-    result: dict = {"port": port}
+    result: dict = {"port": port, "decoder_tabs": decoder}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -138,6 +155,14 @@ def run(port: int) -> dict:
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                     pg.goto(base + occlusion_link(k))
                     tabs.append(("occlusion", f"long occlusion set {k + 1}", pg, time.perf_counter()))
+                if decoder:
+                    for kind, label, link in (
+                        ("compare", "decoder large set", decoder_set_link(0)),
+                        ("occlusion", "decoder long occlusion set", decoder_occlusion_link(0)),
+                    ):
+                        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                        pg.goto(base + link)
+                        tabs.append((kind, label, pg, time.perf_counter()))
                 time.sleep(2.0)  # the hostile work is under way
                 student = browser.new_page(viewport={"width": 1400, "height": 1000})
                 t = time.perf_counter()
@@ -177,8 +202,9 @@ def run(port: int) -> dict:
         stop_server(proc)
         Path(log).unlink(missing_ok=True)
     tabs = result.get("tabs", {})
+    limit = 1400 if decoder else 1200
     result["targets"] = {
-        "peak_rss_le_1200_mb": result.get("peak_rss_mb", 1e9) <= 1200,
+        f"peak_rss_le_{limit}_mb": result.get("peak_rss_mb", 1e9) <= limit,
         "server_alive": bool(result.get("server_alive")),
         "student_charted_le_10_s": (result.get("student_charted_s") or 1e9) <= 10,
         "every_tab_answered": bool(tabs) and all(t["answer_s"] is not None for t in tabs.values()),
@@ -191,8 +217,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=int(os.environ.get("CONTEXT_LENS_BENCH_PORT", "8610")))
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
+    ap.add_argument("--no-decoder", action="store_true", help="leave the decoder tabs out (the scenario before them)")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
-    result = run(args.port)
+    result = run(args.port, decoder=not args.no_decoder)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

