@@ -36,6 +36,7 @@ from lib.stats.context import (
 )
 from ui import cache, link
 from ui.analysis import analysis
+from ui.session import model_display
 from ui.widgets import chart, escape_md, page_intro, prose
 
 REPLACEMENTS = {
@@ -89,6 +90,12 @@ own = c_own.text_input(
 rep_key = c_rep.selectbox(
     "Replace each word by", options=list(REPLACEMENTS), format_func=REPLACEMENTS.get, key="ctx_replace"
 )
+if rep_key == "mask" and getattr(enc, "mask_token", None) is None:  # a decoder was never taught a mask token
+    rep_key = "delete"
+    prose(caption=True, text=
+        f"{escape_md(model_display(a.model))} has no mask token (a left-to-right model never learns one), so each "
+        "word is deleted instead."
+    )
 own = " ".join(own.split())
 i = None if own else s_num - 1
 sentence = own or ss.sentences[i]

@@ -200,3 +200,23 @@ def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
         xs = np.frombuffer(base64.b64decode(xs["bdata"]), dtype=xs["dtype"])
     np.testing.assert_allclose(np.asarray(xs, dtype=float), occ.attention[layer - 1], atol=1e-6)
     assert len(at.columns) >= 2
+
+
+@pytest.mark.slow
+def test_the_decoder_without_a_mask_token_deletes_each_word_and_charts(decoder):
+    """A decoder has no mask token: the page's default (mask) deletes each word instead, says so, and charts
+    the shifts the deletion makes (checked against lib.stats.context.occlusion with "" on the same sentence)."""
+    from lib.models import DECODER_MODEL
+
+    at = page_test("pages/context.py")
+    seed(at, model=DECODER_MODEL)
+    at.run(timeout=600)
+    _assert_ok(at)
+    assert any("has no mask token" in c.value and "deleted instead" in c.value for c in at.caption)
+    assert at.get("plotly_chart")
+    p = default_preset()
+    occ = occlusion(decoder, p.sentence_set().sentences[0], p.target, "")
+    L = decoder.num_layers
+    top = int(occ.ranking(L)[0])
+    assert f"deleting “{occ.words[top]}” moves “bank” most (shift **{occ.shift[L, top]:.3f}**" in _shown(at)
+    assert url_written(at)["ctx_replace"] == "mask"  # the link keeps what it asked for
