@@ -116,6 +116,15 @@ def default_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def default_head_width() -> int:
+    """d_k of the default model, its hidden size over its heads (384 / 12 = 32), read from its config file
+    without loading the model."""
+    import json
+
+    cfg = json.loads((default_model_path() / "config.json").read_text(encoding="utf-8"))
+    return int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+
+
 @dataclass(frozen=True)
 class Encoding:
     """Every layer's vectors and attentions for a list of sentences, one entry per sentence.
@@ -653,8 +662,8 @@ def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int
 
     ``weights="shuffled"`` is the control for "did training do this?": the same architecture (the model's
     config) and tokenizer, with the trained weights, every tensor's entries permuted within it
-    (:func:`lib.models.weights.shuffle_weights`): each matrix keeps its values and scale, so attention still
-    mixes each word with its neighbours, but nothing learned stays in place. ``weights="random"`` draws
+    (:func:`lib.models.weights.shuffle_weights`): each matrix keeps its values and scale, but nothing learned
+    stays in place, and attention need not focus as sharply (lib.stats.context.context_use measures it). ``weights="random"`` draws
     every weight afresh by the config's initialiser under ``torch.manual_seed(seed)`` (the global torch
     random state is left as it was); at BERT's scale (std 0.02) its attention is nearly uniform and it
     takes in almost no context. A seed always gives the same weights. ``name`` may also be a key from
