@@ -612,7 +612,8 @@ def layer_profile(
         enc = _tv.encoding
         targets = [sp.token_indices for sp in _tv.spans]
         n = len(targets)
-        with heavy(2 * enc.num_hidden_states * n * n * 8):  # a few (L + 1) × n × n float64 matrices
+        # a few (L + 1) × n × n float64 matrices, and two (n, L + 1, hidden) sentence vectors ([CLS], mean)
+        with heavy(2 * enc.num_hidden_states * n * (n + _tv.vectors.shape[-1]) * 8):
             return _layer_profile(
                 _tv.vectors,
                 _tv.static,
@@ -621,10 +622,20 @@ def layer_profile(
                 other_masks=other_token_masks(enc.special, targets),
                 word_masks=other_token_masks(enc.special, [()] * len(targets)),
                 tokens=enc.tokens,
+                special=enc.special,
+                target_indices=targets,
             )
 
     key = ("layer_profile", model, sentences, senses, target, budget.MAX_PIECES_PER_SENTENCE)
     return _cached(key, run, "Comparing the vectors at every layer…")
+
+
+def split_counts(model_name: str, sentences: tuple[str, ...]) -> tuple[int, int, int]:
+    """lib.stats.evidence.split_word_counts of ``sentences`` by the model's tokenizer (no model pass), once per
+    model and sentences: the evidence card's domain check, for the set and for the reference corpus."""
+    from lib.stats.evidence import split_word_counts
+
+    return _cached(("split_counts", model_name, sentences), lambda: split_word_counts(encoder(model_name).tokenizer, sentences))
 
 
 def evidence(key: tuple, compute: Callable[[], object]):
