@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from lib import board as lb
-from tests.conftest import ROOT, page_test
+from tests.conftest import ROOT, page_test, seed, url_written
 from ui.widgets import escape_md
 
 PAGE = str(ROOT / "pages" / "board.py")
@@ -65,9 +65,8 @@ def test_no_room_shows_join_and_the_sidebar_starts_a_board(store):
     assert f"/board?room={code}" in "\n".join(c.value for c in at.code)
     assert at.get("imgs") or at.get("image")  # the QR code
     # the address bar gets the student link only: the key stays in the session
-    from ui import state
 
-    assert state.url_written(at) == {"room": code}
+    assert url_written(at) == {"room": code}
 
 
 def test_a_bad_start_says_what_to_do(store):
@@ -175,9 +174,8 @@ def test_joining_by_code_as_typed(store):
     at.button(key="board_join_button").click().run()
     assert not at.exception and not at.error
     assert at.text_input(key="board_text") is not None
-    from ui import state
 
-    assert state.url_written(at) == {"room": code}
+    assert url_written(at) == {"room": code}
 
 
 def test_a_student_sees_where_theirs_lands(store, encoder):
@@ -199,9 +197,8 @@ def test_a_student_sees_where_theirs_lands(store, encoder):
         cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
         nearest = max(cos, key=cos.get)
         at = board_page(room=code)
-        from ui import state
 
-        state.seed(at, board_student=f"s{i}")
+        seed(at, board_student=f"s{i}")
         at.run()
         assert not at.exception
         assert f"sits nearest the class's **{nearest}** sentences" in texts(at)

@@ -649,7 +649,13 @@ def test_largest_first_is_a_stable_descending_sort_cut_at_k(values, k):
 
 
 def test_depth_and_pooling_phrase_by_hand():
-    from lib.stats.layer_profile import CLS_VECTOR, MEAN_VECTOR, WORD_VECTOR, best_layers, depth_and_pooling_phrase
+    from lib.stats.layer_profile import (
+        CLS_VECTOR,
+        MEAN_VECTOR,
+        WORD_VECTOR,
+        best_layers,
+        depth_and_pooling_phrase,
+    )
 
     nan = float("nan")
     r = {WORD_VECTOR: np.array([0.5, 1.0, 0.8]), MEAN_VECTOR: np.array([0.6, 0.7, 0.7]), CLS_VECTOR: np.array([nan, 0.9, 0.5])}
