@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from lib.serving.memory import release_memory
 from lib.serving.work import WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
@@ -52,6 +53,8 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
     finally:
         if box is not None:
             box.empty()
+        if not lease:
+            release_memory()  # the job's temporaries go back to the OS, not into glibc's heap (lib.serving.memory)
 
 
 _run = threading.local()  # the leases the current script run holds (a script run is one thread)
