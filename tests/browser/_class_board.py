@@ -64,6 +64,15 @@ def main_text(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
 
+def moderate(pg) -> None:
+    """Turn on the teacher's moderation view (the waiting sentences, Accept and Hide: off on the projector)."""
+    toggle = pg.locator(".st-key-board_moderate")
+    toggle.wait_for(timeout=LOAD_MS)
+    if not toggle.locator("input").is_checked():
+        toggle.locator("label").first.click()
+    pg.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
+
+
 @dataclass
 class ClassRun:
     """What one class did: when each sentence was acknowledged, seen by the teacher, and the server's costs."""
@@ -124,7 +133,7 @@ def run_class(context, base: str, pid: int, student_link: str, teacher_link: str
     teacher = context.new_page()
     teacher.set_viewport_size(TEACHER_VIEWPORT)
     teacher.goto(base + teacher_link)
-    teacher.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
+    moderate(teacher)  # the queue, on the teacher's own screen
     students = open_students(context, base, student_link, n_students)
     expected = [s for i in range(n_students) for _, s in sentences_of(i)]
     marks = [f"On the board ({n_students})", f"On the board ({2 * n_students})"]  # the server's answer, drawn

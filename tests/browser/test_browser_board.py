@@ -18,7 +18,7 @@ import pytest
 
 from lib import board as lb
 from tests.browser._browser import JS_CUT_TEXT, ROOT, exceptions, start_server, stop_server, wait_idle
-from tests.browser._class_board import TEACHER_VIEWPORT, main_text, run_class, sentences_of
+from tests.browser._class_board import TEACHER_VIEWPORT, main_text, moderate, run_class, sentences_of
 from tests.browser.test_browser_screens import JS_LAYOUT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -90,6 +90,7 @@ def test_a_class_of_30_on_one_board_survives_a_restart(browser_context, tmp_path
         # a second board sees none of them
         probe.set_viewport_size(TEACHER_VIEWPORT)
         probe.goto(base + other_teacher)
+        moderate(probe)
         probe.wait_for_selector("text=Waiting for you (0)")
         text = main_text(probe)
         assert "On the board (0)" in text and not any(s in text for s in expected)

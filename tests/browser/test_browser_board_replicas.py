@@ -14,7 +14,14 @@ import pytest
 from lib import board as lb
 from tests._postgres import postgres_cluster
 from tests.browser._browser import exceptions, start_server, stop_server
-from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+from tests.browser._class_board import (
+    PHONE_VIEWPORT,
+    TEACHER_VIEWPORT,
+    main_text,
+    moderate,
+    send,
+    sentences_of,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -30,6 +37,7 @@ def test_students_on_two_replicas_reach_one_board(browser_context):
             pages.append(teacher)
             teacher.set_viewport_size(TEACHER_VIEWPORT)
             teacher.goto(servers[0][1] + new.teacher_link)
+            moderate(teacher)
             teacher.wait_for_selector("text=Waiting for you (0)", timeout=300_000)
             sent = []
             for i in range(4):  # students 0 and 2 on the first replica, 1 and 3 on the second

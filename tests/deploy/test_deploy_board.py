@@ -9,7 +9,14 @@ from __future__ import annotations
 import pytest
 
 from tests.browser._browser import LOAD_MS, exceptions, goto_app, wait_idle
-from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+from tests.browser._class_board import (
+    PHONE_VIEWPORT,
+    TEACHER_VIEWPORT,
+    main_text,
+    moderate,
+    send,
+    sentences_of,
+)
 from tests.deploy._docker import PREFIX, docker, explained, nginx_routes, running_stack, wait_healthy
 
 PORT = 8644
@@ -44,7 +51,9 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
         tctx = browser.new_context(viewport=TEACHER_VIEWPORT)
         contexts.append(tctx)
         teacher = tctx.new_page()
-        goto_app(teacher, stack + teacher_link, selector="text=Waiting for you (0)")
+        goto_app(teacher, stack + teacher_link, selector=".st-key-board_moderate")
+        moderate(teacher)  # the queue, on the teacher's own screen
+        teacher.wait_for_selector("text=Waiting for you (0)", timeout=LOAD_MS)
         replicas: dict[str, list] = {}
         sent = []
         for i in range(MAX_STUDENTS):
