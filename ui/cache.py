@@ -697,10 +697,13 @@ def projection_layers(H: np.ndarray, method: str, progress: Callable[[int, int],
 # --------------------------------------------------------------------------- the class board
 @st.cache_resource(show_spinner=False, max_entries=4)
 def board_store(url: str):
-    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process."""
+    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process,
+    which deletes expired boards every few minutes (BoardStore.start_purging) while the process runs."""
     from lib.board import BoardStore
 
-    return BoardStore(url)
+    store = BoardStore(url)
+    store.start_purging()
+    return store
 
 
 def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):
