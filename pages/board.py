@@ -244,23 +244,25 @@ def _delete(code: str, key: str) -> None:
 def teacher_view(code: str, key: str, board: lb.Board) -> None:
     page_export.never_export(key)  # whatever is rendered below, no saved page holds the key
     st.title(f"Class board: “{escape_md(board.target)}”")
-    link = absolute(lb.student_link(code))
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        st.markdown(f"## Join at the link or with the code **{code}**")
-        st.code(link, language=None, wrap_lines=True)
-        st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
-            f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
-    with right:
-        st.image(qr_png(link), caption="The student link", width=260)
     moderating = st.toggle(
         "Moderate on this screen", key=K_MODERATE,
         help="Shows the waiting sentences to accept or hide, and your teacher link. Keep it off on the "
         "projector: open the teacher link on your own laptop or phone and moderate there.",
     )  # fmt: skip
-    if moderating:
+    link = absolute(lb.student_link(code))
+    if moderating:  # the teacher's own screen: the queue first, the join panel in one line
+        st.caption(f"Code **{code}** · the student link: {escape_md(link)}")
         with page_export.private(), st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
             st.code(absolute(lb.teacher_link(code, key)), language=None, wrap_lines=True)
+    else:
+        left, right = st.columns([3, 2], gap="medium")
+        with left:
+            st.markdown(f"## Join at the link or with the code **{code}**")
+            st.code(link, language=None, wrap_lines=True)
+            st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
+                f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
+        with right:
+            st.image(qr_png(link), caption="The student link", width=260)
     with st.expander("Delete this board"):
         st.checkbox("Yes, delete this board and every sentence on it", key="board_delete_sure")
         st.button(
@@ -286,17 +288,21 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
     if tuple(e.id for e in accepted) != st.session_state.get(K_CHARTED):
         st.rerun()  # the accepted set changed: the whole page, charts included (only then: they cost more)
     students = len({e.student for e in rows})
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Sent", len(rows), help=f"by {students} student(s)")
-    c2.metric("Waiting", len(pending))
-    c3.metric("On the board", len(accepted))
+    moderating = bool(st.session_state.get(K_MODERATE))
+    if moderating:  # one line on the teacher's phone
+        st.caption(f"Sent: {len(rows)} by {students} student(s) · waiting: {len(pending)} · on the board: {len(accepted)}")
+    else:
+        c1, c2, c3 = st.columns(3)
+        c1.metric("Sent", len(rows), help=f"by {students} student(s)")
+        c2.metric("Waiting", len(pending))
+        c3.metric("On the board", len(accepted))
     shown = pending[:MAX_QUEUE_SHOWN]
     ahead = st.session_state.setdefault(K_AHEAD, set())
     new = [e for e in shown if e.id not in ahead]
     if new:  # encoded once, as they arrive: accepting them then costs a cache lookup
         cache.encode_ahead(MODEL, tuple(e.sentence for e in new), board.target)
         ahead.update(e.id for e in new)
-    if not st.session_state.get(K_MODERATE):
+    if not moderating:
         st.caption(
             f"{len(pending)} waiting, not shown here: nothing a student types reaches this screen before you "
             "accept it. Turn on **Moderate on this screen** where the class cannot see it."
