@@ -487,12 +487,28 @@ def probe(
     pooled vector alone (n, 1, d).
 
     Raises ProbeError (not cached) when the labels cannot be probed. The result is a few kB.
+    Computed in a slot of the work queue: on a large set it is seconds of CPU (a logistic regression per layer
+    and fold, twice), so it is large work there (:func:`statistic_slot`).
     """
+
+    def run() -> ProbeResult:
+        with statistic_slot(vectors):
+            return probe_layers(vectors, list(senses))
+
     return _cached(
         ("probe", model_name, sentences, senses, target) + ((kind,) if kind != "layers" else ()),
-        lambda: probe_layers(vectors, list(senses)),
+        run,
         "Training the sense probe and its shuffled-label control (once per set)…",
     )
+
+
+def statistic_slot(vectors):
+    """A work-queue slot for a statistic of ``vectors`` (n, K, H) that costs CPU rather than bytes (the probe,
+    the readout against chance): large work when the set is larger than a chunk of an ordinary class's sets
+    (:data:`CHUNK` sentences), so a tab computing it on hundreds of sentences leaves the small lane to
+    everyone else's ordinary sets."""
+    shape = np.shape(vectors)
+    return heavy(8 * int(np.prod(shape)), large=bool(shape) and shape[0] > CHUNK)
 
 
 # --------------------------------------------------------------------------- speed
@@ -589,9 +605,13 @@ def readout_chance(
     """
     from lib.stats.chance import readout_chance as _readout_chance
 
+    def run():
+        with statistic_slot(vectors):
+            return _readout_chance(vectors, list(senses))
+
     return _cached(
         ("readout_chance", model_name, sentences, senses, target, kind),
-        lambda: _readout_chance(vectors, list(senses)),
+        run,
         "Shuffling the sense labels for the chance band…",
     )
 

@@ -30,10 +30,11 @@ def busy_message(running: int, queued: int) -> str:
 
 
 @contextmanager
-def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
+def heavy(cost: int, *, lease: bool = False, large: bool | None = None) -> Iterator[None]:
     """Hold a slot of :data:`WORK` for work holding ``cost`` bytes; show the wait message while it waits.
 
     ``lease=True``: hold the bytes only, across a request's chunks (each chunk takes its own slot inside).
+    ``large``: large work whatever its bytes (lib.serving.work.WorkQueue.job), e.g. seconds of CPU on a large set.
     """
     box = None
 
@@ -44,7 +45,7 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
         box.info(busy_message(running, queued), icon=":material/hourglass_top:")
 
     try:
-        with WORK.job(cost, wait=waiting, slot=not lease):
+        with WORK.job(cost, wait=waiting, slot=not lease, large=large):
             if box is not None:
                 box.empty()
                 box = None
