@@ -5,7 +5,8 @@ sentence box, a sense, Send, and their own sentences) and the teacher (``?room=C
 code presenter-size, counts that update by themselves every ~2 s, the accepted set through the app's charts).
 The teacher's view is made to be projected: the waiting sentences appear only with **Moderate** turned on,
 which a teacher does on a screen the class does not see (their laptop or phone, on the teacher link), and
-"Accept" accepts the sentences that view showed, no others.
+"Accept" accepts the sentences that view showed, no others. The moderation view is the queue alone (the charts
+stay on the projector's view), so accepting never holds up its next refresh while charts are drawn.
 
 The teacher key is read from the link once and kept in the session, never written back into the address bar,
 shown only in the moderation view, and never exported (``ui.page_export.private`` and ``never_export``): a
@@ -273,6 +274,9 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
     accepted = store.accepted(code)
     st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
     st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
+    if moderating:  # a phone's screen: the queue alone, so an accept redraws no chart before the next refresh
+        st.caption(f"{len(accepted)} on the board: its charts are on the projector's view (Moderate off).")
+        return
     st.subheader(f"On the board ({len(accepted)})")
     board_charts(board, accepted, key)
 
