@@ -1,14 +1,15 @@
 """Context Lens: the entry point. Sets up the page, the shared sidebar and the navigation.
 
 Run with:  streamlit run app.py
-Nothing heavy is imported here; the model loads on the first page that needs it (once per server).
+The process is tuned once (ui.startup.start, also called by serve.py); the model loads on the first page that
+needs it (once per server).
 """
 
 from pathlib import Path
 
 import streamlit as st
 
-from ui import cache, page_export, page_globals, state, timing, work
+from ui import page_export, page_globals, session, sidebar, startup, style, timing, work
 from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
@@ -27,6 +28,7 @@ PAGES = [
     ("pages/glossary.py", "Glossary", ":material/menu_book:", False),
 ]
 
+startup.start()  # once per process (serve.py has done it already when it is the entry)
 _timer = timing.start()
 presenter_url = st.query_params.get("presenter") in ("1", "true")
 st.set_page_config(
@@ -36,16 +38,16 @@ st.set_page_config(
     initial_sidebar_state="collapsed" if presenter_url else "auto",  # "auto": collapsed on a phone
 )
 
-state.begin_run()
-state.init_session()
+session.begin_run()
+session.init_session()
 pages = [
     st.Page(str(ROOT / path), title=title, icon=icon, default=default)
     for path, title, icon, default in PAGES
     if (ROOT / path).exists()
 ]
 nav = st.navigation(pages)
-state.render_sidebar()
-state.apply_presenter_style()
+sidebar.render()
+style.apply()
 try:
     with page_export.recording() as shown:  # what the page shows, for its "Download this page" button
         guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
@@ -53,6 +55,6 @@ try:
 finally:
     page_globals.release()  # the page's large results go with its run, not with the session's widgets
     work.end_run()  # the leases this run held for a large set's vectors (ui/work.py)
-    state.finish_run()
-    cache.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
+    session.finish_run()
+    startup.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
     timing.stop(_timer, nav.url_path)

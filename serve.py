@@ -15,8 +15,11 @@ import streamlit as st
 from starlette.middleware import Middleware
 from streamlit import config, file_util
 
+from ui import startup
 from ui.static_files import CompressedStaticFiles
 from ui.student_cookie import StudentCookie
+
+startup.start()  # the process's tuning, once, before the first session (app.py's call then does nothing)
 
 _base = (config.get_option("server.baseUrlPath") or "").strip("/")
 _static_prefix = f"/{_base}/static/" if _base else "/static/"

@@ -20,7 +20,7 @@ repository's .streamlit/config.toml):
   the same browser, same run. Then the server's RSS after every page has been visited.
 * **big**: the same interactions on Layer by layer, Start here and Attention with 500 sentences.
 * **config**: before/after for the speed settings: a fresh server per configuration (file watcher,
-  Streamlit's post-script gc.collect(), ui.cache.freeze_heap's gc.freeze()), reruns of Start here and
+  Streamlit's post-script gc.collect(), ui.startup.freeze_heap's gc.freeze()), reruns of Start here and
   Attention in each.
 * **class**: N students (N = 1, 10, 30 by default) in one headless Chromium, a browser context each, open
   a link with their own 8 sentences at the same moment, then click "Attention". Time to the first chart

@@ -32,7 +32,8 @@ from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, compare_anisotropy
 from lib.stats.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.stats.readout import leave_one_out_readout
 from lib.stats.similarity import cosine_matrix, mean_offdiagonal, pair_ranking_auc, sense_similarity
-from ui import cache, controls, state
+from ui import cache, controls, link, session
+from ui.analysis import analysis
 from ui.widgets import (
     chart,
     download_figure,
@@ -89,21 +90,21 @@ def twin_sentence(model_name: str, other_name: str, curve: np.ndarray, other_cur
 st.title("Anisotropy: why raw cosine misleads")
 page_intro("anisotropy", bert_peak=f"{max(ETHAYARAJH_2019_BERT_BASE.anisotropy):.2f}")
 
-model = state.model_name()
+model = session.model_name()
 enc = cache.encoder(model)
 L, d = enc.num_layers, enc.hidden_size
 default_k = default_top_k(d)
 
-# ------------------------------------------------------------------------------------------- controls
-# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
-CONTROLS = [
-    state.Control("aniso_corpus", "choice", "builtin", choices=tuple(CORPUS_CHOICES)),
-    state.Control("aniso_layer", "int", L // 2, lo=0, hi=L),
-    state.Control("aniso_treatment", "choice", "zscore", choices=tuple(t for t in TREATMENTS if t != UNTREATED)),
-    state.Control("aniso_k", "int", default_k, lo=0, hi=10),
-    state.Control("aniso_bert", "bool", True),
+# ------------------------------------------------------------------------------------------- widgets
+# every parameter of the page, declared once: its initial value, its bounds and its place in the URL follow
+PARAMS = [
+    link.Param("aniso_corpus", "choice", "builtin", choices=tuple(CORPUS_CHOICES)),
+    link.Param("aniso_layer", "int", L // 2, lo=0, hi=L),
+    link.Param("aniso_treatment", "choice", "zscore", choices=tuple(t for t in TREATMENTS if t != UNTREATED)),
+    link.Param("aniso_k", "int", default_k, lo=0, hi=10),
+    link.Param("aniso_bert", "bool", True),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 
 
 c_corpus, c_layer = st.columns([2, 3])
@@ -132,12 +133,12 @@ c_k.slider(
 )
 c_bert.toggle("Show BERT-base", key="aniso_bert", help="Ethayarajh (2019)'s numbers for raw BERT-base.")
 corpus_choice = st.session_state.aniso_corpus
-state.models_per_set(2 if controls.compare_requested("aniso") else 1)  # a comparison: half the set budget each
+session.models_per_set(2 if controls.compare_requested("aniso") else 1)  # a comparison: half the set budget each
 layer = st.session_state.aniso_layer
 treatment = st.session_state.aniso_treatment
 k = st.session_state.aniso_k
 show_bert = st.session_state.aniso_bert
-state.sync_controls(CONTROLS)
+link.sync_params(PARAMS)
 
 # ------------------------------------------------------------------------------------------- corpus
 stats: CorpusStats | None = None
@@ -146,7 +147,7 @@ corpus_sentences: tuple[str, ...] = ()
 use_set_stats = False
 corpus_label = CORPUS_CHOICES["builtin"]
 if corpus_choice == "set":
-    ss0 = state.sentence_set()
+    ss0 = session.sentence_set()
     clean = cache.clean_sentences(ss0.sentences, ss0.target)
     if not clean:
         st.warning("Your sentence set has no usable sentences yet, so the built-in corpus is used instead.")
@@ -326,7 +327,7 @@ prose(
 
 # ------------------------------------------------------------------------------------------- 3. your word
 st.header("3. What the fix does to your word")
-a = state.analysis(min_sentences=2)
+a = analysis(min_sentences=2)
 ss, tv = a.set, a.vectors
 word = escape_md(ss.target or "the target")
 X = tv.vectors[:, layer, :]

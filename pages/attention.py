@@ -30,7 +30,8 @@ from lib.models.attention import (
     token_labels,
 )
 from lib.serving import budget
-from ui import cache, state
+from ui import cache, link
+from ui.analysis import analysis
 from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
@@ -38,7 +39,7 @@ OVERVIEW_MAX_TOKENS = 40
 st.title("Attention")
 page_intro("attention")
 
-a = state.analysis(min_sentences=1)
+a = analysis(min_sentences=1)
 ss, tv, enc = a.set, a.vectors, a.encoder
 encoding = tv.encoding
 n_sent = len(ss)
@@ -54,15 +55,15 @@ def md_token(label: str) -> str:
     return f"“{escape_md(label)}”"
 
 
-# ------------------------------------------------------------------------------------------- controls
-# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
-CONTROLS = [
-    state.Control("attn_sentence", "int", 1, lo=1, hi=n_sent),
-    state.Control("attn_layer", "int", 1, lo=1, hi=L),
-    state.Control("attn_head", "int", 1, lo=1, hi=H),
-    state.Control("attn_target_mean", "bool", True),
+# ------------------------------------------------------------------------------------------- widgets
+# every parameter of the page, declared once: its initial value, its bounds and its place in the URL follow
+PARAMS = [
+    link.Param("attn_sentence", "int", 1, lo=1, hi=n_sent),
+    link.Param("attn_layer", "int", 1, lo=1, hi=L),
+    link.Param("attn_head", "int", 1, lo=1, hi=H),
+    link.Param("attn_target_mean", "bool", True),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 c_sent, c_layer, c_head = st.columns([3, 1, 1])
 s_num = c_sent.selectbox(
     "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="attn_sentence"
@@ -207,10 +208,10 @@ else:
     auto = contrast_sentence_index(ss.senses, i)
     choices = [k for k in range(1, n_sent + 1) if k != s_num]
     if "_attn_compare_chosen" not in st.session_state:
-        st.session_state["_attn_compare_chosen"] = state.url_has("attn_compare")
+        st.session_state["_attn_compare_chosen"] = link.url_has("attn_compare")
     # only with two sentences or more; by default a sentence where the target has another sense
-    CONTROLS.append(state.Control("attn_compare", "int", auto + 1, lo=1, hi=n_sent))
-    state.init_controls(CONTROLS[-1:])
+    PARAMS.append(link.Param("attn_compare", "int", auto + 1, lo=1, hi=n_sent))
+    link.init_params(PARAMS[-1:])
     if not st.session_state["_attn_compare_chosen"] or st.session_state.attn_compare not in choices:
         st.session_state.attn_compare = auto + 1
 
@@ -320,4 +321,4 @@ try:
 except StreamlitAPIException:
     prose(caption=True, text="Open “Attention by hand” in the sidebar to compute a small example step by step.")
 
-state.sync_controls(CONTROLS)
+link.sync_params(PARAMS)

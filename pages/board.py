@@ -36,7 +36,7 @@ from lib.serving.export import csv_text
 from lib.stats.chance import chance_phrase
 from lib.stats.projection import ProjectionError
 from lib.stats.similarity import cosine_matrix
-from ui import cache, page_export, state
+from ui import cache, link, page_export, session, startup
 from ui.student_cookie import SECRET_NAME
 from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
 
@@ -51,9 +51,9 @@ REFRESH_S = 2.0  # the teacher's board
 STUDENT_REFRESH_S = 20.0  # a student's list, while one of their sentences waits for the teacher
 MAX_QUEUE_SHOWN = 40
 
-CONTROLS = [state.Control(K_ROOM, "text", "", max_chars=20, omit_default=True)]
-state.init_controls(CONTROLS)
-link_key = state.url_text(K_KEY, "", max_chars=64)  # read once; the URL written back never carries it
+PARAMS = [link.Param(K_ROOM, "text", "", max_chars=20, omit_default=True)]
+link.init_params(PARAMS)
+link_key = link.url_text(K_KEY, "", max_chars=64)  # read once; the URL written back never carries it
 store = cache.board_store(lb.default_url())
 
 
@@ -135,7 +135,7 @@ def _start() -> None:
 
 
 with st.sidebar.expander("Start a class board", expanded=not st.session_state.get(K_ROOM)):
-    st.session_state.setdefault("board_new_target", state.sentence_set().target or "bank")
+    st.session_state.setdefault("board_new_target", session.sentence_set().target or "bank")
     st.text_input("Target word", key="board_new_target", max_chars=100)
     st.session_state.setdefault("board_new_senses", "money, river, other")
     st.text_input("Senses to choose from", key="board_new_senses", max_chars=200)
@@ -232,7 +232,7 @@ def _hide(code: str, key: str, entry_id: int) -> None:
 
 
 def _use_everywhere(text: str, target: str) -> None:
-    state.set_sentences(text, target)
+    session.set_sentences(text, target)
     st.session_state["board_used"] = True
 
 
@@ -270,7 +270,7 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
             "Delete the board now", key="board_delete", on_click=_delete, args=(code, key),
             disabled=not st.session_state.get("board_delete_sure"), icon=":material/delete:",
         )  # fmt: skip
-    cache.warm_up_board(MODEL)
+    startup.warm_up_board(MODEL)
     accepted = store.accepted(code)
     st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
     st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
@@ -334,7 +334,7 @@ def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
     if len(rows) < 3:  # the map is drawn from the start, so it fills in place (the browser has plotly ready)
         chart(empty_map("The map fills in from three accepted sentences"), key="board_projection", name_model=False)
         return
-    ss, note = state.within_budget(accepted_set(board, rows), MODEL)
+    ss, note = session.within_budget(accepted_set(board, rows), MODEL)
     tv = cache.target_vectors(MODEL, ss.sentences, ss.target)
     ss = ss.subset(tv.kept)
     last = tv.vectors.shape[1] - 1
@@ -435,4 +435,4 @@ else:
             teacher_view(current.code, key, current)
         else:
             student_view(current.code, current)
-state.sync_controls(CONTROLS)
+link.sync_params(PARAMS)

@@ -14,19 +14,19 @@ import streamlit as st
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
 from lib.teaching import toy_attention as ta
-from ui import state
+from ui import link
 from ui.widgets import chart, page_intro, prose
 from ui.widgets import escape_md as md
 
-# the page's controls, declared once (ui.state.Control): the switches travel in the link, the words do not
-CONTROLS = [
-    state.Control("calc_tokens", "text", " ".join(ta.COURSE_TOKENS), max_chars=130, in_url=False),
-    state.Control("calc_d", "int", 2, lo=2, hi=4),
-    state.Control("calc_use_pos", "bool", True),
-    state.Control("calc_scale", "bool", False),
-    state.Control("calc_causal", "bool", False),
-    state.Control("calc_temperature", "float", 1.0, lo=0.01, hi=100.0),
-    state.Control("calc_block", "bool", False),
+# the page's parameters, declared once (ui.link.Param): the switches travel in the link, the words do not
+PARAMS = [
+    link.Param("calc_tokens", "text", " ".join(ta.COURSE_TOKENS), max_chars=130, in_url=False),
+    link.Param("calc_d", "int", 2, lo=2, hi=4),
+    link.Param("calc_use_pos", "bool", True),
+    link.Param("calc_scale", "bool", False),
+    link.Param("calc_causal", "bool", False),
+    link.Param("calc_temperature", "float", 1.0, lo=0.01, hi=100.0),
+    link.Param("calc_block", "bool", False),
 ]
 FOLLOW = {"calc_row": 1, "calc_col": 2}  # follow the cell S[cat, sat] through every step (0-based token indices)
 WARMUP_ROWS = [  # course lesson 002: bank [0.5, 0.5] pushed by a finance or a nature context
@@ -46,7 +46,7 @@ MATRIX_NAMES = ("W_Q", "W_K", "W_V")
 FFN_NAMES = ("W1", "W2")
 
 session = st.session_state
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 session.setdefault("calc_version", 0)
 session.setdefault("calc_warm_version", 0)
 session.setdefault("calc_warm_base", pd.DataFrame(WARMUP_ROWS))
@@ -91,7 +91,7 @@ def square(M: np.ndarray | None, d: int) -> np.ndarray:
 
 
 def reset_all() -> None:
-    for c in CONTROLS:
+    for c in PARAMS:
         session[c.key] = c.default
     for k in FOLLOW:
         session.pop(k, None)  # back to the default cell on the next run
@@ -223,7 +223,7 @@ temperature = t4.number_input(
     help="Divides the scores before softmax: below 1 sharpens, above 1 flattens. 1 = ordinary attention.",
 )
 use_block = t5.toggle("Residual + LayerNorm + FFN", key="calc_block", help="The rest of an encoder layer (course 3.2).")
-state.sync_controls(CONTROLS)
+link.sync_params(PARAMS)
 
 errors: list[str] = []
 try:
@@ -342,7 +342,7 @@ d_now = X.shape[1]
 dcols = [f"dim {c + 1}" for c in range(d_now)]
 
 st.header("3. Step by step")
-state.init_controls([state.Control(k, "int", min(v, n - 1), lo=0, hi=n - 1, in_url=False) for k, v in FOLLOW.items()])
+link.init_params([link.Param(k, "int", min(v, n - 1), lo=0, hi=n - 1, in_url=False) for k, v in FOLLOW.items()])
 s1, s2, _ = st.columns([1, 1, 2])
 i = s1.selectbox("Follow the query (row)", range(n), format_func=lambda k: labels[k], key="calc_row")
 j = s2.selectbox("… and the key (column)", range(n), format_func=lambda k: labels[k], key="calc_col")

@@ -34,7 +34,8 @@ from lib.stats.context import (
     suggested_swaps,
     top_content_word,
 )
-from ui import cache, state
+from ui import cache, link
+from ui.analysis import analysis
 from ui.widgets import chart, escape_md, page_intro, prose
 
 REPLACEMENTS = {
@@ -49,7 +50,7 @@ MAX_TYPED = 300
 st.title("What moves the word")
 page_intro("context")
 
-a = state.analysis(min_sentences=1)
+a = analysis(min_sentences=1)
 ss, tv, enc = a.set, a.vectors, a.encoder
 L = enc.num_layers
 names = layer_names(L)
@@ -61,15 +62,15 @@ def q(text: str) -> str:
     return f"“{escape_md(text)}”"
 
 
-# ------------------------------------------------------------------------------------------- controls
-# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
-CONTROLS = [
-    state.Control("ctx_sentence", "int", 1, lo=1, hi=n_sent),
-    state.Control("ctx_layer", "int", L, lo=0, hi=L),
-    state.Control("ctx_replace", "choice", "mask", choices=tuple(REPLACEMENTS)),
-    state.Control("ctx_own", "text", "", max_chars=MAX_TYPED, omit_default=True),
+# ------------------------------------------------------------------------------------------- widgets
+# every parameter of the page, declared once: its initial value, its bounds and its place in the URL follow
+PARAMS = [
+    link.Param("ctx_sentence", "int", 1, lo=1, hi=n_sent),
+    link.Param("ctx_layer", "int", L, lo=0, hi=L),
+    link.Param("ctx_replace", "choice", "mask", choices=tuple(REPLACEMENTS)),
+    link.Param("ctx_own", "text", "", max_chars=MAX_TYPED, omit_default=True),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 c_sent, c_layer = st.columns([3, 1])
 s_num = c_sent.selectbox(
     "Sentence", options=list(range(1, n_sent + 1)), format_func=lambda k: ss.option_label(k - 1), key="ctx_sentence"
@@ -235,13 +236,13 @@ if st.session_state.get("_ctx_for") not in (None, sent_key):  # another sentence
     st.session_state["ctx_with"] = ""
     st.session_state["ctx_edited"] = ""
 st.session_state["_ctx_for"] = sent_key
-# the edit's controls: their bounds and default follow the sentence
-CONTROLS += [
-    state.Control("ctx_word", "int", k_edit + 1, lo=1, hi=n_words),
-    state.Control("ctx_with", "text", "", max_chars=40, omit_default=True),
-    state.Control("ctx_edited", "text", "", max_chars=MAX_TYPED, omit_default=True),
+# the edit's parameters: their bounds and default follow the sentence
+PARAMS += [
+    link.Param("ctx_word", "int", k_edit + 1, lo=1, hi=n_words),
+    link.Param("ctx_with", "text", "", max_chars=40, omit_default=True),
+    link.Param("ctx_edited", "text", "", max_chars=MAX_TYPED, omit_default=True),
 ]
-state.init_controls(CONTROLS[-3:])
+link.init_params(PARAMS[-3:])
 
 
 def _use_swap(index: int, replacement: str) -> None:
@@ -345,4 +346,4 @@ if tv_edit is not None:
             "Label the sentences with senses (“sense | sentence”) to see which sense the edited word is nearest to."
         )
 
-state.sync_controls(CONTROLS, {"ctx_own": own, "ctx_edited": typed})  # as read, spaces folded
+link.sync_params(PARAMS, {"ctx_own": own, "ctx_edited": typed})  # as read, spaces folded

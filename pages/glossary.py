@@ -3,9 +3,9 @@
 import streamlit as st
 
 from lib.teaching.glossary import GLOSSARY_PATH, parse_glossary
-from ui import state
+from ui import link
 
-state.shell_guard()
+link.shell_guard()
 
 head, terms = parse_glossary(GLOSSARY_PATH.read_text(encoding="utf-8"))
 st.title("Glossary")

@@ -6,7 +6,8 @@ import streamlit as st
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
 from lib.stats.chance import chance_phrase
 from lib.stats.similarity import cosine_matrix, pair_values, sense_similarity
-from ui import cache, state
+from ui import cache, session
+from ui.analysis import analysis
 from ui.widgets import (
     download_figure,
     escape_md,
@@ -20,7 +21,7 @@ from ui.widgets import (
 st.title("Context Lens")
 page_intro("home")
 
-a = state.analysis(min_sentences=2)
+a = analysis(min_sentences=2)
 ss, tv, enc = a.set, a.vectors, a.encoder
 last = enc.num_layers
 first_cos = cosine_matrix(tv.vectors[:, 0, :])
@@ -124,7 +125,7 @@ prose(
     "- **Guided lesson**: the course in order, with questions checked against what the model computed."
 )
 prose(caption=True, text=
-    f"Model: {escape_md(state.model_display(a.model))} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
+    f"Model: {escape_md(session.model_display(a.model))} ({enc.num_layers} layers, {enc.num_heads} heads, {enc.hidden_size} "
     "dimensions). Edit the sentences, the target word or the model in the sidebar; the address bar "
     "always holds a link to the current view."
 )

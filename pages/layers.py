@@ -1,6 +1,6 @@
 """Layer by layer: how one word's vectors across sentences start identical and separate by sense.
 
-Over 600 lines and still one concept: one page's script (its sections share the profile and controls).
+Over 600 lines and still one concept: one page's script (its sections share the profile and widgets).
 
 The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
 computed once per set into a LayerProfile (lib.stats.layer_profile). Moving the layer slider, the pooling choice
@@ -46,7 +46,8 @@ from lib.stats.similarity import (
     pair_values,
     sense_similarity,
 )
-from ui import cache, controls, state
+from ui import cache, controls, link, session
+from ui.analysis import analysis
 from ui.widgets import chart, escape_md, layer_marks, page_intro, prose, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
@@ -56,15 +57,15 @@ PAIR_LINES_MAX = 30
 def _analysis():
     """(sentence set aligned with the vectors, target vectors, model) or a clear message and stop.
 
-    Large sets are encoded chunk by chunk through ui.cache, with a progress bar (see state.analysis).
+    Large sets are encoded chunk by chunk through ui.cache, with a progress bar (see ui.analysis).
     """
-    a = state.analysis(min_sentences=2)
+    a = analysis(min_sentences=2)
     return a.set, a.vectors, a.model
 
 
 # ------------------------------------------------------------------------------------- upload
 def _apply_upload(text: str, target: str, name: str, n: int) -> None:
-    state.set_sentences(text, target)
+    session.set_sentences(text, target)
     st.session_state["_layers_uploaded"] = (name, n, text)
 
 
@@ -180,8 +181,8 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
 st.title("Layer by layer")
 page_intro("layers")
 
-state.models_per_set(2 if controls.compare_requested("layers") else 1)  # a comparison: half the set budget each
-upload_section(state.sentence_set().target)
+session.models_per_set(2 if controls.compare_requested("layers") else 1)  # a comparison: half the set budget each
+upload_section(session.sentence_set().target)
 uploaded = st.session_state.get("_layers_uploaded")
 
 ss, tv, model = _analysis()
@@ -189,7 +190,7 @@ enc = cache.encoder(model)
 L = enc.num_layers
 K = L + 1
 n = len(ss)
-if uploaded and st.session_state.get(state.K_TEXT) == uploaded[2]:
+if uploaded and st.session_state.get(session.K_TEXT) == uploaded[2]:
     prose(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.", caption=True)
 senses = [s or None for s in ss.senses]
 labelled = ss.has_senses
@@ -198,20 +199,20 @@ word = escape_md(ss.target or "the target")
 names = layer_names(L)
 labels = ss.labels  # a computed property: read once
 
-# ------------------------------------------------------------------------------------- controls
+# ------------------------------------------------------------------------------------- widgets
 POOLINGS = list(POOLING_NAMES)
 VIEWS = ["one", "all"]
-# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
-CONTROLS = [
-    state.Control("layers_layer", "int", L, lo=0, hi=L),
-    state.Control("layers_pooling", "choice", "layer", choices=tuple(POOLINGS)),
-    state.Control("layers_view", "choice", "one", choices=tuple(VIEWS)),
-    state.Control("layers_adjust", "bool", False),
-    state.Control("layers_pairs", "bool", False),
-    state.Control("layers_reference", "bool", False),
-    state.Control("layers_sentence", "int", 1, lo=1, hi=n),
+# every parameter of the page, declared once: its initial value, its bounds and its place in the URL follow
+PARAMS = [
+    link.Param("layers_layer", "int", L, lo=0, hi=L),
+    link.Param("layers_pooling", "choice", "layer", choices=tuple(POOLINGS)),
+    link.Param("layers_view", "choice", "one", choices=tuple(VIEWS)),
+    link.Param("layers_adjust", "bool", False),
+    link.Param("layers_pairs", "bool", False),
+    link.Param("layers_reference", "bool", False),
+    link.Param("layers_sentence", "int", 1, lo=1, hi=n),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 c1, c2, c3, c4 = st.columns([3, 2.5, 2, 2.5])
 pooling = c2.radio(
     "Vector of the word",
@@ -625,4 +626,4 @@ if card.rows:
     )
     prose(f"Numbers: each pair's cosine at layer 0 and at {rep}.", caption=True)
 
-state.sync_controls(CONTROLS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)
+link.sync_params(PARAMS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

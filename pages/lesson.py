@@ -26,7 +26,7 @@ from lib.serving.export import frame_csv
 from lib.stats.baseline import other_token_masks
 from lib.stats.contextuality import intra_sentence_similarity
 from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
-from ui import cache, controls, page_export, state
+from ui import cache, controls, link, page_export, session
 from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro, prose
 
 STEPS = lesson.STEPS
@@ -36,17 +36,17 @@ K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
 st.title("Guided lesson")
 page_intro("lesson", steps=N - 1)
 
-model = state.model_name()
+model = session.model_name()
 enc = cache.encoder(model)
 L = enc.num_layers
 
 # ----------------------------------------------------------------------------------------- progress
-CONTROLS = [
-    state.Control(K_STEP, "int", 1, lo=1, hi=N),
+PARAMS = [
+    link.Param(K_STEP, "int", 1, lo=1, hi=N),
     # not a widget: bit i set means step i solved (lib.teaching.lesson.solved_mask); set by the "Check" button
-    state.Control(K_DONE, "int", 0, lo=0, hi=2**N - 1, omit_default=True),
+    link.Param(K_DONE, "int", 0, lo=0, hi=2**N - 1, omit_default=True),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 answers: dict[str, lesson.AnswerRecord] = st.session_state.setdefault(K_ANSWERS, {})
 
 
@@ -513,7 +513,7 @@ def step_for_file(k: int, s: lesson.Step) -> None:
     try:
         q = RENDER[s.id]()
     except ContextLensError as err:
-        st.warning(f"This step cannot run with the model {escape_md(state.model_display(model))}: {escape_md(str(err))}")
+        st.warning(f"This step cannot run with the model {escape_md(session.model_display(model))}: {escape_md(str(err))}")
         return
     if q is not None:
         r = answers.get(s.id)
@@ -546,7 +546,7 @@ prose(caption=True, text=("Misconception check · " if step.misconception else "
 try:
     question = RENDER[step.id]()
 except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug
-    st.warning(f"This step cannot run with the model {escape_md(state.model_display(model))}: {escape_md(str(err))}")
+    st.warning(f"This step cannot run with the model {escape_md(session.model_display(model))}: {escape_md(str(err))}")
     question = None
 if question is not None:
     ask(step, question)
@@ -556,7 +556,7 @@ back, _, nxt = st.columns([1, 3, 1])
 back.button("← Back", key="lesson_back", on_click=_move, args=(-1,), disabled=k == 1, width="stretch")
 nxt.button("Next →", key="lesson_next", on_click=_move, args=(1,), disabled=k == N, width="stretch")
 
-state.sync_controls(CONTROLS)
+link.sync_params(PARAMS)
 if page_export.current() and st.button("Prepare the whole lesson as one file", key="lesson_export_prepare"):
     with page_export.offscreen() as every_step:  # recorded for the file, not shown
         for i, s in enumerate(STEPS, start=1):

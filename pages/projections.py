@@ -2,7 +2,7 @@
 
 Reads the cached target vectors (the model runs once per set); projections are cached per input array,
 so moving a control only recomputes the picture it changes. UMAP is compiled in the background the first
-time a learner chooses it on this server (ui.cache.warm_up_in_background -> lib.stats.projection.warm_up_umap);
+time a learner chooses it on this server (ui.startup.warm_up_in_background -> lib.stats.projection.warm_up_umap);
 its libraries (~0.3 GB) stay out of a server where nobody does.
 """
 
@@ -25,7 +25,8 @@ from lib.stats.projection import (
     group_neighbours,
     same_sense_neighbours,
 )
-from ui import cache, controls, state
+from ui import cache, controls, link, startup
+from ui.analysis import analysis
 from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
 
 MAX_CONTEXT_POINTS = 400
@@ -41,7 +42,7 @@ PNG_CONFIG = {"toImageButtonOptions": {"format": "png", "filename": "context-len
 st.title("Projections: the word's vectors on a flat map")
 page_intro("projections")
 
-a = state.analysis(min_sentences=1)
+a = analysis(min_sentences=1)
 ss, tv, enc = a.set, a.vectors, a.encoder
 L, d = enc.num_layers, enc.hidden_size
 n = len(ss)
@@ -54,19 +55,19 @@ if n < MIN_POINTS:
     )
     st.stop()
 
-# ------------------------------------------------------------------------------------------- controls
-# every control of the page, declared once: its initial value, its bounds and its place in the URL follow
-CONTROLS = [
-    state.Control("proj_method", "choice", "pca", choices=tuple(METHOD_LABELS)),
-    state.Control("proj_dims", "int", 2, lo=2, hi=3),
-    state.Control("proj_layer", "int", L, lo=0, hi=L),
-    state.Control("proj_prep", "choice", UNTREATED, choices=tuple(PREP_CHOICES)),
-    state.Control("proj_k", "int", default_top_k(d), lo=1, hi=10),
-    state.Control("proj_context", "bool", False),
-    state.Control("proj_across", "bool", True),
-    state.Control("proj_seeds", "bool", False),
+# ------------------------------------------------------------------------------------------- widgets
+# every parameter of the page, declared once: its initial value, its bounds and its place in the URL follow
+PARAMS = [
+    link.Param("proj_method", "choice", "pca", choices=tuple(METHOD_LABELS)),
+    link.Param("proj_dims", "int", 2, lo=2, hi=3),
+    link.Param("proj_layer", "int", L, lo=0, hi=L),
+    link.Param("proj_prep", "choice", UNTREATED, choices=tuple(PREP_CHOICES)),
+    link.Param("proj_k", "int", default_top_k(d), lo=1, hi=10),
+    link.Param("proj_context", "bool", False),
+    link.Param("proj_across", "bool", True),
+    link.Param("proj_seeds", "bool", False),
 ]
-state.init_controls(CONTROLS)
+link.init_params(PARAMS)
 
 c_method, c_dims, c_layer = st.columns([2, 1, 3])
 c_method.radio(
@@ -116,7 +117,7 @@ k = st.session_state.proj_k
 show_context = st.session_state.proj_context
 across = st.session_state.proj_across
 seeds_view = st.session_state.proj_seeds
-state.sync_controls(CONTROLS, {"proj_dims": dims})
+link.sync_params(PARAMS, {"proj_dims": dims})
 
 # ------------------------------------------------------------------------------------------- data
 stats: CorpusStats | None = None
@@ -152,8 +153,8 @@ if show_context:
 
 X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
 if method == "umap":
-    cache.warm_up_in_background()  # once per server; returns at once
-umap_waiting = method == "umap" and cache.umap_status() == "warming"
+    startup.warm_up_in_background()  # once per server; returns at once
+umap_waiting = method == "umap" and startup.umap_status() == "warming"
 if umap_waiting:
     # UMAP never blocks the page: while the server compiles it (once, the first time it is chosen), show PCA and switch
     # to UMAP by itself as soon as the warm-up is done (a fragment polls the warm-up once a second).
@@ -165,11 +166,11 @@ if umap_waiting:
 
     @st.fragment(run_every=1.0)
     def _switch_when_umap_ready() -> None:
-        if cache.umap_status() != "warming":
+        if startup.umap_status() != "warming":
             st.rerun()
 
     _switch_when_umap_ready()
-if method == "umap" and cache.umap_status() != "ready":
+if method == "umap" and startup.umap_status() != "ready":
     spinner = "Computing UMAP (the first UMAP after a server start also compiles it, up to a minute)…"
 else:
     spinner = f"Computing {METHOD_LABELS[method]}…"

@@ -51,31 +51,107 @@ def random_encoder():
 
 
 @pytest.fixture(scope="session")
+def decoder():
+    """The real decoder, a 4-bit copy of SmolLM2-135M-Instruct (eager attention, bf16), shared by all tests.
+
+    Fetched and converted once per machine when its pack is missing (``python -m lib.models download``,
+    which CI runs first); never mocked.
+    """
+    from lib.models import DECODER_MODEL, ModelLoadError, load_model, pack
+
+    try:
+        pack.installed_pack()
+    except ModelLoadError:
+        pack.download()
+    return load_model(DECODER_MODEL)
+
+
+@pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
 
 
 def page_test(
-    page: str, *, text: str | None = None, target: str | None = None, preset: str | None = None, **controls
+    page: str, *, text: str | None = None, target: str | None = None, preset: str | None = None, **params
 ):
     """An AppTest of one page file, optionally on a custom sentence set (not yet run).
 
-    ``controls`` (page controls by key) are seeded with ``ui.state.seed``, the one way tests set page state.
+    ``params`` (page parameters by key) are set with :func:`seed`, the one way tests set page state.
 
     Pages are tested as files on their own: AppTest loses sidebar widgets after a rerun under
     st.navigation (seen with streamlit 1.67), and the pages read the shared set from session state, which
-    ui.state fills with the default preset when app.py has not run.
+    ui.session fills with the default preset when app.py has not run.
     """
     from streamlit.testing.v1 import AppTest
 
-    from ui import state
-
     at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     if text is not None:
-        state.seed(at, text=text, target=target, **controls)
+        seed(at, text=text, target=target, **params)
     else:
-        state.seed(at, preset=preset, **controls)
+        seed(at, preset=preset, **params)
     return at
+
+
+# --------------------------------------------------------------------------- a page's session, for AppTest
+def _session(at):
+    return getattr(at, "session_state", at)  # an AppTest, or its session_state
+
+
+def seed(
+    at,
+    *,
+    preset: str | None = None,
+    text: str | None = None,
+    target: str | None = None,
+    model: str | None = None,
+    presenter: bool | None = None,
+    **params: object,
+) -> None:
+    """Start an AppTest's session (before ``at.run()``) as if the learner had already set it up.
+
+    ``preset`` (an id) or ``text`` (+ ``target``: the learner's own set) chooses the sentence set; ``model``
+    (a model key that loads) and ``presenter`` the other shared settings. Any of these marks the session as
+    started, so the link's shared keys are not read (the default preset unless a set is given); ``target``
+    alone changes the target word of a session already started (between runs). ``params`` are page
+    parameters by their key (``seed(at, ctx_own="The [bank] ...")``), used as the session's values, before
+    the link's.
+    """
+    from lib.inputs.presets import default_preset, preset_by_id
+    from lib.models.encoder import DEFAULT_MODEL
+    from ui import session as s
+
+    state = _session(at)
+    if preset is not None or text is not None or model is not None or presenter is not None:
+        if text is not None:
+            state[s.K_PRESET], state[s.K_TEXT], state[s.K_TARGET] = s.CUSTOM, text, target or ""
+        else:
+            p = preset_by_id(preset) if preset is not None else default_preset()
+            if p is None:
+                raise ValueError(f"no preset {preset!r}")
+            state[s.K_PRESET], state[s.K_TEXT], state[s.K_TARGET] = p.id, p.text, p.target
+        state[s.K_MODEL] = state[s.K_ACTIVE_MODEL] = model or DEFAULT_MODEL
+        state[s.K_PRESENTER] = bool(presenter)
+        state[s.K_INITIALISED] = True
+    elif target is not None:
+        state[s.K_TARGET] = target
+    for key, value in params.items():
+        state[key] = value
+
+
+def url_written(at) -> dict[str, str]:
+    """The page parameters the last run put into the URL (key -> value as a link carries it)."""
+    from ui.link import K_PAGE_URL
+
+    state = _session(at)
+    return dict(state[K_PAGE_URL]) if K_PAGE_URL in state else {}
+
+
+def url_notes(at) -> list[str]:
+    """What the session's link had wrong (the notes the sidebar shows)."""
+    from ui.link import K_URL_NOTES
+
+    state = _session(at)
+    return list(state[K_URL_NOTES]) if K_URL_NOTES in state else []
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

@@ -1,4 +1,4 @@
-"""The app shell (app.py + ui/state.py + ui/cache.py) in AppTest: sidebar, links in and out, caching.
+"""The app shell (app.py + ui/session.py, ui/link.py, ui/sidebar.py + ui/cache.py) in AppTest: sidebar, links in and out, caching.
 
 Only app.py's first run is inspected: AppTest (streamlit 1.67) loses the sidebar's widgets on a rerun
 under st.navigation, so reruns are tested on page files (``page_test``).
@@ -17,8 +17,7 @@ from streamlit.testing.v1 import AppTest
 from lib.inputs.presets import default_preset, preset_by_id
 from lib.inputs.sentences import pack_text, unpack_text
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import ROOT, page_test
-from ui import state
+from tests.conftest import ROOT, page_test, seed
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +117,7 @@ def _long_custom_set() -> str:
 
 def _app_with_set(text: str, target: str, **extra) -> AppTest:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    state.seed(at, text=text, target=target, model=DEFAULT_MODEL, **extra)
+    seed(at, text=text, target=target, model=DEFAULT_MODEL, **extra)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -131,7 +130,7 @@ def test_a_set_too_long_for_a_link_keeps_the_other_settings():
 
 
 def test_a_set_too_long_for_a_link_says_so_at_once():
-    # ui/state.py sets the flag in finish_run(), after render_sidebar() has drawn the caption, so the
+    # ui/session.py sets the flag in finish_run(), after sidebar.render() has drawn the caption, so the
     # learner is told only after the next interaction
     at = _app_with_set(_long_custom_set(), "bank")
     assert "too long to put in a link" in " ".join(c.value for c in at.sidebar.caption)
@@ -141,7 +140,7 @@ def test_the_too_long_note_goes_away_with_a_short_set():
     # the flag "_cl_too_long_for_url" is set but never cleared: after going back to a short set the
     # sidebar keeps saying the set is too long for a link
     at = _app_with_set(_long_custom_set(), "bank")
-    state.seed(at, text="money | The bank raised rates.\nriver | We sat on the bank.", target="bank")
+    seed(at, text="money | The bank raised rates.\nriver | We sat on the bank.", target="bank")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert "text" in query(at)
@@ -162,7 +161,7 @@ def test_the_model_runs_once_per_distinct_set():
     at.run()
     assert sum(cache.ENCODE_CALLS.values()) == after_first
     # changing only the target word to another one in the same sentences reuses the encoding too
-    state.seed(at, target="the")
+    seed(at, target="the")
     at.run()
     assert not at.exception
     assert sum(cache.ENCODE_CALLS.values()) == after_first
@@ -172,14 +171,15 @@ def test_url_helpers_clamp_and_fall_back():
     """url_int/url_float/url_choice/url_bool on a tiny script: clamped, defaults on garbage, notes."""
     script = """
 import streamlit as st
-from ui import state
-state.seed(st.session_state, presenter=False)  # a started session: the link's shared keys are not read
-a = state.url_int("t_int", 3, 1, 5)
-b = state.url_float("t_float", 0.5, 0.0, 1.0)
-c = state.url_choice("t_choice", "x", ["x", "y"])
-d = state.url_bool("t_bool", False)
+from tests.conftest import seed, url_notes
+from ui import link
+seed(st.session_state, presenter=False)  # a started session: the link's shared keys are not read
+a = link.url_int("t_int", 3, 1, 5)
+b = link.url_float("t_float", 0.5, 0.0, 1.0)
+c = link.url_choice("t_choice", "x", ["x", "y"])
+d = link.url_bool("t_bool", False)
 st.write(repr((a, b, c, d)))
-st.write(repr(state.url_notes(st.session_state)))
+st.write(repr(url_notes(st.session_state)))
 """
     import sys
 

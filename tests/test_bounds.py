@@ -19,7 +19,7 @@ from lib.inputs.presets import default_preset
 from lib.inputs.sentences import pack_text, parse_sentence_set
 from lib.inputs.upload import parse_upload
 from tests.conftest import ROOT, page_test
-from ui import state
+from ui import session
 
 BANK = default_preset()
 
@@ -200,7 +200,7 @@ def test_a_seed_in_a_link_obeys_the_sidebar_bounds():
     """The sidebar allows seeds 0-9999; a link's model key allowed up to 2**31 (each new seed loads a model)."""
     from lib.models.encoder import MAX_SEED, ModelLoadError, model_key, split_model_key
 
-    assert MAX_SEED == state.MAX_SEED_UI == 9999
+    assert MAX_SEED == session.MAX_SEED_UI == 9999
     assert split_model_key("x#random-9999") == ("x", "random", 9999)
     for bad in ("x#random-10000", "x#random-123456789", "x#random-٣"):
         with pytest.raises(ModelLoadError):
@@ -211,7 +211,7 @@ def test_a_seed_in_a_link_obeys_the_sidebar_bounds():
     at.query_params["model"] = "sentence-transformers/all-MiniLM-L6-v2#random-123456"
     at.run()
     assert not at.exception
-    assert at.session_state[state.K_ACTIVE_MODEL] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert at.session_state[session.K_ACTIVE_MODEL] == "sentence-transformers/all-MiniLM-L6-v2"
     assert "9,999" in alerts(at).replace("\\", "")
 
 

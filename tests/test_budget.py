@@ -359,10 +359,10 @@ def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page
 def test_server_runs_blas_on_the_configured_threads(monkeypatch):
     from threadpoolctl import threadpool_info
 
-    from ui import cache
+    from ui import startup
 
     monkeypatch.setenv("CONTEXT_LENS_BLAS_THREADS", "1")
-    assert cache.limit_blas_threads() == 1
+    assert startup.limit_blas_threads() == 1
     blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
     assert blas and all(p["num_threads"] == 1 for p in blas)
 
@@ -374,7 +374,8 @@ def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
     import sys
 
     code = (
-        "from ui import cache\n"
+        "from ui import startup\n"
+        "startup.start()\n"  # what serve.py and app.py call once, before any page runs
         "import scipy.linalg, sklearn.decomposition, umap\n"  # what a first projection loads, later
         "from threadpoolctl import threadpool_info\n"
         "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"

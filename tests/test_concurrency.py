@@ -117,11 +117,11 @@ def test_tokenizer_is_shared_safely_under_many_small_calls(encoder):
 RACE_SCRIPT = r"""
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-from ui import cache
+from ui import startup
 import plotly.graph_objects as go
 
 assert "pandas" not in sys.modules, "this check needs a process where pandas is not imported yet"
-cache.warm_up_in_background()  # what Projections does when a learner first chooses UMAP
+startup.warm_up_in_background()  # what Projections does when a learner first chooses UMAP
 errors, n, t0 = [], 0, time.time()
 while time.time() - t0 < 120:
     try:  # what the next page (any session) does meanwhile: build a figure

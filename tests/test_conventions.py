@@ -42,7 +42,7 @@ def test_caching_lives_in_ui_cache_only():
 
 
 def test_tests_seed_page_state_through_ui_state_seed():
-    """A test sets session state with ui.state.seed (or page_test), never by writing at.session_state."""
+    """A test sets session state with tests.conftest.seed (or page_test), never by writing at.session_state."""
     write = re.compile(r"\bsession_state(\[[^\]]+\]|\.\w+)\s*=[^=]|\bsession_state\.(update|setdefault)\(")
     offenders = [
         f"{p.relative_to(ROOT)}:{i}"
@@ -51,7 +51,7 @@ def test_tests_seed_page_state_through_ui_state_seed():
         for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
         if write.search(line) and "st.session_state" not in line  # a page script inside a test may write its own
     ]
-    assert not offenders, f"seed page state with ui.state.seed: {offenders}"
+    assert not offenders, f"seed page state with tests.conftest.seed: {offenders}"
 
 
 def test_the_project_speaks_of_itself_only():

@@ -16,8 +16,8 @@ from lib.inputs.presets import default_preset, load_presets
 from lib.inputs.sentences import pack_text
 from lib.models.encoder import DEFAULT_MODEL
 from lib.serving import budget
-from tests.conftest import ROOT, page_test
-from ui import state
+from tests.conftest import ROOT, page_test, seed
+from ui import session
 
 pytestmark = pytest.mark.slow
 
@@ -108,11 +108,11 @@ def test_long_sentences_are_read_up_to_the_cap_and_said_once(monkeypatch):
 # ------------------------------------------------------------------------------------- the learner's text
 def _sidebar_app() -> AppTest:
     def script():
-        from ui import state
+        from ui import session, sidebar
 
-        state.init_session()
-        state.render_sidebar()
-        state.finish_run()
+        session.init_session()
+        sidebar.render()
+        session.finish_run()
 
     return AppTest.from_function(script, default_timeout=300)
 
@@ -120,7 +120,7 @@ def _sidebar_app() -> AppTest:
 def test_picking_a_preset_keeps_my_sentences_one_click_away():
     mine = "money | My bank gave me a loan.\nriver | The bank was muddy."
     at = _sidebar_app()
-    state.seed(at, text=mine, target="bank", model=DEFAULT_MODEL)
+    seed(at, text=mine, target="bank", model=DEFAULT_MODEL)
     at.run()
     assert not at.exception and not [b for b in at.button if b.key == "cl_back_to_own"]
     other = next(p for p in load_presets() if p.text != mine)
@@ -140,9 +140,9 @@ def test_sentence_box_has_max_chars():
 
 
 def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypatch):
-    monkeypatch.setattr(state, "MAX_PACKED_IN_URL", 20)
+    monkeypatch.setattr(session, "MAX_PACKED_IN_URL", 20)
     at = _sidebar_app()
-    state.seed(at, text=TEXT, target="bank", model=DEFAULT_MODEL)
+    seed(at, text=TEXT, target="bank", model=DEFAULT_MODEL)
     at.run()
     assert at.query_params.get("toolong") in ("1", ["1"]) and "text" not in at.query_params
     # whoever opens that link is told, instead of silently getting the default preset
@@ -156,7 +156,7 @@ def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypat
 
 
 def test_an_upload_longer_than_the_sentence_box_keeps_whole_lines_and_says_so(monkeypatch):
-    monkeypatch.setattr(state, "MAX_TEXT_CHARS", 400)
+    monkeypatch.setattr(session, "MAX_TEXT_CHARS", 400)
     at = page_test("pages/layers.py", preset=default_preset().id).run()
     rows = [f"river,The bank {k} of the wide and slow river was green." for k in range(20)]
     csv = ("sense,sentence\n" + "\n".join(rows)).encode()

@@ -22,8 +22,7 @@ from streamlit.testing.v1 import AppTest
 from lib.inputs.presets import default_preset, preset_by_id
 from lib.inputs.sentences import MAX_SENTENCES, pack_text
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import ROOT, page_test
-from ui import state
+from tests.conftest import ROOT, page_test, seed, url_notes
 
 pytestmark = pytest.mark.slow
 
@@ -37,8 +36,8 @@ def app(*, text=None, target=None, query=None, session=None) -> AppTest:
     """app.py's first run (the sidebar and the start page), on a custom set and/or a link."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     if text is not None:
-        state.seed(at, text=text, target=target, model=DEFAULT_MODEL, presenter=False)
-    state.seed(at, **(session or {}))
+        seed(at, text=text, target=target, model=DEFAULT_MODEL, presenter=False)
+    seed(at, **(session or {}))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     return at.run()
@@ -49,7 +48,7 @@ def page(path, *, text=None, target=None, preset=None, query=None, session=None,
     if not (ROOT / path).exists():
         pytest.skip(f"{path} does not exist yet")
     at = page_test(path, text=text, target=target, preset=preset)
-    state.seed(at, **(session or {}))
+    seed(at, **(session or {}))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
@@ -99,7 +98,7 @@ def url_note(fragment: str) -> Callable[[AppTest], None]:
     """A page run on its own records link problems for the sidebar (which app.py draws)."""
 
     def check(at: AppTest) -> None:
-        notes = state.url_notes(at)
+        notes = url_notes(at)
         assert any(fragment in n for n in notes), notes
 
     return check
@@ -160,7 +159,7 @@ def calc_cell(table: str, row: int, col: int, value: str) -> Callable[[AppTest],
         df = bases[table].copy()
         df.iloc[row, col] = value
         bases[table] = df
-        state.seed(at, calc_bases=bases, calc_version=at.session_state["calc_version"] + 1)
+        seed(at, calc_bases=bases, calc_version=at.session_state["calc_version"] + 1)
         at.run()
 
     return act

@@ -466,8 +466,8 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     fit_cell_text on every chart) and with a random-weights model (every title renamed: name_weights)."""
     from lib.inputs.presets import default_preset
     from lib.models.encoder import DEFAULT_MODEL, model_key
-    from tests.conftest import page_test
-    from ui import cache, state
+    from tests.conftest import page_test, seed
+    from ui import cache
 
     built = []
     materialise = LazyFigure.materialise
@@ -477,7 +477,7 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     def specs() -> list[dict]:
         cache.RESULTS.clear()
         at = page_test(f"pages/{page}.py")
-        state.seed(at, preset=default_preset().id, **settings.get(how, {}))
+        seed(at, preset=default_preset().id, **settings.get(how, {}))
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert not at.error, [e.value for e in at.error]

@@ -1,8 +1,8 @@
 """Links made before the controls were declared once still open the same view, and every control read from a link is written back.
 
 Each case is a link as the app wrote it before the change (every URL key of the page, non-default values).
-Opening it must set the page's controls to those values, and the URL the page writes (ui.state.sync_url,
-read with ``ui.state.url_written`` before app.py writes it) must carry the same values, so copying the address bar
+Opening it must set the page's controls to those values, and the URL the page writes (ui.link.sync_url,
+read with ``tests.conftest.url_written`` before app.py writes it) must carry the same values, so copying the address bar
 gives the same view again. The shared keys (preset, target, text, model, weights, seed, presenter,
 toolong) are covered by tests/test_app_shell.py and tests/test_guards_app.py.
 """
@@ -15,8 +15,7 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import page_test
-from ui import state
+from tests.conftest import page_test, seed, url_notes, url_written
 
 pytestmark = pytest.mark.slow
 
@@ -122,10 +121,10 @@ def test_an_old_link_opens_the_same_view_and_is_written_back(page):
         at.query_params[k] = v
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert not state.url_notes(at), state.url_notes(at)  # no key was refused
+    assert not url_notes(at), url_notes(at)  # no key was refused
     for key, value in expected.items():
         assert at.session_state[key] == value, key
-    written = state.url_written(at)
+    written = url_written(at)
     for key, value in expected.items():
         if page == "pages/lesson.py" and key == "lesson_done":
             continue  # the lesson writes the steps solved in this session, not the link's (see pages/lesson.py)
@@ -141,20 +140,20 @@ def test_a_control_declared_once_is_read_clamped_and_written_back():
 
     script = """
 import streamlit as st
-from ui import state
-CONTROLS = [
-    state.Control("t_int", "int", 5, lo=0, hi=10),
-    state.Control("t_choice", "choice", "x", choices=("x", "y")),
-    state.Control("t_bool", "bool", False),
-    state.Control("t_float", "float", 0.5, lo=0.0, hi=1.0),
-    state.Control("t_text", "text", "", max_chars=4),
-    state.Control("t_local", "int", 3, lo=0, hi=9, in_url=False),
-    state.Control("t_short", "text", "", omit_default=True),
+from ui import link
+PARAMS = [
+    link.Param("t_int", "int", 5, lo=0, hi=10),
+    link.Param("t_choice", "choice", "x", choices=("x", "y")),
+    link.Param("t_bool", "bool", False),
+    link.Param("t_float", "float", 0.5, lo=0.0, hi=1.0),
+    link.Param("t_text", "text", "", max_chars=4),
+    link.Param("t_local", "int", 3, lo=0, hi=9, in_url=False),
+    link.Param("t_short", "text", "", omit_default=True),
 ]
-state.init_controls(CONTROLS)
-st.write(repr(tuple(st.session_state[c.key] for c in CONTROLS)))
-state.sync_controls(CONTROLS, {"t_bool": False})
-st.write(repr(state.url_written(st.session_state)))
+link.init_params(PARAMS)
+st.write(repr(tuple(st.session_state[c.key] for c in PARAMS)))
+link.sync_params(PARAMS, {"t_bool": False})
+st.write(repr(link.page_params()))
 """
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
@@ -285,7 +284,7 @@ def test_an_old_link_shows_its_view(page, link, want):
 
 
 def test_seed_starts_a_session_that_does_not_read_the_links_shared_keys():
-    """ui.state.seed: the tests' public way into a session (no private keys)."""
+    """tests.conftest.seed: the tests' public way into a session (no private keys)."""
     import sys
 
     from streamlit.testing.v1 import AppTest
@@ -294,22 +293,22 @@ def test_seed_starts_a_session_that_does_not_read_the_links_shared_keys():
 
     script = """
 import streamlit as st
-from ui import state
-ss = state.sentence_set()
-st.write(repr((ss.target, state.model_name(), state.presenter(), st.session_state.get("attn_layer"))))
-state.Control("attn_layer", "int", 1, lo=1, hi=6).init()
+from ui import link, session
+ss = session.sentence_set()
+st.write(repr((ss.target, session.model_name(), session.presenter(), st.session_state.get("attn_layer"))))
+link.Param("attn_layer", "int", 1, lo=1, hi=6).init()
 st.write(repr(st.session_state["attn_layer"]))
 """
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     at = AppTest.from_string(script, default_timeout=120)
-    state.seed(at, presenter=True, attn_layer=9)
+    seed(at, presenter=True, attn_layer=9)
     at.query_params.update({"preset": "apple", "attn_layer": "3"})  # a started session reads neither
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.markdown[0].value == repr((BANK.target, DEFAULT_MODEL, True, 9))
     assert at.markdown[1].value == "6"  # a seeded value is still clamped by its control
-    assert state.url_notes(at) == [] and state.url_written(at) == {}
+    assert url_notes(at) == [] and url_written(at) == {}
 
 
 def test_a_class_board_link_opens_its_board(tmp_path, monkeypatch):
@@ -328,6 +327,6 @@ def test_a_class_board_link_opens_its_board(tmp_path, monkeypatch):
             at.query_params[k] = v
         at.run()
         assert not at.exception, [e.value for e in at.exception]
-        assert state.url_written(at) == {"room": new.board.code}
+        assert url_written(at) == {"room": new.board.code}
         assert bool(at.get("button") and any(b.key == "board_delete" for b in at.button)) is teacher
         assert any(b.key == "board_send" for b in at.button) is not teacher

@@ -12,8 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from lib import board as lb
 from lib.models.encoder import DEFAULT_MODEL as MODEL
-from tests.conftest import ROOT, page_test
-from ui import state
+from tests.conftest import ROOT, page_test, seed, url_written
 from ui.widgets import escape_md
 
 PAGE = str(ROOT / "pages" / "board.py")
@@ -68,7 +67,7 @@ def test_no_room_shows_join_and_the_sidebar_starts_a_board(store):
     assert f"/board?room={code}" in "\n".join(c.value for c in at.code)
     assert at.get("imgs") or at.get("image")  # the QR code
     # the address bar gets the student link only: the key stays in the session
-    assert state.url_written(at) == {"room": code}
+    assert url_written(at) == {"room": code}
 
 
 def test_a_bad_start_says_what_to_do(store):
@@ -164,7 +163,7 @@ def test_accept_takes_only_what_the_teacher_saw(store):
     for i, s in enumerate(MONEY):
         store.send(code, f"s{i}", "money", s)
     at = board_page(room=code, key=new.key)
-    state.seed(at, board_moderate=True)
+    seed(at, board_moderate=True)
     at.run()
     assert at.button(key="board_accept_all").label == "Accept all 3"
     late = store.send(code, "late", "river", RIVER[0])  # sent while the teacher reads the queue
@@ -209,7 +208,7 @@ def test_no_saved_page_holds_the_teacher_key(store):
     store.send(code, "s9", "money", "A waiting sentence about the bank.")
     for moderating in (False, True):
         at = AppTest.from_file(HARNESS, default_timeout=600)
-        state.seed(at, _export_page=str(ROOT / "pages" / "board.py"), board_moderate=moderating)
+        seed(at, _export_page=str(ROOT / "pages" / "board.py"), board_moderate=moderating)
         at.query_params["room"], at.query_params["key"] = code, new.key
         at.run()
         assert not at.exception, [e.value for e in at.exception]
@@ -249,7 +248,7 @@ def test_joining_by_code_as_typed(store):
     at.button(key="board_join_button").click().run()
     assert not at.exception and not at.error
     assert at.text_input(key="board_text") is not None
-    assert state.url_written(at) == {"room": code}
+    assert url_written(at) == {"room": code}
 
 
 def test_a_student_sees_where_theirs_lands(store, encoder):
@@ -271,7 +270,7 @@ def test_a_student_sees_where_theirs_lands(store, encoder):
         cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
         nearest = max(cos, key=cos.get)
         at = board_page(room=code)
-        state.seed(at, board_student=f"s{i}")
+        seed(at, board_student=f"s{i}")
         at.run()
         assert not at.exception
         assert f"sits nearest the class's **{nearest}** sentences" in texts(at)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import state
+from tests.conftest import seed
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "calculator.py")
 
@@ -19,7 +19,7 @@ def _run() -> AppTest:
 def _edit(at: AppTest, name: str, row: int, column: str, value: str) -> AppTest:
     """Type `value` into one cell of a matrix editor (E, P, W_Q, ...) and rerun."""
     key = f"calc_{name}_v{at.session_state['calc_version']}"
-    state.seed(at, **{key: {"edited_rows": {row: {column: value}}, "added_rows": [], "deleted_rows": []}})
+    seed(at, **{key: {"edited_rows": {row: {column: value}}, "added_rows": [], "deleted_rows": []}})
     return at.run()
 
 

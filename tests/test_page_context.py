@@ -10,8 +10,7 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.stats.context import MAX_WORDS, layer_cosines, occlusion
-from tests.conftest import page_test
-from ui import state
+from tests.conftest import page_test, seed, url_written
 
 PAGE = "pages/context.py"
 
@@ -55,7 +54,7 @@ def test_default_preset_shows_the_models_numbers(encoder):
     assert swaps and all("→" in b.label for b in swaps)
     assert any("nearest sense" in " ".join(map(str, df.value.columns)) for df in at.dataframe)
     assert at.get("download_button")
-    url = state.url_written(at)
+    url = url_written(at)
     assert url["ctx_sentence"] == "1" and url["ctx_layer"] == str(L) and url["ctx_replace"] == "mask"
     # beside the shift, the change of the sense margin (own sense's centroid minus the nearest other's, the
     # centroids built without this sentence), recomputed here with numpy for the five words shown
@@ -95,7 +94,7 @@ def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():
     _assert_ok(at)
     assert at.session_state["ctx_with"] == replacement
     assert f"“{word}” becomes “{replacement}”" in _shown(at)
-    assert state.url_written(at)["ctx_with"] == replacement
+    assert url_written(at)["ctx_with"] == replacement
 
 
 def test_state_comes_from_the_link():
@@ -118,12 +117,12 @@ def test_one_word_context():
 
 def test_a_typed_sentence_with_a_mask_token():
     at = page_test(PAGE, preset=default_preset().id)
-    state.seed(at, ctx_own="The [MASK] sat on the river [bank] .")
+    seed(at, ctx_own="The [MASK] sat on the river [bank] .")
     at.run()
     _assert_ok(at)
     caption = " ".join(c.value for c in at.caption)
     assert "The \\[MASK\\] sat on the river **bank**" in caption  # one target; [MASK] is a context word
-    assert state.url_written(at)["ctx_own"] == "The [MASK] sat on the river [bank] ."
+    assert url_written(at)["ctx_own"] == "The [MASK] sat on the river [bank] ."
 
 
 @pytest.mark.slow

@@ -11,8 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import ROOT, page_test
-from ui import state
+from tests.conftest import ROOT, page_test, seed, url_written
 
 pytestmark = pytest.mark.slow
 RANDOM0 = f"{DEFAULT_MODEL}#random-0"
@@ -59,7 +58,7 @@ def test_a_bad_weights_link_falls_back_with_a_note():
 
 def test_layers_probe_and_two_models():
     at = page_test("pages/layers.py")
-    state.seed(at, preset="apple", model=RANDOM0)
+    seed(at, preset="apple", model=RANDOM0)
     at.query_params["layers_compare"] = "1"
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -73,7 +72,7 @@ def test_layers_probe_and_two_models():
     assert any("random weights, seed 0 vs trained weights" in t for t in shown)
     # the default second model is the trained twin of the random one, and the link keeps the choice
     assert at.text_input(key="layers_other").value == DEFAULT_MODEL
-    page_url = state.url_written(at)
+    page_url = url_written(at)
     assert page_url["layers_compare"] == "1" and page_url["layers_other"] == DEFAULT_MODEL
     assert "Blue: **" in text and "red, dashed" in text
 
@@ -87,7 +86,7 @@ def test_projections_neighbour_check_and_three_seeds():
     assert "nearest neighbours" in captions and "random layout would keep about 45%" in captions
     assert "The same map from three random starts" in [h.value for h in at.subheader]
     assert any("three seeds" in t for t in titles(at))
-    assert state.url_written(at)["proj_seeds"] == "1"
+    assert url_written(at)["proj_seeds"] == "1"
     # PCA has no seed: the toggle is disabled and the view is not drawn
     at.radio(key="proj_method").set_value("pca").run()
     assert at.toggle(key="proj_seeds").disabled

@@ -18,9 +18,8 @@ from streamlit.testing.v1 import AppTest
 from lib.inputs.presets import default_preset
 from lib.teaching import lesson
 from tests.browser._browser import app_pages
-from tests.conftest import ROOT
+from tests.conftest import ROOT, seed
 from tests.test_page_export import HOSTILE_SET
-from ui import state
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +64,7 @@ def read(doc: str) -> _Doc:
 
 def export(page: str, **seeded) -> tuple[AppTest, _Doc, str]:
     at = AppTest.from_file(HARNESS, default_timeout=600)
-    state.seed(at, **seeded, _export_page=str(ROOT / "pages" / f"{page}.py"))
+    seed(at, **seeded, _export_page=str(ROOT / "pages" / f"{page}.py"))
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     doc = at.session_state["_export_html"]
@@ -133,7 +132,7 @@ def test_a_hostile_set_stays_text():
 
 def test_the_lesson_file_holds_every_step():
     at = AppTest.from_file(HARNESS, default_timeout=900)
-    state.seed(at, _export_page=str(ROOT / "pages" / "lesson.py"))
+    seed(at, _export_page=str(ROOT / "pages" / "lesson.py"))
     at.run()
     q = next(w for kind in ("radio", "selectbox") for w in at.get(kind) if w.key == "lesson_q_static")
     given = q.options[0]

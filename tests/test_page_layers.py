@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import state
+from tests.conftest import seed, url_written
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 
@@ -18,7 +18,7 @@ PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 def _app(text: str | None = None, target: str | None = None) -> AppTest:
     at = AppTest.from_file(PAGE, default_timeout=240)
     if text is not None:
-        state.seed(at, text=text, target=target)
+        seed(at, text=text, target=target)
     return at
 
 
@@ -48,7 +48,7 @@ def test_preset_shows_every_section():
     downloads = {b.key for b in at.get("download_button")}
     assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
-    page_url = state.url_written(at)
+    page_url = url_written(at)
     assert page_url["layers_layer"] == str(at.session_state["layers_layer"])
     assert page_url["layers_pooling"] == "layer"
 
@@ -67,8 +67,8 @@ def test_controls_do_not_run_the_model_again():
     at.radio(key="layers_pooling").set_value("all").run()
     _ok(at)
     assert _encoder_calls() == calls
-    assert state.url_written(at)["layers_pooling"] == "all"
-    assert state.url_written(at)["layers_view"] == "all"
+    assert url_written(at)["layers_pooling"] == "all"
+    assert url_written(at)["layers_view"] == "all"
     assert "mean of all layers" in _markdown(at)
 
 

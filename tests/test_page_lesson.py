@@ -15,8 +15,7 @@ import pytest
 from lib.charts.common import PRESENTER_FONT, presenter_layout
 from lib.inputs.presets import preset_by_id
 from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
-from tests.conftest import page_test
-from ui import state
+from tests.conftest import page_test, seed, url_written
 from ui.widgets import escape_md
 
 PAGE = "pages/lesson.py"
@@ -146,7 +145,7 @@ def test_lesson_from_start_to_end_wrong_once_then_right(questions):
     assert list(table["result"]) == ["correct"] * len(QUESTION_IDS)
     done = at.session_state["lesson_done"]
     assert set(lesson.solved_from_mask(done)) == set(QUESTION_IDS)
-    url = state.url_written(at)
+    url = url_written(at)
     assert url["lesson_step"] == str(N) and url["lesson_done"] == str(done)
     assert any("What this model showed" in m.value for m in at.markdown)
     assert at.get("download_button")
@@ -172,7 +171,7 @@ def test_progress_comes_back_from_a_link():
     assert not at.exception
     assert at.session_state["lesson_step"] == 2
     assert any("solved this one earlier" in c.value for c in at.caption)
-    assert state.url_written(at)["lesson_done"] == str(lesson.solved_mask(["static", "apple"]))
+    assert url_written(at)["lesson_done"] == str(lesson.solved_mask(["static", "apple"]))
 
 
 @pytest.mark.parametrize("raw, expected", [("abc", 1), ("99", N), ("-3", 1)])
@@ -195,7 +194,7 @@ def test_checking_without_an_answer_asks_for_one():
 
 def test_presenter_mode_runs_every_chart_step():
     at = page_test(PAGE)
-    state.seed(at, presenter=True)
+    seed(at, presenter=True)
     at.run()
     for k, step in enumerate(lesson.STEPS, start=1):
         if step.id != "summary":

@@ -76,13 +76,13 @@ def test_pca_default_shows_map_layers_and_csv(encode_calls):
 
 def _umap_warmed_up(timeout: float = 300.0) -> None:
     """Start this process's UMAP warm-up (as the page does) and wait for it: while it runs the page draws PCA."""
-    from ui import cache
+    from ui import startup
 
-    cache.warm_up_in_background()
+    startup.warm_up_in_background()
     deadline = time.monotonic() + timeout
-    while cache.umap_status() == "warming" and time.monotonic() < deadline:
+    while startup.umap_status() == "warming" and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert cache.umap_status() == "ready"
+    assert startup.umap_status() == "ready"
 
 
 @pytest.mark.parametrize("method", [pytest.param("umap", marks=pytest.mark.slow), "tsne"])  # UMAP: ~20 s

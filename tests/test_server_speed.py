@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from ui import cache, widgets
+from ui import startup, widgets
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def test_torch_threads_from_environment(monkeypatch, restore_threads, value, exp
         monkeypatch.delenv("CONTEXT_LENS_TORCH_THREADS", raising=False)
     else:
         monkeypatch.setenv("CONTEXT_LENS_TORCH_THREADS", value)
-    assert cache.limit_torch_threads() == expected
+    assert startup.limit_torch_threads() == expected
     assert torch.get_num_threads() == expected
 
 

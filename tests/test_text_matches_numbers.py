@@ -24,8 +24,7 @@ from lib.stats.pooling import with_pooled
 from lib.stats.readout import leave_one_out_readout
 from lib.stats.similarity import cosine_matrix
 from lib.teaching import lesson, lesson_senses
-from tests.conftest import ROOT
-from ui.state import seed
+from tests.conftest import ROOT, seed
 
 N_LAYERS = 3
 

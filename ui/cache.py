@@ -1,6 +1,6 @@
 """The only place with Streamlit caching: the model once per process, results per distinct input.
 
-One concept, over 600 lines by design: every cached entry point of the app lives here and nowhere else.
+Every cached entry point of the app lives here and nowhere else (the process's tuning and warm-ups: ui.startup).
 
 The model sits in ``st.cache_resource``. Every result (encodings, target vectors, statistics, parsed uploads,
 the pages' profiles, curves and projections, shared figures) sits in one :class:`lib.serving.budget.ByteLRU` for the
@@ -21,7 +21,6 @@ import dataclasses
 import functools
 import hashlib
 import logging
-import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -39,20 +38,13 @@ from lib.inputs.corpus import (
 )
 from lib.inputs.corpus import anisotropy_curves as _anisotropy_curves
 from lib.inputs.sentences import clean_sentences as _clean_sentences
-from lib.models.encoder import (
-    DEFAULT_MODEL,
-    Encoder,
-    Encoding,
-    ModelLoadError,
-    TargetVectors,
-    concat_encodings,
-    load_encoder,
-)
+from lib.models import load_model
+from lib.models.base import Encoding, TargetVectors, TransformerModel, concat_encodings
+from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError, parse_model_key
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, ExpiringDict, cache_budget_bytes
 from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
-from lib.serving.lazy import load
-from lib.serving.memory import limit_arenas, release_memory
+from lib.serving.memory import release_memory
 from lib.stats.baseline import other_token_masks
 from lib.stats.layer_profile import LayerProfile
 from lib.stats.layer_profile import layer_profile as _layer_profile
@@ -62,31 +54,6 @@ from ui.work import attention_floats, heavy, lease_for_run, pass_cost, projectio
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
-limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/serving/memory.py), first thing
-
-
-def limit_blas_threads() -> int:
-    """Run numpy's BLAS (OpenBLAS) on ``CONTEXT_LENS_BLAS_THREADS`` threads (default 1); returns the number.
-
-    The same reasoning as torch's threads (below): a server answers many small requests at once. Measured on
-    the shared two-core box (a hosted server's CPU): the reference corpus's seven 384 x 384 covariance fits (5,796 word
-    pieces) took 7.5-9.3 s of CPU with BLAS's default two threads spinning against the other processes,
-    0.45 s with one; the Anisotropy corpus upload took 23-25 s of server CPU.
-    """
-    from threadpoolctl import threadpool_limits
-
-    try:
-        n = max(1, int(os.environ.get("CONTEXT_LENS_BLAS_THREADS", "1")))
-    except ValueError:
-        n = 1
-    threadpool_limits(limits=n, user_api="blas")  # process-wide until changed; not a context here
-    # threadpool_limits reaches only the BLAS libraries loaded so far; scipy (loaded with scikit-learn or UMAP
-    # when a learner first projects) brings its own OpenBLAS, which reads this variable when it loads.
-    os.environ["OPENBLAS_NUM_THREADS"] = str(n)
-    return n
-
-
-limit_blas_threads()
 ENCODE_CALLS: Counter[str] = Counter()
 RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
 _failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
@@ -95,39 +62,20 @@ _log = logging.getLogger("context_lens")
 
 
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
-def encoder(model_name: str = DEFAULT_MODEL) -> Encoder:
-    """The loaded encoder for ``model_name``, shared by every session. Raises ModelLoadError."""
-    limit_torch_threads()
-    return load_encoder(model_name)
+def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
+    """The loaded model for ``model_name`` (an encoder or a decoder: lib.models.load_model), shared by every
+    session. Raises ModelLoadError."""
+    return load_model(model_name)
 
 
-def limit_torch_threads() -> int:
-    """Run torch's forward passes on ``CONTEXT_LENS_TORCH_THREADS`` threads (default 1); returns the number.
-
-    A server serves many small requests (a class's 8-sentence sets) at once, not one large one: with torch's
-    default of one intra-op thread per core, each forward pass on a shared two-core box spent as much CPU
-    in OpenMP's threads synchronising (spinning while the other core was busy) as in the work itself.
-    Measured with benchmarks/browser_bench.py's class section: a new student cost the server 2.5-2.9 s of
-    CPU with 2 threads, 1.2-1.7 s with 1. Set it higher for a host that serves one user large sets.
-    """
-    import torch
-
-    try:
-        n = max(1, int(os.environ.get("CONTEXT_LENS_TORCH_THREADS", "1")))
-    except ValueError:
-        n = 1
-    if torch.get_num_threads() != n:
-        torch.set_num_threads(n)
-    return n
-
-
-def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
-    """(encoder, None) when the model loads, else (None, message). A failed name is not retried for a while.
+def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:
+    """(model, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
     In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
     up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
     link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
-    reason goes to the server's log.
+    reason goes to the server's log. The one exception: the decoder pack (``DECODER_MODEL``) not fetched yet
+    says so in its own sentence (lib.models.pack.MISSING), which tells nothing about the disk.
     """
     if hosted_mode() and not model_allowed(model_name):
         return None, MODEL_REFUSAL
@@ -137,7 +85,15 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
     try:
         return encoder(model_name), None
     except ModelLoadError as err:
+        from lib.models.pack import MISSING
+
         _log.info("model %r refused: %s", model_name[:200], err)
+        try:
+            is_pack = parse_model_key(model_name).base == DECODER_MODEL
+        except ModelLoadError:
+            is_pack = False
+        if is_pack and str(err) == MISSING:  # not remembered: once fetched, the next try loads it
+            return None, MISSING
         _failed_models[model_name] = MODEL_REFUSAL
         return None, MODEL_REFUSAL
 
@@ -213,7 +169,7 @@ ATTENTIONS_WITH_SET = 16
 ATTENTIONS_WITH_SET_BYTES = 4 * 1024 * 1024
 
 
-def _keep_attentions(enc: Encoder, pieces: list[int]) -> bool:
+def _keep_attentions(enc: TransformerModel, pieces: list[int]) -> bool:
     return len(pieces) <= ATTENTIONS_WITH_SET and attention_floats(enc, pieces) * 4 <= ATTENTIONS_WITH_SET_BYTES
 
 
@@ -345,7 +301,7 @@ def encode_in_chunks(
 
 
 def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
-    """The target's vectors in each sentence (see Encoder.target_vectors), reusing cached encodings.
+    """The target's vectors in each sentence (see TransformerModel.target_vectors), reusing cached encodings.
 
     Sentences whose target cannot be used are skipped; their messages are in ``.problems`` and ``.kept``
     says which input sentences remain. Changing only the target word does not run the model again. Sets
@@ -412,40 +368,6 @@ def set_stats(model_name: str, corpus_key: str, _clean: tuple[str, ...]) -> Corp
     return _cached(("set_stats", model_name, corpus_key), lambda: corpus_statistics(set_encoding(model_name, _clean)))
 
 
-_warm_started = False
-
-
-def warm_up_in_background() -> None:
-    """Once per server process, compile UMAP's numba code in a daemon thread.
-
-    Called by the Projections page the first time a learner chooses UMAP (the page shows PCA meanwhile and
-    switches by itself): importing umap, numba and pynndescent and compiling costs ~0.3 GB of memory and
-    10-25 s of one core, which a server where nobody chooses UMAP never pays.
-    """
-    global _warm_started
-    with _lock:
-        if _warm_started:
-            return
-        _warm_started = True
-
-    def _run() -> None:
-        from lib.stats.projection import warm_up_umap
-
-        WARM_UP["umap_seconds"] = warm_up_umap()
-        release_memory()
-
-    import pandas  # noqa: F401  (umap imports pandas; plotly reads sys.modules["pandas"] without the import lock, so a half-imported pandas in the warm-up thread breaks figures other sessions build meanwhile)
-
-    # What the page draws meanwhile (the PCA map and its neighbour check) is imported here, before the warm-up's
-    # `import umap` holds lib.serving.lazy's import lock for a few seconds: the PCA map does not wait for it.
-    load("sklearn.decomposition")
-    load("sklearn.manifold")
-    threading.Thread(target=_run, name="context-lens-umap-warmup", daemon=True).start()
-
-
-WARM_UP: dict[str, float] = {}
-
-
 # --------------------------------------------------------------------------------- "What moves the word"
 # One entry holds (num_layers + 1) x words floats and the target's vector: a few kB, kept in the same
 # byte-bounded RESULTS cache as every other result.
@@ -509,55 +431,6 @@ def statistic_slot(vectors):
     everyone else's ordinary sets."""
     shape = np.shape(vectors)
     return heavy(8 * int(np.prod(shape)), large=bool(shape) and shape[0] > CHUNK)
-
-
-# --------------------------------------------------------------------------- speed
-_frozen_stages: set[str] = set()
-
-
-def freeze_heap() -> str | None:
-    """Move the long-lived objects out of the garbage collector's way, once per stage and process.
-
-    The model, torch, transformers and plotly leave ~500,000 objects that live as long as the server; every
-    full collection (Python's own, or Streamlit's after each script run) walks all of them. ``gc.freeze()``
-    puts the objects alive now into a permanent generation that collections skip. Called by app.py after a
-    page has run: once when the model is loaded ("model"), once more when the UMAP warm-up has imported
-    umap, numba and pandas ("umap"). A collection first, so garbage is not frozen with them. Returns the
-    stage frozen now, or None. ``CONTEXT_LENS_GC_FREEZE=0`` switches it off (the benchmark's "before").
-    """
-    import gc
-    import os
-    import sys
-
-    if os.environ.get("CONTEXT_LENS_GC_FREEZE", "1").strip() == "0":
-        return None
-    if "umap_seconds" in WARM_UP:
-        stage = "umap"
-    elif sum(ENCODE_CALLS.values()) and "torch" in sys.modules:
-        stage = "model"
-    else:
-        return None
-    with _lock:
-        if stage in _frozen_stages:
-            return None
-        _frozen_stages.add(stage)
-        _frozen_stages.add("model")  # a later "model" call has nothing left to do
-    gc.collect()
-    gc.freeze()
-    return stage
-
-
-def umap_status() -> str:
-    """'ready' when the background warm-up has compiled UMAP, 'warming' while it runs, else 'idle'.
-
-    'idle' means no warm-up runs in this process (a page run on its own, or a failed warm-up): computing a
-    UMAP then does the import and compilation itself (and shows any error).
-    """
-    if "umap_seconds" in WARM_UP:
-        return "ready"
-    if any(t.name == "context-lens-umap-warmup" and t.is_alive() for t in threading.enumerate()):
-        return "warming"
-    return "idle"
 
 
 class SharedFigure:
@@ -742,22 +615,3 @@ def encode_ahead(model_name: str, sentences: tuple[str, ...], target: str) -> No
     clean = clean_sentences(sentences, target)
     if clean and not all(_sentence_key(model_name, s) in RESULTS for s in clean):
         encoding(model_name, clean, spinner=False)
-
-
-_board_warm: set[str] = set()
-
-
-def warm_up_board(model_name: str) -> None:
-    """Once per process, when a teacher opens a board: import scikit-learn's PCA (the board's map) in a daemon
-    thread, so the first accepted sentences are not charted after a cold import (~0.7 s of CPU)."""
-    with _lock:
-        if model_name in _board_warm:
-            return
-        _board_warm.add(model_name)
-
-    def _run() -> None:
-        load("sklearn.decomposition")
-
-    import pandas  # noqa: F401  (imported here, not half-way in the thread while plotly reads it: warm_up_in_background)
-
-    threading.Thread(target=_run, name="context-lens-board-warmup", daemon=True).start()

@@ -23,7 +23,7 @@ from lib.models.encoder import (
 from lib.stats.context import ContextError
 from lib.stats.probe import ProbeError
 from lib.stats.projection import NeighbourCheck
-from ui import cache, state
+from ui import cache, link
 from ui.widgets import chart, escape_md, prose
 
 
@@ -165,8 +165,8 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
 
 def compare_requested(page: str) -> bool:
     """Whether this run compares with a second model (the toggle's state, else the link's ``<page>_compare``),
-    known before the toggle is drawn: call it before the page reads its set (state.models_per_set)."""
-    state.init_controls([state.Control(f"{page}_compare", "bool", False)])
+    known before the toggle is drawn: call it before the page reads its set (session.models_per_set)."""
+    link.init_params([link.Param(f"{page}_compare", "bool", False)])
     return bool(st.session_state.get(f"{page}_compare"))
 
 
@@ -178,8 +178,8 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
     """
     k_on, k_other = f"{page}_compare", f"{page}_other"
     default_other = other_model_key(model)
-    picker = [state.Control(k_on, "bool", False), state.Control(k_other, "text", default_other, max_chars=220)]
-    state.init_controls(picker)
+    picker = [link.Param(k_on, "bool", False), link.Param(k_other, "text", default_other, max_chars=220)]
+    link.init_params(picker)
     c1, c2 = st.columns([1, 2])
     on = c1.toggle(
         "Compare with a second model",
@@ -197,7 +197,7 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
         "twin, #random-0 for fresh weights from BERT's initialiser.",
     )
     other = (st.session_state.get(k_other) or "").strip() or default_other
-    state.sync_controls(picker, {k_other: other})
+    link.sync_params(picker, {k_other: other})
     if not on:
         st.caption(off_note)
         return None

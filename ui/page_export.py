@@ -268,28 +268,28 @@ def weights_text(model_key: str) -> str:
 
 def view_link() -> str:
     """The address that reopens this view: this page's address on the host the learner uses, with the view's
-    query parameters (ui.state.view_params)."""
-    from ui import state
+    query parameters (ui.session.view_params)."""
+    from ui import session
 
     url = st.context.url or "http://localhost:8501/"
     parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", urlencode(state.view_params()), ""))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", urlencode(session.view_params()), ""))
 
 
 def page_meta(*, with_set: bool = True) -> pe.Meta:
     """The file's header for the current view (read in the run: the callable runs without a session)."""
-    from ui import state
+    from ui import session
 
-    model = state.model_name()
+    model = session.model_name()
     sentences: tuple[tuple[str, str], ...] = ()
     target = ""
     if with_set:
-        ss = state.sentence_set()
+        ss = session.sentence_set()
         senses = ss.senses if any(ss.senses) else ("",) * len(ss.sentences)
         sentences = tuple((s or "", x) for s, x in zip(senses, ss.sentences, strict=True))
         target = ss.target or ""
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return pe.Meta(model=state.model_display(model), weights=weights_text(model), date=now, link=view_link(),
+    return pe.Meta(model=session.model_display(model), weights=weights_text(model), date=now, link=view_link(),
                    target=target, sentences=sentences)  # fmt: skip
 
 

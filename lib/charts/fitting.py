@@ -22,7 +22,7 @@ MIN_CELL_FONT = 9  # px; numbers that would be drawn smaller are hidden (hover s
 # The width (px) a full-width chart gets when the server cannot know the screen: a laptop's main column with
 # the sidebar open (1366 - 300 - padding), and a 1280-px projector in presenter mode (sidebar closed,
 # 2rem side padding at 22-px type). Narrower screens shrink the numbers further (plotly's automatic size),
-# and the page's CSS hides any that end up below MIN_CELL_FONT (ui.state).
+# and the page's CSS hides any that end up below MIN_CELL_FONT (ui.style).
 ASSUMED_WIDTH_PX = 980
 PRESENTER_WIDTH_PX = 1190
 _PLOTLY_DEFAULT_HEIGHT = 450

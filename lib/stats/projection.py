@@ -14,7 +14,7 @@ umap-learn and scikit-learn are imported lazily (their import and numba compilat
 `lib.serving.lazy.load`, which makes first imports from several threads safe. Before importing umap,
 `NUMBA_CACHE_DIR` is pointed at a writable folder if unset. `warm_up_umap()` runs a tiny fit so that
 numba has compiled everything before the first map: the app calls it in a background thread the first
-time a learner chooses UMAP (ui.cache.warm_up_in_background).
+time a learner chooses UMAP (ui.startup.warm_up_in_background).
 """
 
 from __future__ import annotations

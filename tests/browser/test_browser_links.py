@@ -108,7 +108,7 @@ def test_html_in_a_sentence_shows_as_text(page, server, shots_dir):
 
 
 def test_a_bad_page_parameter_in_a_link_is_explained(page, server):
-    # ui.state.url_int records "The link's “attn_head” value is not a whole number" for the sidebar
+    # ui.link.url_int records "The link's “attn_head” value is not a whole number" for the sidebar
     page.goto(server + "/attention?preset=bank&attn_head=x")
     wait_charts(page)
     assert not exceptions(page)

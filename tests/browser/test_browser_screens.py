@@ -2,7 +2,7 @@
 
 Checked on each page: no horizontal scrolling; on the phone the sidebar starts closed (it does not cover the
 page); on the projector the page's main chart starts in the upper half of the first screen (top < 360 px of
-720: presenter mode's compact title, introduction and controls, ui.state._PRESENTER_CSS); no chart's text is cut at the
+720: presenter mode's compact title, introduction and controls, ui.style.PRESENTER_CSS); no chart's text is cut at the
 chart's edge or runs into another title (JS_CUT_TEXT); and axe-core's WCAG 2 A/AA rules find no violation. A screenshot of each is saved (paths printed at the end of the run).
 
 axe-core comes from npm (pinned in AXE_VERSION); `.ci/run` installs it with

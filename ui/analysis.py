@@ -1,0 +1,84 @@
+"""The session's analysis: the current set's target vectors for a page, with every message on the way.
+
+:func:`analysis` is what most pages start from. It reads the shared set (ui.session), says what the budget cut
+from it, shows a progress bar while a large set runs through the model (ui.cache, chunk by chunk), drops the
+sentences whose target cannot be used (and says which), warns about sentences longer than the model reads,
+and stops the page with a clear message when too few sentences remain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from lib.inputs.sentences import SentenceSet
+from lib.models.encoder import Encoder, TargetError, TargetVectors
+from lib.serving import budget
+from ui import cache, session
+from ui.widgets import escape_md
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What most pages need: the usable set (aligned with ``vectors``) and the target's vectors."""
+
+    set: SentenceSet
+    vectors: TargetVectors
+    model: str
+
+    @property
+    def encoder(self) -> Encoder:
+        """The loaded model (cached once per server)."""
+        return cache.encoder(self.model)
+
+
+def analysis(min_sentences: int = 1) -> Analysis:
+    """The current set's target vectors from the cache; shows a clear message and stops the page otherwise."""
+    ss = session.sentence_set()
+    if len(ss) < min_sentences:
+        if len(ss) == 0:
+            st.info(
+                "There are no usable sentences yet. Pick a preset in the sidebar, or type sentences that "
+                "contain the target word (one per line)."
+            )
+        else:
+            st.info(
+                f"This view compares sentences, so it needs at least {min_sentences}; the set has {len(ss)}. "
+                "Add sentences in the sidebar or pick a preset."
+            )
+        st.stop()
+    model = session.model_name()
+    for note in (session.text_cut_note(), session.budget_note()):  # what was cut from the set, and why
+        if note:
+            st.warning(escape_md(note))
+    if len(ss) > cache.CHUNK:
+        # said before the model starts (the budget's message above, then this bar), so a large set shows at
+        # once what happens to it; the bar shows 0 of n before the model runs and moves after each batch
+        bar = st.empty()
+
+        def show(done: int, total: int) -> None:
+            bar.progress(done / total, text=f"Running the model: {done} of {total} sentences…")
+
+        cache.encode_in_chunks(model, ss.sentences, ss.target, show)
+        bar.empty()
+    try:
+        tv = cache.target_vectors(model, ss.sentences, ss.target)
+    except TargetError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    if len(tv.kept) < len(ss):
+        for msg in tv.problems:
+            st.warning(escape_md(msg))
+        ss = ss.subset(tv.kept)
+        if len(ss) < min_sentences:
+            st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
+            st.stop()
+    if tv.encoding.any_truncated:
+        n = sum(tv.encoding.truncated)
+        limit = min(cache.encoder(model).max_tokens, budget.MAX_PIECES_PER_SENTENCE)
+        st.warning(
+            f"{n} sentence(s) are longer than {limit} word pieces, the most the model reads of one sentence "
+            "here: the model never saw the end of them."
+        )
+    return Analysis(set=ss, vectors=tv, model=model)

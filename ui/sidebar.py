@@ -1,0 +1,179 @@
+"""The sidebar: the one place to choose a preset, edit the target and the sentences, pick a model, go presenter.
+
+Drawn by app.py on every run, before the page. What it changes is the session's shared state (ui.session);
+the link's notes (ui.link) are listed at its foot.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lib.inputs.presets import load_presets, preset_by_id
+from lib.inputs.sentences import MAX_TEXT_CHARS, SentenceSet
+from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key, split_model_key
+from ui import cache, link
+from ui.session import (
+    CUSTOM,
+    K_ACTIVE_MODEL,
+    K_MODEL,
+    K_OWN,
+    K_PRESENTER,
+    K_PRESET,
+    K_SEED,
+    K_TARGET,
+    K_TEXT,
+    K_WEIGHTS,
+    MAX_SEED_UI,
+    packed_text,
+    sentence_set,
+    set_sentences,
+)
+from ui.widgets import escape_md
+
+
+def _is_preset_text(text: str, target: str) -> bool:
+    return any(p.text == text and p.target == target for p in load_presets())
+
+
+def _on_preset() -> None:
+    p = preset_by_id(st.session_state[K_PRESET])
+    if p is not None:
+        text, target = st.session_state.get(K_TEXT, ""), st.session_state.get(K_TARGET, "")
+        if text.strip() and not _is_preset_text(text, target):
+            st.session_state[K_OWN] = (text, target)  # the learner's own set stays one click away
+        st.session_state[K_TEXT] = p.text
+        st.session_state[K_TARGET] = p.target
+
+
+def _back_to_own() -> None:
+    own = st.session_state.get(K_OWN)
+    if own is not None:
+        set_sentences(own[0], own[1])
+
+
+def _on_edit() -> None:
+    p = preset_by_id(st.session_state.get(K_PRESET))
+    if p is None or st.session_state[K_TEXT] != p.text or st.session_state[K_TARGET] != p.target:
+        st.session_state[K_PRESET] = CUSTOM
+
+
+def render() -> None:
+    """The one place to choose a preset, edit the target and sentences, pick a model, go presenter."""
+    presets = load_presets()
+    titles = {p.id: p.title for p in presets}
+    titles[CUSTOM] = "Your own sentences"
+    sb = st.sidebar
+    sb.selectbox(
+        "Preset", options=[*titles], key=K_PRESET, format_func=lambda k: titles.get(k, k), on_change=_on_preset
+    )
+    sb.text_input(
+        "Target word",
+        key=K_TARGET,
+        max_chars=100,
+        on_change=_on_edit,
+        help="The word to follow. A line can mark another form in [brackets], e.g. “They [banked] left.”",
+    )
+    sb.text_area(
+        "Sentences, one per line",
+        key=K_TEXT,
+        height=260,
+        max_chars=MAX_TEXT_CHARS,
+        on_change=_on_edit,
+        help="Optional sense label before a bar: “river | We sat on the bank.” Lines starting with # are "
+        "ignored. Up to 500 sentences.",
+    )
+    own = st.session_state.get(K_OWN)
+    if own is not None and (own[0], own[1]) != (st.session_state.get(K_TEXT), st.session_state.get(K_TARGET)):
+        sb.button(
+            "Back to my sentences",
+            key="cl_back_to_own",
+            on_click=_back_to_own,
+            icon=":material/undo:",
+            help="Your own sentences and target word, as they were before you picked a preset.",
+        )
+    ss = sentence_set()
+    _show_set_messages(sb, ss)
+    active = st.session_state.get(K_ACTIVE_MODEL)
+    wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
+    # open when another model is in use, or when the one asked for (e.g. by a link) was refused: say why
+    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active):
+        st.text_input(
+            "Hugging Face id or local folder",
+            key=K_MODEL,
+            max_chars=200,
+            help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works, "
+            "and left-to-right decoders (Llama, Qwen, GPT-2 style): HuggingFaceTB/SmolLM2-135M-Instruct once "
+            "`python -m lib.models download` has fetched it.",
+        )
+        st.radio(
+            "Weights",
+            list(WEIGHTS),
+            key=K_WEIGHTS,
+            horizontal=True,
+            format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
+            help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
+            "architecture, scale and context mixing, nothing learned. What still shows up comes from the "
+            "architecture, not training. Random: fresh weights from BERT's initialiser (std 0.02), which take in "
+            "almost no context.",
+        )
+        st.number_input(
+            "Seed of the control's weights",
+            min_value=0,
+            max_value=MAX_SEED_UI,
+            step=1,
+            key=K_SEED,
+            disabled=st.session_state.get(K_WEIGHTS) == "trained",
+            help="The same seed always draws the same weights.",
+        )
+        _resolve_model(st)
+    sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
+    link.show_notes_in(sb.container())  # the link's notes; a page's own parameters add theirs here later in the run
+    if st.session_state.get(K_PRESET) == CUSTOM and packed_text() is None:
+        sb.caption("This set is too long to put in a link; the link keeps the other settings.")
+
+
+def _show_set_messages(container, ss: SentenceSet) -> None:
+    if ss.problems:
+        shown = ss.problems[:8]
+        more = ss.left_out - len(shown)
+        lines = "\n".join(f"- {escape_md(str(p))}" for p in shown)
+        if more:
+            lines += f"\n- … and {more:,} more line(s)."
+        container.warning(f"Left out {ss.left_out:,} line(s):\n{lines}")
+    for note in ss.notes:
+        container.info(escape_md(note))
+    n = len(ss)
+    if n:
+        container.caption(
+            f"{n} sentence(s) with “{escape_md(ss.target or 'bracketed targets')}”"
+            + (f", senses: {escape_md(', '.join(ss.sense_names))}" if ss.sense_names else ", no sense labels")
+        )
+
+
+def _resolve_model(container) -> None:
+    name = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
+    weights = st.session_state.get(K_WEIGHTS, "trained")
+    try:
+        seed = int(st.session_state.get(K_SEED) or 0)
+        wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
+    except (ModelLoadError, TypeError, ValueError) as err:
+        container.error(escape_md(str(err)) + "  \nStill using the previous model.")
+        return
+    if wanted != st.session_state.get(K_ACTIVE_MODEL):
+        enc, err = cache.try_encoder(wanted)
+        if enc is None:
+            container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
+            return
+        st.session_state[K_ACTIVE_MODEL] = enc.name
+    _, weights, seed = split_model_key(st.session_state[K_ACTIVE_MODEL])
+    if weights == "shuffled":
+        container.warning(
+            f"Shuffled weights (seed {seed}): every page now shows an encoder that learned nothing; its "
+            "matrices hold the trained numbers in random places. Chart titles say so."
+        )
+    elif weights == "random":
+        container.warning(
+            f"Random weights (seed {seed}): fresh weights from BERT's initialiser (std 0.02). Every page now shows "
+            "an encoder that learned nothing and takes in almost no context (its attention is nearly uniform); "
+            "to ask what training added, choose the shuffled control. Chart titles say so."
+        )
