@@ -55,6 +55,7 @@ from tests.browser._browser import (  # noqa: E402
 )
 
 LIMIT_S = 900.0  # the longest the scenario waits for every tab
+GOTO_MS = 120_000  # a hostile tab's navigation: it counts from the request, not the page's load (a busy server)
 JS_STATE = """() => {
     const alerts = Array.from(document.querySelectorAll('[data-testid="stAlert"]')).map(a => a.textContent);
     const charts = Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
@@ -149,11 +150,11 @@ def run(port: int, decoder: bool = True) -> dict:
                     tabs.append(("upload", f"junk upload {k + 1}", pg, time.perf_counter()))
                 for k in range(3):
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    pg.goto(base + compare_link(k))
+                    pg.goto(base + compare_link(k), wait_until="commit", timeout=GOTO_MS)
                     tabs.append(("compare", f"large compare link {k + 1}", pg, time.perf_counter()))
                 for k in range(2):
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                    pg.goto(base + occlusion_link(k))
+                    pg.goto(base + occlusion_link(k), wait_until="commit", timeout=GOTO_MS)
                     tabs.append(("occlusion", f"long occlusion set {k + 1}", pg, time.perf_counter()))
                 if decoder:
                     for kind, label, link in (
@@ -161,7 +162,7 @@ def run(port: int, decoder: bool = True) -> dict:
                         ("occlusion", "decoder long occlusion set", decoder_occlusion_link(0)),
                     ):
                         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                        pg.goto(base + link)
+                        pg.goto(base + link, wait_until="commit", timeout=GOTO_MS)
                         tabs.append((kind, label, pg, time.perf_counter()))
                 time.sleep(2.0)  # the hostile work is under way
                 student = browser.new_page(viewport={"width": 1400, "height": 1000})
