@@ -87,12 +87,13 @@ def floats_per_piece(model) -> int:
 def pieces_for_model(pieces: int, model) -> int:
     """A word-piece budget set for the bundled encoder, for ``model``: the same bytes of hidden states.
 
-    ``pieces × 2,688 / floats_per_piece(model)``, never below one sentence (MAX_PIECES_PER_SENTENCE), never
-    above ``pieces`` (a smaller model does not get more than the budget says). The decoder (31 × 576 a piece)
+    ``pieces × 2,688 / floats_per_piece(model)``, never below one sentence (MAX_PIECES_PER_SENTENCE, unless
+    ``pieces`` itself is smaller), never above ``pieces`` (a smaller model does not get more than the budget says). The decoder (31 × 576 a piece)
     reads 20,000 → 3,010 word pieces per set and 6,000 → 903 of a reference corpus.
     """
-    scaled = int(pieces) * REFERENCE_FLOATS_PER_PIECE // max(1, floats_per_piece(model))
-    return max(MAX_PIECES_PER_SENTENCE, min(int(pieces), scaled))
+    pieces = int(pieces)
+    scaled = pieces * REFERENCE_FLOATS_PER_PIECE // max(1, floats_per_piece(model))
+    return max(min(pieces, MAX_PIECES_PER_SENTENCE), min(pieces, scaled))
 
 
 def set_pieces_for(model, models: int = 1) -> int:
