@@ -130,3 +130,11 @@ def test_presenter_layout_of_a_dict_and_of_subplots():
     assert big.layout.coloraxis.colorbar.tickfont.size == common.PRESENTER_FONT - 4
     assert {a.font.size for a in big.layout.annotations} == {common.PRESENTER_FONT - 2}
     assert "font" not in fig["layout"]["annotations"][0] or fig["layout"]["annotations"][0]["font"]["size"] == 16
+
+
+def test_a_layer_axis_labels_every_layer_of_an_encoder_and_every_fifth_of_a_decoder():
+    from lib.charts.common import layer_dtick
+
+    assert layer_dtick(7) == 1 and layer_dtick(13) == 1  # all-MiniLM-L6-v2, bert-base: every layer
+    assert layer_dtick(31) == 5  # SmolLM2-135M: 31 labels at ~11 px each did not fit a 358-px phone chart
+    assert len(range(0, 31, layer_dtick(31))) <= 7

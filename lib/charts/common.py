@@ -69,6 +69,12 @@ def group_senses(senses: Sequence[str | None], max_senses: int = MAX_SENSES) -> 
     return [s if (not s or s in keep) else other for s in senses]
 
 
+def layer_dtick(n_hidden_states: int) -> int:
+    """The tick step of a layer axis: every layer up to 13 hidden states (BERT-base's 12 layers and the
+    embeddings), every 5th beyond (a decoder's 31 ticks ran into each other on a 390-px phone)."""
+    return 1 if int(n_hidden_states) <= 13 else 5
+
+
 def esc(text: object) -> str:
     """User text made safe for plotly, whose titles, ticks, legends and hovers read a little HTML.
 

@@ -20,6 +20,7 @@ from lib.charts.common import (
     grid_axes,
     hline,
     labelled_line,
+    layer_dtick,
     sense_color_map,
     subplot_grid,
 )
@@ -204,7 +205,7 @@ def correlation_by_layer(correlation: np.ndarray, *, layer: int, title: str = ""
         "showlegend": False,
     }
     layout = base_layout(title=title or "Rank correlation per layer", height=420)
-    layout["xaxis"] = {"title": {"text": "layer"}, "dtick": 1}
+    layout["xaxis"] = {"title": {"text": "layer"}, "dtick": layer_dtick(len(layers) + 1)}
     layout["yaxis"] = {"title": {"text": "Spearman ρ"}, "range": [-1.05, 1.05]}
     layout["shapes"] = [hline(0, {"color": CONTEXT_COLOR, "dash": "dot"})]
     return figure([trace], layout)

@@ -11,7 +11,16 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from lib.charts.common import SENSE_COLORS, band_from_zero, base_layout, esc, figure, hline, merged
+from lib.charts.common import (
+    SENSE_COLORS,
+    band_from_zero,
+    base_layout,
+    esc,
+    figure,
+    hline,
+    layer_dtick,
+    merged,
+)
 from lib.charts.layers import accuracy_line, majority_line
 
 PROBE_COLOR = SENSE_COLORS[0]
@@ -97,7 +106,7 @@ def two_model_chart(
         base_layout(title=esc(title), height=440),
         xaxis={
             "title": {"text": "relative depth (layer / number of layers)" if relative else "layer"},
-            **({"tickformat": ".0%"} if relative else {"dtick": 1}),
+            **({"tickformat": ".0%"} if relative else {"dtick": layer_dtick(L + 1)}),
         },
         yaxis={"title": {"text": y_title}},
         legend={"orientation": "h", "y": -0.22},

@@ -17,6 +17,7 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    layer_dtick,
     merged,
     sense_ticks,
     subplot_grid,
@@ -110,7 +111,11 @@ def anisotropy_by_layer(
     hi = max(0.2, max((float(y.max()) for y in ys if y.size), default=0.2))
     layout = merged(
         base_layout(title=_title(title), height=430),
-        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1, "range": [-0.3, (n_layers or 1) + 0.3]},
+        xaxis={
+            "title": {"text": "layer (0 = embeddings)"},
+            "dtick": layer_dtick((n_layers or 1) + 1),
+            "range": [-0.3, (n_layers or 1) + 0.3],
+        },
         yaxis={
             "title": {"text": "mean cosine of random token pairs"},
             "range": [lo - 0.03, hi + 0.05],
@@ -337,7 +342,7 @@ def norms_by_layer(
     }
     layout = merged(
         base_layout(title=_title(title), height=320),
-        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
+        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": layer_dtick(len(y))},
         yaxis={
             "title": {"text": "mean vector length"},
             "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],

@@ -27,6 +27,7 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    layer_dtick,
     sense_color_map,
     subplot_grid,
 )
@@ -168,7 +169,7 @@ def readout_lines(
     n_layers = max(len(a) for a in accuracies) if accuracies else 1
     layout = base_layout(title=title, height=460)
     layout |= {
-        "xaxis": {"title": {"text": "layer (0 = input)"}, "tickmode": "linear", "dtick": 1,
+        "xaxis": {"title": {"text": "layer (0 = input)"}, "tickmode": "linear", "dtick": layer_dtick(n_layers),
                   "range": [-0.3, n_layers - 0.7]},  # fmt: skip
         "yaxis": {"title": {"text": "read correctly"}, "tickformat": ".0%", "range": [0, 1.08]},
         "legend": {"orientation": "h", "y": -0.2, "x": 0, "title": {"text": ""}},
@@ -224,7 +225,7 @@ def pooling_panels(
                     **extra,
                 }
             )
-        layout[f"xaxis{xa[1:]}"] |= {"title": {"text": "layer"}, "tickmode": "linear", "dtick": 1}
+        layout[f"xaxis{xa[1:]}"] |= {"title": {"text": "layer"}, "tickmode": "linear", "dtick": layer_dtick(len(v))}
     layout["yaxis"]["title"] = {"text": "mean cosine"}
     return figure(traces, layout)
 
