@@ -20,12 +20,10 @@ from streamlit.errors import StreamlitAPIException
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
-    layer_mark_index,
     layer_names,
     layer_small_multiples,
     readout_chart,
     sense_order,
-    show_layer_mark,
     similarity_heatmap,
     static_contextual_chart,
     subsample,
@@ -48,7 +46,7 @@ from lib.stats.similarity import (
 )
 from ui import cache, controls, link, session
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, layer_marks, page_intro, prose, sentence_table
+from ui.widgets import chart, escape_md, layer_chart, page_intro, prose, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -261,12 +259,7 @@ def shown(cos: np.ndarray, idx: int) -> np.ndarray:
 
 
 pair_means = prof.pair_means  # (K + 2,)
-# The per-layer charts of sections 3, 5 and 6 carry an invisible line at every layer; this style rule shows the
-# chosen one. Their figures then stay the same when only the layer moves, and the browser keeps them as drawn.
-mark = layer_mark_index(K, r, pooled=choice.is_pooled)
-layer_marks(
-    {"layers_trajectories": mark, "layers_readout": mark, "layers_ethayarajh": None if choice.is_pooled else r}
-)
+mark = min(r, K)  # the chosen layer's place on the per-layer charts (a pooled vector's: after the K layers)
 zrange = prof.colour_range(adjusted=adjust)  # one scale for every layer, so layers compare by colour
 
 # ------------------------------------------------------------------------------------- 1. matrix
@@ -377,14 +370,8 @@ fig = trajectory_chart(
     pairs=pairs,
     pooled=pooled_point,
     adjusted=adjust,
-    all_marks=True,
 )
-chart(
-    fig,
-    key="layers_trajectories",
-    download="context_lens_trajectories",
-    download_fig=show_layer_mark(fig, mark),
-)
+layer_chart(fig, key="layers_trajectories", at=mark, download="context_lens_trajectories")
 if pairs and len(pairs) < n * (n - 1) // 2:
     st.caption(
         f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
@@ -436,16 +423,16 @@ ref_on = st.toggle(
     key="layers_reference",
     help="BERT-base has 12 layers; its curves use the top axis, stretched to the same depth.",
 )
-chart(
+layer_chart(
     ethayarajh_figure(
         names,
         self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
         intra_sentence=prof.intra_sentence[:K],
         baseline=None if prof.baseline is None else prof.baseline.mean[:K],
         reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
-        all_marks=True,
     ),
     key="layers_ethayarajh",
+    at=mark,
 )
 selfsim = prof.self_similarity
 if selfsim is not None:
@@ -472,7 +459,7 @@ if ro is None:
     )
 else:
     rc = cache.readout_chance(model, tuple(ss.sentences), tuple(senses), ss.target, "layers", prof.vectors)
-    chart(
+    layer_chart(
         readout_chart(
             names,
             ro.accuracy[:K],
@@ -480,9 +467,9 @@ else:
             best=int(np.argmax(ro.accuracy[:K])),
             pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
             chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
-            all_marks=True,
         ),
         key="layers_readout",
+        at=mark,
     )
     best = int(np.argmax(ro.accuracy[:K]))
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]

@@ -258,7 +258,7 @@ def _charts_by_key(at: AppTest) -> dict[str, str]:
 
 
 def _mark_rules(at: AppTest) -> dict[str, int]:
-    """The chosen-layer line each chart shows, read from the page's style rule (ui.widgets.layer_marks)."""
+    """The chosen-layer line each chart shows, read from the page's style rules (ui.widgets.layer_chart)."""
     css = "\n".join(h.proto.body for h in at.get("html"))
     return {k: int(i) for k, i in re.findall(r'\.st-key-(\w+) \.shape-group\[data-index="(\d+)"\] path', css)}
 

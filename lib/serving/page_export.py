@@ -22,7 +22,7 @@ import html
 import json
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -56,13 +56,9 @@ class Table:
 
 @dataclass(frozen=True)
 class Chart:
-    """A plotly figure as sent to the browser: ``spec`` = {"data": [...], "layout": {...}}.
-
-    ``css_key``: the chart's widget key, so style rules the page set for it (``marks``) apply in the file too.
-    """
+    """A plotly figure as sent to the browser: ``spec`` = {"data": [...], "layout": {...}}."""
 
     spec: dict
-    css_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,7 +85,6 @@ class Meta:
     link: str
     target: str = ""
     sentences: tuple[tuple[str, str], ...] = ()
-    marks: tuple[tuple[str, int], ...] = field(default=())  # (chart key, index of its visible layer line)
 
 
 @cache
@@ -176,10 +171,7 @@ class _Writer:
         elif isinstance(b, Chart):
             n = len(self.figures)
             self.figures.append(_finite(b.spec))
-            key = f" st-key-{_css_name(b.css_key)}" if b.css_key else ""
-            self.parts.append(
-                f'<div class="chart{key}"><div class="plot" id="plot-{n}" data-figure="{n}"></div></div>'
-            )
+            self.parts.append(f'<div class="chart"><div class="plot" id="plot-{n}" data-figure="{n}"></div></div>')
         elif isinstance(b, Group):
             self.group(b)
         else:
@@ -224,10 +216,6 @@ class _Writer:
         else:
             for b in g.blocks:
                 self.block(b)
-
-
-def _css_name(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "-", key)
 
 
 _STYLE = """
@@ -299,10 +287,6 @@ def page_html(title: str, blocks, meta: Meta) -> str:
             '<details class="sentences"><summary>The sentence set (S1, S2, …)</summary><div class="table"><table>'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></details>"
         )
-    marks = "\n".join(
-        f'.st-key-{_css_name(k)} .shape-group[data-index="{int(i)}"] path {{ opacity: 1 !important; }}'
-        for k, i in meta.marks
-    )
     figures = f'<script type="application/json" id="figures">{json_script(w.figures)}</script>'
     plotly = f'<script nonce="{nonce}">{plotly_js()}</script>' if w.figures else ""
     draw = f'<script nonce="{nonce}">{_DRAW}</script>' if w.figures else ""
@@ -311,7 +295,7 @@ def page_html(title: str, blocks, meta: Meta) -> str:
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Context Lens</title><style>{_STYLE}{marks}</style></head>"
+        f"<title>{html.escape(title)} · Context Lens</title><style>{_STYLE}</style></head>"
         f'<body><header><p class="caption">Context Lens · saved page</p><h1>{html.escape(title)}</h1>'
         f'<dl class="meta">{meta_html}</dl>{sentences}</header><main>'
         + "\n".join(w.parts)
