@@ -8,7 +8,12 @@ Streamlit (``ui.widgets.escape_md``) shows literally here too. Figures go in as 
 ``<script type="application/json">`` with ``<``, ``>`` and ``&`` escaped, so no text inside them can close the
 script.
 
-    html = page_html("Layer by layer", [Text("**Reading it.** 0.42", "p"), Chart(spec)], meta)
+    >>> meta = Meta(model="all-MiniLM-L6-v2", weights="trained", date="2026-11-24 19:00 UTC",
+    ...             link="http://127.0.0.1:8501/layers?preset=bank")
+    >>> spec = {"data": [{"type": "scatter", "y": [0.9, 0.4]}], "layout": {"title": {"text": "<b>cosine</b>"}}}
+    >>> html = page_html("Layer by layer", [Text("**Reading it.** 0.42", "p"), Chart(spec)], meta)
+    >>> "<strong>Reading it.</strong> 0.42" in html, html.count("<script"), "<script src=" in html
+    (True, 3, False)
 
 Blocks: :class:`Text` (Markdown; kind "h1".."h3", "p", "caption", "info", "warning", "error", "success",
 "code", "hr"), :class:`Table` (cells as Markdown or literal text), :class:`Chart` (a plotly figure as
