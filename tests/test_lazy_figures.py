@@ -362,6 +362,7 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     checked = specs()
     assert fast and fast == checked
     if how == "random weights":
-        assert all("random weights" in c["layout"]["title"]["text"] for c in fast if c["layout"].get("title"))
+        titled = [c["layout"]["title"]["text"] for c in fast if c["layout"].get("title")]
+        assert titled and all("random weights" in t for t in titled), titled
     if how == "presenter":
         assert all(c["layout"]["font"]["size"] == common.PRESENTER_FONT for c in fast)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import seed, url_written
+from tests.conftest import assert_page_ok, seed, url_written
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 
@@ -21,11 +21,6 @@ def _app(text: str | None = None, target: str | None = None) -> AppTest:
         seed(at, text=text, target=target)
     return at
 
-
-def _ok(at: AppTest, charts: int = 5) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= charts
 
 
 def _markdown(at: AppTest) -> str:
@@ -40,7 +35,7 @@ def _encoder_calls() -> int:
 
 def test_preset_shows_every_section():
     at = _app().run()
-    _ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
+    assert_page_ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
     text = _markdown(at)
     assert "(every pair: cosine 1.00)" in text  # the static embedding is one vector for all sentences
     assert "same-sense minus different-sense gap" in text
@@ -55,7 +50,7 @@ def test_preset_shows_every_section():
 
 def test_controls_do_not_run_the_model_again():
     at = _app().run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     calls = _encoder_calls()
     at.slider(key="layers_layer").set_value(2).run()
     at.radio(key="layers_pooling").set_value("last4").run()
@@ -65,7 +60,7 @@ def test_controls_do_not_run_the_model_again():
     at.toggle(key="layers_reference").set_value(True).run()
     at.selectbox(key="layers_sentence").set_value(3).run()
     at.radio(key="layers_pooling").set_value("all").run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     assert _encoder_calls() == calls
     assert url_written(at)["layers_pooling"] == "all"
     assert url_written(at)["layers_view"] == "all"
@@ -78,7 +73,7 @@ def test_controls_start_from_the_link():
     at.query_params["layers_pooling"] = "last4"
     at.query_params["layers_view"] = "nonsense"
     at.run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     assert at.session_state["layers_layer"] == 2
     assert at.session_state["layers_pooling"] == "last4"
     assert at.session_state["layers_view"] == "one"
@@ -94,14 +89,14 @@ def test_without_labels():
         ]
     )
     at = _app(text, "bank").run()
-    _ok(at, charts=4)  # no readout chart without labels
+    assert_page_ok(at, charts=4)  # no readout chart without labels
     assert any("needs sense labels" in i.value for i in at.info)
     assert "Without sense labels" in _markdown(at)
 
 
 def test_two_sentences():
     at = _app("money | The bank closed.\nriver | The river bank flooded.", "bank").run()
-    _ok(at, charts=4)
+    assert_page_ok(at, charts=4)
     assert any("at least two senses with two or more" in i.value for i in at.info)
 
 
@@ -127,7 +122,7 @@ def test_upload_keeps_good_rows_and_lists_bad_ones():
     problems = at.dataframe[0].value
     assert list(problems["line"]) == [6]
     at.button(key="layers_upload_apply").click().run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert at.session_state["cl_preset"] == "custom"
     assert any("4 sentences uploaded from mine" in c.value for c in at.caption)
     options = at.selectbox(key="layers_sentence").options
@@ -191,13 +186,13 @@ def test_500_uploaded_sentences_render_and_reuse_the_encoding(monkeypatch):
     at.file_uploader(key="layers_upload").set_value(("big.csv", _many_sentences(500), "text/csv")).run()
     assert any("500 usable sentence" in s.value for s in at.success)
     at.button(key="layers_upload_apply").click().run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert len(at.selectbox(key="layers_sentence").options) == 500
     calls = _encoder_calls()
     at.slider(key="layers_layer").set_value(3).run()
     at.radio(key="layers_view").set_value("all").run()
     at.radio(key="layers_pooling").set_value("last4").run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert _encoder_calls() == calls
     assert any("80 of the 500 sentences" in c.value for c in at.caption)
 
@@ -210,7 +205,7 @@ def test_user_text_is_escaped_and_nothing_shows_nan():
         "river | A muddy bank | again."
     )
     at = _app(text, "bank").run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     specs = "".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart"))
     assert "<script" not in specs and "&lt;script&gt;" in specs  # the sentence label, escaped for plotly
     assert "&lt;b&gt;money&lt;/b&gt;" in specs  # the sense label on the heatmap ticks
@@ -228,7 +223,7 @@ def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
 
     text = "river | The [MASK] sat on the river [bank].\nmoney | The bank raised rates.\nriver | A muddy bank."
     at = _app(text, "bank").run()
-    _ok(at, charts=3)
+    assert_page_ok(at, charts=3)
     shown = [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
     shown += [m.value for m in at.markdown] + [c.value for c in at.caption]
     shown += [df.value.to_csv() for df in at.dataframe] + [t.value.to_csv() for t in at.table]
@@ -244,7 +239,7 @@ def test_a_long_set_lists_its_sentences_in_a_grid_with_the_text_as_typed():
     n = TABLE_MAX_ROWS + 10
     lines = [f"{'money' if k % 2 else 'river'} | Row {k}: the *bank* <b>{k}</b> by the [bank]." for k in range(n)]
     at = _app("\n".join(lines), "bank").run()
-    _ok(at, charts=3)
+    assert_page_ok(at, charts=3)
     grids = [df.value for df in at.dataframe if "sentence" in df.value.columns and len(df.value) == n]
     assert len(grids) == 1 and not [t for t in at.table if len(t.value) == n]
     row = grids[0]["sentence"].iloc[3]
@@ -267,7 +262,7 @@ def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
     """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider (so the browser
     keeps them as drawn), a style rule shows the chosen layer's line (a slider's redraw time)."""
     at = _app().run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     curves = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
     at.slider(key="layers_layer").set_value(2).run()
     before, marks2 = _charts_by_key(at), _mark_rules(at)

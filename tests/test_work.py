@@ -8,6 +8,7 @@ import time
 import pytest
 
 from lib.serving.work import DEFAULT_WORK_JOBS, DEFAULT_WORK_MB, WorkQueue
+from tests.conftest import wait_until
 
 MB = 2**20
 
@@ -86,8 +87,8 @@ def test_small_work_goes_before_waiting_large_work_and_keeps_a_lane():
     others = [threading.Thread(target=large("large-1")), threading.Thread(target=large("large-2"))]
     for t in others:
         t.start()
-    time.sleep(0.05)
-    assert q.waiting == 2 and order == []  # the second slot is kept for small work
+    assert wait_until(lambda: q.waiting == 2)
+    assert order == []  # the second slot is kept for small work
     ts = threading.Thread(target=small)
     ts.start()
     ts.join(5)
