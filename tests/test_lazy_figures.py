@@ -12,6 +12,7 @@ import inspect
 import json
 import pickle
 import threading
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,6 +23,7 @@ from plotly.io.json import to_json_plotly
 
 from lib.charts import common, figures, fitting, home, layers
 from lib.charts.figures import Figure, LazyFigure
+from tests.browser._browser import chart_pages
 from tests.chart_examples import EXAMPLES, RNG, real_inputs
 from tests.chart_examples import scales as _scales
 
@@ -324,7 +326,7 @@ def test_figure_builds_plotly_figures_when_validating(monkeypatch):
 
 
 # ------------------------------------------------------------------ the pages, with validation off (production)
-PAGES = ["home", "attention", "layers", "context", "projections", "anisotropy", "calculator", "lesson"]
+PAGES = [Path(path).stem for path, _title, _default in chart_pages()]  # every page of app.py that charts at once
 
 
 @pytest.mark.slow

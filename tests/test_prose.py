@@ -12,18 +12,10 @@ import re
 import pytest
 
 from lib.teaching.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
+from tests.browser._browser import chart_pages
 from tests.conftest import ROOT, page_test
 
-PAGES = [
-    "pages/home.py",
-    "pages/layers.py",
-    "pages/attention.py",
-    "pages/context.py",
-    "pages/anisotropy.py",
-    "pages/projections.py",
-    "pages/calculator.py",
-    "pages/lesson.py",
-]
+PAGES = [path for path, _title, _default in chart_pages()]  # every page of app.py but the glossary and the board
 MAX_WORDS = 600
 
 
