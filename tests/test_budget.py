@@ -374,7 +374,8 @@ def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
     import sys
 
     code = (
-        "from ui import cache\n"
+        "from ui import startup\n"
+        "startup.start()\n"  # what serve.py does when the server starts
         "import scipy.linalg, sklearn.decomposition, umap\n"  # what a first projection loads, later
         "from threadpoolctl import threadpool_info\n"
         "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"
