@@ -62,11 +62,6 @@ def _analysis():
 
 
 # ------------------------------------------------------------------------------------- upload
-def _apply_upload(text: str, target: str, name: str, n: int) -> None:
-    session.set_sentences(text, target)
-    st.session_state["_layers_uploaded"] = (name, n, text)
-
-
 def upload_section(current_target: str) -> None:
     with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
         prose(
@@ -122,8 +117,8 @@ def upload_section(current_target: str) -> None:
             f"Use these {len(res)} sentences (on every page)",
             key="layers_upload_apply",
             type="primary",
-            on_click=_apply_upload,
-            args=(res.to_text(), " ".join(target.split()), up.name, len(res)),
+            on_click=session.set_sentences,
+            args=(res.to_text(), " ".join(target.split()), f"the {len(res)} sentences uploaded from {up.name}"),
         )
 
 
@@ -181,15 +176,14 @@ page_intro("layers")
 
 session.models_per_set(2 if controls.compare_requested("layers") else 1)  # a comparison: half the set budget each
 upload_section(session.sentence_set().target)
-uploaded = st.session_state.get("_layers_uploaded")
 
 ss, tv, model = _analysis()
 enc = cache.encoder(model)
 L = enc.num_layers
 K = L + 1
 n = len(ss)
-if uploaded and st.session_state.get(session.K_TEXT) == uploaded[2]:
-    prose(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.", caption=True)
+if session.origin():
+    prose(f"Using {escape_md(session.origin())}.", caption=True)
 senses = [s or None for s in ss.senses]
 labelled = ss.has_senses
 prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
@@ -216,11 +210,7 @@ pooling = c2.radio(
     "Vector of the word",
     POOLINGS,
     key="layers_pooling",
-    format_func=lambda p: {
-        "layer": "one layer",
-        "last4": "mean of last 4 layers",
-        "all": "mean of all layers",
-    }[p],
+    format_func={"layer": "one layer", "last4": "mean of last 4 layers", "all": "mean of all layers"}.get,
     help="The course's pooling choices; the choice applies to every view on this page.",
 )
 layer = c1.slider(
@@ -236,7 +226,7 @@ view = c3.radio(
     "Similarity view",
     VIEWS,
     key="layers_view",
-    format_func=lambda v: {"one": "chosen layer", "all": "all layers at once"}[v],
+    format_func={"one": "chosen layer", "all": "all layers at once"}.get,
 )
 adjust = c4.toggle(
     "Minus baseline",
@@ -522,12 +512,8 @@ controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")
-pick = st.selectbox(
-    "Sentence",
-    list(range(1, n + 1)),
-    key="layers_sentence",
-    format_func=lambda k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else ""),
-)
+pick_labels = {k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else "") for k in range(1, n + 1)}
+pick = st.selectbox("Sentence", list(pick_labels), key="layers_sentence", format_func=pick_labels.get)
 q = pick - 1
 nb = nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1))
 table = pd.DataFrame(

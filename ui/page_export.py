@@ -30,7 +30,6 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import streamlit as st
 
 from lib.serving import page_export as pe
-from ui import page_globals
 
 _MAIN = 0  # delta_path[0] of the main area (1 is the sidebar)
 _LOCAL = threading.local()
@@ -175,7 +174,6 @@ def recording() -> Iterator[Recording | None]:
     send = ctx.enqueue
 
     def enqueue(msg) -> None:
-        page_globals.note()  # the page's namespace, released after the run (ui/page_globals.py)
         if rec.take(msg):
             send(msg)
 

@@ -44,6 +44,18 @@ def escape_md(text: str) -> str:
     return escape_markdown(text)
 
 
+def set_state(**values: object) -> None:
+    """A widget's callback that sets session state: ``on_click=set_state, kwargs={"ctx_word": 3}``.
+
+    What a session keeps of its widgets (callbacks, format functions) must not point into a page's namespace,
+    which would keep the page's results alive after its run (ui/work.py end_run): a page hands a widget data
+    and functions of ui/ (this one, ``session.set_sentences``) or of the data (``labels.get``), never a
+    function of its own.
+    """
+    for key, value in values.items():
+        st.session_state[key] = value
+
+
 def weights_note(model_key: str | None = None) -> str | None:
     """"shuffled weights, seed 0" / "random weights, seed 0" when the model in use (or ``model_key``) is a
     control, else None."""
