@@ -10,6 +10,7 @@
     python -m benchmarks run --section board            # a teacher and 30 students on one class board
     python -m benchmarks run --section export           # "Download this page": each page's file, its size and open time
     python -m benchmarks run --section control          # the weights controls against the trained model
+    python -m benchmarks run --section finetune         # fine-tuning: speed on a preset, accuracy on CoarseWSD-20
     python -m benchmarks run --section model --section server --repeats 3
     python -m benchmarks list                           # the sections and the scripts each runs
 
@@ -48,9 +49,10 @@ SECTIONS: dict[str, list[tuple[str, list[str], bool]]] = {
     "board": [("board_bench.py", [], True)],
     "export": [("page_export_bench.py", [], True)],
     "control": [("control_candidates.py", [], False)],
+    "finetune": [("finetune_bench.py", [], True)],
 }
 # the scripts that take --repeats (the others run their scenario once)
-TAKES_REPEATS = {"bench.py", "browser_bench.py", "rerun_profile.py", "page_export_bench.py"}
+TAKES_REPEATS = {"bench.py", "browser_bench.py", "rerun_profile.py", "page_export_bench.py", "finetune_bench.py"}
 
 
 def _printed(stdout: str) -> dict:

@@ -52,6 +52,22 @@ def random_encoder():
 
 
 @pytest.fixture(scope="session")
+def decoder():
+    """The real decoder, a 4-bit copy of SmolLM2-135M-Instruct (eager attention, bf16), shared by all tests.
+
+    Fetched and converted once per machine when its pack is missing (``python -m lib.models download``,
+    which CI runs first); never mocked.
+    """
+    from lib.models import DECODER_MODEL, ModelLoadError, load_model, pack
+
+    try:
+        pack.installed_pack()
+    except ModelLoadError:
+        pack.download()
+    return load_model(DECODER_MODEL)
+
+
+@pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
 

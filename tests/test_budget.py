@@ -375,7 +375,7 @@ def test_a_blas_library_loaded_after_the_server_started_gets_the_same_threads():
 
     code = (
         "from ui import startup\n"
-        "startup.start()\n"  # what serve.py does when the server starts
+        "startup.start()\n"  # what serve.py and app.py call once, before any page runs
         "import scipy.linalg, sklearn.decomposition, umap\n"  # what a first projection loads, later
         "from threadpoolctl import threadpool_info\n"
         "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))\n"

@@ -38,15 +38,9 @@ from lib.inputs.corpus import (
 )
 from lib.inputs.corpus import anisotropy_curves as _anisotropy_curves
 from lib.inputs.sentences import clean_sentences as _clean_sentences
-from lib.models.encoder import (
-    DEFAULT_MODEL,
-    Encoder,
-    Encoding,
-    ModelLoadError,
-    TargetVectors,
-    concat_encodings,
-    load_encoder,
-)
+from lib.models import load_model
+from lib.models.base import Encoding, TargetVectors, TransformerModel, concat_encodings
+from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError, parse_model_key
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, ExpiringDict, cache_budget_bytes
 from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
@@ -68,18 +62,20 @@ _log = logging.getLogger("context_lens")
 
 
 @st.cache_resource(show_spinner="Loading the model (once per server)…", max_entries=3)
-def encoder(model_name: str = DEFAULT_MODEL) -> Encoder:
-    """The loaded encoder for ``model_name``, shared by every session. Raises ModelLoadError."""
-    return load_encoder(model_name)
+def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
+    """The loaded model for ``model_name`` (an encoder or a decoder: lib.models.load_model), shared by every
+    session. Raises ModelLoadError."""
+    return load_model(model_name)
 
 
-def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
-    """(encoder, None) when the model loads, else (None, message). A failed name is not retried for a while.
+def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:
+    """(model, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
     In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
     up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
     link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
-    reason goes to the server's log.
+    reason goes to the server's log. The one exception: the decoder pack (``DECODER_MODEL``) not fetched yet
+    says so in its own sentence (lib.models.pack.MISSING), which tells nothing about the disk.
     """
     if hosted_mode() and not model_allowed(model_name):
         return None, MODEL_REFUSAL
@@ -89,7 +85,15 @@ def try_encoder(model_name: str) -> tuple[Encoder | None, str | None]:
     try:
         return encoder(model_name), None
     except ModelLoadError as err:
+        from lib.models.pack import MISSING
+
         _log.info("model %r refused: %s", model_name[:200], err)
+        try:
+            is_pack = parse_model_key(model_name).base == DECODER_MODEL
+        except ModelLoadError:
+            is_pack = False
+        if is_pack and str(err) == MISSING:  # not remembered: once fetched, the next try loads it
+            return None, MISSING
         _failed_models[model_name] = MODEL_REFUSAL
         return None, MODEL_REFUSAL
 
@@ -165,7 +169,7 @@ ATTENTIONS_WITH_SET = 16
 ATTENTIONS_WITH_SET_BYTES = 4 * 1024 * 1024
 
 
-def _keep_attentions(enc: Encoder, pieces: list[int]) -> bool:
+def _keep_attentions(enc: TransformerModel, pieces: list[int]) -> bool:
     return len(pieces) <= ATTENTIONS_WITH_SET and attention_floats(enc, pieces) * 4 <= ATTENTIONS_WITH_SET_BYTES
 
 
@@ -297,7 +301,7 @@ def encode_in_chunks(
 
 
 def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | None) -> TargetVectors:
-    """The target's vectors in each sentence (see Encoder.target_vectors), reusing cached encodings.
+    """The target's vectors in each sentence (see TransformerModel.target_vectors), reusing cached encodings.
 
     Sentences whose target cannot be used are skipped; their messages are in ``.problems`` and ``.kept``
     says which input sentences remain. Changing only the target word does not run the model again. Sets

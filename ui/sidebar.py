@@ -101,7 +101,9 @@ def render() -> None:
             "Hugging Face id or local folder",
             key=K_MODEL,
             max_chars=200,
-            help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works.",
+            help=f"Default: {DEFAULT_MODEL} (bundled, offline). Any BERT-family encoder on this machine works, "
+            "and left-to-right decoders (Llama, Qwen, GPT-2 style): HuggingFaceTB/SmolLM2-135M-Instruct once "
+            "`python -m lib.models download` has fetched it.",
         )
         st.radio(
             "Weights",

@@ -5,7 +5,11 @@ recomputation, the model's own projection weights. No Streamlit, no model run:
 
 - `recompute_attention` rebuilds one layer's attention from that layer's input hidden states and the
   layer's W_Q, W_K, W_V (and biases): Q = H·W_Q + b_Q, K = H·W_K + b_K, V = H·W_V + b_V, then
-  softmax(QKᵀ/√d_k) per head, and reports how far that is from what the model returned.
+  softmax(QKᵀ/√d_k) per head, and reports how far that is from what the model returned. It dispatches on
+  the model's layout: a BERT-family encoder (absolute positions, added before the first layer), or a
+  Llama-style decoder (Llama, SmolLM2, Mistral, Qwen2/3), whose layer first applies its input RMSNorm, then
+  rotates Q and K by position (rotary position embeddings, RoPE), shares each key/value head among several
+  query heads (grouped-query attention) and masks every key after the query (causal mask).
 - `target_attention` summarises where the target word looks and who looks at it, per layer and head.
 - `special_token_share` measures how much attention goes to [CLS], [SEP] and punctuation per layer and head,
   the pattern described by Clark et al. (2019), "What does BERT look at?"; which pieces are special comes
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lib.errors import ContextLensError
-from lib.models.encoder import SpecialRoles
+from lib.models.base import SpecialRoles
 
 __all__ = [
     "AttentionRecomputation",
@@ -64,7 +68,15 @@ class AttentionRecomputation:
       scores:         (H, n, n)    or (n, n)     QKᵀ/√d_k, before the softmax
       weights:        (H, n, n)    or (n, n)     softmax of `scores` over keys; every row sums to 1
       model_weights:  (H, n, n)    or (n, n)     the attention the model itself returned
-      max_abs_diff:   float                      max |weights - model_weights|; ~1e-7 in float32
+      max_abs_diff:   float                      max |weights - model_weights|; ~1e-7 in float32, ~1e-2 for a
+                                                 bfloat16 decoder (the model rounds its own arithmetic and the
+                                                 weights it returns to 8 significant bits)
+      causal:         True when every key after the query was masked (weights above the diagonal are 0;
+                      ``scores`` are kept unmasked, before the mask and the softmax)
+      rotary:         True when Q and K were rotated by position (RoPE) before the dot products
+      num_kv_heads:   key/value heads; fewer than the query heads with grouped-query attention, where
+                      query head h uses key/value head h // (num_heads / num_kv_heads); ``k`` and ``v`` are
+                      given per query head (each shared head repeated), so every shape above holds
     Rows are queries (the token that looks), columns are keys (the token looked at).
     """
 
@@ -78,6 +90,9 @@ class AttentionRecomputation:
     weights: np.ndarray
     model_weights: np.ndarray
     max_abs_diff: float
+    causal: bool = False
+    rotary: bool = False
+    num_kv_heads: int | None = None
 
     @property
     def scale(self) -> float:
@@ -139,8 +154,9 @@ def _projections(model, layer: int):
         return att.q_lin, att.k_lin, att.v_lin, int(att.n_heads)
     raise UnsupportedArchitectureError(
         f"Recomputing attention from the weights is implemented for BERT-family encoders (BERT, RoBERTa, "
-        f"ELECTRA, MiniLM, DistilBERT), not for '{model_type}' ({type(model).__name__}). "
-        "The heatmaps still show the model's own attention; pick a BERT-family model for the maths check."
+        f"ELECTRA, MiniLM, DistilBERT) and Llama-style decoders (Llama, SmolLM2, Mistral, Qwen), not for "
+        f"'{model_type}' ({type(model).__name__}). The heatmaps still show the model's own attention; pick "
+        "one of those for the maths check."
     )
 
 
@@ -149,17 +165,18 @@ def _linear(hidden: np.ndarray, linear, rows: slice) -> np.ndarray:
 
     Only the output columns in `rows` are computed (one head's slice). -> (n, len(rows))
     """
-    w = linear.weight.detach()[rows].cpu().numpy().astype(np.float64)
+    w = linear.weight.detach()[rows].float().cpu().numpy().astype(np.float64)
     out = hidden @ w.T
     if linear.bias is not None:
-        out = out + linear.bias.detach()[rows].cpu().numpy().astype(np.float64)
+        out = out + linear.bias.detach()[rows].float().cpu().numpy().astype(np.float64)
     return out
 
 
 def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head: int | None = None):
     """Rebuild layer `layer`'s attention for one sentence from its input hidden states and the weights.
 
-    encoder:        an `lib.models.encoder.Encoder` (or a transformers model) whose weights produced `encoding`
+    encoder:        a loaded model (`lib.models.load_model`: encoder or decoder) or a transformers model whose
+                    weights produced `encoding`
     encoding:       the `Encoding` of the sentence (hidden_states[i]: (L + 1, n, hidden),
                     attentions[i]: (L, H, n, n))
     sentence_index: which sentence of the encoding
@@ -168,7 +185,9 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
 
     The attention mask is all ones: per-sentence arrays hold only that sentence's real word pieces (padding
     keys get exactly zero weight in the model, so dropping them changes nothing).
-    Computed in float64, so `max_abs_diff` measures the model's float32 rounding (~1e-7).
+    Computed in float64, so `max_abs_diff` measures the model's own rounding: ~1e-7 for a float32 encoder,
+    ~1e-2 for a bfloat16 decoder. A decoder's layer is recomputed with its causal mask, RoPE and
+    grouped-query attention (`causal`, `rotary`, `num_kv_heads` on the result).
     Returns an `AttentionRecomputation`. Raises `UnsupportedArchitectureError` for unknown layouts.
     """
     if encoding.attentions is None:
@@ -181,7 +200,10 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
     num_layers = model_attn.shape[0]
     if not 0 <= layer < num_layers:
         raise IndexError(f"layer must be 0..{num_layers - 1}, got {layer}")
-    q_lin, k_lin, v_lin, num_heads = _projections(_unwrap_model(encoder), layer)
+    body = _unwrap_model(encoder)
+    if _llama_layers(body) is not None:
+        return _recompute_llama(body, hidden_states, model_attn, layer, head)
+    q_lin, k_lin, v_lin, num_heads = _projections(body, layer)
     if head is not None and not 0 <= head < num_heads:
         raise IndexError(f"head must be 0..{num_heads - 1}, got {head}")
 
@@ -213,6 +235,122 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
         weights=weights,
         model_weights=model_weights,
         max_abs_diff=max_abs_diff,
+    )
+
+
+def _llama_layers(body):
+    """The decoder layers of a Llama-style body (``layers[l].self_attn.q_proj``), else None."""
+    layers = getattr(body, "layers", None)
+    if layers is None or not len(layers):
+        return None
+    attn = getattr(layers[0], "self_attn", None)
+    if attn is None or not all(hasattr(attn, a) for a in ("q_proj", "k_proj", "v_proj")):
+        return None
+    return layers
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """RMSNorm (Llama): each row divided by its root mean square (plus eps under the root), times ``weight``."""
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
+
+
+def rotary_angles(config, n: int, head_dim: int, rotary=None) -> tuple[np.ndarray, np.ndarray, float]:
+    """(cos, sin, scaling): RoPE's (n, head_dim) tables for positions 0..n-1.
+
+    Default RoPE: frequency i (0 ≤ i < head_dim/2) is θ^(-2i/head_dim) with θ = ``rope_theta``; position p
+    turns each pair of coordinates (j, j + head_dim/2) by the angle p·freq_j. Another RoPE type (Llama 3's
+    scaled frequencies) takes the frequencies the model precomputed (its rotary module's ``inv_freq``).
+    """
+    params = getattr(config, "rope_parameters", None) or {}
+    rope_type = params.get("rope_type", "default")
+    scaling = 1.0
+    if rope_type == "default":
+        theta = float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+        inv_freq = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    elif rotary is not None and hasattr(rotary, "inv_freq"):
+        inv_freq = rotary.inv_freq.detach().double().cpu().numpy()
+        scaling = float(getattr(rotary, "attention_scaling", 1.0))
+    else:
+        raise UnsupportedArchitectureError(
+            f"This model rotates positions with '{rope_type}' RoPE, which the recomputation does not model."
+        )
+    angles = np.outer(np.arange(n, dtype=np.float64), inv_freq)  # (n, head_dim/2)
+    emb = np.concatenate([angles, angles], axis=-1)  # (n, head_dim)
+    return np.cos(emb) * scaling, np.sin(emb) * scaling, scaling
+
+
+def apply_rotary(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """x (..., n, head_dim) rotated by position: x·cos + rotate_half(x)·sin, rotate_half(a, b) = (-b, a)."""
+    half = x.shape[-1] // 2
+    rotated = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos + rotated * sin
+
+
+def _weight(module) -> np.ndarray:
+    return module.weight.detach().float().cpu().numpy().astype(np.float64)
+
+
+def _recompute_llama(body, hidden_states: np.ndarray, model_attn: np.ndarray, layer: int, head: int | None):
+    """`recompute_attention` for a Llama-style decoder layer (see the module docstring)."""
+    config = body.config
+    layers = _llama_layers(body)
+    if not 0 <= layer < len(layers):
+        raise IndexError(f"layer must be 0..{len(layers) - 1}, got {layer}")
+    block = layers[layer]
+    attn = block.self_attn
+    num_heads = int(config.num_attention_heads)
+    num_kv = int(getattr(config, "num_key_value_heads", None) or num_heads)
+    d_k = int(getattr(config, "head_dim", None) or config.hidden_size // num_heads)
+    if head is not None and not 0 <= head < num_heads:
+        raise IndexError(f"head must be 0..{num_heads - 1}, got {head}")
+    n = hidden_states.shape[1]
+    window = getattr(config, "sliding_window", None)
+    if window and getattr(config, "use_sliding_window", True) and n > int(window):
+        raise UnsupportedArchitectureError(
+            f"This model attends only to the last {window} positions, and the sentence is longer; the "
+            "recomputation models full causal attention."
+        )
+    if float(getattr(config, "partial_rotary_factor", 1.0) or 1.0) != 1.0:
+        raise UnsupportedArchitectureError(
+            "This model rotates only part of each head (partial RoPE), which the recomputation does not model."
+        )
+    norm = block.input_layernorm
+    eps = float(getattr(norm, "variance_epsilon", getattr(norm, "eps", 1e-6)))
+    x = rms_norm(hidden_states[layer].astype(np.float64), _weight(norm), eps)  # (n, hidden)
+    everything = slice(None)
+    q = _linear(x, attn.q_proj, everything).reshape(n, num_heads, d_k).transpose(1, 0, 2)
+    k = _linear(x, attn.k_proj, everything).reshape(n, num_kv, d_k).transpose(1, 0, 2)
+    v = _linear(x, attn.v_proj, everything).reshape(n, num_kv, d_k).transpose(1, 0, 2)
+    for name, arr in (("q_norm", q), ("k_norm", k)):  # Qwen3 normalises each head's Q and K before RoPE
+        qk_norm = getattr(attn, name, None)
+        if qk_norm is not None:
+            arr[...] = rms_norm(arr, _weight(qk_norm), float(getattr(qk_norm, "variance_epsilon", 1e-6)))
+    cos, sin, _ = rotary_angles(config, n, d_k, getattr(body, "rotary_emb", None))
+    q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
+    group = num_heads // num_kv
+    k, v = np.repeat(k, group, axis=0), np.repeat(v, group, axis=0)  # query head h uses kv head h // group
+    scale = float(getattr(attn, "scaling", d_k**-0.5))
+    scores = q @ k.transpose(0, 2, 1) * scale  # (H, n, n)
+    future = np.triu(np.ones((n, n), dtype=bool), 1)
+    weights = softmax(np.where(future, -np.inf, scores), axis=-1)
+    model_weights = model_attn[layer].astype(np.float64)
+    if head is not None:
+        q, k, v, scores, weights, model_weights = (a[head] for a in (q, k, v, scores, weights, model_weights))
+    max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
+    return AttentionRecomputation(
+        layer=layer,
+        head=head,
+        d_k=d_k,
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        weights=weights,
+        model_weights=model_weights,
+        max_abs_diff=max_abs_diff,
+        causal=True,
+        rotary=True,
+        num_kv_heads=num_kv,
     )
 
 

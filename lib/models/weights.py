@@ -22,7 +22,7 @@ no context (benchmarks/control_candidates.py measures all three).
 
 from __future__ import annotations
 
-__all__ = ["moment_matched_weights", "shuffle_weights"]
+__all__ = ["moment_matched_weights", "random_model", "shuffle_weights", "shuffled_model"]
 
 
 def _generator(seed: int):
@@ -62,3 +62,26 @@ def moment_matched_weights(model, seed: int) -> None:
             mean, std = p.data.float().mean(), p.data.float().std() if p.numel() > 1 else 0.0
             draw = torch.randn(p.shape, generator=g, dtype=torch.float32) * float(std) + float(mean)
             p.data.copy_(draw.to(p.dtype))
+
+
+def shuffled_model(source, seed: int):
+    """The "shuffled" control (lib.models.keys): the trained model, :func:`shuffle_weights` applied.
+
+    ``source`` is a :class:`lib.models.base.WeightsSource`. Works for both families: a decoder's tied output
+    head is permuted once, with its embedding table.
+    """
+    model = source.pretrained()
+    shuffle_weights(model, seed)
+    return model
+
+
+def random_model(source, seed: int):
+    """The "random" control: weights drawn by the config's initialiser under ``torch.manual_seed(seed)``.
+
+    The global torch random state is left as it was (``fork_rng``); a seed always gives the same weights.
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        return source.from_config(source.config())

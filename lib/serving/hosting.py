@@ -43,18 +43,15 @@ def hosted_mode(environ: dict[str, str] | None = None) -> bool:
 def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
     """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
 
-    A control's key (``<id>#shuffled-<seed>`` or ``<id>#random-<seed>``, see lib.models.encoder.model_key) is allowed
-    when its id is: it has the same architecture and size, only shuffled or fresh weights.
+    A variant's key (``<id>#shuffled-<seed>``, ``<id>#random-<seed>``: lib.models.keys) is allowed when its
+    id is: it has the same architecture and size, only other weights.
     """
+    from lib.models.keys import base_model_id
+
     allowed = allowed_models(environ)
     if allowed is None:
         return True
-    wanted = (name or "").strip()
-    for tag in ("#shuffled-", "#random-"):
-        base, found, seed = wanted.rpartition(tag)
-        if found and seed.isascii() and seed.isdigit() and len(seed) <= 10:
-            wanted = base.strip()
-            break
+    wanted = base_model_id(name)
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
 
 
@@ -70,15 +67,25 @@ def max_parameters(environ: dict[str, str] | None = None) -> int:
 
 
 def estimate_parameters(config) -> int:
-    """Parameters of a BERT-family encoder from its configuration (embeddings + layers), to within a few %.
+    """Parameters of a transformer from its configuration (embeddings + layers), to within a few %.
 
-    Embeddings: (vocab + positions + token types) × hidden; each layer: Q, K, V and output projections
-    (4 h² + 4 h), the feed-forward block (2 h·i + i + h) and two LayerNorms (4 h).
+    BERT-family encoder: embeddings (vocab + positions + token types) × hidden; each layer: Q, K, V and
+    output projections (4 h² + 4 h), the feed-forward block (2 h·i + i + h) and two LayerNorms (4 h).
+    Llama-style decoder (rotary positions, no position table): Q and output projections (2 h²), K and V
+    shrunk by grouped-query attention (2 h·kv·d), a gated feed-forward block (3 h·i), two norms (2 h);
+    an untied output head adds vocab × h. SmolLM2-135M: 134.5 M.
     """
     h = int(getattr(config, "hidden_size", 0) or 0)
     layers = int(getattr(config, "num_hidden_layers", 0) or 0)
     inter = int(getattr(config, "intermediate_size", 0) or 4 * h)
     vocab = int(getattr(config, "vocab_size", 0) or 0)
+    if getattr(config, "rope_parameters", None) or getattr(config, "rope_theta", None):
+        heads = int(getattr(config, "num_attention_heads", 1) or 1)
+        kv = int(getattr(config, "num_key_value_heads", 0) or heads)
+        d = int(getattr(config, "head_dim", 0) or h // heads)
+        per_layer = 2 * h * heads * d + 2 * h * kv * d + 3 * h * inter + 2 * h
+        head = 0 if getattr(config, "tie_word_embeddings", True) else vocab * h
+        return vocab * h + layers * per_layer + h + head
     positions = int(getattr(config, "max_position_embeddings", 0) or 0)
     types = int(getattr(config, "type_vocab_size", 0) or 0)
     embeddings = (vocab + positions + types) * h + 2 * h

@@ -243,10 +243,11 @@ def context_words(enc: Encoder, span: CharSpan, offsets: np.ndarray, special: np
 
 
 def _target_vectors(enc: Encoder, encoding, spans: Sequence[CharSpan]) -> np.ndarray:
-    """(n, num_layers + 1, hidden): the target's vector (mean of its pieces) in each encoded sentence."""
+    """(n, num_layers + 1, hidden): the target's vector in each encoded sentence, made as the model makes it
+    (``TargetSpan.vector_indices``: the mean of its pieces for an encoder, the last piece for a decoder)."""
     located = enc.locate(encoding, list(spans))
     return np.stack(
-        [encoding.hidden_states[i][:, list(sp.token_indices), :].mean(axis=1) for i, sp in enumerate(located)]
+        [encoding.hidden_states[i][:, list(sp.vector_indices), :].mean(axis=1) for i, sp in enumerate(located)]
     )
 
 
