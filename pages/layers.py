@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from lib.charts.geometry import norms_by_layer
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
@@ -202,6 +203,7 @@ PARAMS = [
     link.Param("layers_adjust", "bool", False),
     link.Param("layers_pairs", "bool", False),
     link.Param("layers_reference", "bool", False),
+    link.Param("layers_norms", "bool", False),
     link.Param("layers_sentence", "int", 1, lo=1, hi=n),
 ]
 link.init_params(PARAMS)
@@ -399,6 +401,19 @@ if prof.baseline is not None:
     prose(f"Pairs sampled as Ethayarajh (2019) does: {escape_md(b.description.split(',')[0])}.", caption=True)
 else:
     st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
+if st.toggle("Show the length of the word's vector per layer", key="layers_norms", help="What cosine leaves out."):
+    nm = prof.norms
+    layer_chart(
+        norms_by_layer(nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"),
+        key="layers_lengths",
+        at=mark,
+        download="context_lens_lengths",
+    )
+    prose(
+        f"The mean length of the vector of “{word}”: {nm[0]:.1f} at layer 0, **{nm[L]:.1f} at layer {L}**"
+        + (f", {nm[r]:.1f} for the {rep}." if choice.is_pooled else ".")
+        + " Cosine divides by the lengths, so a longer vector is no nearer another: only the direction counts."
+    )
 try:
     st.page_link(
         "pages/anisotropy.py", label="More on anisotropy and how to correct it", icon=":material/explore:"

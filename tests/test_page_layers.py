@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -77,6 +78,29 @@ def test_controls_start_from_the_link():
     assert at.session_state["layers_layer"] == 2
     assert at.session_state["layers_pooling"] == "last4"
     assert at.session_state["layers_view"] == "one"
+
+
+def test_the_vector_length_per_layer_opens_from_a_link_and_is_the_models(encoder):
+    from lib.inputs.presets import default_preset
+
+    at = _app()
+    at.query_params["layers_norms"] = "1"
+    at.query_params["layers_layer"] = "2"
+    at.run()
+    assert_page_ok(at, charts=6)
+    assert at.session_state["layers_norms"] is True and url_written(at)["layers_norms"] == "1"
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-layers_lengths"))
+    bars = json.loads(chart.proto.spec)["data"][0]["y"]
+    ss = default_preset().sentence_set()
+    v = encoder.target_vectors(list(ss.sentences), ss.target).vectors.astype(np.float64)  # (n, L + 1, H)
+    want = [float(np.mean([np.sqrt(np.sum(v[i, k] ** 2)) for i in range(len(v))])) for k in range(v.shape[1])]
+    np.testing.assert_allclose(bars, want, rtol=1e-4)
+    L = len(want) - 1
+    assert f"{want[0]:.1f} at layer 0, **{want[L]:.1f} at layer {L}**" in _markdown(at)
+    assert "layers_lengths_download" in {b.key for b in at.get("download_button")}
+    at.toggle(key="layers_norms").set_value(False).run()
+    assert url_written(at)["layers_norms"] == "0"
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("-layers_lengths")]
 
 
 def test_without_labels():

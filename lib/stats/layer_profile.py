@@ -41,6 +41,7 @@ class LayerProfile:
     intra_sentence:  (R,) Ethayarajh's intra-sentence similarity
     readout:         leave-one-out nearest-centroid accuracy over R, or None without two labelled senses
     num_layers:      L
+    norms:           (R,) the mean length (Euclidean norm) of the target's vector over the n sentences
     """
 
     vectors: np.ndarray
@@ -53,6 +54,7 @@ class LayerProfile:
     intra_sentence: np.ndarray
     readout: SenseReadout | None
     num_layers: int
+    norms: np.ndarray
 
     @property
     def num_hidden_states(self) -> int:
@@ -149,4 +151,5 @@ def layer_profile(
         intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
         readout=leave_one_out_readout(aug, senses),
         num_layers=k - 1,
+        norms=np.linalg.norm(aug.astype(np.float64), axis=-1).mean(axis=0),
     )
