@@ -398,7 +398,7 @@ if prof.baseline is not None:
         f"(anisotropy) unrelated words score high (BERT-base: {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at "
         "layer 11), so read a cosine against the band: switch on *Minus baseline* above."
     )
-    prose(f"Pairs sampled as Ethayarajh (2019) does: {escape_md(b.description.split(',')[0])}.", caption=True)
+    prose(f"Pairs sampled as Ethayarajh (2019) does: {b.n_pairs:,}.", caption=True)
 else:
     st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
 if st.toggle("Show the length of the word's vector per layer", key="layers_norms", help="What cosine leaves out."):

@@ -41,6 +41,8 @@ def test_preset_shows_every_section():
     assert "(every pair: cosine 1.00)" in text  # the static embedding is one vector for all sentences
     assert "same-sense minus different-sense gap" in text
     assert "Best: **layer" in text
+    pairs = re.search(r"Ethayarajh \(2019\) does: ([\d,]+)\.", "\n".join(c.value for c in at.caption))
+    assert pairs and int(pairs.group(1).replace(",", "")) > 100  # the number of pairs, thousands and all
     downloads = {b.key for b in at.get("download_button")}
     assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
