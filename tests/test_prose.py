@@ -10,18 +10,10 @@ import pytest
 
 from lib.teaching.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
 from lib.teaching.wordcount import MAX_PROSE_WORDS, count_words, prose_texts, total_words
+from tests.browser._browser import chart_pages
 from tests.conftest import ROOT, page_test
 
-PAGES = [
-    "pages/home.py",
-    "pages/layers.py",
-    "pages/attention.py",
-    "pages/context.py",
-    "pages/anisotropy.py",
-    "pages/projections.py",
-    "pages/calculator.py",
-    "pages/lesson.py",
-]
+PAGES = [path for path, _title, _default in chart_pages()]  # every page of app.py but the glossary and the board
 
 
 @pytest.fixture(scope="module")
