@@ -138,3 +138,8 @@ def test_a_layer_axis_labels_every_layer_of_an_encoder_and_every_fifth_of_a_deco
     assert layer_dtick(7) == 1 and layer_dtick(13) == 1  # all-MiniLM-L6-v2, bert-base: every layer
     assert layer_dtick(31) == 5  # SmolLM2-135M: 31 labels at ~11 px each did not fit a 358-px phone chart
     assert len(range(0, 31, layer_dtick(31))) <= 7
+    from lib.charts.common import layer_ticktext
+
+    assert layer_ticktext(7) == [str(i) for i in range(7)]
+    shown = [t for t in layer_ticktext(31) if t]
+    assert shown == ["0", "5", "10", "15", "20", "25", "30"] and len(layer_ticktext(31)) == 31

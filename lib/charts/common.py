@@ -75,6 +75,13 @@ def layer_dtick(n_hidden_states: int) -> int:
     return 1 if int(n_hidden_states) <= 13 else 5
 
 
+def layer_ticktext(n_hidden_states: int) -> list[str]:
+    """Labels for a layer axis whose ``tickvals`` list every layer 0..n-1: each layer's number, or only every
+    :func:`layer_dtick`-th one (the others blank) past 13 hidden states."""
+    step = layer_dtick(n_hidden_states)
+    return [str(i) if i % step == 0 else "" for i in range(int(n_hidden_states))]
+
+
 def esc(text: object) -> str:
     """User text made safe for plotly, whose titles, ticks, legends and hovers read a little HTML.
 

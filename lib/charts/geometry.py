@@ -18,6 +18,7 @@ from lib.charts.common import (
     figure,
     grid_axes,
     layer_mark,
+    layer_ticktext,
     merged,
     sense_ticks,
     subplot_grid,
@@ -109,6 +110,7 @@ def anisotropy_by_layer(
         xaxis={
             "title": {"text": "layer (0 = embeddings)"},
             "tickvals": list(range((n_layers or 0) + 1)),  # the layers (lib.charts.common.layer_positions)
+            "ticktext": layer_ticktext((n_layers or 0) + 1),  # a decoder's 31 numbers do not fit a phone
             "range": [-0.3, (n_layers or 1) + 0.3],
         },
         yaxis={
@@ -296,7 +298,11 @@ def norms_by_layer(mean_norm: Sequence[float], *, layer: int | None = None, titl
     }
     layout = merged(
         base_layout(title=_title(title), height=320),
-        xaxis={"title": {"text": "layer (0 = embeddings)"}, "tickvals": list(range(len(y)))},
+        xaxis={
+            "title": {"text": "layer (0 = embeddings)"},
+            "tickvals": list(range(len(y))),
+            "ticktext": layer_ticktext(len(y)),
+        },
         yaxis={
             "title": {"text": "mean vector length"},
             "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],
