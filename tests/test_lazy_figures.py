@@ -21,7 +21,7 @@ import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
 from plotly.io.json import to_json_plotly
 
-from lib.charts import attention, common, context, figures, fitting, home, layers, lesson, projection, toy
+from lib.charts import attention, common, context, figures, finetune, fitting, home, layers, lesson, projection, toy
 from lib.charts.figures import Figure, LazyFigure
 from lib.models.attention import special_token_share, target_attention, token_labels
 from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
@@ -162,6 +162,20 @@ BUILDERS = {
         [f"layer {j}" for j in range(7)],
         cols=3,
     ),
+    "finetune.training_curves": lambda r: finetune.training_curves(
+        [0, 1, 2], [0.7, 0.5, 0.2], [0.7, 0.6, 0.65], what="loss", title="<b>loss</b>", best_epoch=1
+    ),
+    "finetune.training_curves[accuracy]": lambda r: finetune.training_curves(
+        [0, 1, 2], [0.5, 0.75, 1.0], [0.5, 0.5, np.nan], what="accuracy", title="acc", chance=0.5
+    ),
+    "finetune.layer_change_chart": lambda r: finetune.layer_change_chart(
+        np.array([1.0, 1, 1, 1, 1, 0.9, 0.7]), np.array([0.0, 0, 0, 0, 0, 2e-3, 3e-3]), title="moved"
+    ),
+    "finetune.before_after_chart": lambda r: finetune.before_after_chart(
+        np.linspace(0.5, 1, 7), np.linspace(0.5, 1, 7)[::-1], title="t", what="accuracy", percent=True, chance=0.5
+    ),
+    "finetune.mix_weights_chart": lambda r: finetune.mix_weights_chart(np.full(7, 1 / 7), 1.3, title="mix"),
+    "finetune.seed_chart": lambda r: finetune.seed_chart([0, 1, 2], [1.0, 1.0, 0.9], [0.75, 0.5, 1.0], title="s"),
     "toy.vector_arrows": lambda r: toy.vector_arrows(_X3, _Y3, ["The", "<b>cat</b>", "sat"], title="v"),
     "toy.warmup_arrows": lambda r: toy.warmup_arrows(
         ["bank", "bank", "apple"],
@@ -175,6 +189,7 @@ CHART_MODULES = (
     "attention",
     "context",
     "controls",
+    "finetune",
     "geometry",
     "home",
     "layers",

@@ -32,7 +32,7 @@ def _line(x, y, *, name: str, color: str, dash: str | None = None, fmt: str = ".
         "y": finite(y).tolist(),
         "mode": "lines+markers",
         "name": name,
-        "line": {"color": color, "width": 3, "dash": dash},
+        "line": {"color": color, "width": 3, **({"dash": dash} if dash else {})},
         "hovertemplate": f"{name}: %{{y:{fmt}}}<extra>%{{x}}</extra>",
     }
 
@@ -69,13 +69,15 @@ def training_curves(
     layout = merged(
         base_layout(title=esc(title), height=320),
         xaxis={"title": {"text": "epoch"}, "dtick": max(1, int(np.ceil(max(1, len(epochs) - 1) / 10)))},
-        yaxis={"title": {"text": what}, "tickformat": ".0%" if acc else None, "range": [0, 1.05] if acc else None,
-               "rangemode": "tozero"},  # fmt: skip
+        yaxis={"title": {"text": what}, "rangemode": "tozero",
+               **({"tickformat": ".0%", "range": [0, 1.05]} if acc else {})},  # fmt: skip
         legend=_legend(),
         margin={"b": 10},
     )
-    layout["shapes"] = shapes
-    layout["annotations"] = notes
+    if shapes:
+        layout["shapes"] = shapes
+    if notes:
+        layout["annotations"] = notes
     return figure(data, layout)
 
 
@@ -126,8 +128,7 @@ def before_after_chart(
     layout = merged(
         base_layout(title=esc(title), height=320),
         xaxis={"title": {"text": "layer"}},
-        yaxis={"title": {"text": what}, "tickformat": ".0%" if percent else None,
-               "range": [0, 1.05] if percent else None},  # fmt: skip
+        yaxis={"title": {"text": what}, **({"tickformat": ".0%", "range": [0, 1.05]} if percent else {})},
         legend=_legend(),
     )
     if chance is not None:
