@@ -272,7 +272,7 @@ def _projection(result, L: int) -> None:
     split, comp = result.split, result.comparison
     hover = list(split.sentences)  # escaped by the chart builder
     text = [("T" if i in split.train else "H") + str(i + 1) for i in range(len(split.sentences))]
-    st.markdown("**The top layer's vectors, pretrained and fine-tuned (PCA, T = training, H = held out)**")
+    prose("**The top layer's vectors, pretrained and fine-tuned (PCA; T = training, H = held out)**")
     c1, c2 = st.columns(2)
     for col, name, vec in ((c1, "pretrained", comp.vectors_before), (c2, "fine-tuned", comp.vectors_after)):
         proj = cache.projection(vec[:, L], "pca", 2)

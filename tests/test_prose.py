@@ -23,6 +23,7 @@ PAGES = [
     "pages/projections.py",
     "pages/calculator.py",
     "pages/lesson.py",
+    "pages/finetune.py",
 ]
 MAX_WORDS = 600
 
