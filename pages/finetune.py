@@ -308,8 +308,9 @@ def main() -> None:
     enc = cache.encoder(base)
     if enc.family == "decoder":
         prose(
-            "Fine-tuning here needs an encoder (the default model). The decoder in use is a 4-bit copy whose "
-            "weights cannot take training steps; switch back in the sidebar's Model panel."
+            "Fine-tuning works on encoders so far: the training loop and the fine-tuned copy know a BERT-style "
+            "model's layers, not yet a decoder's (its bfloat16 weights, rotary positions and causal mask). "
+            "Choose the default model in the sidebar's Model panel to fine-tune."
         )
         return
     L = enc.num_layers
