@@ -240,6 +240,12 @@ def _results(base: str, result, L: int) -> None:
     if comp is None:
         return
     st.subheader("Pretrained vs fine-tuned, layer by layer")
+    if not result.recipe.parsed.trains_model:
+        prose(
+            "The model itself did not change: this method trains only what sits on top of it, so every layer's "
+            "weights and vectors are the pretrained ones. Unfreeze layers, or add LoRA, to see layers move."
+        )
+        return
     moved = ["embeddings" if i == 0 else f"L{i}" for i in range(L + 1) if comp.weight_change[i] > 0]
     frozen = (
         f" Below {moved[0]} the vectors are the pretrained ones too (CKA 1)."

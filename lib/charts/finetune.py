@@ -22,7 +22,7 @@ CHANCE_COLOR = "#444444"
 
 
 def _legend() -> dict:
-    return {"orientation": "h", "x": 0, "y": -0.25, "xanchor": "left", "yanchor": "top", "title": {"text": ""}}
+    return {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top", "title": {"text": ""}}
 
 
 def _line(x, y, *, name: str, color: str, dash: str | None = None, fmt: str = ".3f") -> dict:
@@ -100,7 +100,7 @@ def layer_change_chart(cka: np.ndarray, weight_change: np.ndarray, *, title: str
     top = float(np.nanmax(weight_change)) if np.size(weight_change) and np.nanmax(weight_change) > 0 else 1.0
     layout = merged(
         base_layout(title=esc(title), height=340),
-        xaxis={"title": {"text": "layer"}},
+        xaxis={"title": {"text": "layer"}, "type": "category"},
         yaxis={"title": {"text": "CKA"}, "range": [0, 1.05]},
         yaxis2={"title": {"text": "weight change"}, "overlaying": "y", "side": "right", "range": [0, 1.15 * top],
                 "showgrid": False, "exponentformat": "e"},  # fmt: skip
@@ -127,7 +127,7 @@ def before_after_chart(
     ]
     layout = merged(
         base_layout(title=esc(title), height=320),
-        xaxis={"title": {"text": "layer"}},
+        xaxis={"title": {"text": "layer"}, "type": "category"},
         yaxis={"title": {"text": what}, **({"tickformat": ".0%", "range": [0, 1.05]} if percent else {})},
         legend=_legend(),
     )
@@ -155,7 +155,7 @@ def mix_weights_chart(weights: np.ndarray, gamma: float, *, title: str) -> go.Fi
     ]
     layout = merged(
         base_layout(title=esc(f"{title} (γ = {gamma:.2f})"), height=300),
-        xaxis={"title": {"text": "layer"}},
+        xaxis={"title": {"text": "layer"}, "type": "category"},
         yaxis={"title": {"text": "weight s_j"}, "range": [0, max(w + [0.0]) * 1.25 + 1e-9]},
         showlegend=False,
     )
