@@ -113,6 +113,8 @@ def render() -> None:
             list(WEIGHTS),
             key=K_WEIGHTS,
             horizontal=True,
+            on_change=use_finetuned,  # a control chosen replaces a fine-tuned model
+            args=("",),
             format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
             help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
             "architecture, scale and context mixing, nothing learned. What still shows up comes from the "
