@@ -90,6 +90,18 @@ def test_the_fine_tuned_model_opens_on_layer_by_layer(trained, independent):
     assert titles and all(name in t.replace("<br>", " ") for t in titles)  # every chart says which model it shows
 
 
+def test_a_second_session_with_the_same_run_does_not_train_again(trained, independent):
+    from ui import cache
+
+    runs = cache.FINETUNE_RUNS[independent.recipe.key]
+    assert runs >= 1
+    watcher = page_test(PAGE, preset="bank", ft_epochs=EPOCHS, ft_train=True)  # a student opening the teacher's run
+    watcher.run()
+    assert not watcher.exception, [e.value for e in watcher.exception]
+    assert independent.verdict.text in _texts(watcher, "warning", "success")
+    assert cache.FINETUNE_RUNS[independent.recipe.key] == runs
+
+
 def test_a_remedy_is_one_click_away(trained, independent):
     fixes = [r for r in independent.verdict.remedies if r.recipe is not None]
     assert fixes, independent.verdict.kind

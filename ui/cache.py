@@ -613,6 +613,7 @@ class _LiveRun:
 
 
 _LIVE: dict[tuple, _LiveRun] = {}
+FINETUNE_RUNS: Counter[str] = Counter()  # training runs started, by recipe key (tests: a shared run trains once)
 
 
 def finetune_prepared(model_name: str, target: str, sentences: tuple[str, ...], senses: tuple[str | None, ...],
@@ -690,6 +691,8 @@ def finetune_run(model_name: str, prepared, recipe, progress: Callable | None = 
     try:
         enc = encoder(model_name)
         with heavy(run_cost(enc, prepared, recipe)):
+            with _lock:
+                FINETUNE_RUNS[recipe.key] += 1
             result = run_recipe(enc, prepared, recipe, progress=report)
             release_memory()
         if result.run.stopped != "cancelled":
