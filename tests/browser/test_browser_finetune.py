@@ -92,5 +92,7 @@ def test_the_fine_tuned_model_opens_on_layer_by_layer_from_its_link(page, server
     titles = [re.sub(r"\s+", "", t) for t in chart_titles(page)]  # line breaks (<br>) are gone from the text
     assert titles and all(name.replace(" ", "") in t for t in titles), titles
     assert parse_qs(urlparse(page.url).query).get("finetuned") == [recipe]
+    cut = page.evaluate(JS_CUT_TEXT)  # the model's long name breaks titles into lines: none may run off the chart
+    assert not cut, f"chart text cut at a chart's edge or overlapping: {cut}"
     screenshot(page, shots_dir, "finetune-layers-from-link")
     assert not page.errors, page.errors
