@@ -85,10 +85,12 @@ def _apply(recipe: Recipe) -> None:
     st.session_state["ft_epochs"] = recipe.epochs
     st.session_state["ft_early"] = bool(recipe.patience)
     st.session_state["ft_train"] = True
+    st.session_state["ft_seeds"] = False
 
 
 def _train(on: bool) -> None:
     st.session_state["ft_train"] = on
+    st.session_state["ft_seeds"] = False  # the seeds are asked for again for a new run
     st.session_state["_ft_stopped"] = not on
 
 

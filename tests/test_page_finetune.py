@@ -133,3 +133,14 @@ def test_a_set_that_cannot_be_split_gets_a_plain_message(text, message):
     assert not at.exception, [e.value for e in at.exception]
     assert message in _texts(at, "error")
     assert "ft_go" not in [b.key for b in at.button]
+
+
+def test_the_decoder_gets_a_sentence_saying_why_not(decoder):
+    from lib.models import DECODER_MODEL
+
+    at = page_test(PAGE, preset="bank", model=DECODER_MODEL)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert decoder.family == "decoder"
+    assert "Fine-tuning works on encoders so far" in _texts(at, "markdown")
+    assert "ft_go" not in [b.key for b in at.button]
