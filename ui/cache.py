@@ -724,7 +724,8 @@ def finetune_run(model_name: str, prepared, recipe, progress: Callable | None = 
 
     try:
         enc = encoder(model_name)
-        with heavy(run_cost(enc, prepared, recipe)):
+        # large work whatever its bytes (seconds of CPU): it never takes the slot kept for an ordinary set
+        with heavy(run_cost(enc, prepared, recipe), large=True):
             with _lock:
                 FINETUNE_RUNS[recipe.key] += 1
             result = run_recipe(enc, prepared, recipe, progress=report)
