@@ -30,6 +30,12 @@ CHARTS = 8  # loss, accuracy, layer change, held-out readout, anisotropy, same-m
 PROGRESS = "[data-testid='stProgress']"
 
 
+def _ready(pg) -> None:
+    """Wait until the page has drawn its Train button (on a cold server the model loads first)."""
+    wait_idle(pg)
+    pg.get_by_role("button", name="Train").wait_for(timeout=300_000)
+
+
 def _main_text(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
@@ -40,7 +46,7 @@ def test_train_shows_progress_then_charts_that_fit(page, server, shots_dir, scre
     # a seed of its own per screen: each screen watches a run of its own train, not a cached one
     seed = {"phone": 11, "projector": 12}[screen]
     page.goto(server + f"/finetune?preset=bank&ft_seed={seed}&ft_epochs=20")
-    wait_idle(page)
+    _ready(page)
     assert not exceptions(page), exceptions(page)
     assert "Fine-tune it yourself" in _main_text(page)
     screenshot(page, shots_dir, f"finetune-{screen}-ready")
@@ -65,7 +71,7 @@ def test_train_shows_progress_then_charts_that_fit(page, server, shots_dir, scre
 def test_stop_ends_a_run_before_its_charts(page, server, shots_dir):
     page.set_viewport_size(SCREENS["projector"])
     page.goto(server + "/finetune?preset=bank&ft_method=full&ft_epochs=200&ft_seed=13")
-    wait_idle(page)
+    _ready(page)
     page.get_by_role("button", name="Train").click()
     page.wait_for_selector(PROGRESS, timeout=120_000)
     page.get_by_role("button", name="Stop").click()
