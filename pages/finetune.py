@@ -27,7 +27,7 @@ from lib.finetune.seeds import DEFAULT_SEEDS
 from lib.models.encoder import TargetError
 from lib.models.keys import parse_model_key
 from ui import cache, link, session
-from ui.widgets import chart, escape_md, prose
+from ui.widgets import chart, escape_md, prose, set_state
 
 HELDOUT = 33  # percent of each sense held out (a third: bank's 12 sentences -> 8 train, 4 held out)
 SPLIT_SEED = 0
@@ -63,35 +63,21 @@ def _params(L: int) -> list[link.Param]:
     ]
 
 
-def _on_method() -> None:
-    kind = st.session_state.get("ft_method", "top")
-    if DEFAULT_LR.get(kind):
-        st.session_state["ft_lr"] = DEFAULT_LR[kind]
-
-
-def _apply(recipe: Recipe) -> None:
-    """Set the widgets to a remedy's recipe and train it."""
+def _remedy_state(recipe: Recipe) -> dict[str, object]:
+    """The widgets' values that run a remedy's recipe (handed to ``set_state``: data, not a page function)."""
     m = recipe.parsed
-    st.session_state["ft_method"] = m.kind
+    out: dict[str, object] = {"ft_method": m.kind, "ft_hlr": recipe.head_lr, "ft_epochs": recipe.epochs,
+                              "ft_early": bool(recipe.patience), "ft_train": True, "ft_seeds": False}  # fmt: skip
     if m.kind == "top":
-        st.session_state["ft_k"] = m.k
+        out["ft_k"] = m.k
     if m.kind == "head":
-        st.session_state["ft_layer"] = recipe.layer
+        out["ft_layer"] = recipe.layer
     if m.kind == "lora":
-        st.session_state["ft_rank"] = recipe.rank
+        out["ft_rank"] = recipe.rank
     if m.trains_model:
-        st.session_state["ft_lr"] = recipe.lr
-    st.session_state["ft_hlr"] = recipe.head_lr
-    st.session_state["ft_epochs"] = recipe.epochs
-    st.session_state["ft_early"] = bool(recipe.patience)
-    st.session_state["ft_train"] = True
-    st.session_state["ft_seeds"] = False
-
-
-def _train(on: bool) -> None:
-    st.session_state["ft_train"] = on
-    st.session_state["ft_seeds"] = False  # the seeds are asked for again for a new run
-    st.session_state["_ft_stopped"] = not on
+        out["ft_lr"] = recipe.lr
+    out["_ft_kind"] = m.kind  # the rate given here is kept, not reset to the method's default
+    return out
 
 
 def _usable_set(base: str):
@@ -228,8 +214,8 @@ def _results(base: str, result, L: int) -> None:
     if fixes:
         cols = st.columns(len(fixes))
         for col, r in zip(cols, fixes, strict=True):
-            col.button(r.label.capitalize(), key=f"ft_fix_{r.label}", help=r.why, on_click=_apply, args=(r.recipe,),
-                       width="stretch")  # fmt: skip
+            col.button(r.label.capitalize(), key=f"ft_fix_{r.label}", help=r.why, on_click=set_state,
+                       kwargs=_remedy_state(r.recipe), width="stretch")  # fmt: skip
     for r in v.remedies:
         if r.recipe is None:
             prose(f"Or: {r.why}", caption=True)
@@ -293,7 +279,7 @@ def _seeds(base: str, prepared, recipe: Recipe) -> None:
     st.subheader("The same run under three seeds")
     if not st.session_state.get("ft_seeds"):
         st.button(f"Train under seeds {', '.join(map(str, DEFAULT_SEEDS))}", key="ft_seeds_go",
-                  on_click=lambda: st.session_state.update(ft_seeds=True))  # fmt: skip
+                  on_click=set_state, kwargs={"ft_seeds": True})  # fmt: skip
         prose("On a dozen sentences the result swings with the seed; one run is an anecdote.", caption=True)
         return
     bar = st.empty()
@@ -350,8 +336,12 @@ def main() -> None:
     with st.expander(f"The split: {len(split.train)} training, {len(split.heldout)} held-out sentences"):
         _split_tables(split)
 
-    st.radio("How to adapt", list(METHODS), key="ft_method", format_func=METHOD_NAMES.get, on_change=_on_method)
+    st.radio("How to adapt", list(METHODS), key="ft_method", format_func=METHOD_NAMES.get)
     kind = st.session_state["ft_method"]
+    before = st.session_state.get("_ft_kind")
+    if before is not None and before != kind and DEFAULT_LR.get(kind):  # a new method starts at its own rate
+        st.session_state["ft_lr"] = DEFAULT_LR[kind]
+    st.session_state["_ft_kind"] = kind
     prose(METHODS[kind], caption=True)
     _settings(L, kind)
     try:
@@ -362,10 +352,11 @@ def main() -> None:
         return
     name = recipe.describe(len(split.train), split.target)
     c1, c2 = st.columns(2)
-    c1.button("Train", key="ft_go", type="primary", on_click=_train, args=(True,), icon=":material/play_arrow:",
-              width="stretch")  # fmt: skip
+    c1.button("Train", key="ft_go", type="primary", on_click=set_state, icon=":material/play_arrow:",
+              kwargs={"ft_train": True, "ft_seeds": False, "_ft_stopped": False}, width="stretch")  # fmt: skip
     if st.session_state.get("ft_train"):
-        c2.button("Stop", key="ft_stop", on_click=_train, args=(False,), icon=":material/stop:", width="stretch",
+        c2.button("Stop", key="ft_stop", on_click=set_state, icon=":material/stop:", width="stretch",
+                  kwargs={"ft_train": False, "ft_seeds": False, "_ft_stopped": True},
                   help="Stops at the next epoch. Changing a setting or leaving the page stops it too.")  # fmt: skip
     if not st.session_state.get("ft_train"):
         if st.session_state.pop("_ft_stopped", False):

@@ -32,6 +32,7 @@ OLD_LINKS = {
             "layers_adjust": "1",
             "layers_pairs": "1",
             "layers_reference": "1",
+            "layers_norms": "1",
             "layers_sentence": "2",
             "layers_compare": "1",  # ui.controls.compare_picker: a second model beside the first
             "layers_other": RANDOM0,
@@ -43,6 +44,7 @@ OLD_LINKS = {
             "layers_adjust": True,
             "layers_pairs": True,
             "layers_reference": True,
+            "layers_norms": True,
             "layers_sentence": 2,
             "layers_compare": True,
             "layers_other": RANDOM0,

@@ -44,6 +44,7 @@ K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset
 K_INITIALISED = "_cl_initialised"  # the link's shared keys have been read (once per session)
 K_MODELS_PER_SET = "_cl_models_per_set"  # models this run sends the set through (models_per_set)
 K_TEXT_CUT = "_cl_text_cut"  # (text kept, message) when a set was cut to the sentence box's size
+K_ORIGIN = "_cl_origin"  # (text, where it came from) of the last set_sentences
 
 
 # --------------------------------------------------------------------------- session start
@@ -238,8 +239,12 @@ def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[Sentenc
     return ss.subset(range(cut.kept)), note
 
 
-def set_sentences(text: str, target: str) -> None:
-    """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'."""
+def set_sentences(text: str, target: str, origin: str = "") -> None:
+    """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'.
+
+    A widget's callback as it is (``on_click=session.set_sentences, args=(text, target, origin)``). ``origin``:
+    where the set came from, in plain text ("the 4 sentences uploaded from mine.csv"), :func:`origin` while
+    the set is unchanged."""
     if len(text) > MAX_TEXT_CHARS:  # the sentence box's max_chars: keep whole lines, and say so
         kept = text[:MAX_TEXT_CHARS].rsplit("\n", 1)[0]
         n_all, n_kept = text.count("\n") + 1, kept.count("\n") + 1
@@ -252,6 +257,13 @@ def set_sentences(text: str, target: str) -> None:
     st.session_state[K_TEXT] = text
     st.session_state[K_TARGET] = target
     st.session_state[K_PRESET] = CUSTOM
+    st.session_state[K_ORIGIN] = (text, origin)
+
+
+def origin() -> str:
+    """Where the current set came from (:func:`set_sentences`' ``origin``), "" once it has been edited."""
+    text, said = st.session_state.get(K_ORIGIN, (None, ""))
+    return said if text == st.session_state.get(K_TEXT) else ""
 
 
 def model_name() -> str:
