@@ -22,6 +22,7 @@ PAGES = [
     ("pages/context.py", "What moves the word", ":material/swap_horiz:", False),
     ("pages/anisotropy.py", "Anisotropy", ":material/explore:", False),
     ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
+    ("pages/finetune.py", "Fine-tune", ":material/model_training:", False),
     ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),
     ("pages/lesson.py", "Guided lesson", ":material/school:", False),
     ("pages/board.py", "Class board", ":material/groups:", False),

@@ -49,6 +49,7 @@ CHART_MODULES = (
     "attention",
     "context",
     "controls",
+    "finetune",
     "geometry",
     "home",
     "layers",

@@ -13,7 +13,8 @@ from lib.teaching.wordcount import MAX_PROSE_WORDS, count_words, prose_texts, to
 from tests.browser._browser import chart_pages
 from tests.conftest import ROOT, page_test
 
-PAGES = [path for path, _title, _default in chart_pages()]  # every page of app.py but the glossary and the board
+# every page of app.py but the glossary and the board; Fine-tune draws no chart before Train, but its prose counts
+PAGES = [path for path, _title, _default in chart_pages()] + ["pages/finetune.py"]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from lib.inputs.presets import load_presets, preset_by_id
 from lib.inputs.sentences import MAX_TEXT_CHARS, SentenceSet
 from lib.models import pack
 from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key, split_model_key
-from lib.models.keys import DECODER_MODEL, base_model_id
+from lib.models.keys import DECODER_MODEL, base_model_id, parse_model_key, weights_label
 from lib.serving.hosting import hosted_mode, model_allowed
 from ui import cache, link
 from ui.session import (
@@ -22,6 +22,7 @@ from ui.session import (
     K_OWN,
     K_PRESENTER,
     K_PRESET,
+    K_RECIPE,
     K_SEED,
     K_TARGET,
     K_TEXT,
@@ -30,6 +31,7 @@ from ui.session import (
     packed_text,
     sentence_set,
     set_sentences,
+    use_finetuned,
 )
 from ui.widgets import escape_md
 
@@ -114,6 +116,8 @@ def render() -> None:
             list(WEIGHTS),
             key=K_WEIGHTS,
             horizontal=True,
+            on_change=use_finetuned,  # a control chosen replaces a fine-tuned model
+            args=("",),
             format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
             help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
             "architecture and each matrix's scale, nothing learned (its attention need not be as sharp, nor its "
@@ -129,7 +133,7 @@ def render() -> None:
             disabled=st.session_state.get(K_WEIGHTS) == "trained",
             help="The same seed always draws the same weights.",
         )
-        _resolve_model(st)
+        _resolve_model(st, ss)
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     link.show_notes_in(sb.container())  # the link's notes; a page's own parameters add theirs here later in the run
     if st.session_state.get(K_PRESET) == CUSTOM and packed_text() is None:
@@ -154,15 +158,22 @@ def _show_set_messages(container, ss: SentenceSet) -> None:
         )
 
 
-def _resolve_model(container) -> None:
+def _resolve_model(container, ss: SentenceSet) -> None:
     name = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
     weights = st.session_state.get(K_WEIGHTS, "trained")
+    recipe = st.session_state.get(K_RECIPE) or ""
     try:
         seed = int(st.session_state.get(K_SEED) or 0)
-        wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
+        if recipe and weights == "trained":
+            wanted = model_key(name, "finetuned", recipe)
+        else:
+            wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
     except (ModelLoadError, TypeError, ValueError) as err:
         container.error(escape_md(str(err)) + "  \nStill using the previous model.")
         return
+    if recipe and weights == "trained" and not _finetuned_ready(container, wanted, ss):
+        use_finetuned("")
+        wanted = model_key(name, "trained")
     if wanted != st.session_state.get(K_ACTIVE_MODEL):
         running = pack.download_status().state == "running" and base_model_id(wanted) == DECODER_MODEL
         enc, err = (None, pack.MISSING) if running else cache.try_encoder(wanted)
@@ -174,7 +185,16 @@ def _resolve_model(container) -> None:
             return
         st.session_state[K_ACTIVE_MODEL] = enc.name
     _, weights, seed = split_model_key(st.session_state[K_ACTIVE_MODEL])
-    if weights == "shuffled":
+    if weights == "finetuned":
+        container.warning(
+            f"Fine-tuned model: {escape_md(weights_label(weights, seed))}. Every page now shows it; chart titles "
+            "say so."
+        )
+        container.button(
+            "Back to the pretrained model", key="cl_finetuned_off", on_click=use_finetuned, args=("",),
+            icon=":material/undo:",
+        )  # fmt: skip
+    elif weights == "shuffled":
         container.warning(
             f"Shuffled weights (seed {seed}): every page now shows an encoder that learned nothing; its "
             "matrices hold the trained numbers in random places. Chart titles say so."
@@ -248,3 +268,29 @@ def _download_progress() -> None:
         st.caption("The encoder keeps working meanwhile; the decoder opens by itself when it is ready.")
     else:
         st.rerun(scope="app")  # done: the decoder loads; failed: its sentence shows
+
+
+def _finetuned_ready(container, key: str, ss: SentenceSet) -> bool:
+    """Make the fine-tuned model ``key`` openable, training its recipe again on the current set when this server
+    no longer holds it (through the work queue, with a progress bar); False with a message when it cannot be."""
+    from lib.finetune.data import FineTuneError
+    from lib.finetune.recipe import Recipe
+
+    bar = None
+    epochs = Recipe.from_key(str(parse_model_key(key).value)).epochs
+
+    def show(rep) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = container.empty()
+        bar.progress(min(1.0, rep.epoch / epochs), text=f"Training the fine-tuned model again: epoch {rep.epoch} of {epochs}")
+
+    try:
+        cache.finetune_open(key, ss.target, ss.sentences, ss.senses, show)
+    except FineTuneError as err:
+        container.error(escape_md(str(err)) + "  \nThe pretrained model is used.")
+        return False
+    finally:
+        if bar is not None:
+            bar.empty()
+    return True
