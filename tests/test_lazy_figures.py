@@ -21,7 +21,7 @@ import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
 from plotly.io.json import to_json_plotly
 
-from lib.charts import attention, common, context, figures, fitting, home, layers, lesson, projection, toy
+from lib.charts import attention, common, context, figures, fitting, home, layers, lens, lesson, projection, toy
 from lib.charts.figures import Figure, LazyFigure
 from lib.models.attention import special_token_share, target_attention, token_labels
 from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
@@ -63,6 +63,7 @@ _POOL = _r(4, 7)
 _PAIRS, _SAME = _r(15), RNG.random(15) > 0.5
 _X3, _Y3 = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
 _M = [_r(6, 6) for _ in range(2)]
+_FP6, _FP12, _LENS, _LENS_TOP = _r(6), _r(12), _r(7, 2), _r(7)
 
 
 def _suite(name: str):
@@ -83,6 +84,10 @@ BUILDERS = {
         r.ta.attends_to_mean, r.ta.attended_by_mean, r.labels
     ),
     "attention.special_token_share_chart": lambda r: attention.special_token_share_chart(r.share, head=3),
+    "attention.first_position_chart": lambda r: attention.first_position_chart(
+        [("a <b>", _FP6, 0.2), ("b", _FP12, 0.1)], title="<t>"
+    ),
+    "lens.lens_word_chart": lambda r: lens.lens_word_chart(_LENS, ["river", "<b>"], _LENS_TOP, title="<t>"),
     "context.shift_bars": lambda r: context.shift_bars(_W, _SHIFT, _ATT, title="s"),
     "context.word_bars": lambda r: context.word_bars(_W, _ATT, axis_title="attention", title="w"),
     "context.shift_strip": lambda r: context.shift_strip(_W, _STRIP, NAMES, title="s"),
@@ -173,6 +178,7 @@ BUILDERS = {
 }
 CHART_MODULES = (
     "attention",
+    "lens",
     "context",
     "controls",
     "geometry",

@@ -592,3 +592,15 @@ def encode_ahead(model_name: str, sentences: tuple[str, ...], target: str) -> No
     clean = clean_sentences(sentences, target)
     if clean and not all(_sentence_key(model_name, s) in RESULTS for s in clean):
         encoding(model_name, clean, spinner=False)
+
+
+def logit_lens(model_name: str, sentence: str, target: str | None, words: tuple[str, ...], _vectors: np.ndarray):
+    """lib.models.lens.logit_lens of the target's vectors ``_vectors`` (K, hidden) in ``sentence``, once per
+    (model, sentence, target, words): the output head's 49,152 logits per layer cost a second of CPU."""
+    from lib.models.lens import logit_lens as run
+
+    return _cached(
+        ("logit_lens", model_name, sentence, target, words),
+        lambda: run(encoder(model_name), _vectors, top_k=5, words=words),
+        "Reading every layer through the output head…",
+    )
