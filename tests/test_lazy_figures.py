@@ -21,7 +21,19 @@ import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
 from plotly.io.json import to_json_plotly
 
-from lib.charts import attention, common, context, figures, fitting, home, layers, lens, lesson, projection, toy
+from lib.charts import (
+    attention,
+    common,
+    context,
+    figures,
+    fitting,
+    home,
+    layers,
+    lens,
+    lesson,
+    projection,
+    toy,
+)
 from lib.charts.figures import Figure, LazyFigure
 from lib.models.attention import special_token_share, target_attention, token_labels
 from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
