@@ -59,7 +59,7 @@ def _cue_set():
 def test_the_causal_mask_leaves_nothing_above_the_diagonal(decoder, encoder):
     att = decoder.encode([SENTENCE]).attentions[0]
     n = att.shape[-1]
-    by_hand = max(float(att[l, h, i, j]) for l in range(att.shape[0]) for h in range(att.shape[1])
+    by_hand = max(float(att[ly, h, i, j]) for ly in range(att.shape[0]) for h in range(att.shape[1])
                   for i in range(n) for j in range(i + 1, n))  # fmt: skip
     assert weight_above_diagonal(att) == by_hand == 0.0
     assert weight_above_diagonal(encoder.encode([SENTENCE]).attentions[0]) > 0.01

@@ -24,7 +24,7 @@ QUESTION_IDS = [s.id for s in lesson.STEPS if s.id != "summary"]
 
 
 @pytest.fixture(scope="module")
-def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
+def questions(encoder, shuffled_encoder, decoder) -> dict[str, lesson.Question]:
     """The question of every step, built from the model exactly as the lesson's fixed sets define them."""
 
     def preset(pid):
@@ -64,7 +64,21 @@ def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
         "toy": lesson_attention.toy_cell().question,
         "context": _context_question(encoder),
         "random": _random_question(encoder, shuffled_encoder),
+        "direction": _direction_question(encoder, decoder),
     }
+
+
+def _direction_question(encoder, decoder) -> lesson.Question:
+    from lib.stats.direction import cue_gaps
+
+    p = preset_by_id(lesson.step_by_id("direction").preset)
+    ss = p.sentence_set()
+    cues = p.cue_of(ss.sentences)
+    gaps = []
+    for model in (decoder, encoder):
+        tv = model.target_vectors(list(ss.sentences), ss.target)
+        gaps.append(cue_gaps(tv.vectors, [ss.senses[i] for i in tv.kept], [cues[i] for i in tv.kept]))
+    return lesson_senses.direction_check(*gaps)
 
 
 def _context_question(encoder) -> lesson.Question:
@@ -192,6 +206,7 @@ def test_checking_without_an_answer_asks_for_one():
     assert "static" not in at.session_state["lesson_answers"]
 
 
+@pytest.mark.slow  # the direction-of-context step runs the decoder
 def test_presenter_mode_runs_every_chart_step():
     at = page_test(PAGE)
     seed(at, presenter=True)
