@@ -209,6 +209,9 @@ def cue_section(ss, model: str, cues: list[str | None]) -> None:
             st.info(escape_md(str(err)))
             return
     columns = st.columns(2)
+    every = np.concatenate([np.r_[g.before, g.after] for g in results.values()])
+    pad = 0.05 * float(every.max() - every.min())
+    y_range = (float(every.min()) - pad, float(every.max()) + pad)  # one scale: the two charts compare by eye
     for col, (_, family) in zip(columns, models, strict=True):
         g = results[family]
         fig, _ = controls.two_model_figure(
@@ -216,6 +219,7 @@ def cue_section(ss, model: str, cues: list[str | None]) -> None:
             title=f"The {family}: same − different sense",
             y_title="same − different sense cosine",
             zero_line=True,
+            y_range=y_range,
         )
         with col:
             chart(fig, key=f"layers_cue_{family}", share=0.5, name_model=False)

@@ -29,7 +29,9 @@ SENTENCE = "The bank of the river flooded after the storm."
 def _texts(at) -> str:
     """Every markdown and caption of a run, glossary links read as their text."""
     out = "\n".join([str(m.value) for m in at.markdown] + [str(c.value) for c in at.caption])
-    return re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", out)
+    out = out.replace("\\[", "⟦").replace("\\]", "⟧")  # escaped brackets ("\\[CLS\\]") inside a link's text
+    out = re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", out)
+    return out.replace("⟦", "[").replace("⟧", "]")
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -68,6 +68,7 @@ def two_model_chart(
     y_title: str,
     relative: bool,
     zero_line: bool = False,
+    y_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Curves of two (or more) models on one axis. curves: (model label, values (L_m + 1,), dash) per
     line; with ``relative`` the x axis is layer / number of layers (for models of different depths).
@@ -93,13 +94,15 @@ def two_model_chart(
                 "hovertemplate": f"{esc(label)}<br>layer %{{customdata}}: %{{y:.3f}}<extra></extra>",
             }
         )
+    max_layer = max((len(v) - 1 for _, v, _ in curves), default=0)
     layout = merged(
         base_layout(title=esc(title), height=440),
         xaxis={
             "title": {"text": "relative depth (layer / number of layers)" if relative else "layer"},
-            **({"tickformat": ".0%"} if relative else {"dtick": 1}),
+            # a tick per layer up to 12 layers; a 30-layer decoder's would overlap: every 5th
+            **({"tickformat": ".0%"} if relative else {"dtick": 1 if max_layer <= 12 else 5}),
         },
-        yaxis={"title": {"text": y_title}},
+        yaxis={"title": {"text": y_title}, **({"range": list(y_range)} if y_range is not None else {})},
         legend={"orientation": "h", "y": -0.22},
         shapes=[hline(0, {"color": "#999999", "width": 1})] if zero_line else [],
     )
