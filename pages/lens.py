@@ -95,9 +95,9 @@ final_tok, final_p = lens.top_tokens[L][0], float(lens.top_probs[L][0])
 settled = lens.settled_from
 prose(
     f"After the last layer ({L}), this 4-bit copy of SmolLM2 guesses “{escape_md(shown_token(final_tok))}” with "
-    f"probability **{probability_text(final_p)}**: exactly its own next-word output. That guess is already on top from "
-    f"layer {settled} on. "
-    "In the early layers the top guesses are unrelated word pieces: read them as noise. The head was trained "
+    f"probability **{probability_text(final_p)}**: exactly its own next-word output. "
+    + (f"That guess is on top from layer {settled} on. " if settled < L else "No earlier layer puts it on top. ")
+    + "Read the early layers' guesses as noise, however plausible a word among them looks. The head was trained "
     "only on the last layer's vectors; earlier vectors live in other directions of the space, and what a "
     "layer knows may be there in a form this head cannot read. The lens is a readout, not what the layer "
     "“thinks”."
@@ -120,7 +120,10 @@ else:
             f"“{escape_md(w)}” is {probability_text(lens.word_probs[L, k])} after the last layer (highest at "
             f"layer {peak}: {probability_text(lens.word_probs[peak, k])})"
         )
-    prose("; ".join(parts) + ". The dotted grey line is the top guess, for scale.")
+    prose(
+        "; ".join(parts) + ". The dotted grey line is the top guess, for scale; a probability below one in ten "
+        "million is drawn on the bottom line."
+    )
     split = [escape_md(w) for w, s in zip(lens.words, lens.word_split, strict=True) if s]
     if split:
         prose(
