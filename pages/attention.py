@@ -145,7 +145,7 @@ prose(
     f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. The "
     f"head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}. Look for "
     "a bright diagonal beside the main one (each word looks at its neighbour) and a bright first column "
-    f"(everyone looks at {escape_md(tokens[0])})."
+    f"(everyone looks at {'[CLS]' if not enc.causal else escape_md(tokens[0])})."
 )
 if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
     prose(caption=True, text=
@@ -199,7 +199,12 @@ prose(caption=True, text="The same two views for every layer (mean over heads): 
 share = special_token_share(
     att, tokens, encoding.special[i], ids=encoding.token_ids[i], roles=enc.special_roles
 )
-opening, closing = escape_md(share.opening_label), escape_md(share.closing_label)
+def md_special(label: str) -> str:
+    """A special token's text for Markdown: "[CLS]" as written (the glossary links it), anything else escaped."""
+    return label if label in ("[CLS]", "[SEP]") else escape_md(label)
+
+
+opening, closing = md_special(share.opening_label), md_special(share.closing_label)
 st.subheader(
     f"Attention that goes to {share.opening_label}, {share.closing_label} and punctuation"
     if not enc.causal
