@@ -3,9 +3,10 @@
 Run with:  streamlit run serve.py        (the app itself is app.py; `streamlit run app.py` works too)
 
 `streamlit run` finds the ``st.App`` below and runs it with uvicorn. The app, its pages, links and
-configuration are exactly those of ``app.py``; the only difference is who answers ``/static/...`` (Streamlit's
+configuration are exactly those of ``app.py``; the differences are who answers ``/static/...`` (Streamlit's
 own JavaScript, CSS and fonts): ui.static_files, compressed once and kept in memory, instead of Streamlit's
-uncompressed file reads. See docs/hosting.md for the measured difference.
+uncompressed file reads (see docs/hosting.md for the measured difference), and the class board's signed student
+cookie on each page's HTML (ui.student_cookie: a student's caps survive a reload or a new tab).
 """
 
 from pathlib import Path
@@ -16,6 +17,7 @@ from streamlit import config, file_util
 
 from ui import startup
 from ui.static_files import CompressedStaticFiles
+from ui.student_cookie import StudentCookie
 
 startup.start()  # the process's tuning, once, before the first session (app.py's call then does nothing)
 
@@ -25,6 +27,7 @@ _static_prefix = f"/{_base}/static/" if _base else "/static/"
 app = st.App(
     str(Path(__file__).resolve().parent / "app.py"),
     middleware=[
-        Middleware(CompressedStaticFiles, str(Path(file_util.get_static_dir()) / "static"), prefix=_static_prefix)
+        Middleware(CompressedStaticFiles, str(Path(file_util.get_static_dir()) / "static"), prefix=_static_prefix),
+        Middleware(StudentCookie, path=f"/{_base}/" if _base else "/"),
     ],
 )

@@ -7,7 +7,7 @@
     python -m benchmarks run --section hosting          # each oversized input against a fresh server
     python -m benchmarks run --section memory           # peak RSS: hostile link after UMAP, 500 uploaded sentences
     python -m benchmarks run --section crowd            # a hostile crowd and one ordinary student on one server
-    python -m benchmarks run --section board            # a teacher and 30 students on one class board
+    python -m benchmarks run --section board            # a class board: 30 students, a 300-sentence flood, fairness
     python -m benchmarks run --section export           # "Download this page": each page's file, its size and open time
     python -m benchmarks run --section control          # the weights controls against the trained model
     python -m benchmarks run --section finetune         # fine-tuning: speed on a preset, accuracy on CoarseWSD-20
@@ -46,7 +46,7 @@ SECTIONS: dict[str, list[tuple[str, list[str], bool]]] = {
     "hosting": [("hosting_bench.py", [], False)],
     "memory": [("peak_after_umap.py", [], False), ("bench.py", ["--only", "5"], True)],
     "crowd": [("crowd.py", [], True)],
-    "board": [("board_bench.py", [], True)],
+    "board": [("board_bench.py", [], True), ("board_flood.py", [], True), ("fairness.py", [], True)],
     "export": [("page_export_bench.py", [], True)],
     "control": [("control_candidates.py", [], False)],
     "finetune": [("finetune_bench.py", [], True)],

@@ -4,8 +4,8 @@
     python benchmarks/board_bench.py --students 10
 
 One fresh `streamlit run serve.py` on a temporary SQLite board (tests/browser/_class_board.py drives the same
-class as tests/browser/test_browser_board.py): the teacher's tab (1280 x 720) and N phones (390 x 844) open
-the board; each student sends two sentences, the teacher accepts the first round while the second is sent,
+class as tests/browser/test_browser_board.py): the teacher's two tabs (the projector's view at 1280 x 720 and
+their phone moderating at 390 x 844) and N phones (390 x 844, each a browser of its own) open the board; each student sends two sentences, the teacher accepts the first round while the second is sent,
 then the rest. Reported, from /proc/<server pid>:
 
 * **CPU while the pages opened** (the teacher and N students' first page);
@@ -56,15 +56,13 @@ def main() -> None:
     proc, base, log = start_server(env={"CONTEXT_LENS_DATA": folder})
     load0 = os.getloadavg()[0]
     try:
-        with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-            )
-            run, _teacher, _students = run_class(ctx, base, proc.pid, student, teacher, args.students)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            run, _teacher, _students = run_class(browser, base, proc.pid, student, teacher, args.students)
             c0 = cpu_seconds(proc.pid)
             time.sleep(IDLE_S)
             idle = (cpu_seconds(proc.pid) - c0) * 60.0 / IDLE_S
-            ctx.close()
+            browser.close()
         peak = peak_rss_mb(proc.pid)
     finally:
         stop_server(proc)

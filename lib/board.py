@@ -14,32 +14,44 @@ URL (``postgresql://user@host/db``), so several replicas of the app share one cl
 Security, in one place:
 * a room code is 6 characters from 31 that cannot be misread (no 0/O, 1/I/L): 887 million codes, and a
   client gets ``MAX_GUESSES`` wrong codes (or keys) a ``GUESS_WINDOW``, counted in the database, so every
-  replica counts the same guesses;
+  replica counts the same guesses. Who a client is comes from :func:`client_key`: the connection's address,
+  or the one header the host's own proxy sets (``CONTEXT_LENS_CLIENT_HEADER``), never a header a browser
+  could make up; a teacher holding the right key is never refused;
 * a teacher key is 128 random bits, stored only as its SHA-256 and compared with ``hmac.compare_digest``;
   it is never part of the student link. A wrong key gets exactly the message of a missing board;
-* caps per board (``MAX_BOARD_SENTENCES``), per student (``MAX_STUDENT_SENTENCES``, ``MAX_SENDS_PER_MINUTE``)
-  and per sentence (``MAX_SENTENCE_CHARS``); the target word is required as in the sidebar
-  (:func:`lib.models.targets.find_target`, bracket marking included);
+* caps per board (``MAX_BOARD_SENTENCES`` waiting or accepted: a hidden sentence frees its room), per student
+  (``MAX_STUDENT_SENTENCES``, ``MAX_SENDS_PER_MINUTE``) and per sentence (``MAX_SENTENCE_CHARS``), counted
+  and inserted in one transaction that holds the board's row lock, so concurrent sends cannot overrun them;
+  the target word is required as in the sidebar (:func:`lib.models.targets.find_target`, bracket marking
+  included). A student is whoever holds a cookie the server signed (:func:`new_student_cookie`), so a reload
+  or a new tab is the same student;
 * a send returns only after its transaction committed; boards expire (``CONTEXT_LENS_BOARD_HOURS``,
-  default 24) and :meth:`BoardStore.delete_board` removes a board and its sentences at once.
+  default 24) and are deleted on a schedule (:meth:`BoardStore.start_purging`, ``python -m lib.board purge``);
+  :meth:`BoardStore.delete_board` removes a board and its sentences at once. On SQLite deleted rows are
+  overwritten (``secure_delete``) and the file compacted (``VACUUM``), the write-ahead log emptied.
 
 Command line (before class)::
 
     python -m lib.board create --target bank --senses "money,river"
     student: /board?room=K7QF3M
     teacher: /board?room=K7QF3M&key=...
+    python -m lib.board delete --room K7QF3M      # asks for the key (or reads it from standard input)
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import getpass
 import hashlib
 import hmac
+import logging
 import os
 import secrets
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,18 +68,25 @@ KEY_BYTES = 16  # 128 random bits per teacher key
 MAX_GUESSES = 10  # wrong codes or keys per client per GUESS_WINDOW
 GUESS_WINDOW = 60.0  # seconds
 MAX_SENTENCE_CHARS = 300
-MAX_BOARD_SENTENCES = 300
+MAX_BOARD_SENTENCES = 300  # waiting or accepted: a hidden sentence frees its room
+MAX_BOARD_ROWS = 1000  # every sentence a board keeps, hidden ones too: bounds the database and each refresh
 MAX_STUDENT_SENTENCES = 10
 MAX_SENDS_PER_MINUTE = 4
 MAX_SENSES = 8
 MAX_PROMPT_CHARS = 300
 DEFAULT_HOURS = 24.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the settings table (the key that signs student cookies)
+PURGE_EVERY_S = 300.0  # how often a running app deletes expired boards
+STUDENT_COOKIE = "cl_student"  # the signed cookie that identifies a student's browser
+STUDENT_COOKIE_DAYS = 30
+LOOPBACK, FORWARDED = "loopback", "forwarded"  # the clients counted as one (client_key)
+_MIGRATE_LOCK = 0x436C42  # PostgreSQL advisory lock id: one process creates the schema at a time
 PAGE_PATH = "/board"  # the board page's address (app.py: pages/board.py, url path "board")
 
 PENDING, ACCEPTED, HIDDEN = "pending", "accepted", "hidden"
 NOT_FOUND = "There is no board with this code (or it has expired). Check the link, or ask your teacher for it."
 TOO_MANY_GUESSES = "Too many wrong board codes from here. Wait a minute, then check the link and try again."
+_log = logging.getLogger(__name__)
 
 
 class BoardError(ContextLensError):
@@ -115,6 +134,12 @@ schema_info = sa.Table(
     metadata,
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("applied_at", sa.Float, nullable=False),
+)
+settings = sa.Table(  # the server's own secrets, shared by every replica of the database (never shown)
+    "settings",
+    metadata,
+    sa.Column("name", sa.String(40), primary_key=True),
+    sa.Column("value", sa.String(200), nullable=False),
 )
 
 
@@ -254,6 +279,74 @@ def engine_url(url: str) -> str:
     return url
 
 
+# --------------------------------------------------------------------------- who is asking
+_PROXY_HEADERS = ("x-forwarded-for", "x-real-ip", "forwarded")
+
+
+def client_header() -> str:
+    """The header the host's own proxy sets to the address it saw (``CONTEXT_LENS_CLIENT_HEADER``), or ''.
+
+    deploy/nginx.conf overwrites ``X-Real-IP`` with ``$remote_addr``; a platform whose proxy appends the
+    address to ``X-Forwarded-For`` names that header (its last entry is then read). Unset: no proxy is trusted.
+    """
+    return os.environ.get("CONTEXT_LENS_CLIENT_HEADER", "").strip().lower()
+
+
+def client_key(headers: Mapping[str, Sequence[str]], peer: str | None, *, trusted: str = "") -> str:
+    """Who counts a wrong guess: an address no browser can choose.
+
+    ``headers``: the request's headers, lower-case name -> every value sent; ``peer``: the connection's
+    address as the server reports it (None or a loopback address for this machine); ``trusted``: the header
+    the host's own proxy sets (:func:`client_header`). With ``trusted``, its last value (the last entry of
+    ``X-Forwarded-For``: the hop our proxy appended) is the client. Without it, forwarding headers are a
+    browser's own words: every client sending one counts as one (``FORWARDED``), because the server may
+    already have taken its "address" from them; loopback clients count as one (``LOOPBACK``).
+    """
+    if trusted:
+        values = [v for v in headers.get(trusted, ()) if v and v.strip()]
+        if values:
+            last = values[-1].split(",")[-1].strip() if trusted == "x-forwarded-for" else values[-1].strip()
+            if last:
+                return last[:64]
+    if any(headers.get(h) for h in _PROXY_HEADERS if h != trusted):
+        return FORWARDED
+    if not peer or peer in ("127.0.0.1", "::1", "localhost") or peer.startswith("127."):
+        return LOOPBACK
+    return peer[:64]
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _signature(secret: bytes, student: str) -> str:
+    return _b64(hmac.new(secret, b"student:" + student.encode(), hashlib.sha256).digest()[:18])
+
+
+def new_student_cookie(secret: bytes) -> str:
+    """A fresh student cookie value: 128 random bits and the server's signature of them."""
+    student = _b64(secrets.token_bytes(16))
+    return f"{student}.{_signature(secret, student)}"
+
+
+def student_from_cookie(secret: bytes, value: str | None) -> str:
+    """The student a cookie names ('' unless the server signed it): a hash of its random part, as stored."""
+    student, _, sig = (value or "").partition(".")
+    if not student or len(value or "") > 100 or not hmac.compare_digest(sig, _signature(secret, student)):
+        return ""
+    return "c-" + hashlib.sha256(student.encode()).hexdigest()[:40]
+
+
+def read_key(stream=None) -> str:
+    """A teacher key (or the whole teacher link) from a terminal prompt or standard input, never argv."""
+    stream = stream or sys.stdin
+    raw = getpass.getpass("Teacher key (or the teacher link): ") if stream.isatty() else stream.readline()
+    raw = raw.strip()
+    if "key=" in raw:  # the teacher link as printed
+        raw = raw.split("key=", 1)[1].split("&", 1)[0]
+    return raw
+
+
 # --------------------------------------------------------------------------- storage
 def _board(row) -> Board:
     return Board(
@@ -279,22 +372,73 @@ class BoardStore:
     def __init__(self, url: str, *, clock: Callable[[], float] = time.time) -> None:
         self.url = engine_url(url)
         self.clock = clock
-        if self.url.startswith("sqlite"):
+        self.sqlite = self.url.startswith("sqlite")
+        if self.sqlite:
             self.engine = sa.create_engine(self.url, connect_args={"timeout": 30})
             sa.event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
             self.engine = sa.create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+        self._secrets: dict[str, bytes] = {}
+        self._purging: threading.Event | None = None
         self.migrate()
 
     def migrate(self) -> None:
-        """Create the tables that are missing and record the schema version (idempotent, safe on replicas)."""
+        """Create the tables that are missing and record the schema version (idempotent, safe on replicas).
+
+        One process at a time: PostgreSQL takes an advisory lock for the transaction, SQLite the database's
+        write lock (``BEGIN IMMEDIATE``), so two processes opening a new database at once do not both create
+        the same table; the second waits, then finds the tables made.
+        """
         with self.engine.begin() as conn:
+            if self.sqlite:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.engine.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK})
             metadata.create_all(conn, checkfirst=True)
             have = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
             if have is None or have < SCHEMA_VERSION:
                 conn.execute(schema_info.insert().values(version=SCHEMA_VERSION, applied_at=self.clock()))
 
+    def secret(self, name: str) -> bytes:
+        """A 256-bit secret of this database (created on first use, the same for every replica), e.g. the key
+        that signs student cookies. Never shown, never exported."""
+        if name not in self._secrets:
+            with self.engine.begin() as conn:
+                value = conn.execute(sa.select(settings.c.value).where(settings.c.name == name)).scalar()
+            if value is None:
+                try:
+                    with self.engine.begin() as conn:
+                        conn.execute(settings.insert().values(name=name, value=secrets.token_hex(32)))
+                except sa.exc.IntegrityError:  # another process made it first: use theirs
+                    pass
+                with self.engine.begin() as conn:
+                    value = conn.execute(sa.select(settings.c.value).where(settings.c.name == name)).scalar()
+            self._secrets[name] = bytes.fromhex(value)
+        return self._secrets[name]
+
+    def start_purging(self, every: float = PURGE_EVERY_S) -> None:
+        """Delete expired boards every ``every`` seconds in a daemon thread, as long as the process runs (once
+        per store; :meth:`stop_purging` ends it). A failed round is logged and the next one tries again."""
+        if self._purging is not None:
+            return
+        stop = self._purging = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(every):
+                try:
+                    self.purge_expired()
+                except Exception:  # a database that is down for a moment: try again next round
+                    _log.exception("deleting expired class boards failed")
+
+        threading.Thread(target=loop, name="context-lens-board-purge", daemon=True).start()
+
+    def stop_purging(self) -> None:
+        if self._purging is not None:
+            self._purging.set()
+            self._purging = None
+
     def dispose(self) -> None:
+        self.stop_purging()
         self.engine.dispose()
 
     # ----------------------------------------------------------------- teacher
@@ -364,6 +508,21 @@ class BoardStore:
         with self.engine.begin() as conn:
             conn.execute(entries.delete().where(entries.c.board == code))
             conn.execute(boards.delete().where(boards.c.code == code))
+        self._scrub()
+
+    def _scrub(self) -> None:
+        """After a delete: SQLite has overwritten the rows (``secure_delete``); empty the write-ahead log, which
+        still holds the pages as they were, and compact the file. PostgreSQL: VACUUM the two tables, so the
+        space is reused. Best effort: a busy database is scrubbed at the next purge."""
+        try:
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                if self.sqlite:
+                    conn.exec_driver_sql("VACUUM")
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+                elif self.engine.dialect.name == "postgresql":
+                    conn.exec_driver_sql("VACUUM entries, boards")
+        except sa.exc.DBAPIError:
+            _log.warning("could not compact the class boards' database now; the next purge tries again")
 
     def entries(self, code: str, key: str) -> list[Entry]:
         """Every sentence of the board, oldest first (the teacher's view)."""
@@ -371,13 +530,16 @@ class BoardStore:
         return self._entries(entries.c.board == board.code)
 
     def purge_expired(self) -> int:
-        """Delete every expired board with its sentences, and guesses older than the window; returns boards."""
+        """Delete every expired board with its sentences, and guesses older than the window; returns boards.
+        Runs when a board is created, on a schedule (:meth:`start_purging`) and from ``python -m lib.board purge``."""
         now = self.clock()
         with self.engine.begin() as conn:
             old = sa.select(boards.c.code).where(boards.c.expires_at <= now)
             conn.execute(entries.delete().where(entries.c.board.in_(old)))
             n = conn.execute(boards.delete().where(boards.c.expires_at <= now)).rowcount
             conn.execute(guesses.delete().where(guesses.c.at < now - GUESS_WINDOW))
+        if n:
+            self._scrub()
         return n
 
     # ----------------------------------------------------------------- students (and anyone with the code)
@@ -386,7 +548,12 @@ class BoardStore:
         return self._open(code, client=client)
 
     def send(self, code: str, student: str, sense: str, sentence: str) -> Entry:
-        """Store a student's sentence as pending; returns it once committed. Raises BoardError/TargetError."""
+        """Store a student's sentence as pending; returns it once committed. Raises BoardError/TargetError.
+
+        The caps are counted and the sentence inserted in one transaction that first takes the board's row
+        for writing (a no-op UPDATE: PostgreSQL's row lock, SQLite's write lock), so concurrent sends to one
+        board count one after another and none overruns a cap.
+        """
         board = self.board(code)
         if sense not in board.senses:
             raise BoardError("Choose one of the senses offered.")
@@ -394,10 +561,17 @@ class BoardStore:
         student = (student or "")[:64]
         now = self.clock()
         with self.engine.begin() as conn:
-            total = conn.execute(
-                sa.select(sa.func.count()).select_from(entries).where(entries.c.board == board.code)
-            ).scalar()
-            if total >= MAX_BOARD_SENTENCES:
+            locked = conn.execute(
+                boards.update().where(boards.c.code == board.code).values(expires_at=boards.c.expires_at)
+            ).rowcount
+            if not locked:  # deleted a moment ago
+                raise BoardNotFound(NOT_FOUND)
+            shown, kept = conn.execute(
+                sa.select(
+                    sa.func.count().filter(entries.c.status != HIDDEN), sa.func.count()
+                ).where(entries.c.board == board.code)
+            ).one()
+            if shown >= MAX_BOARD_SENTENCES or kept >= MAX_BOARD_ROWS:
                 raise BoardError(f"This board is full ({MAX_BOARD_SENTENCES} sentences). Thank you!")
             mine = conn.execute(
                 sa.select(entries.c.created_at).where(entries.c.board == board.code, entries.c.student == student)
@@ -430,9 +604,18 @@ class BoardStore:
         return [_entry(r) for r in rows]
 
     def _open(self, code: str, *, key: str | None = None, client: str = "") -> Board:
+        """The live board. A right teacher key always opens it; otherwise a client past ``MAX_GUESSES`` wrong
+        guesses in the window is refused, and a wrong code or key counts as one more guess."""
         now = self.clock()
         client = (client or "")[:64]
+        norm = normalise_code(code)
         with self.engine.connect() as conn:
+            row = conn.execute(sa.select(boards).where(boards.c.code == norm)).first() if norm else None
+            # the key is hashed and compared whether or not the board exists (no timing difference to learn from)
+            good_key = key is None or key_matches(key, row.key_hash if row is not None else "0" * 64)
+            live = row is not None and row.expires_at > now
+            if live and key is not None and good_key:
+                return _board(row)  # the teacher: never locked out by guesses made from the same address
             if client:
                 recent = conn.execute(
                     sa.select(sa.func.count())
@@ -441,13 +624,7 @@ class BoardStore:
                 ).scalar()
                 if recent >= MAX_GUESSES:
                     raise BoardError(TOO_MANY_GUESSES)
-            norm = normalise_code(code)
-            row = None
-            if norm:
-                row = conn.execute(sa.select(boards).where(boards.c.code == norm)).first()
-        # the key is hashed and compared whether or not the board exists (no timing difference to learn from)
-        good_key = key is None or key_matches(key, row.key_hash if row is not None else "0" * 64)
-        if row is None or row.expires_at <= now or not good_key:
+        if not live or not good_key:
             if client:
                 with self.engine.begin() as conn:
                     conn.execute(guesses.insert().values(client=client, at=now))
@@ -458,11 +635,13 @@ class BoardStore:
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:
-    """WAL: readers (every teacher's refresh) never wait for a writer (a student's send); wait, don't fail."""
+    """WAL: readers (every teacher's refresh) never wait for a writer (a student's send); wait, don't fail;
+    a deleted row is overwritten with zeros, not left in the file (secure_delete)."""
     cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA secure_delete=ON")
     cur.close()
 
 
@@ -472,7 +651,7 @@ def open_store(url: str | None = None) -> BoardStore:
 
 
 # --------------------------------------------------------------------------- command line
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, stdin=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lib.board", description="Class boards, from a shell.")
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="open a board; prints the student and teacher links")
@@ -481,10 +660,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     create.add_argument("--prompt", default="", help="an optional line shown to the students")
     create.add_argument("--hours", type=float, default=None, help=f"lifetime (default {DEFAULT_HOURS:g} h)")
     create.add_argument("--db", default=None, help="database URL (default: CONTEXT_LENS_DB, else SQLite)")
-    delete = sub.add_parser("delete", help="delete a board and its sentences now")
+    delete = sub.add_parser(
+        "delete", help="delete a board and its sentences now; the key (or teacher link) is asked for, or read "
+        "from standard input, never given on the command line (shell history and `ps` would keep it)",
+    )  # fmt: skip
     delete.add_argument("--room", required=True)
-    delete.add_argument("--key", required=True)
     delete.add_argument("--db", default=None)
+    purge = sub.add_parser("purge", help="delete every expired board now (a running app does it every few minutes)")
+    purge.add_argument("--db", default=None)
     args = parser.parse_args(argv)
     store = open_store(args.db)
     try:
@@ -492,9 +675,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             new = store.create_board(args.target, args.senses, args.prompt, hours=args.hours)
             print(f"student: {new.student_link}")
             print(f"teacher: {new.teacher_link}")
-        else:
-            store.delete_board(args.room, args.key)
+        elif args.command == "delete":
+            store.delete_board(args.room, read_key(stdin))
             print(f"deleted: {normalise_code(args.room)}")
+        else:
+            print(f"deleted {store.purge_expired()} expired board(s)")
     except ContextLensError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -278,7 +278,7 @@ if fit.note:
         if fit.shrinkage == 0
         else ""
     )
-    prose(f"Whitening at layer {layer}: {escape_md(fit.note)}{why}", caption=True)
+    prose(f"Whitening at layer {layer}: {fit.note}{why}", caption=True)  # lib's own words, no user text
 
 # ------------------------------------------------------------------------------------------- 2. rogue dims
 st.header("2. Rogue dimensions and vector length")

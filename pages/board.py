@@ -2,9 +2,17 @@
 
 Three views on one page: no room (join a board; start one from the sidebar), a student (``?room=CODE``: one
 sentence box, a sense, Send, and their own sentences) and the teacher (``?room=CODE&key=KEY``: the link and QR
-code presenter-size, a queue that updates by itself every ~2 s, the accepted set through the app's charts).
+code presenter-size, counts that update by themselves every ~2 s, the accepted set through the app's charts).
+The teacher's view is made to be projected: the waiting sentences appear only with **Moderate** turned on,
+which a teacher does on a screen the class does not see (their laptop or phone, on the teacher link), and
+"Accept" accepts the sentences that view showed, no others. The moderation view is the queue alone (the charts
+stay on the projector's view), so accepting never holds up its next refresh while charts are drawn.
+
 The teacher key is read from the link once and kept in the session, never written back into the address bar,
-so a projected browser shows only the student link. Storage, codes, keys and limits: lib/board.py.
+shown only in the moderation view, and never exported (``ui.page_export.private`` and ``never_export``): a
+projected browser, a saved page, the CSV and the QR code carry the student link only. A student is known by the
+server-signed cookie ui/student_cookie.py sets (else their tab's session), so a reload or a new tab keeps their
+caps. Storage, codes, keys and limits: lib/board.py.
 """
 
 from __future__ import annotations
@@ -28,13 +36,17 @@ from lib.serving.export import csv_text
 from lib.stats.chance import chance_phrase
 from lib.stats.projection import ProjectionError
 from lib.stats.similarity import cosine_matrix
-from ui import cache, link, session, startup
+from ui import cache, link, page_export, session, startup
+from ui.student_cookie import SECRET_NAME
 from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
 
 MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
 K_SENT = "board_sent_note"  # what the last Send said, shown under the box
 K_CHARTED = "board_charted"  # the ids of the accepted sentences the teacher's charts show
+K_MODERATE = "board_moderate"  # the teacher's moderation view (off: the projector's view)
+K_OPENED = "board_opened"  # the board this session has opened: its reruns are not guesses
+K_AHEAD = "board_ahead"  # ids of waiting sentences this session has encoded ahead (each once)
 REFRESH_S = 2.0  # the teacher's board
 STUDENT_REFRESH_S = 20.0  # a student's list, while one of their sentences waits for the teacher
 MAX_QUEUE_SHOWN = 40
@@ -46,14 +58,28 @@ store = cache.board_store(lb.default_url())
 
 
 def client_id() -> str:
-    """Who counts a wrong guess: the first address a proxy forwarded, else the connection's address."""
+    """Who counts a wrong guess (lib.board.client_key): the connection's address, or the one header the host's
+    own proxy sets (CONTEXT_LENS_CLIENT_HEADER); never a header a browser could make up."""
+    trusted = lb.client_header()
     try:
-        forwarded = st.context.headers.get("X-Forwarded-For")
-        address = st.context.ip_address
+        headers = st.context.headers
+        peer = st.context.ip_address
+        named = {h: headers.get_all(h) for h in {"x-forwarded-for", "x-real-ip", "forwarded", trusted} if h}
     except Exception:  # no request context (a script run on its own)
-        return "local"
-    forwarded = forwarded.split(",")[0].strip() if isinstance(forwarded, str) else ""
-    return forwarded or (address if isinstance(address, str) and address else "local")
+        return lb.LOOPBACK
+    named = {h: [v for v in vs if isinstance(v, str)] for h, vs in named.items() if isinstance(vs, list)}
+    return lb.client_key(named, peer if isinstance(peer, str) else None, trusted=trusted)
+
+
+def student_id() -> str:
+    """The student sending: the one the signed cookie names (a reload or a new tab is the same student), else
+    this tab's session (no cookie: `streamlit run app.py`, or a browser that refuses cookies)."""
+    try:
+        raw = st.context.cookies.get(lb.STUDENT_COOKIE)
+    except Exception:  # no request context
+        raw = None
+    student = lb.student_from_cookie(store.secret(SECRET_NAME), raw) if isinstance(raw, str) and raw else ""
+    return student or st.session_state.setdefault(K_STUDENT, "t-" + secrets.token_urlsafe(12))
 
 
 def page_base() -> str:
@@ -135,9 +161,8 @@ def join_view(*, title: bool = True) -> None:
 
 # --------------------------------------------------------------------------------------- a student
 def _send(code: str, board: lb.Board) -> None:
-    student = st.session_state.setdefault(K_STUDENT, secrets.token_urlsafe(12))
     try:
-        store.send(code, student, st.session_state.get("board_sense") or "", st.session_state.get("board_text", ""))
+        store.send(code, student_id(), st.session_state.get("board_sense") or "", st.session_state.get("board_text", ""))
     except (lb.BoardError, TargetError) as err:  # the text stays in the box to fix
         st.session_state[K_SENT] = ("error", str(err))
         return
@@ -165,13 +190,13 @@ def student_view(code: str, board: lb.Board) -> None:
     note = st.session_state.get(K_SENT)
     if note:
         (st.success if note[0] == "ok" else st.error)(escape_md(note[1]))
-    mine = store.mine(code, st.session_state.get(K_STUDENT, ""))
+    mine = store.mine(code, student_id())
     waiting = any(e.status == lb.PENDING for e in mine)
     st.fragment(run_every=STUDENT_REFRESH_S if waiting else None)(student_list)(code, board)
 
 
 def student_list(code: str, board: lb.Board) -> None:
-    mine = store.mine(code, st.session_state.get(K_STUDENT, ""))
+    mine = store.mine(code, student_id())
     if not mine:
         return
     rows = store.accepted(code)
@@ -198,8 +223,8 @@ def student_list(code: str, board: lb.Board) -> None:
 
 
 # --------------------------------------------------------------------------------------- the teacher
-def _accept_all(code: str, key: str) -> None:
-    store.accept(code, key)
+def _accept(code: str, key: str, ids: tuple[int, ...]) -> None:
+    store.accept(code, key, ids)  # the sentences the teacher saw, no others (a newer one waits its turn)
 
 
 def _hide(code: str, key: str, entry_id: int) -> None:
@@ -213,23 +238,33 @@ def _use_everywhere(text: str, target: str) -> None:
 
 def _delete(code: str, key: str) -> None:
     store.delete_board(code, key)
-    st.session_state[K_ROOM], st.session_state[K_KEY] = "", ""
+    st.session_state[K_ROOM], st.session_state[K_KEY], st.session_state[K_OPENED] = "", "", ""
     st.session_state["board_deleted"] = code
 
 
 def teacher_view(code: str, key: str, board: lb.Board) -> None:
+    page_export.never_export(key)  # whatever is rendered below, no saved page holds the key
     st.title(f"Class board: “{escape_md(board.target)}”")
+    moderating = st.toggle(
+        "Moderate on this screen", key=K_MODERATE,
+        help="Shows the waiting sentences to accept or hide, and your teacher link. Keep it off on the "
+        "projector: open the teacher link on your own laptop or phone and moderate there.",
+    )  # fmt: skip
     link = absolute(lb.student_link(code))
-    left, right = st.columns([3, 2], gap="medium")
-    with left:
-        st.markdown(f"## Join at the link or with the code **{code}**")
-        st.code(link, language=None, wrap_lines=True)
-        st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
-            f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
-    with right:
-        st.image(qr_png(link), caption="The student link", width=260)
-    with st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
-        st.code(absolute(lb.teacher_link(code, key)), language=None, wrap_lines=True)
+    if moderating:  # the teacher's own screen: the queue first, the join panel in one line
+        st.caption(f"Code **{code}** · the student link: {escape_md(link)}")
+        with page_export.private(), st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
+            st.code(absolute(lb.teacher_link(code, key)), language=None, wrap_lines=True)
+    else:
+        left, right = st.columns([3, 2], gap="medium")
+        with left:
+            st.markdown(f"## Join at the link or with the code **{code}**")
+            st.code(link, language=None, wrap_lines=True)
+            st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
+                f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
+        with right:
+            st.image(qr_png(link), caption="The student link", width=260)
+    with st.expander("Delete this board"):
         st.checkbox("Yes, delete this board and every sentence on it", key="board_delete_sure")
         st.button(
             "Delete the board now", key="board_delete", on_click=_delete, args=(code, key),
@@ -239,6 +274,9 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
     accepted = store.accepted(code)
     st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
     st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
+    if moderating:  # a phone's screen: the queue alone, so an accept redraws no chart before the next refresh
+        st.caption(f"{len(accepted)} on the board: its charts are on the projector's view (Moderate off).")
+        return
     st.subheader(f"On the board ({len(accepted)})")
     board_charts(board, accepted, key)
 
@@ -254,23 +292,42 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
     if tuple(e.id for e in accepted) != st.session_state.get(K_CHARTED):
         st.rerun()  # the accepted set changed: the whole page, charts included (only then: they cost more)
     students = len({e.student for e in rows})
-    c1, c2, c3 = st.columns(3)
-    c1.metric("Sent", len(rows), help=f"by {students} student(s)")
-    c2.metric("Waiting", len(pending))
-    c3.metric("On the board", len(accepted))
-    st.subheader(f"Waiting for you ({len(pending)})")
-    if pending:  # encoded now, in one batch per refresh: accepting them then costs a cache lookup
-        cache.encode_ahead(MODEL, tuple(e.sentence for e in pending), board.target)
-        st.button(f"Accept all {len(pending)}", key="board_accept_all", on_click=_accept_all, args=(code, key),
-                  type="primary", icon=":material/done_all:")  # fmt: skip
-        for e in pending[:MAX_QUEUE_SHOWN]:
+    moderating = bool(st.session_state.get(K_MODERATE))
+    if moderating:  # one line on the teacher's phone
+        st.caption(f"Sent: {len(rows)} by {students} student(s) · waiting: {len(pending)} · on the board: {len(accepted)}")
+    else:
+        c1, c2, c3 = st.columns(3)
+        c1.metric("Sent", len(rows), help=f"by {students} student(s)")
+        c2.metric("Waiting", len(pending))
+        c3.metric("On the board", len(accepted))
+    shown = pending[:MAX_QUEUE_SHOWN]
+    ahead = st.session_state.setdefault(K_AHEAD, set())
+    new = [e for e in shown if e.id not in ahead]
+    if new:  # encoded once, as they arrive: accepting them then costs a cache lookup
+        cache.encode_ahead(MODEL, tuple(e.sentence for e in new), board.target)
+        ahead.update(e.id for e in new)
+    if not moderating:
+        st.caption(
+            f"{len(pending)} waiting, not shown here: nothing a student types reaches this screen before you "
+            "accept it. Turn on **Moderate on this screen** where the class cannot see it."
+            if pending else "Sentences the students send are counted here within a few seconds."
+        )  # fmt: skip
+        return
+    with page_export.private():  # the queue is the teacher's, never a saved page's
+        st.subheader(f"Waiting for you ({len(pending)})")
+        if not pending:
+            st.caption("Nothing waiting. Sentences the students send appear here within a few seconds.")
+            return
+        ids = tuple(e.id for e in shown)
+        label = f"Accept all {len(shown)}" if len(shown) == len(pending) else f"Accept these {len(shown)}"
+        st.button(label, key="board_accept_all", on_click=_accept, args=(code, key, ids), type="primary",
+                  icon=":material/done_all:")  # fmt: skip
+        for e in shown:
             text, hide = st.columns([6, 1], vertical_alignment="center")
             text.markdown(f"*{escape_md(e.sense)}* · {escape_md(e.sentence)}")
             hide.button("Hide", key=f"board_hide_{e.id}", on_click=_hide, args=(code, key, e.id))
-        if len(pending) > MAX_QUEUE_SHOWN:
-            st.caption(f"… and {len(pending) - MAX_QUEUE_SHOWN} more (Accept all takes them too).")
-    else:
-        st.caption("Nothing waiting. Sentences the students send appear here within a few seconds.")
+        if len(pending) > len(shown):
+            st.caption(f"… and {len(pending) - len(shown)} more, shown here as you accept or hide these.")
 
 
 def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
@@ -357,15 +414,23 @@ if st.session_state.get("board_deleted"):
 if not room:
     join_view()
 else:
+    # a board this session already opened is not a guess: a class behind one address stays in, whatever
+    # wrong codes someone else at that address types
+    client = "" if lb.normalise_code(room) == st.session_state.get(K_OPENED) else client_id()
     try:
-        current = store.teacher_board(room, key, client=client_id()) if key else store.board(room, client=client_id())
-    except lb.BoardError as err:  # missing, expired, a wrong key, or too many guesses: one message each
+        current = store.teacher_board(room, key, client=client) if key else store.board(room, client=client)
+    except lb.BoardNotFound as err:  # missing, expired or a wrong key: one message for all three
         st.title("Class board")
         st.error(escape_md(str(err)))
-        st.session_state[K_ROOM], st.session_state[K_KEY] = "", ""
+        st.session_state[K_ROOM], st.session_state[K_KEY], st.session_state[K_OPENED] = "", "", ""
         join_view(title=False)
+    except lb.BoardError as err:  # too many wrong guesses from here: the link stays, to try again later
+        st.title("Class board")
+        st.error(escape_md(str(err)))
+        st.button("Try again", key="board_retry", icon=":material/refresh:")
     else:
         st.session_state[K_ROOM], st.session_state[K_KEY] = current.code, key  # the code as stored, in the link
+        st.session_state[K_OPENED] = current.code
         if key:
             teacher_view(current.code, key, current)
         else:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
+from lib.models.encoder import default_head_width
 from lib.teaching import toy_attention as ta
 from ui import link
 from ui.widgets import chart, page_intro, prose
@@ -28,6 +29,7 @@ PARAMS = [
     link.Param("calc_temperature", "float", 1.0, lo=0.01, hi=100.0),
     link.Param("calc_block", "bool", False),
 ]
+DEFAULT_HEAD_WIDTH = default_head_width()  # what the default model's scaling divides by the root of
 FOLLOW = {"calc_row": 1, "calc_col": 2}  # follow the cell S[cat, sat] through every step (0-based token indices)
 WARMUP_ROWS = [  # course lesson 002: bank [0.5, 0.5] pushed by a finance or a nature context
     {"word": "bank", "context": "finance", "base x": 0.5, "base y": 0.5, "shift x": 0.3, "shift y": -0.2},
@@ -370,8 +372,8 @@ def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: 
 if use_pos:
     x_text = (
         "Each row is one token's starting vector: the embedding of its word plus the vector of its position. "
-        f"{a} starts at {vec(X[i])}. The same word at another position would start elsewhere — the "
-        "position vectors are all the model knows about word order."
+        f"{a} starts at {vec(X[i])}. The same word at another position would start elsewhere: position "
+        "vectors are all the model knows of word order."
     )
 else:
     x_text = (
@@ -387,8 +389,7 @@ identity = facts.identity_projections
 if identity:
     qkv_text = (
         "All three projections are the identity (the course's simplification), so Q = K = V = X. In a trained "
-        "model W_Q, W_K, W_V are learned and shared by every token: the rows differ only because the tokens' "
-        "X rows differ."
+        "model they are learned and shared by every token: rows differ only because the tokens' X rows differ."
     )
 else:
     qkv_text = (
@@ -413,7 +414,10 @@ raw = steps.raw_scores
 big, row_best = facts.largest_score, facts.row_best
 s_text = (
     f"S[i, j] = Q[i] · K[j] is large when token i's query points the same way as token j's key and both "
-    f"are long. In row {a} the largest score is {num(raw[i, row_best])}, with {md(labels[row_best])}. The "
+    f"are long. In row {a} the largest score is {num(raw[i, row_best])}, with "
+    + " and ".join(md(labels[j]) for j in facts.row_ties)
+    + (" (a tie)" if len(facts.row_ties) > 1 else "")
+    + ". The "
     f"largest in the whole table is S[{md(labels[big[0]])}, {md(labels[big[1]])}] = {num(raw[big])}."
     + (" With Q = K the table is symmetric: S[i, j] = S[j, i]." if facts.symmetric_scores else "")
 )
@@ -440,8 +444,8 @@ if scale or causal:
 else:
     st.subheader("Step 4 · Scale and mask (both off)")
     prose(
-        "Scaling and mask are off, as in the course's example. BERT divides by √d_k = 8; a decoder masks the "
-        "future: switch them on above to see this step change."
+        "Scaling and mask are off, as in the course's example. BERT-base divides by √64 = 8, the app's default "
+        f"model by √{DEFAULT_HEAD_WIDTH} ≈ {DEFAULT_HEAD_WIDTH ** 0.5:.2f}; a decoder masks the future. Switch them on above."
     )
 
 # Step 5: exp
@@ -487,8 +491,7 @@ with wr:
     row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
     prose(
         "Dividing each exp by its row sum turns the scores into mixing weights: all between 0 and 1, each row "
-        f"summing to 1 (largest deviation here: {num(facts.row_sum_error)}). "
-        f"Row {a}: {row_txt}."
+        f"summing to 1. Row {a}: {row_txt}."
     )
     st.code(work["weights"], language="text", wrap_lines=True)
 
@@ -542,10 +545,10 @@ with pic_r:
     most = max(movers, key=lambda s: s.moved) if movers else None
     least = min(movers, key=lambda s: s.moved) if movers else None
     prose(
-        "Thin arrows: the inputs X; thick: the outputs (′). The dotted line shows how far attention pulled each "
-        "token, towards the ones it attends to: context mixing."
+        "Thin arrows: the inputs X; thick: the outputs (′); dotted: how far attention pulled each token towards "
+        "the ones it attends to."
         + (
-            f" Here **{md(most.label)}** moved most ({num(most.moved)}) and **{md(least.label)}** least "
+            f" Here the token **{md(most.label)}** moved most ({num(most.moved)}) and **{md(least.label)}** least "
             f"({num(least.moved)})."
             if most is not None and least is not None and most.label != least.label
             else ""

@@ -30,7 +30,7 @@ from lib.stats.context import (
     mark,
     sense_centroids,
     sense_flip,
-    sense_margin_change,
+    sense_pull,
     suggested_swaps,
     top_content_word,
 )
@@ -149,25 +149,42 @@ else:
         f"{what} {q(occ.words[low])} least ({shift_now[low]:.3f}). On the right, in the same rows, the "
         "target's attention to each word in the same layer (mean over heads): compare the two orders in section 2."
     )
+    # the five words that move the target most, masked beside deleted (a [MASK] is itself a word piece the
+    # model reads), and, with sense labels, how far each pulls the target towards its own sense
+    shown_words = [int(k) for k in order[:5]]
+    columns = {}
+    by = {}
+    for key in ("mask", "delete") if rep_key != "unk" else ("unk", "mask", "delete"):
+        if no_mask and key == "mask":
+            continue  # no mask token: "mask" would delete the word again
+        try:
+            by[key] = occ if key == rep_key else cache.occlusion(a.model, sentence, target_word, REPLACEMENT_TEXT[key])
+        except (ContextError, TargetError):
+            continue
+        columns[f"shift, {DONE[key]}"] = [f"{by[key].shift[layer, k]:.3f}" for k in shown_words]
     sense_cents = sense_centroids(tv.vectors, ss.senses, exclude=i) if ss.has_senses and own_sense else None
     if sense_cents is not None and own_sense in sense_cents.names:
-        margin = sense_margin_change(occ, sense_cents, own_sense, layer)
-        shown_words = [int(k) for k in order[:5]]
-        st.table(
-            pd.DataFrame(
-                {
-                    "shift (any change)": [f"{shift_now[k]:.3f}" for k in shown_words],
-                    f"towards “{own_sense}” (margin change)": [f"{margin[k]:+.3f}" for k in shown_words],
-                },
-                index=[occ.words[k] for k in shown_words],
-            )
+        pull = sense_pull(occ, sense_cents, own_sense, layer)
+        columns[f"pull towards “{escape_md(own_sense)}” (+: towards)"] = [f"{pull[k]:+.3f}" for k in shown_words]
+    st.table(pd.DataFrame(columns, index=[escape_md(occ.words[k]) for k in shown_words]))  # cells read Markdown
+    said = []
+    if "mask" in by and "delete" in by:
+        m, d = by["mask"].shift[layer], by["delete"].shift[layer]
+        k = min(shown_words, key=lambda j: d[j] / m[j] if m[j] > 0 else np.inf)  # the most of it the [MASK] itself
+        said.append(
+            f"Deleting {q(occ.words[k])} moves “{word}” {d[k]:.3f}, masking it {m[k]:.3f}: the rest is the "
+            "[MASK] itself (deleting also moves the later words one place)."
+            if d[k] < m[k]
+            else f"Here deleting each of these words moves “{word}” at least as far as masking it."
         )
-        prose(
-            f"The shift counts any change of the vector. The margin is the cosine with the “{escape_md(own_sense)}” "
-            "average minus the nearest other sense's: a negative change means the word was pulling the target "
-            "towards its sense.",
-            caption=True,
+    if sense_cents is not None and own_sense in sense_cents.names:
+        said.append(
+            f"The pull is the target's margin (cosine with the “{escape_md(own_sense)}” average minus the nearest "
+            f"other sense's) in the full sentence minus with the word {DONE[rep_key]}: positive means the word "
+            "pulled the target towards its sense."
         )
+    if said:
+        prose(" ".join(said), caption=True)
 after = occ.after_target
 if enc.causal and after:
     change = occ.after_target_change

@@ -4,7 +4,6 @@ import numpy as np
 import streamlit as st
 
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
-from lib.stats.chance import chance_phrase
 from lib.stats.similarity import cosine_matrix, pair_values, sense_similarity
 from ui import cache, session
 from ui.analysis import analysis
@@ -68,29 +67,31 @@ if ss.has_senses:
     if sims.same is not None and sims.different is not None:
         separated = sims.gap[1] > sims.gap[0] + 0.01
         text = (
-            f"**Reading it.** At layer 0 every pair scores between {lo0:.2f} and {hi0:.2f}: the vector holds "
-            f"the word piece, its position and the segment, no context yet (same-sense pairs "
-            f"{sims.same[0]:.2f} vs different-sense {sims.different[0]:.2f} on average). After layer {last}, "
-            f"same-sense pairs average **{sims.same[1]:.2f}** and different-sense pairs "
-            f"**{sims.different[1]:.2f}**"
+            f"**Reading it.** At layer 0 every pair scores {lo0:.2f}–{hi0:.2f}: the vector holds the word "
+            f"piece, its position and the segment, no context yet. After layer {last}, same-sense pairs "
+            f"average **{sims.same[1]:.2f}** and different-sense pairs **{sims.different[1]:.2f}** (gap "
+            f"{sims.gap[0]:+.2f} at layer 0)"
             + (
                 ": the context has pulled the occurrences apart by meaning."
                 if separated
                 else ": in these sentences the context has not pulled the senses further apart than at layer 0."
             )
         )
+        prose(text)
         rc = cache.readout_chance(a.model, tuple(ss.sentences), tuple(ss.senses), ss.target, "target", tv.vectors)
         if rc is not None:
-            text += (
-                f" Giving each sentence the sense whose average vector (without it) is nearest reads "
-                f"{chance_phrase(rc, 0)} at layer 0, and {chance_phrase(rc, last)} at layer {last}."
+            verdict = "within" if rc.within_chance[last] else "above"
+            text = (
+                "Giving each sentence the sense whose average vector (without it) is nearest reads "
+                f"{rc.accuracy[0]:.0%} right at layer 0 and **{rc.accuracy[last]:.0%}** at layer {last}, "
+                f"{verdict} chance (shuffled labels reach {rc.shuffled_p95[last]:.0%})."
             )
             if not rc.within_chance[0]:
                 text += (
                     " Above chance at layer 0 can only mean that the word's position or form (its word "
                     "pieces) goes with its sense in these sentences, which small hand-written sets allow easily."
                 )
-        prose(text)
+            prose(text)
     else:
         prose(f"At layer 0 the pairs score {lo0:.2f}–{hi0:.2f}; see how they spread at layer {last}.")
 else:

@@ -10,7 +10,6 @@ or the view only slices that profile.
 from __future__ import annotations
 
 import html
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -33,14 +32,16 @@ from lib.charts.layers import (
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
 from lib.errors import ContextLensError
+from lib.inputs.corpus import CorpusError
 from lib.inputs.presets import preset_by_id
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from lib.models.encoder import split_model_key
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
-from lib.stats.chance import position_note
+from lib.stats.chance import layer_runs, position_note
 from lib.stats.direction import cue_gaps
-from lib.stats.evidence import evidence_card
+from lib.stats.evidence import card_facts, evidence_card
+from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
 from lib.stats.similarity import (
     layer_cosine_matrices,
@@ -77,7 +78,7 @@ def upload_section(current_target: str) -> None:
     with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
         prose(
             FORMAT_HELP
-            + " Bad rows are listed with their line numbers and left out; the good ones are kept. Example:"
+            + " Bad rows are listed by line number and left out. Example:"
         )
         st.code(
             "sense,sentence\nmoney,The bank approved the loan.\n"
@@ -170,8 +171,9 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
         f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
         "the second. "
         + (
-            "What grows with depth only in the trained model was learned from data; what the control shows "
-            "too comes from the architecture, not from training."
+            "What grows with depth only in the trained model came with training. A flat control line does not "
+            "show what the architecture could do with other weights: the control may take in less context "
+            "(table below)."
             if "trained" not in (split_model_key(model)[1], split_model_key(other)[1])
             or split_model_key(model)[1] != split_model_key(other)[1]
             else "Both are trained models: compare where each one separates the senses."
@@ -473,7 +475,6 @@ if labelled and sims.gap is not None:
             else f"The gap between them is largest at **layer {top} ({g[top]:+.2f})**; layer 0: {g[0]:+.2f}"
             + (f", layer {L}: {g[L]:+.2f}." if top != L else ".")
         )
-        + " Section 6 asks the per-sentence question, which can pick another layer."
     )
 else:
     prose(
@@ -491,7 +492,7 @@ if prof.baseline is not None:
         f"(anisotropy) unrelated words score high (BERT-base: {ETHAYARAJH_2019_BERT_BASE.anisotropy[-2]:.2f} at "
         "layer 11), so read a cosine against the band: switch on *Minus baseline* above."
     )
-    prose(f"Pairs sampled as Ethayarajh (2019) does: {escape_md(b.description.split(',')[0])}.", caption=True)
+    prose(f"{b.n_pairs:,} pairs sampled as Ethayarajh (2019) does: each from two different sentences.", caption=True)
 else:
     st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
 try:
@@ -593,6 +594,19 @@ else:
     )
     if m < n:
         prose(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.", caption=True)
+    # two of the course's checks on this set: is deeper better, and [CLS] or the mean as a sentence vector?
+    readouts = vector_readouts(prof)
+    st.table(
+        pd.DataFrame(
+            {
+                "best layer": [layer_runs(best_layers(acc)) for acc in readouts.values()],
+                "read right there": [f"{np.nanmax(acc):.0%}" for acc in readouts.values()],
+                f"at layer {L}": [f"{acc[L]:.0%}" for acc in readouts.values()],
+            },
+            index=list(readouts),
+        )
+    )
+    prose(depth_and_pooling_phrase(readouts))
 
 # ---------------------------------------------------------------------------------- controls (is it real?)
 if labelled:
@@ -639,9 +653,27 @@ if labelled:
 
 # ------------------------------------------------------------------------------------- 8. evidence card
 st.header("8. Evidence card")
-card = cache.evidence(
-    (model, tuple(ss.sentences), tuple(senses), ss.target, r, rep),
-    lambda: evidence_card(
+
+
+def _reference_split():
+    try:
+        return cache.split_counts(model, cache.reference_corpus().sentences)
+    except CorpusError:  # the reference corpus is missing: the domain check says it cannot compare
+        return None
+
+
+def _card():
+    facts = card_facts(
+        prof,
+        tv,
+        r,
+        model=session.model_display(model),
+        chance=rc if ro is not None else None,
+        split=cache.split_counts(model, tuple(ss.clean_sentences)),
+        reference_split=_reference_split(),
+        comparison_notes=(depth_and_pooling_phrase(readouts),) if ro is not None else (),
+    )
+    return evidence_card(
         prof.vectors[:, 0, :],
         prof.vectors[:, r, :],
         ss.clean_sentences,
@@ -650,22 +682,22 @@ card = cache.evidence(
         first_name="layer 0",
         chosen_name=rep,
         cosines=(prof.cosines[0], prof.cosines[r]),
-    ),
-)
-if ro is not None:
-    def verdict(i: int) -> str:
-        return f"{rc.accuracy[i]:.0%} ({'within' if rc.within_chance[i] else 'above'} chance)"
+        facts=facts,
+    )
 
-    card_readout = f"Sense readout (leave-one-out): layer 0 {verdict(0)}, {rep} {verdict(r)}."
-    card = replace(card, notes=(card_readout,))
+
+card = cache.evidence((model, tuple(ss.sentences), tuple(senses), ss.target, r, rep), _card)
+fields = card.fields()  # st.table reads Markdown: the set's words are escaped
+st.table(pd.DataFrame({"on your sentences": [escape_md(t) for _, t in fields]}, index=[f for f, _ in fields]))
 if card.rows:
     rows = card.rows
+    marked = set(card.surprising_rows())
     chosen_col = f"cosine at {rep}"
     short_rep = {"last4": "last 4 (mean)", "all": "all (mean)"}.get(pooling, f"layer {layer}")
     st.dataframe(
         pd.DataFrame(
             {
-                "": ["★" if k == card.surprising else "" for k in range(len(rows))],
+                "": ["★" if k in marked else "" for k in range(len(rows))],
                 "pair": [f"S{x.i + 1} – S{x.j + 1}" for x in rows],
                 "senses": [f"{x.sense_a} / {x.sense_b}" if x.sense_a else "" for x in rows],
                 "cosine at layer 0": [x.cosine_first for x in rows],
@@ -687,15 +719,12 @@ if card.rows:
             "sentence B": st.column_config.TextColumn(width="large"),
         },
     )
-    prose("★ Most surprising: " + escape_md(card.reason))
-    for note in card.notes:  # our own numbers and words, no user text
-        prose(note)
     d1, d2 = st.columns(2)
     stem = f"evidence_{''.join(ch for ch in ss.target if ch.isalnum()) or 'word'}"
     d1.download_button("Download CSV", card.to_csv(), f"{stem}.csv", "text/csv", key="layers_card_csv")
     d2.download_button(
         "Download Markdown", card.to_markdown(), f"{stem}.md", "text/markdown", key="layers_card_md"
     )
-    prose(f"Numbers: each pair's cosine at layer 0 and at {rep}.", caption=True)
+    prose(f"Each pair's cosine at layer 0 and at {rep}; ★ the pairs of a surprising result.", caption=True)
 
 link.sync_params(PARAMS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

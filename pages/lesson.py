@@ -24,7 +24,8 @@ from lib.inputs.presets import preset_by_id
 from lib.models.encoder import DEFAULT_MODEL, model_key, split_model_key
 from lib.models.keys import DECODER_MODEL
 from lib.serving.export import frame_csv
-from lib.stats.baseline import other_token_masks
+from lib.stats.baseline import other_token_masks, random_token_baseline
+from lib.stats.context import ContextError
 from lib.stats.contextuality import intra_sentence_similarity
 from lib.stats.direction import cue_gaps
 from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
@@ -36,7 +37,7 @@ N = len(STEPS)
 K_STEP, K_DONE, K_ANSWERS = "lesson_step", "lesson_done", "lesson_answers"
 
 st.title("Guided lesson")
-page_intro("lesson", steps=N - 1)
+page_intro("lesson", steps=N, questions=N - 1)
 
 model = session.model_name()
 enc = cache.encoder(model)
@@ -447,8 +448,19 @@ def twin_keys() -> tuple[str, str, int]:
     return model_key(base), model_key(base, "shuffled", seed), seed
 
 
+def last_layer_floor(d: LessonSet) -> float:
+    """The cosine of random pairs of other word pieces at the last layer of a lesson set (how narrow its cone)."""
+    enc_out = d.tv.encoding
+    masks = other_token_masks(enc_out.special, [sp.token_indices for sp in d.tv.spans])
+    base = random_token_baseline(enc_out.hidden_states, masks, tokens=enc_out.tokens)
+    return float("nan") if base is None else float(base.mean[-1])
+
+
 def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.ArchitectureCheck, LessonSet, LessonSet]:
-    """The trained and control (shuffled) vectors of the step's preset, compared (lib.teaching.lesson_senses.architecture_check)."""
+    """The trained and control (shuffled) vectors of the step's preset, compared (lib.teaching.lesson_senses.architecture_check).
+
+    with_probes (once answered): the probes, how much context each model takes in and each one's cone, which
+    the explanation quotes."""
     trained_key, random_key, seed = twin_keys()
     for key in (trained_key, random_key):
         enc_k, err = cache.try_encoder(key)
@@ -458,14 +470,22 @@ def architecture_result(*, with_probes: bool = False) -> tuple[lesson_senses.Arc
     dt, dr = LessonSet(pid, trained_key), LessonSet(pid, random_key)
     if dt.tv.kept != dr.tv.kept:
         raise StepNotApplicable("the two copies of the model did not keep the same sentences")
-    probes = None
+    probes = context = floors = None
     if with_probes:
         senses = tuple(dt.senses)
         probes = (
             cache.probe(trained_key, dt.sentence_tuple, senses, dt.target, dt.tv.vectors),
             cache.probe(random_key, dr.sentence_tuple, senses, dr.target, dr.tv.vectors),
         )
-    r = lesson_senses.architecture_check(dt.tv.vectors, dr.tv.vectors, dt.senses, dt.target, seed=seed, probes=probes)
+        with contextlib.suppress(ContextError):  # no sentence could be measured: the caveat is left out
+            context = tuple(cache.context_use(key, dt.sentence_tuple, dt.target) for key in (trained_key, random_key))
+        floors = tuple(
+            cache.lesson_numbers(f"floor-{pid}", key, lambda d=d: last_layer_floor(d))
+            for key, d in ((trained_key, dt), (random_key, dr))
+        )
+    r = lesson_senses.architecture_check(
+        dt.tv.vectors, dr.tv.vectors, dt.senses, dt.target, seed=seed, probes=probes, context=context, floors=floors
+    )
     return r, dt, dr
 
 

@@ -23,6 +23,7 @@ from lib.stats.projection import (
     align_to,
     context_points,
     group_neighbours,
+    same_nearest_neighbour,
     same_sense_neighbours,
 )
 from ui import cache, controls, link, startup
@@ -213,6 +214,7 @@ controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 
 hits_map, total = same_sense_neighbours(coords, senses)
 hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
+same_nn, _ = same_nearest_neighbour(coords, X_all[:n], senses)
 parts = []
 if method == "pca":
     kept = proj.variance_kept
@@ -236,7 +238,9 @@ if total:
         f"On this map **{hits_map} of {total}** sentences have a nearest neighbour of the same sense; in the "
         f"full {d}-dimensional space the map was made from (by cosine) **{hits_full} of {total}** do"
         + (
-            ", so the map keeps the sense structure."
+            f". Equal counts, yet only {same_nn} of {total} keep the very same nearest neighbour."
+            if hits_map == hits_full and same_nn < total
+            else ", and every one keeps its very nearest neighbour: the map keeps the sense structure."
             if hits_map == hits_full
             else ", so the map shows more sense structure than the space holds: the squashing put some "
             "same-sense points together that are not nearest neighbours there."

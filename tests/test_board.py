@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -134,6 +138,56 @@ def test_guesses_are_rate_limited(store, clock):
     assert store.board(new.board.code, client="10.0.0.9").code == new.board.code
 
 
+def test_a_teacher_with_the_right_key_is_never_locked_out(store, clock):
+    """Wrong guesses from the teacher's own address (a class behind one school address, or someone forging it)
+    lock out codes and wrong keys, never the teacher's right key."""
+    new = store.create_board("bank", "money, river")
+    for _ in range(lb.MAX_GUESSES):
+        with pytest.raises(lb.BoardNotFound):
+            store.teacher_board(new.board.code, new.key[:-1] + "?", client="school")
+    assert store.teacher_board(new.board.code, new.key, client="school").code == new.board.code
+    with pytest.raises(lb.BoardError, match="Too many wrong"):
+        store.teacher_board(new.board.code, "wrong", client="school")
+    with pytest.raises(lb.BoardError, match="Too many wrong"):
+        store.board(new.board.code, client="school")
+
+
+def test_the_client_is_an_address_no_browser_chooses():
+    none: dict[str, list[str]] = {}
+    forged = {"x-forwarded-for": ["10.0.0.7"]}
+    # no proxy trusted: the connection's address; loopback counts as one; a forwarding header makes one group
+    assert lb.client_key(none, "203.0.113.5") == "203.0.113.5"
+    assert lb.client_key(none, None) == lb.client_key(none, "127.0.0.1") == lb.client_key(none, "::1") == lb.LOOPBACK
+    assert {lb.client_key({"x-forwarded-for": [f"10.0.0.{i}"]}, f"10.0.0.{i}") for i in range(20)} == {lb.FORWARDED}
+    assert lb.client_key({"x-real-ip": ["10.0.0.7"]}, None) == lb.FORWARDED
+    # behind our nginx: X-Real-IP is $remote_addr (nginx overwrites whatever the browser sent)
+    assert lb.client_key({"x-real-ip": ["198.51.100.4"], **forged}, "172.18.0.3", trusted="x-real-ip") == "198.51.100.4"
+    # a proxy that appends: only the last entry, the hop it added, counts
+    chain = {"x-forwarded-for": ["10.0.0.7, 6.6.6.6", "198.51.100.4"]}
+    assert lb.client_key(chain, "172.18.0.3", trusted="x-forwarded-for") == "198.51.100.4"
+    assert lb.client_key({"x-forwarded-for": ["1.1.1.1, 198.51.100.9 "]}, None, trusted="x-forwarded-for") == (
+        "198.51.100.9"
+    )
+    # the trusted header missing (a request that did not pass the proxy): the connection's address
+    assert lb.client_key(none, "172.18.0.3", trusted="x-real-ip") == "172.18.0.3"
+
+
+def test_student_cookies_are_signed_by_the_server(store):
+    secret = store.secret("student-cookie")
+    assert len(secret) == 32 and store.secret("student-cookie") == secret
+    other = lb.BoardStore(store.url)  # another replica on the same database signs with the same key
+    assert other.secret("student-cookie") == secret
+    other.dispose()
+    a, b = lb.new_student_cookie(secret), lb.new_student_cookie(secret)
+    ida, idb = lb.student_from_cookie(secret, a), lb.student_from_cookie(secret, b)
+    assert ida and idb and ida != idb and ida == lb.student_from_cookie(secret, a)
+    assert a.split(".")[0] not in ida  # the database keeps a hash of the cookie, not the cookie
+    student, sig = a.split(".")
+    for bad in ("", None, student, f"{student}.", f"{student}.{sig[:-1]}x", f"{student}x.{sig}", "." + sig,
+                f"{student}.{lb._signature(b'another secret' * 3, student)}"):  # fmt: skip
+        assert lb.student_from_cookie(secret, bad) == ""
+
+
 def test_caps_per_student_minute_and_board(store, clock, monkeypatch):
     new = store.create_board("bank", "money, river")
     code = new.board.code
@@ -159,6 +213,107 @@ def test_caps_per_student_minute_and_board(store, clock, monkeypatch):
         store.send(code, "x", "money", "No target here.")
 
 
+def test_hidden_sentences_free_their_room(store, monkeypatch):
+    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 3)
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    sent = [store.send(code, f"s{i}", "money", f"Bank {i}.") for i in range(3)]
+    with pytest.raises(lb.BoardError, match="full"):
+        store.send(code, "s9", "money", "One bank too many.")
+    store.hide(code, new.key, [sent[1].id])
+    store.send(code, "s9", "money", "Now the bank has room.")
+    with pytest.raises(lb.BoardError, match="full"):
+        store.send(code, "s10", "money", "And now it is full again at the bank.")
+    monkeypatch.setattr(lb, "MAX_BOARD_ROWS", 4)  # hidden ones are still kept, up to a bound
+    store.hide(code, new.key, [sent[0].id])
+    with pytest.raises(lb.BoardError, match="full"):
+        store.send(code, "s11", "money", "The bank keeps four rows.")
+
+
+def _at_once(n: int, fn) -> list:
+    """Run fn(i) in n threads released together; returns each result or the error it raised."""
+    barrier = threading.Barrier(n)
+    out: list = [None] * n
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            out[i] = fn(i)
+        except Exception as err:  # noqa: BLE001 - the test counts which sends were refused and why
+            out[i] = err
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@pytest.mark.slow
+def test_concurrent_sends_never_overrun_a_cap(store, monkeypatch):
+    """Counting and inserting are one step: 12 students sending at once to a board with room for 5 leave 5,
+    and one student's 12 tabs sending at once get their 4 a minute, never more."""
+    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 5)
+    for _ in range(3):
+        new = store.create_board("bank", "money, river")
+        out = _at_once(12, lambda i, c=new.board.code: store.send(c, f"s{i}", "money", f"Bank {i}."))
+        assert sum(isinstance(r, lb.Entry) for r in out) == 5, out
+        assert all(isinstance(r, lb.Entry) or "full" in str(r) for r in out), out
+        assert len(store.entries(new.board.code, new.key)) == 5
+    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 300)
+    for _ in range(3):
+        new = store.create_board("bank", "money, river")
+        out = _at_once(12, lambda i, c=new.board.code: store.send(c, "one", "money", f"Bank {i}."))
+        assert sum(isinstance(r, lb.Entry) for r in out) == lb.MAX_SENDS_PER_MINUTE, out
+        assert len(store.entries(new.board.code, new.key)) == lb.MAX_SENDS_PER_MINUTE
+
+
+NEW_STORE = """
+import sys, time
+from lib import board as lb
+start = float(sys.argv[2])
+time.sleep(max(0.0, start - time.time()))
+try:
+    lb.BoardStore(sys.argv[1]).dispose()
+except Exception as err:
+    print(type(err).__name__, str(err).splitlines()[0])
+    sys.exit(1)
+print("ok")
+"""
+
+
+def fresh_database(db_url: str, name: str) -> str:
+    """A URL for a database nobody has opened yet, on the same server (PostgreSQL) or folder (SQLite)."""
+    if db_url.startswith("sqlite"):
+        return f"sqlite:///{Path(db_url.removeprefix('sqlite:///')).parent / (name + '.sqlite')}"
+    admin = sa.create_engine(lb.engine_url(db_url), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f"CREATE DATABASE {name}")
+    admin.dispose()
+    return db_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.mark.slow
+def test_processes_opening_a_new_database_at_once_share_one_schema(db_url, root):
+    """Six processes (replicas starting together) open a database nobody has opened yet at the same moment:
+    every one of them starts, and the schema is made once."""
+    for attempt in range(2):
+        url = fresh_database(db_url, f"race{attempt}")
+        start = time.time() + 6.0  # after every interpreter has imported SQLAlchemy
+        procs = [
+            subprocess.Popen([sys.executable, "-c", NEW_STORE, url, str(start)], cwd=root, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+            for _ in range(6)
+        ]  # fmt: skip
+        outs = [p.communicate(timeout=120)[0].strip() for p in procs]
+        assert all(p.returncode == 0 for p in procs), outs
+        s = lb.BoardStore(url)
+        with s.engine.connect() as conn:
+            assert conn.execute(sa.select(sa.func.count()).select_from(lb.schema_info)).scalar() == 1
+        s.dispose()
+
+
 def test_boards_expire_and_delete_with_their_sentences(store, clock):
     old = store.create_board("bank", "money, river", hours=1)
     keep = store.create_board("bank", "money, river", hours=48)
@@ -178,6 +333,46 @@ def test_boards_expire_and_delete_with_their_sentences(store, clock):
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(lb.entries).where(
             lb.entries.c.board == keep.board.code)).scalar() == 0  # fmt: skip
+
+
+def test_expired_boards_are_deleted_on_a_schedule(db_url, clock):
+    """No one opens or creates a board: the store's own timer deletes the expired one with its sentences."""
+    s = lb.BoardStore(db_url, clock=clock)
+    old = s.create_board("bank", "money, river", hours=1)
+    keep = s.create_board("bank", "money, river", hours=48)
+    s.send(old.board.code, "s", "money", "The scheduled bank.")
+    clock.t += 3601
+    s.start_purging(every=0.05)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with s.engine.connect() as conn:
+                codes = set(conn.execute(sa.select(lb.boards.c.code)).scalars())
+            if old.board.code not in codes:
+                break
+            time.sleep(0.05)
+    finally:
+        s.stop_purging()
+    assert old.board.code not in codes and keep.board.code in codes
+    with s.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(lb.entries).where(
+            lb.entries.c.board == old.board.code)).scalar() == 0  # fmt: skip
+    s.dispose()
+
+
+def test_deleted_sentences_leave_no_trace_in_the_sqlite_file(tmp_path):
+    """secure_delete, an emptied write-ahead log and VACUUM: the file and its -wal hold none of the text."""
+    url = f"sqlite:///{tmp_path / 'scrub.sqlite'}"
+    s = lb.BoardStore(url)
+    new = s.create_board("bank", "money, river")
+    marker = "Zebrastripedbank marker sentence"
+    s.send(new.board.code, "s", "money", f"{marker} bank one.")
+    s.send(new.board.code, "t", "river", f"{marker} bank two.")
+    files = [tmp_path / "scrub.sqlite", tmp_path / "scrub.sqlite-wal"]
+    assert any(marker.encode() in f.read_bytes() for f in files if f.exists())
+    s.delete_board(new.board.code, new.key)
+    assert not any(marker.encode() in f.read_bytes() for f in files if f.exists())
+    s.dispose()
 
 
 def test_default_lifetime_is_configurable(store, monkeypatch):
@@ -227,3 +422,32 @@ def test_command_line_prints_two_links(tmp_path, root):
         cwd=root, capture_output=True, text=True,
     )  # fmt: skip
     assert bad.returncode == 2 and "Give 2 to" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_command_line_delete_reads_the_key_from_stdin(tmp_path, root):
+    """`delete` takes no key on the command line (shell history and `ps` keep it): standard input or a prompt."""
+    url = f"sqlite:///{tmp_path / 'cli.sqlite'}"
+    s = lb.BoardStore(url)
+    a, b = s.create_board("bank", "money, river"), s.create_board("bank", "money, river")
+    refused = subprocess.run(
+        [sys.executable, "-m", "lib.board", "delete", "--room", a.board.code, "--key", a.key, "--db", url],
+        cwd=root, capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode != 0 and s.board(a.board.code).code == a.board.code
+    wrong = subprocess.run(
+        [sys.executable, "-m", "lib.board", "delete", "--room", a.board.code, "--db", url],
+        cwd=root, input="not-the-key\n", capture_output=True, text=True,
+    )  # fmt: skip
+    assert wrong.returncode == 2 and lb.NOT_FOUND in wrong.stderr
+    ok = subprocess.run(
+        [sys.executable, "-m", "lib.board", "delete", "--room", a.board.code, "--db", url],
+        cwd=root, input=a.key + "\n", capture_output=True, text=True,
+    )  # fmt: skip
+    assert ok.returncode == 0 and ok.stdout.strip() == f"deleted: {a.board.code}"
+    with pytest.raises(lb.BoardNotFound):
+        s.board(a.board.code)
+    # the whole teacher link, pasted, works too (in-process: the same main)
+    assert lb.main(["delete", "--room", b.board.code, "--db", url], stdin=io.StringIO(b.teacher_link)) == 0
+    with pytest.raises(lb.BoardNotFound):
+        s.board(b.board.code)
+    s.dispose()

@@ -296,3 +296,32 @@ def test_a_run_comparing_two_models_leases_both_sets_at_once(encoder, one_job_qu
     cache.target_vectors(encoder.name, sentences, "bank")
     assert one_job_queue.held_bytes == one
     work.end_run()
+
+
+def test_every_job_of_a_large_sets_run_is_large_work(encoder, monkeypatch):
+    """A tab working on hundreds of sentences asks for small-byte jobs too (a layer profile, a projection): they
+    are large work, so the lane kept for ordinary sets stays free; the next run starts afresh."""
+    from lib.serving.work import WorkQueue
+    from ui import cache, work
+
+    seen: list[bool | None] = []
+    q = WorkQueue(max_jobs=2, max_bytes=512 * 2**20, small_bytes=2**20, poll=0.01)
+    job = q.job
+
+    def spy(cost, *, large=None, **kw):
+        seen.append(large)
+        return job(cost, large=large, **kw)
+
+    monkeypatch.setattr(q, "job", spy)
+    monkeypatch.setattr(work, "WORK", q)
+    work.end_run()
+    with work.heavy(10):
+        pass
+    sentences = tuple(f"Large run {i}: the bank number {i}." for i in range(cache.CHUNK + 1))
+    cache.target_vectors(encoder.name, sentences, "bank")
+    with work.heavy(10):
+        pass
+    work.end_run()
+    with work.heavy(10):
+        pass
+    assert seen[0] is None and seen[-2] is True and seen[-1] is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -146,9 +147,16 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
     assert rc.within_chance[0]
     assert "At the embedding layer the readout (0%) is within chance" in text
     assert f"{rc.at_or_below[0]:.0%} of the shuffles score this low or lower" in text
-    assert f"Sense readout (leave-one-out): layer 0 {rc.accuracy[0]:.0%} (within chance)" in text
+    card = next(t.value for t in at.table if "on your sentences" in t.value.columns)
+    comparison = re.sub(r"\\(.)", r"\1", card.loc["Comparison", "on your sentences"])
+    L = tv.vectors.shape[1] - 1
+    verdict = "within" if rc.within_chance[L] else "above"
+    assert (
+        f"Nearest sense average (leave-one-out): {rc.accuracy[L]:.0%} read right at layer {L}, {verdict} chance "
+        f"(shuffled labels up to {rc.shuffled_p95[L]:.0%})"
+    ) in comparison
     assert "EvidenceCard" not in text
-    card = EvidenceCard("apple", "layer 0", "layer 6", (), None, "", notes=("readout note",))
+    card = EvidenceCard("apple", "layer 0", "layer 6", (), notes=("readout note",))
     assert "readout note" in card.to_markdown()
 
 

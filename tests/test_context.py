@@ -273,33 +273,66 @@ def test_context_use_matches_occlusion_and_the_attention_rows(encoder):
         context_use(encoder, ["No target here ."], "bank")
 
 
-def test_the_word_that_moves_the_target_most_can_be_a_function_word(encoder):
-    """The intro's claim: the shift counts any change, so in some bank sentences a function word ("of",
-    "the") moves the target most at the last layer."""
+@pytest.mark.slow  # 24 occlusions
+def test_a_masked_word_is_not_an_absent_word(encoder):
+    """The intro's and the glossary's claim: [MASK] is a word piece the model reads, so part of a masked word's
+    shift is the [MASK] itself. On the bank sentences at the last layer, deleting a word moves the target
+    less than masking it, for most words and most of all for function words ("the", "of")."""
     from lib.inputs.presets import preset_by_id
     from lib.stats.context import FUNCTION_WORDS, occlusion
 
     ss = preset_by_id("bank").sentence_set()
-    tops = []
+    ratios, function_ratios = [], []
     for s in ss.sentences:
-        occ = occlusion(encoder, s, ss.target)
-        tops.append(occ.words[int(occ.ranking(occ.num_layers)[0])].lower())
-    assert any(w in FUNCTION_WORDS for w in tops), tops
-    assert (ROOT_INTRO / "context.md").read_text(encoding="utf-8").count("“the” or “of”") == 1
+        masked, deleted = occlusion(encoder, s, ss.target), occlusion(encoder, s, ss.target, "")
+        assert masked.words == deleted.words  # the same words, one edit each
+        L = masked.num_layers
+        assert np.allclose(masked.shift[0], 0) and not np.allclose(deleted.shift[0], 0)  # positions move
+        for j, w in enumerate(masked.words):
+            if w.isalpha() and masked.shift[L, j] > 0:
+                r = deleted.shift[L, j] / masked.shift[L, j]
+                ratios.append(r)
+                if w.lower() in FUNCTION_WORDS:
+                    function_ratios.append(r)
+    assert np.median(ratios) < 1 and np.median(function_ratios) < np.median(ratios)
+    intro = " ".join((ROOT_INTRO / "context.md").read_text(encoding="utf-8").split())
+    assert "a masked word is not an absent one" in intro and "masked language modelling" in intro
 
 
-def test_sense_margin_change_by_hand(encoder):
-    """The margin (cosine with the own sense's centroid minus the nearest other's) with each word masked, minus
-    the original's, recomputed from the occlusion's vectors with plain numpy; and the page shows it."""
+def test_sense_pull_sign_on_a_hand_made_case():
+    """Two senses in two dimensions: the target sits on the money side; masking a money word moves it to the
+    middle (it was pulling towards money: positive), masking a river word moves it further to money (it was
+    pulling away: negative)."""
+    from lib.stats.context import Occlusion, SenseCentroids, sense_pull
+
+    base = np.array([[1.0, 0.0], [1.0, 0.5]])  # (K = 2, H = 2); layer 1: cos money .894, river .447
+    moved = np.array([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])  # word 0: middle; word 1: money
+    occ = Occlusion(
+        sentence="cash bank reeds", target="bank", target_span=(5, 9), target_pieces=(2,), words=("cash", "reeds"),
+        spans=((0, 4), (10, 15)), pieces=((1,), (3,)), tokens=("[CLS]", "cash", "bank", "reeds", "[SEP]"),
+        replacement="[MASK]", variants=("", ""), shift=np.zeros((2, 2)), attention=np.zeros((1, 2)),
+        base=base, moved=moved,
+    )  # fmt: skip
+    cents = SenseCentroids(("money", "river"), np.array([[[1.0, 0.0]] * 2, [[0.0, 1.0]] * 2]), (1, 1))
+    pull = sense_pull(occ, cents, "money", 1)
+    before = 1 / np.sqrt(1.25) - 0.5 / np.sqrt(1.25)  # margin in the sentence: cos money − cos river
+    assert pull[0] == pytest.approx(before - 0.0) and pull[0] > 0  # "cash" pulled towards money
+    assert pull[1] == pytest.approx(before - 1.0) and pull[1] < 0  # "reeds" pulled away from it
+    assert sense_pull(occ, cents, "river", 1)[0] == pytest.approx(-pull[0])  # two senses: the mirror image
+
+
+def test_sense_pull_by_hand(encoder):
+    """The margin (cosine with the own sense's centroid minus the nearest other's) in the sentence minus with
+    each word masked, recomputed from the occlusion's vectors with plain numpy; and the page shows it."""
     from lib.inputs.presets import preset_by_id
-    from lib.stats.context import occlusion, sense_centroids, sense_margin_change
+    from lib.stats.context import occlusion, sense_centroids, sense_pull
 
     ss = preset_by_id("bank").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
     cents = sense_centroids(tv.vectors, ss.senses, exclude=0)
     occ = occlusion(encoder, ss.sentences[0], ss.target)
     own, layer = ss.senses[0], encoder.num_layers
-    got = sense_margin_change(occ, cents, own, layer)
+    got = sense_pull(occ, cents, own, layer)
 
     def margin(v):
         cos = {
@@ -308,7 +341,27 @@ def test_sense_margin_change_by_hand(encoder):
         }
         return cos[own] - max(x for name, x in cos.items() if name != own)
 
-    want = [margin(occ.moved[k, layer].astype(np.float64)) - margin(occ.base[layer].astype(np.float64)) for k in range(len(occ.words))]
+    want = [margin(occ.base[layer].astype(np.float64)) - margin(occ.moved[k, layer].astype(np.float64)) for k in range(len(occ.words))]
     np.testing.assert_allclose(got, want, atol=1e-6)
     with pytest.raises(ValueError):
-        sense_margin_change(occ, cents, "no such sense", layer)
+        sense_pull(occ, cents, "no such sense", layer)
+
+
+def test_context_use_phrase_says_what_the_numbers_say():
+    from lib.stats.chance import layer_runs
+    from lib.stats.context import ContextUse, context_use_phrase
+
+    trained = ContextUse(np.array([0.74, 0.44, 0.46, 0.56]), np.array([0.035, 0.104, 0.178]))
+    flat = ContextUse(np.array([0.78, 0.87, 0.92, 0.40]), np.array([0.009, 0.017, 0.031]))
+    text = context_use_phrase(trained, flat, "the control")
+    assert text.startswith("Attention in the control is flatter in layers 2 and 3 (entropy 0.87–0.92 of uniform, trained 0.44–0.46)")
+    assert "sharper in layer 4 (entropy 0.40 of uniform, trained 0.56)" in text and "about as sharp in layer 1" in text
+    assert "moves its target less: the largest shift per sentence has median 0.017 (0.009–0.031), trained 0.104 (0.035–0.178)" in text
+    same = ContextUse(trained.entropy + 0.01, trained.shift * 1.1)
+    text = context_use_phrase(trained, same)
+    assert "as sharp as in the trained model in every layer" in text and "about as far" in text
+    assert "more" in context_use_phrase(trained, ContextUse(trained.entropy, trained.shift * 2))
+    assert layer_runs([2, 3, 4, 6]) == "layers 2–4 and 6" and layer_runs([5]) == "layer 5"
+    assert layer_runs([1, 2]) == "layers 1 and 2"
+    with pytest.raises(ValueError):
+        context_use_phrase(trained, ContextUse(np.ones(2), trained.shift))

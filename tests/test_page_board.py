@@ -8,8 +8,10 @@ import json
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from lib import board as lb
+from lib.models.encoder import DEFAULT_MODEL as MODEL
 from tests.conftest import ROOT, page_test, seed, url_written
 from ui.widgets import escape_md
 
@@ -65,7 +67,6 @@ def test_no_room_shows_join_and_the_sidebar_starts_a_board(store):
     assert f"/board?room={code}" in "\n".join(c.value for c in at.code)
     assert at.get("imgs") or at.get("image")  # the QR code
     # the address bar gets the student link only: the key stays in the session
-
     assert url_written(at) == {"room": code}
 
 
@@ -120,16 +121,23 @@ def test_the_teacher_accepts_and_the_charts_match_the_model(store, encoder):
     store.send(code, "s9", "money", nasty)
     at = board_page(room=code, key=new.key).run()
     assert not at.exception
+    projected = texts(at)  # the teacher's view as projected: counts, never the sentences
+    assert f"{len(MONEY + RIVER) + 1} waiting" in projected
+    assert not any(x in projected for x in MONEY + RIVER) and "closed" not in projected
+    assert not any(b.key.startswith(("board_hide_", "board_accept")) for b in at.button)
+    # nothing reaches the charts before it is accepted: only the empty map, waiting
+    assert [json.loads(c.proto.spec)["data"][0]["x"] for c in at.get("plotly_chart")] in ([[]], [{}])
+    at.toggle(key="board_moderate").set_value(True).run()
     assert f"Waiting for you ({len(MONEY + RIVER) + 1})" in texts(at)
     shown = texts(at)
     assert "\\*\\*bank\\*\\*" in shown and "<b>" not in shown.replace("\\<b\\>", "")  # escaped in the queue
-    # nothing reaches the charts before it is accepted: only the empty map, waiting
-    assert [json.loads(c.proto.spec)["data"][0]["x"] for c in at.get("plotly_chart")] in ([[]], [{}])
     hide = next(b for b in at.button if b.key.startswith("board_hide_") and
                 store.entries(code, new.key)[-1].id == int(b.key.rsplit("_", 1)[1]))  # fmt: skip
     hide.click().run()
     at.button(key="board_accept_all").click().run()
     assert not at.exception
+    assert not at.get("plotly_chart")  # the moderation view is the queue alone: the charts are the projector's
+    at.toggle(key="board_moderate").set_value(False).run()
     accepted = store.accepted(code)
     assert [e.sentence for e in accepted] == MONEY + RIVER  # the hidden one stays off the board
     figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
@@ -146,6 +154,72 @@ def test_the_teacher_accepts_and_the_charts_match_the_model(store, encoder):
     assert any("chance band" in str(t.get("name", "")) for f in figs for t in f["data"])
     csv = next(d for d in at.get("download_button"))
     assert csv is not None
+
+
+def test_accept_takes_only_what_the_teacher_saw(store):
+    """A sentence that arrives after the queue was drawn is not accepted by the click on that queue."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    for i, s in enumerate(MONEY):
+        store.send(code, f"s{i}", "money", s)
+    at = board_page(room=code, key=new.key)
+    seed(at, board_moderate=True)
+    at.run()
+    assert at.button(key="board_accept_all").label == "Accept all 3"
+    late = store.send(code, "late", "river", RIVER[0])  # sent while the teacher reads the queue
+    at.button(key="board_accept_all").click().run()
+    assert not at.exception
+    assert [e.sentence for e in store.accepted(code)] == MONEY
+    assert [e.id for e in store.entries(code, new.key) if e.status == lb.PENDING] == [late.id]
+
+
+def test_the_queue_is_encoded_once_as_it_arrives(store):
+    """Each refresh encodes only the sentences that arrived since the last one: a queue the cache has dropped
+    is not encoded again every 2 s."""
+    from ui import cache
+
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    for i, s in enumerate(MONEY):
+        store.send(code, f"s{i}", "money", s)
+    at = board_page(room=code, key=new.key).run()
+    assert all(cache._sentence_key(MODEL, s) in cache.RESULTS for s in MONEY)
+    cache.RESULTS.clear()  # as if a crowd's sets had pushed them out
+    calls = cache.ENCODE_CALLS[MODEL]
+    at.run()
+    assert cache.ENCODE_CALLS[MODEL] == calls
+    store.send(code, "s9", "river", RIVER[0])
+    at.run()
+    assert cache.ENCODE_CALLS[MODEL] == calls + 1
+    assert cache._sentence_key(MODEL, RIVER[0]) in cache.RESULTS
+    assert not any(cache._sentence_key(MODEL, s) in cache.RESULTS for s in MONEY)
+
+
+def test_no_saved_page_holds_the_teacher_key(store):
+    """"Download this page" on the teacher's view, projected or moderating: the key is nowhere in the file, the
+    queue neither; the student link and the accepted sentences are."""
+    from tests.test_page_export_pages import HARNESS, read
+
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    for i, s in enumerate(MONEY + RIVER):
+        store.send(code, f"s{i}", "money" if s in MONEY else "river", s)
+    store.accept(code, new.key)
+    store.send(code, "s9", "money", "A waiting sentence about the bank.")
+    for moderating in (False, True):
+        at = AppTest.from_file(HARNESS, default_timeout=600)
+        seed(at, _export_page=str(ROOT / "pages" / "board.py"), board_moderate=moderating)
+        at.query_params["room"], at.query_params["key"] = code, new.key
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        if moderating:  # the link is on the teacher's own screen, just not in the file
+            assert any(new.key in c.value for c in at.code)
+        doc = at.session_state["_export_html"]
+        assert new.key not in doc
+        text = read(doc).text
+        assert "waiting sentence" not in text
+        if not moderating:  # the projected view's file: the student link and the accepted set
+            assert f"/board?room={code}" in text and all(s in doc for s in MONEY + RIVER)
 
 
 def test_open_everywhere_sets_the_shared_set(store):
@@ -174,7 +248,6 @@ def test_joining_by_code_as_typed(store):
     at.button(key="board_join_button").click().run()
     assert not at.exception and not at.error
     assert at.text_input(key="board_text") is not None
-
     assert url_written(at) == {"room": code}
 
 
@@ -197,7 +270,6 @@ def test_a_student_sees_where_theirs_lands(store, encoder):
         cos = {s: float(c @ x[i] / np.linalg.norm(c) / np.linalg.norm(x[i])) for s, c in centroids.items()}
         nearest = max(cos, key=cos.get)
         at = board_page(room=code)
-
         seed(at, board_student=f"s{i}")
         at.run()
         assert not at.exception

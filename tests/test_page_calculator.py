@@ -221,3 +221,28 @@ def test_a_followed_cell_that_no_longer_exists_goes_back_to_the_default_cell():
     at.text_input(key="calc_tokens").set_value("The cat").run()  # the default column is gone too: clamped
     _assert_ok(at)
     assert at.session_state["calc_row"] == 1 and at.session_state["calc_col"] == 1
+
+
+def test_ties_and_the_models_scaling_are_said_as_the_numbers_are():
+    """The course's example has a tie in row "cat" (S[cat, cat] = S[cat, sat] = 1.21): the text names both.
+    The scaling note gives the default model's own √d_k (hidden size over heads, from its configuration)."""
+    import json
+
+    import numpy as np
+
+    from lib.models.encoder import default_model_path
+    from lib.teaching import toy_attention as ta
+
+    at = _run()
+    _assert_ok(at)
+    text = " ".join(m.value for m in at.markdown)
+    X = np.array([ta.COURSE_EMBEDDINGS[t] for t in ta.COURSE_TOKENS]) + np.array(ta.COURSE_POSITIONS)
+    S = X @ X.T  # Q = K = X, no scaling
+    row = S[1]  # "cat"
+    tied = [ta.COURSE_TOKENS[j] for j in np.flatnonzero(np.isclose(row, row.max()))]
+    assert len(tied) == 2  # the course's example ties cat with sat
+    assert f"the largest score is {row.max():.2f}, with {' and '.join(tied)} (a tie)" in text
+    cfg = json.loads((default_model_path() / "config.json").read_text())
+    d_k = cfg["hidden_size"] // cfg["num_attention_heads"]
+    assert f"the app's default model by √{d_k} ≈ {np.sqrt(d_k):.2f}" in text
+    assert "BERT divides by √d_k = 8" not in text and "Here the token **" in text

@@ -11,6 +11,7 @@ import pytest
 from lib.inputs.presets import default_preset
 from lib.stats.context import MAX_WORDS, layer_cosines, occlusion
 from tests.conftest import page_test, seed, url_written
+from ui.widgets import escape_md
 
 PAGE = "pages/context.py"
 
@@ -56,8 +57,9 @@ def test_default_preset_shows_the_models_numbers(encoder):
     assert at.get("download_button")
     url = url_written(at)
     assert url["ctx_sentence"] == "1" and url["ctx_layer"] == str(L) and url["ctx_replace"] == "mask"
-    # beside the shift, the change of the sense margin (own sense's centroid minus the nearest other's, the
-    # centroids built without this sentence), recomputed here with numpy for the five words shown
+    # beside the shift, the pull towards the own sense: the sense margin (own sense's centroid minus the nearest
+    # other's, the centroids built without this sentence) in the sentence minus with the word masked,
+    # recomputed here with numpy for the five words shown; positive = the word pulled towards the sense
     ss = p.sentence_set()
     vecs = encoder.target_vectors(list(ss.sentences), p.target).vectors[:, L].astype(np.float64)
     own = ss.senses[0]
@@ -73,10 +75,22 @@ def test_default_preset_shows_the_models_numbers(encoder):
     base = margin(occ.base[L].astype(np.float64))
     (table,) = at.table
     df = table.value
-    assert list(df.index) == [occ.words[int(k)] for k in occ.ranking(L)[:5]]
-    col = next(c for c in df.columns if "margin change" in c)
+    assert list(df.index) == [escape_md(occ.words[int(k)]) for k in occ.ranking(L)[:5]]
+    col = next(c for c in df.columns if c.startswith("pull towards") and "(+: towards)" in c)
     for k, shown in zip(occ.ranking(L)[:5], df[col], strict=True):
-        assert float(shown) == pytest.approx(margin(occ.moved[int(k), L].astype(np.float64)) - base, abs=6e-4)
+        assert float(shown) == pytest.approx(base - margin(occ.moved[int(k), L].astype(np.float64)), abs=6e-4)
+    # masked beside deleted: each column is its own occlusion, and the sentence under the table names the
+    # shown word whose shift most belongs to the [MASK] itself
+    deleted = occlusion(encoder, first, p.target, "")
+    for k, m, d in zip(occ.ranking(L)[:5], df["shift, masked"], df["shift, deleted"], strict=True):
+        assert m == f"{occ.shift[L, int(k)]:.3f}" and d == f"{deleted.shift[L, int(k)]:.3f}"
+    shown = [int(k) for k in occ.ranking(L)[:5]]
+    k = min(shown, key=lambda j: deleted.shift[L, j] / occ.shift[L, j])
+    assert deleted.shift[L, k] < occ.shift[L, k]
+    captions = " ".join(c.value for c in at.caption)
+    assert (
+        f"Deleting “{escape_md(occ.words[k])}” moves “bank” {deleted.shift[L, k]:.3f}, masking it {occ.shift[L, k]:.3f}"
+    ) in captions
 
 
 def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():

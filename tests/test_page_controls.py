@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from lib.models.encoder import DEFAULT_MODEL
 from tests.conftest import ROOT, page_test, seed, url_written
+from ui.controls import CONTROL_TEXT
 
 pytestmark = pytest.mark.slow
 RANDOM0 = f"{DEFAULT_MODEL}#random-0"
@@ -159,9 +160,11 @@ def test_layers_probe_on_the_pooled_vector(encoder):
 def test_the_control_card_says_what_the_control_keeps_and_its_numbers_match(encoder):
     """Layer by layer, comparing with the default second model (the shuffled weights): the page says what the
     control keeps and removes, and its table's entropy and shift are lib.stats.context.context_use of both models."""
+    import numpy as np
+
     from lib.inputs.presets import preset_by_id
     from lib.models.encoder import load_encoder
-    from lib.stats.context import context_use
+    from lib.stats.context import context_use, context_use_phrase
 
     at = page_test("pages/layers.py", preset="bank")
     at.query_params["layers_compare"] = "1"
@@ -170,11 +173,28 @@ def test_the_control_card_says_what_the_control_keeps_and_its_numbers_match(enco
     assert at.text_input(key="layers_other").value == f"{DEFAULT_MODEL}#shuffled-0"
     text = " ".join(m.value for m in at.markdown)
     assert "**Shuffled weights** keep the architecture" in text and "removes everything training arranged" in text
-    table = at.table[-1].value
+    table = next(t.value for t in at.table if "attention entropy, layer 1" in t.value.columns)
     ss = preset_by_id("bank").sentence_set()
     shuffled = load_encoder(None, weights="shuffled", seed=0)
+    uses = []
     for enc, row in ((encoder, "trained weights"), (shuffled, "shuffled weights, seed 0")):
         use = context_use(enc, list(ss.sentences), ss.target)
+        uses.append(use)
         got = table.loc[row]
         assert got.iloc[0] == f"{use.entropy[0]:.2f}" and got.iloc[1] == f"{use.entropy[-1]:.2f}"
         assert got.iloc[2] == f"{use.shift.min():.3f}–{use.shift.max():.3f}"
+    # the card no longer claims the control keeps attention as sharp; it says what the numbers show
+    assert "as sharp" not in CONTROL_TEXT["shuffled"] and "Keeping the scale does not keep" in CONTROL_TEXT["shuffled"]
+    plain = re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", text)  # glossary links read as their text
+    assert context_use_phrase(*uses, "the control") in plain
+    # the README states the same numbers (the control's entropy in the layers where it is flatter, and the shift)
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    trained, control = uses
+    flatter = np.flatnonzero(control.entropy > trained.entropy + 0.05)
+    layers = f"layers {flatter[0] + 1}–{flatter[-1] + 1}"
+    assert len(flatter) == flatter[-1] - flatter[0] + 1  # one run of layers, as the README says
+    ent = f"{control.entropy[flatter].min():.2f}–{control.entropy[flatter].max():.2f}"
+    ent_t = f"{trained.entropy[flatter].min():.2f}–{trained.entropy[flatter].max():.2f}"
+    assert f"attention entropy in {layers} is {ent} of uniform (trained {ent_t})" in readme
+    shifts = f"{control.shift.min():.3f}–{control.shift.max():.3f} (trained {trained.shift.min():.3f}–{trained.shift.max():.3f})"
+    assert f"moves *bank* by at most {shifts}" in readme

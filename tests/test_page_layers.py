@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -290,3 +291,131 @@ def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
     pooled = json.loads(specs["layers_trajectories"])["layout"]["shapes"][k]
     assert pooled["x0"] == pytest.approx(k + 0.6)
     assert specs["layers_ethayarajh"] == after["layers_ethayarajh"]  # unchanged by the pooling too
+
+
+def _loo_readout(V, senses) -> float:
+    """The leave-one-out nearest-centroid readout of (n, H) vectors, by hand (every sense has >= 2 sentences):
+    each sentence gets the sense whose mean vector, built without it, has the highest cosine with it."""
+    V = np.asarray(V, dtype=np.float64)
+    right = 0
+    for i in range(len(V)):
+        best, pick = -np.inf, None
+        for s in sorted(set(senses)):
+            idx = [j for j in range(len(V)) if senses[j] == s and j != i]
+            c = V[idx].mean(axis=0)
+            cos = float(V[i] @ c / (np.linalg.norm(V[i]) * np.linalg.norm(c)))
+            if cos > best:
+                best, pick = cos, s
+        right += pick == senses[i]
+    return right / len(V)
+
+
+CARD_FIELDS = ("Representation", "Comparison", "Interpretation: captures", "Interpretation: misses")
+
+
+def _card(at: AppTest) -> dict[str, str]:
+    """The evidence card's table as {field: text}, Markdown escapes read as the characters."""
+    card = next(t.value for t in at.table if "on your sentences" in t.value.columns)["on your sentences"]
+    return {k: re.sub(r"\\(.)", r"\1", v) for k, v in card.items()}
+
+
+def _whole(card: dict[str, str]) -> None:
+    from lib.stats.evidence import CHECKS
+
+    assert all(f in card for f in CARD_FIELDS), list(card)
+    for check in CHECKS:
+        assert any(k.startswith(f"Failure check: {check} (") for k in card), (check, list(card))
+    (out,) = [v for k, v in card.items() if k.startswith("Expected output")]
+    assert out.startswith("none found") or "closer to" in out or "gap is" in out
+
+
+@pytest.mark.slow  # three presets, the model and every readout by hand
+@pytest.mark.parametrize("preset", ["bank", "bat", "apple"])
+def test_the_evidence_card_and_the_course_checks_follow_the_numbers(encoder, preset):
+    """On three presets: the card has its five fields; its surprise is the sentence nearest another sense
+    (numpy on the same vectors) or "none found"; its polysemy check counts the sentences whose nearest
+    sentence has another sense; the table of section 6 (the word's vector, the mean of the word pieces,
+    [CLS]) holds the leave-one-out readouts computed by hand, with the sentence on deeper layers and on [CLS]
+    against the mean saying what they show."""
+    from lib.inputs.presets import preset_by_id
+
+    at = _app()
+    seed(at, preset=preset)
+    at.run()
+    _ok(at)
+    ss = preset_by_id(preset).sentence_set()
+    senses = list(ss.senses)
+    tv = encoder.target_vectors(list(ss.sentences), ss.target)
+    L = encoder.num_layers
+    V = tv.vectors.astype(np.float64)
+    U = V[:, L] / np.linalg.norm(V[:, L], axis=1, keepdims=True)
+    cos = U @ U.T
+    n = len(senses)
+    # the surprise: the largest "nearer another sense than its own" over every sentence
+    best = max(
+        (max(cos[a, b] for b in range(n) if senses[b] != senses[a])
+         - min(cos[a, c] for c in range(n) if c != a and senses[c] == senses[a]), a)
+        for a in range(n)
+    )  # fmt: skip
+    card = _card(at)
+    _whole(card)
+    out = next(v for k, v in card.items() if k.startswith("Expected output"))
+    if best[0] > 0.01:
+        a = best[1]
+        b = max((b for b in range(n) if senses[b] != senses[a]), key=lambda b: cos[a, b])
+        c = min((c for c in range(n) if c != a and senses[c] == senses[a]), key=lambda c: cos[a, c])
+        assert f"S{a + 1} ({senses[a]}) is closer to S{b + 1} ({senses[b]}), another sense ({cos[a, b]:.2f}), than to " \
+               f"S{c + 1} ({senses[c]}), its own ({cos[a, c]:.2f})" in out
+    else:
+        assert out.startswith("none found") or out.startswith("The same-sense minus")
+    np.fill_diagonal(cos, -np.inf)
+    wrong = sum(senses[int(np.argmax(cos[i]))] != senses[i] for i in range(n))
+    assert f"{wrong} of {n} sentences" in card["Failure check: polysemy (check)" if wrong else "Failure check: polysemy (ok)"]
+    # section 6's table: the readouts by hand
+    table = next(t.value for t in at.table if "read right there" in t.value.columns)
+    word = [_loo_readout(V[:, k], senses) for k in range(L + 1)]
+    enc_out = tv.encoding
+    hs64 = [np.asarray(hs, dtype=np.float64) for hs in enc_out.hidden_states]
+    cls = np.stack([hs[:, 0, :] for hs in hs64])
+    mean = np.stack([hs[:, ~sp, :].mean(axis=1) for hs, sp in zip(hs64, enc_out.special, strict=True)])
+    rows = {"the word's vector": word,
+            "sentence: mean of word pieces": [_loo_readout(mean[:, k].astype(np.float64), senses) for k in range(L + 1)],
+            "sentence: [CLS]": [np.nan] + [_loo_readout(cls[:, k], senses) for k in range(1, L + 1)]}  # fmt: skip
+    # [CLS] at layer 0 is one vector in every sentence (its embedding at position 0): no reading there
+    assert np.allclose(cls[:, 0], cls[0, 0])
+    for name, acc in rows.items():
+        assert table.loc[name, "read right there"] == f"{np.nanmax(acc):.0%}"
+        assert table.loc[name, f"at layer {L}"] == f"{acc[L]:.0%}"
+    text = re.sub(r"\[(\[?[^\]]*\]?)\]\(glossary#[^)]*\)", r"\1", _markdown(at))  # links read as their text
+    assert ("Deeper is not always better" in text) == (word[L] < max(word) - 1e-12)
+    m, c = np.nanmax(rows["sentence: mean of word pieces"]), np.nanmax(rows["sentence: [CLS]"])
+    verdict = "the mean wins" if m > c else "[CLS] wins" if c > m else "they tie"
+    assert f"[CLS] {c:.0%}: here {verdict}" in text
+
+
+HOSTILE_CARD_SET = "\n".join(
+    [
+        "<b>money</b> | The bank <img src=x onerror=alert(1)> approved it.",
+        "river | Bank.",
+        "river | We sat on the grassy bank of the Ganges near the Varanasi ghats.",
+        " | The bank, the bank: the bank!",
+        "money | Pneumonoultramicroscopic bank hyperparathyroidism xylophonist.",
+        "river | Sat by bank.",
+        "[x](javascript:alert(1)) | The [bank] was shut.",
+    ]
+)
+
+
+@pytest.mark.slow
+def test_the_evidence_card_on_a_hostile_set_is_whole_and_says_what_it_cannot_check():
+    """Odd senses, short and jargon sentences, an unlabelled one: the card still has its five fields, shows
+    the set's text as typed (escaped), and its checks follow the set: short text and domain mismatch flagged."""
+    at = _app(HOSTILE_CARD_SET, "bank")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    card = _card(at)
+    _whole(card)
+    assert "(check)" in next(k for k in card if k.startswith("Failure check: short text"))
+    assert "(check)" in next(k for k in card if k.startswith("Failure check: domain mismatch"))
+    raw = next(t.value for t in at.table if "on your sentences" in t.value.columns)["on your sentences"]
+    assert not any("<b>" in v for v in raw)  # escaped for the table's Markdown

@@ -261,4 +261,6 @@ def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions
     assert any("shuffled weights, seed 0" in n for n in names) and len(names) == 2
     why = next(m.value for m in at.markdown if m.value.startswith("**Why.**"))
     why = re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", why)  # glossary links read as their text
-    assert "probe at layer" in why and "control band up to" in why
+    why = re.sub(r"\\(.)", r"\1", why)  # Markdown escapes read as the characters
+    assert "probe at layer" in why and "shuffled-label null up to" in why
+    assert "What this control cannot rule out" in why and "Masking one word moves its target" in why

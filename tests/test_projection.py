@@ -273,3 +273,17 @@ def test_context_points_follow_the_masks_and_sample_the_same_points_every_time()
     assert context_points(hidden, masks, 2, limit=2).where == some.where  # seeded: the same sample
     none = context_points(hidden, [np.zeros(4, bool), np.zeros(5, bool)], 0, limit=3)
     assert none.vectors.shape == (0, 2) and none.where == () and none.total == 0
+
+
+def test_same_nearest_neighbour_by_hand():
+    from lib.stats.projection import same_nearest_neighbour
+
+    # full space (cosine): 0-1 nearest each other, 2-3 nearest each other
+    full = np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [0.0, 0.9, 0.1]])
+    # a map that pairs 0 with 2 and 1 with 3: every same-sense count can still match, the pairs do not
+    coords = np.array([[0.0, 0.0], [5.0, 0.0], [0.1, 0.0], [5.1, 0.0]])
+    senses = ["a", "a", "a", "a"]
+    assert same_sense_neighbours(coords, senses) == same_sense_neighbours(full, senses, metric="cosine") == (4, 4)
+    assert same_nearest_neighbour(coords, full, senses) == (0, 4)
+    assert same_nearest_neighbour(full[:, :2], full, senses) == (4, 4)
+    assert same_nearest_neighbour(coords, full, ["a", None, None, None]) == (0, 0)

@@ -1,17 +1,15 @@
 """Each page's prose on its defaults: at most 600 words, and every glossary term it uses is linked.
 
-Prose is what a learner reads as sentences: the markdown, caption and text elements of the page's main
-area (tables, charts, headings, widget labels and the sidebar are not prose). The count is of words as
-shown: links count by their text, markdown markers are not words.
+What counts as prose and as a word is lib.teaching.wordcount, the one counter (``python tools/prose_words.py``
+prints every page's count with it).
 """
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from lib.teaching.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
+from lib.teaching.wordcount import MAX_PROSE_WORDS, count_words, prose_texts, total_words
 from tests.conftest import ROOT, page_test
 
 PAGES = [
@@ -24,20 +22,6 @@ PAGES = [
     "pages/calculator.py",
     "pages/lesson.py",
 ]
-MAX_WORDS = 600
-
-
-def prose(at) -> list[str]:
-    out = []
-    for kind in ("markdown", "caption", "text"):
-        for el in at.main.get(kind):
-            out.append(str(el.value))
-    return out
-
-
-def words(text: str) -> int:
-    text = re.sub(r"\]\([^)]*\)", "]", text)  # a link counts by its text
-    return len(re.findall(r"[\w’'][\w’'.,%−+-]*", text))
 
 
 @pytest.fixture(scope="module")
@@ -47,15 +31,15 @@ def pages():
         at = page_test(page)
         at.run()
         assert not at.exception, (page, [e.value for e in at.exception])
-        out[page] = prose(at)
+        out[page] = prose_texts(at.main)
     return out
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_prose_fits_600_words(pages, page):
-    n = sum(words(t) for t in pages[page])
-    assert n <= MAX_WORDS, f"{page}: {n} words of prose on its defaults"
+    n = total_words(pages[page])
+    assert n <= MAX_PROSE_WORDS, f"{page}: {n} words of prose on its defaults"
 
 
 @pytest.mark.slow
@@ -92,3 +76,25 @@ def test_the_glossary_page_has_an_entry_with_its_anchor_per_term():
     heads = {h.value: h.proto.anchor for h in at.subheader}
     assert {t.name: t.anchor for t in terms} == heads
     assert "Format for editors" not in " ".join(m.value for m in at.markdown)
+
+
+def test_the_word_counter_by_hand():
+    assert count_words("The [probe](glossary#probe) reads **0.91**.") == 4
+    assert count_words("Pairs: 2,000; S7 → S2 = −0.016, don't") == 6  # symbols alone are not words
+    assert count_words("*one* `two` # three") == 3
+    assert count_words("") == 0
+    assert total_words(["a b", "c"]) == 3
+
+
+def test_prose_includes_message_boxes():
+    class Element:
+        def __init__(self, value):
+            self.value = value
+
+    class Main:
+        def get(self, kind):
+            return {"markdown": [Element("one two")], "info": [Element("three")], "table": [Element("x y z")]}.get(
+                kind, []
+            )
+
+    assert total_words(prose_texts(Main())) == 3  # a table is not prose; an info box is

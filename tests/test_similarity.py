@@ -4,6 +4,7 @@ readout, evidence, layer_profile); no model needed."""
 import csv
 import io
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from lib.stats.baseline import (
     sample_cross_sentence_pairs,
 )
 from lib.stats.contextuality import intra_sentence_similarity, self_similarity
-from lib.stats.evidence import _largest_first, evidence_card
+from lib.stats.evidence import CHECKS, SURPRISE_TIE, CardFacts, _largest_first, evidence_card
 from lib.stats.layer_profile import layer_profile
 from lib.stats.pooling import (
     Representation,
@@ -358,32 +359,102 @@ def test_nearest_neighbours():
 def test_evidence_card_by_hand_and_exports():
     sentences = ['He said "hi, there"', "a | b", "third"]
     first = np.ones((3, 2))  # all identical: cosine 1
-    chosen = np.array([[1, 0], [0.6, 0.8], [0, 1]])
+    chosen = np.array([[1, 0], [0.6, 0.8], [0, 1]])  # S2 is 0.8 from S3 (sense B), 0.6 from S1 (its own A)
     card = evidence_card(first, chosen, sentences, ["A", "A", "B"], "bank", chosen_name="layer 4")
     assert len(card.rows) == 3
-    surprise = card.rows[card.surprising]
-    assert (surprise.i, surprise.j) == (1, 2)  # the different-sense pair with cosine 0.8
-    assert surprise.cosine_chosen == pytest.approx(0.8) and surprise.cosine_first == pytest.approx(1.0)
-    assert "higher than 1 of 1 same-sense pairs" in card.reason
+    (surprise,) = card.surprises
+    assert surprise.rule == "nearer another sense" and surprise.pairs == ((1, 2), (0, 1))
+    assert "S2 (A) is closer to S3 (B), another sense (0.80), than to S1 (A), its own (0.60)" in surprise.text
+    marked = [card.rows[k] for k in card.surprising_rows()]
+    assert {(r.i, r.j) for r in marked} == {(1, 2), (0, 1)}
+    assert card.rows[card.surprising].cosine_first == pytest.approx(1.0)
 
     rows = list(csv.reader(io.StringIO(card.to_csv())))
-    assert rows[0][-3:] == ["cosine embedding layer (0)", "cosine layer 4", "most surprising"]
+    assert rows[0][-3:] == ["cosine embedding layer (0)", "cosine layer 4", "surprising"]
     assert rows[1][0] == sentences[0]  # quotes and commas survive the round trip
-    assert sum(r[-1] == "yes" for r in rows[1:]) == 1
+    assert sum(r[-1] == "yes" for r in rows[1:]) == 2
 
     md = card.to_markdown()
     assert "a \\| b" in md
     table = [line for line in md.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 3
+    for name in ("**Representation.**", "**Comparison.**", "**Interpretation.**", "**Failure check.**", "**Expected output.**"):
+        assert name in md
+    assert [c.name for c in card.checks] == list(CHECKS)
+    assert md.count("\n- ") == len(CHECKS)  # one line per failure check
+    # the gap grows from 0 at the first representation to 0.6 - 0.4 = 0.2: what it captures
+    assert "the gap grows from +0.00 at embedding layer (0) to +0.20" in card.captures
+    assert "2 of 3 sentences have their nearest sentence in another sense" in card.misses  # S2 and S3
+    assert [f for f, _ in card.fields()][0] == "Representation"
 
 
-def test_evidence_card_without_labels_picks_largest_change():
-    first = np.array([[1, 0], [1, 0], [1, 0]], dtype=float)
-    chosen = np.array([[1, 0], [0, 1], [1, 0.1]])
-    card = evidence_card(first, chosen, ["s1", "s2", "s3"], [None, None, None])
-    r = card.rows[card.surprising]
-    assert (r.i, r.j) == (0, 1) and r.same_sense is None
-    assert "fell the most" in card.reason
+def test_evidence_card_surprises_follow_their_rules():
+    first = np.ones((4, 2))
+    senses = ["A", "A", "B", "B"]
+    # within the tie: S2 sits 0.005 nearer S3 (B) than S1 (A): no surprise, said plainly
+    a = np.deg2rad([0.0, 40.0, 40.0 + 39.7, 100.0])
+    chosen = np.stack([np.cos(a), np.sin(a)], axis=1)
+    c = cosine_matrix(chosen)
+    assert 0 < c[1, 2] - c[1, 0] < SURPRISE_TIE
+    card = evidence_card(first, chosen, ["s1", "s2", "s3", "s4"], senses, chosen_name="layer 6")
+    assert not card.surprises and card.surprising is None
+    assert card.reason.startswith("none found: at layer 6 every sentence is closer to each sentence of its own sense")
+    # the context did not separate: the gap at the chosen layer is not above the first one's
+    flat = evidence_card(chosen, first, ["s1", "s2", "s3", "s4"], senses, first_name="layer 0", chosen_name="layer 6")
+    assert [s.rule for s in flat.surprises] == ["no separation by context"]
+    assert "gap is +0.00 at layer 6 against" in flat.reason
+    # without labels nothing sets what to expect
+    none = evidence_card(first, chosen, ["s1", "s2", "s3", "s4"], [None] * 4)
+    assert not none.surprises and none.reason.startswith("none found: without two senses")
+    assert none.checks[0].flagged is None  # polysemy cannot be checked
+
+
+def test_evidence_card_failure_checks_by_hand():
+    v = np.eye(4)
+    facts = CardFacts(
+        model="m",
+        pieces=(("bank",), ("ban", "##k"), ("bank",), ("bank",)),
+        static_min=0.8,
+        truncated=1,
+        context_words=(2, 9, 12, 4),
+        split=(6, 20, 1),
+        reference_split=(10, 200, 0),
+        self_similarity=0.5,
+        context_similarity=0.6,
+        baseline=0.3,
+        readout=(0.75, 0.5),
+    )
+    card = evidence_card(v, v, ["a", "b", "c", "d"], ["x", "x", "y", "y"], "bank", chosen_name="layer 6", facts=facts)
+    checks = {c.name: c for c in card.checks}
+    assert checks["polysemy"].flagged  # orthogonal vectors: each nearest is the first other one, S1 -> S2 ...
+    assert checks["domain mismatch"].flagged and "30% of the set's words" in checks["domain mismatch"].text
+    assert "against 5% in the reference corpus" in checks["domain mismatch"].text and "1 word(s) are unknown" in checks["domain mismatch"].text
+    assert checks["short text"].flagged and "2 of 4 sentences have fewer than 5 words" in checks["short text"].text
+    assert "(S1, S4)" in checks["short text"].text
+    t = checks["tokenization"].text
+    assert checks["tokenization"].flagged and "1 of 4 sentences (e.g. ban + ##k)" in t and "lowest cosine 0.80" in t
+    assert "1 sentence(s) were cut" in t
+    assert checks["semantic drift"].flagged and "cosine 0.60 with the rest of its own sentence and 0.50" in checks["semantic drift"].text
+    assert "75% read right at layer 6, above chance (shuffled labels up to 50%)" in card.comparison
+    assert "Random pairs of other word pieces score 0.30 there" in card.misses
+    ok = replace(facts, split=(2, 100, 0), context_words=(5, 6, 7, 8), pieces=(("bank",),) * 4, static_min=1.0,
+                 truncated=0, context_similarity=0.4)  # fmt: skip
+    checks = {c.name: c for c in evidence_card(v, v, list("abcd"), ["x", "x", "y", "y"], "bank", facts=ok).checks}
+    assert not any(checks[k].flagged for k in ("domain mismatch", "short text", "tokenization", "semantic drift"))
+    assert checks["short text"].text.endswith("(fewest: 5).")
+    bare = {c.name: c for c in evidence_card(v, v, list("abcd"), ["x", "x", "y", "y"], "bank").checks}
+    assert all(bare[k].flagged is None for k in CHECKS if k != "polysemy")
+
+
+def test_split_word_counts_by_hand(encoder):
+    from lib.stats.evidence import split_word_counts
+
+    tok = encoder.tokenizer
+    words = ["The", "kiwi", "bank", "closed"]
+    expected_split = sum(len(tok.tokenize(w)) > 1 for w in words)
+    assert split_word_counts(tok, ["The kiwi bank closed."]) == (expected_split, 4, 0)
+    assert expected_split >= 1  # "kiwi" is two word pieces in this vocabulary
+    assert split_word_counts(tok, []) == (0, 0, 0)
 
 
 def test_evidence_card_limits_rows_and_keeps_surprise():
@@ -392,10 +463,12 @@ def test_evidence_card_limits_rows_and_keeps_surprise():
     senses = ["A"] * 4 + ["B"] * 4
     card = evidence_card(first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6)
     assert len(card.rows) == 6
-    r = card.rows[card.surprising]
-    assert r.same_sense is False
     c = cosine_matrix(chosen)
-    assert r.cosine_chosen == pytest.approx(c[:4, 4:].max())
+    found = [s for s in card.surprises if s.rule == "nearer another sense"]
+    a, b, cc = hardest_case(c, senses)
+    assert bool(found) == (c[a, b] - c[a, cc] > SURPRISE_TIE)
+    for s in found:
+        assert {p for p in s.pairs} <= {(r.i, r.j) for r in card.rows}
     given = evidence_card(
         first, chosen, [f"s{i}" for i in range(8)], senses, max_rows=6, cosines=(cosine_matrix(first), c)
     )
@@ -573,3 +646,36 @@ def test_largest_first_is_a_stable_descending_sort_cut_at_k(values, k):
     # many ties on purpose: the lower index must come first among equal values, as a full stable sort gives
     want = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
     assert _largest_first(np.array(values), k) == want
+
+
+def test_depth_and_pooling_phrase_by_hand():
+    from lib.stats.layer_profile import (
+        CLS_VECTOR,
+        MEAN_VECTOR,
+        WORD_VECTOR,
+        best_layers,
+        depth_and_pooling_phrase,
+    )
+
+    nan = float("nan")
+    r = {WORD_VECTOR: np.array([0.5, 1.0, 0.8]), MEAN_VECTOR: np.array([0.6, 0.7, 0.7]), CLS_VECTOR: np.array([nan, 0.9, 0.5])}
+    text = depth_and_pooling_phrase(r)
+    assert text.startswith("Deeper is not always better: the word's vector reads the sense best at layer 1 (100%), the last layer 80%.")
+    assert "the mean of the word pieces reads 70% at its best layer, [CLS] 90%: here [CLS] wins." in text
+    assert best_layers(r[CLS_VECTOR]) == [1] and best_layers(r[MEAN_VECTOR]) == [1, 2]
+    r[WORD_VECTOR] = np.array([0.5, 0.8, 0.8])
+    r[CLS_VECTOR] = np.array([nan, 0.7, 0.7])
+    text = depth_and_pooling_phrase(r)
+    assert text.startswith("Here the last layer reads the word's sense as well as any (80%)") and "they tie" in text
+    assert depth_and_pooling_phrase({}) == ""
+
+
+def test_a_readout_of_identical_vectors_is_no_reading():
+    from lib.stats.layer_profile import _readout_where_it_varies
+
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(6, 3, 4))
+    v[:, 0, :] = v[0, 0, :]  # layer 0: one vector for every sentence, as [CLS] before any context
+    ro = _readout_where_it_varies(v, ["a", "a", "a", "b", "b", "b"])
+    assert np.isnan(ro.accuracy[0]) and np.isfinite(ro.accuracy[1:]).all()
+    assert ro.best_layer in (1, 2) and ro.best_accuracy == np.nanmax(ro.accuracy)

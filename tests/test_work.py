@@ -98,6 +98,39 @@ def test_small_work_goes_before_waiting_large_work_and_keeps_a_lane():
     assert order == ["small", "large-1", "large-2"]  # large work in arrival order
 
 
+def test_work_marked_large_keeps_to_the_large_lane_whatever_its_bytes():
+    """A probe on a large set holds few bytes but keeps a core busy: marked large, a second one waits for the
+    first instead of taking the small lane, which stays free for an ordinary set."""
+    q = WorkQueue(max_jobs=2, max_bytes=1000 * MB, small_bytes=1 * MB, poll=0.01)
+    release, started = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def first():
+        with q.job(1000, large=True):
+            started.set()
+            release.wait(5)
+
+    def second():
+        with q.job(1000, large=True):
+            order.append("large")
+
+    t0 = threading.Thread(target=first)
+    t0.start()
+    started.wait(5)
+    t1 = threading.Thread(target=second)
+    t1.start()
+    time.sleep(0.05)
+    assert q.running == 1 and q.waiting == 1 and order == []
+    with q.job(1000):  # the same bytes, not marked: small work, in the lane kept for it
+        order.append("small")
+    release.set()
+    for t in (t0, t1):
+        t.join(5)
+    assert order == ["small", "large"]
+    with q.job(500 * MB, large=False):  # and the other way round: declared small whatever its bytes
+        assert q.running == 1
+
+
 def test_the_waiting_caller_is_told_its_place_and_can_leave():
     """The wait callback hears how many run and wait before it; an exception it raises (Streamlit's stop when
     the learner leaves) takes the job out of the queue, and the queue goes on."""

@@ -81,8 +81,8 @@ start_db() {
 
 start_replica() {  # n
   local n="$1"
-  local env=()
-  [ -n "$db_url" ] && env=(-e "CONTEXT_LENS_DB=$db_url")
+  local env=(-e "CONTEXT_LENS_CLIENT_HEADER=X-Real-IP")  # nginx sets it to the address it saw
+  [ -n "$db_url" ] && env+=(-e "CONTEXT_LENS_DB=$db_url")
   docker run -d --name "$P-app$n" --network "$BACK" --network-alias "app$n" \
     --read-only --tmpfs /tmp:rw,size=256m,mode=1777 \
     --memory "$MEMORY" --cpus "$CPUS" --restart unless-stopped \

@@ -409,12 +409,28 @@ def probe(
     pooled vector alone (n, 1, d).
 
     Raises ProbeError (not cached) when the labels cannot be probed. The result is a few kB.
+    Computed in a slot of the work queue: on a large set it is seconds of CPU (a logistic regression per layer
+    and fold, twice), so it is large work there (:func:`statistic_slot`).
     """
+
+    def run() -> ProbeResult:
+        with statistic_slot(vectors):
+            return probe_layers(vectors, list(senses))
+
     return _cached(
         ("probe", model_name, sentences, senses, target) + ((kind,) if kind != "layers" else ()),
-        lambda: probe_layers(vectors, list(senses)),
+        run,
         "Training the sense probe and its shuffled-label control (once per set)…",
     )
+
+
+def statistic_slot(vectors):
+    """A work-queue slot for a statistic of ``vectors`` (n, K, H) that costs CPU rather than bytes (the probe,
+    the readout against chance): large work when the set is larger than a chunk of an ordinary class's sets
+    (:data:`CHUNK` sentences), so a tab computing it on hundreds of sentences leaves the small lane to
+    everyone else's ordinary sets."""
+    shape = np.shape(vectors)
+    return heavy(8 * int(np.prod(shape)), large=bool(shape) and shape[0] > CHUNK)
 
 
 class SharedFigure:
@@ -462,9 +478,13 @@ def readout_chance(
     """
     from lib.stats.chance import readout_chance as _readout_chance
 
+    def run():
+        with statistic_slot(vectors):
+            return _readout_chance(vectors, list(senses))
+
     return _cached(
         ("readout_chance", model_name, sentences, senses, target, kind),
-        lambda: _readout_chance(vectors, list(senses)),
+        run,
         "Shuffling the sense labels for the chance band…",
     )
 
@@ -485,7 +505,8 @@ def layer_profile(
         enc = _tv.encoding
         targets = [sp.token_indices for sp in _tv.spans]
         n = len(targets)
-        with heavy(2 * enc.num_hidden_states * n * n * 8):  # a few (L + 1) × n × n float64 matrices
+        # a few (L + 1) × n × n float64 matrices, and two (n, L + 1, hidden) sentence vectors ([CLS], mean)
+        with heavy(2 * enc.num_hidden_states * n * (n + _tv.vectors.shape[-1]) * 8):
             return _layer_profile(
                 _tv.vectors,
                 _tv.static,
@@ -494,10 +515,20 @@ def layer_profile(
                 other_masks=other_token_masks(enc.special, targets),
                 word_masks=other_token_masks(enc.special, [()] * len(targets)),
                 tokens=enc.tokens,
+                special=enc.special,
+                target_indices=targets,
             )
 
     key = ("layer_profile", model, sentences, senses, target, budget.MAX_PIECES_PER_SENTENCE)
     return _cached(key, run, "Comparing the vectors at every layer…")
+
+
+def split_counts(model_name: str, sentences: tuple[str, ...]) -> tuple[int, int, int]:
+    """lib.stats.evidence.split_word_counts of ``sentences`` by the model's tokenizer (no model pass), once per
+    model and sentences: the evidence card's domain check, for the set and for the reference corpus."""
+    from lib.stats.evidence import split_word_counts
+
+    return _cached(("split_counts", model_name, sentences), lambda: split_word_counts(encoder(model_name).tokenizer, sentences))
 
 
 def evidence(key: tuple, compute: Callable[[], object]):
@@ -570,10 +601,13 @@ def projection_layers(H: np.ndarray, method: str, progress: Callable[[int, int],
 # --------------------------------------------------------------------------- the class board
 @st.cache_resource(show_spinner=False, max_entries=4)
 def board_store(url: str):
-    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process."""
+    """lib.board.BoardStore at ``url`` (lib.board.default_url()): one engine and its connection pool per process,
+    which deletes expired boards every few minutes (BoardStore.start_purging) while the process runs."""
     from lib.board import BoardStore
 
-    return BoardStore(url)
+    store = BoardStore(url)
+    store.start_purging()
+    return store
 
 
 def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str, ...], target: str, vectors):

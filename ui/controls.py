@@ -20,7 +20,7 @@ from lib.models.encoder import (
     split_model_key,
     weights_label,
 )
-from lib.stats.context import ContextError
+from lib.stats.context import ContextError, context_use_phrase
 from lib.stats.probe import ProbeError
 from lib.stats.projection import NeighbourCheck
 from ui import cache, link
@@ -28,6 +28,11 @@ from ui.widgets import chart, escape_md, prose
 
 
 # ------------------------------------------------------------------------------------------ the probe
+def layer_word(i: int) -> str:
+    """A hidden-state index in running text: 'layer 0 (embedding)', 'layer 3'."""
+    return "layer 0 (embedding)" if i == 0 else f"layer {i}"
+
+
 def probe_section(
     ss,
     tv,
@@ -66,8 +71,7 @@ def probe_section(
     prose(
         f"A **probe** reads the sense off the vectors (logistic regression, {p.folds}-fold cross-validated). "
         f"Its **null**: the same probe trained on shuffled senses ({p.shuffles} times), scored on the true "
-        "ones; it usually lands below the most common sense's rate. A layer reads the sense when the probe "
-        "beats both."
+        "ones. A layer reads the sense when the probe beats the null and the most common sense's rate."
     )
     rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
     if pooled is not None:
@@ -82,9 +86,9 @@ def probe_section(
         frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}", f"{float(pp.shuffled_high[0]):.0%}"]
     st.table(frame)
     st.caption(
-        f"Most common sense: {p.chance:.0%}. Best over the null: {escape_md(str(names[best]))}. "
+        f"Most common sense: {p.chance:.0%}. Furthest above the null: {layer_word(best)}. "
         + (
-            "Not above the null's band: " + ", ".join(escape_md(str(names[i])) for i in within) + "."
+            "Not above the null's band: " + ", ".join(layer_word(i) for i in within) + "."
             if within
             else "Every layer beats the null's band."
         )
@@ -121,9 +125,10 @@ def other_model_key(model: str) -> str:
 # What each control keeps and what it takes out (the pages and the sidebar say it in these words)
 CONTROL_TEXT = {
     "shuffled": "**Shuffled weights** keep the architecture, the tokenizer and every weight matrix's own "
-    "numbers (so their scale: attention as sharp, each layer as strong); each matrix's entries are put in "
-    "random places, which removes everything training arranged: which word pieces are alike, what a "
-    "position means, where a head looks.",
+    "numbers, so each matrix keeps its scale; each matrix's entries are put in random places, which removes "
+    "everything training arranged: which word pieces are alike, what a position means, where a head looks. "
+    "Keeping the scale does not keep how sharply attention focuses or how much context a word takes in: "
+    "the table below measures both for the two models.",
     "random": "**Random weights** (BERT's initialiser, std 0.02) keep the architecture and tokenizer and "
     "draw every weight afresh at a tiny scale: attention comes out almost uniform and barely changes a "
     "vector, so this copy takes in almost no context and cannot tell what training added to context "
@@ -143,13 +148,14 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
     if b1 != b2 or not controls_:
         return
     prose(CONTROL_TEXT[controls_[0]])
-    rows = {}
+    rows, uses = {}, {}
     for key, w, s in ((model, w1, s1), (other, w2, s2)):
         try:
             use = cache.context_use(key, tuple(sentences), target)
         except ContextError as err:
             st.caption(escape_md(str(err)))
             return
+        uses[w] = use
         rows[weights_label(w, s)] = {
             "attention entropy, layer 1": f"{use.entropy[0]:.2f}",
             f"layer {len(use.entropy)}": f"{use.entropy[-1]:.2f}",
@@ -161,6 +167,8 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
         "vector with one context word masked, the largest per sentence, smallest and largest sentence "
         "(as on What moves the word)."
     )
+    if "trained" in uses:  # one model is the other's control: say what the numbers show
+        prose(context_use_phrase(uses["trained"], uses[controls_[0]], "the control"))
 
 
 def compare_requested(page: str) -> bool:
@@ -185,8 +193,8 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
         "Compare with a second model",
         key=k_on,
         help="The same sentences through two encoders. By default the same architecture with its trained "
-        "weights shuffled: what appears in both comes from the architecture, what appears only with training "
-        "was learned.",
+        "weights shuffled: what appears only with the trained weights came with training; what appears in both "
+        "may come from the architecture (the table under the chart says how much context each model takes in).",
     )
     c2.text_input(
         "Second model (id, id#shuffled-<seed> or id#random-<seed>)",

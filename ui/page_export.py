@@ -8,6 +8,11 @@ builds nothing. :mod:`lib.serving.page_export` writes the file. So any page, inc
 button with no line of its own; a page that wants something else (the guided lesson's every step) calls
 :func:`offscreen` to render more into the file than it shows, and :func:`offer` itself.
 
+What must never reach a file (a class board's teacher link, its moderation queue) is rendered inside
+:func:`private`: shown in the browser, never recorded, nor anything later put into a container opened there.
+:func:`never_export` names strings (a teacher key) that no file may hold, whatever a page rendered:
+lib.serving.page_export leaves out every block holding one and replaces any other occurrence.
+
 How: Streamlit 1.67 passes every message of a run through ``ScriptRunContext.enqueue``; :func:`recording` puts
 a wrapper on this session's context for the length of the run and takes it off after. It sees each message before
 Streamlit turns a repeated one into a reference, so the recording holds the full element. (An internal of
@@ -52,6 +57,16 @@ class Recording:
         self.diverted: Recording | None = None  # while set, messages go there and not to the browser
         self.files: dict[str, Callable[[], str]] = {}  # button key -> how its file is made (offered in the run)
         self.marks: list[tuple[str, int]] = []  # (chart key, index of the layer line the page shows)
+        self.private = 0  # > 0 inside private(): what is sent now is not recorded
+        self.private_paths: set[tuple[int, ...]] = set()  # containers opened in private(): never recorded
+        self.secrets: set[str] = set()  # strings no file may hold (never_export)
+
+    def _is_private(self, path: tuple[int, ...], kind: str) -> bool:
+        if self.private:
+            if kind == "add_block":
+                self.private_paths.add(path)
+            return True
+        return any(path[:i] in self.private_paths for i in range(1, len(path)))
 
     def take(self, msg) -> bool:
         """Record ``msg``; True when it must still be sent to the browser."""
@@ -59,7 +74,9 @@ class Recording:
         if msg.WhichOneof("type") == "delta":
             path = tuple(msg.metadata.delta_path)
             kind = msg.delta.WhichOneof("type")
-            if kind == "new_element" and msg.delta.new_element.WhichOneof("type") == "html":
+            if self._is_private(path, kind):
+                pass
+            elif kind == "new_element" and msg.delta.new_element.WhichOneof("type") == "html":
                 # a style-only st.html goes to a hidden container: the charts' chosen-layer rules (layer_marks)
                 target.marks.extend((k, int(i)) for k, i in _MARK.findall(msg.delta.new_element.html.body))
             elif path and path[0] == _MAIN:
@@ -177,6 +194,29 @@ def recording() -> Iterator[Recording | None]:
 
 
 @contextlib.contextmanager
+def private() -> Iterator[None]:
+    """Show what the block renders in the browser, and keep it out of every "Download this page" file (and
+    whatever is later added to a container opened in the block)."""
+    rec = current()
+    if rec is None:
+        yield
+        return
+    rec.private += 1
+    try:
+        yield
+    finally:
+        rec.private -= 1
+
+
+def never_export(*values: str) -> None:
+    """No file made from this run may hold any of ``values`` (e.g. a teacher key): blocks holding one are left
+    out and any other occurrence replaced, even if a page rendered it outside :func:`private`."""
+    rec = current()
+    if rec is not None:
+        rec.secrets.update(v for v in values if v)
+
+
+@contextlib.contextmanager
 def offscreen() -> Iterator[Recording]:
     """Render page code into the file only: what the block writes is recorded and never sent to the browser.
 
@@ -261,7 +301,7 @@ def build_html(rec: Recording, meta: pe.Meta, title: str | None = None) -> str:
         title = blocks[first].markdown if first is not None else "Context Lens"
     if first is not None and blocks[first].markdown == title:
         blocks = blocks[:first] + blocks[first + 1 :]
-    return pe.page_html(title, blocks, pe.Meta(**{**meta.__dict__, "marks": marks}))
+    return pe.page_html(title, blocks, pe.Meta(**{**meta.__dict__, "marks": marks}), private=tuple(rec.secrets))
 
 
 def file_name(title: str) -> str:
@@ -292,7 +332,7 @@ def offer(
     )
 
     def make() -> str:
-        return build() if build is not None else build_html(rec, meta, title)
+        return pe.redact(build(), rec.secrets) if build is not None else build_html(rec, meta, title)
 
     running = current()
     if running is not None:

@@ -112,9 +112,9 @@ def render() -> None:
             horizontal=True,
             format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
             help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
-            "architecture, scale and context mixing, nothing learned. What still shows up comes from the "
-            "architecture, not training. Random: fresh weights from BERT's initialiser (std 0.02), which take in "
-            "almost no context.",
+            "architecture and each matrix's scale, nothing learned (its attention need not be as sharp, nor its "
+            "words take in as much context: Layer by layer measures both). Random: fresh weights from BERT's "
+            "initialiser (std 0.02), which take in almost no context.",
         )
         st.number_input(
             "Seed of the control's weights",

@@ -17,7 +17,7 @@ import threading
 
 from lib.serving.hosting import allowed_models
 from lib.serving.lazy import load
-from lib.serving.memory import limit_arenas, release_memory
+from lib.serving.memory import fix_mmap_threshold, limit_arenas, release_memory
 
 _lock = threading.Lock()
 _started = False
@@ -38,6 +38,7 @@ def start() -> bool:
             return False
         _started = True
     limit_arenas()  # fewer glibc malloc arenas for the server's many threads (lib/serving/memory.py), first thing
+    fix_mmap_threshold()  # large blocks in memory maps of their own, returned to the OS when freed (same module)
     limit_blas_threads()
     limit_torch_threads()
     models = allowed_models()

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
+from lib.serving.memory import release_memory
 from lib.serving.work import WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
@@ -30,11 +31,16 @@ def busy_message(running: int, queued: int) -> str:
 
 
 @contextmanager
-def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
+def heavy(cost: int, *, lease: bool = False, large: bool | None = None) -> Iterator[None]:
     """Hold a slot of :data:`WORK` for work holding ``cost`` bytes; show the wait message while it waits.
 
     ``lease=True``: hold the bytes only, across a request's chunks (each chunk takes its own slot inside).
+    ``large``: large work whatever its bytes (lib.serving.work.WorkQueue.job), e.g. seconds of CPU on a large set;
+    by default every job of a run that works on a large set (:func:`lease_for_run`) is large, the rest are
+    judged by their bytes.
     """
+    if large is None and getattr(_run, "large", False):
+        large = True
     box = None
 
     def waiting(running: int, queued: int) -> None:
@@ -44,7 +50,7 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
         box.info(busy_message(running, queued), icon=":material/hourglass_top:")
 
     try:
-        with WORK.job(cost, wait=waiting, slot=not lease):
+        with WORK.job(cost, wait=waiting, slot=not lease, large=large):
             if box is not None:
                 box.empty()
                 box = None
@@ -52,6 +58,8 @@ def heavy(cost: int, *, lease: bool = False) -> Iterator[None]:
     finally:
         if box is not None:
             box.empty()
+        if not lease:
+            release_memory()  # the job's temporaries go back to the OS, not into glibc's heap (lib.serving.memory)
 
 
 _run = threading.local()  # the leases the current script run holds (a script run is one thread)
@@ -64,10 +72,13 @@ def lease_for_run(cost: int) -> None:
     For what a page keeps in hand for its whole run, e.g. a large set's vectors (and its second model's): a
     few tabs opening large sets then hold them one tab at a time, and the others wait their turn with the
     busy message. Take it *before* entering any cache computation (a lease waited for while holding a
-    cache entry's lock could wait for the run that needs that entry). A run whose set goes through ``n`` models
+    cache entry's lock could wait for the run that needs that entry). From then on every job of the run is
+    large work (:func:`heavy`): its statistics and projections of hundreds of sentences wait in the large
+    lane, not in the one kept for ordinary sets. A run whose set goes through ``n`` models
     (:func:`models_per_set`) leases ``n × cost`` at its first call, so one tab's comparison is admitted whole;
     a run that holds a lease already passes (its second model does not wait for its first).
     """
+    _run.large = True  # the run works on a large set: its jobs are large work, the small lane stays free
     held = getattr(_run, "leases", None)
     if held:
         return
@@ -90,6 +101,7 @@ def end_run() -> None:
     """Let go of the leases the current script run holds (app.py, after every page run)."""
     _release(getattr(_run, "leases", None) or [])
     _run.models = 1
+    _run.large = False
 
 
 # ----------------------------------------------------------------------------------- cost estimates

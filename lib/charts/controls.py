@@ -35,7 +35,7 @@ def probe_chart(
     traces = [
         band_from_zero(
             np.asarray(shuffled_high, dtype=float),
-            name="control band (shuffled labels, up to 95th percentile)",
+            name="null band (shuffled labels, up to 95th percentile)",
             fillcolor="rgba(127,127,127,0.18)",
         ),
         {
@@ -44,7 +44,7 @@ def probe_chart(
             "y": np.asarray(shuffled, dtype=float),
             "mode": "lines+markers",
             "line": {"color": CONTROL_COLOR, "dash": "dot", "width": 2},
-            "name": "control: same probe, shuffled labels (mean)",
+            "name": "null: same probe, shuffled labels (mean)",
             "hovertemplate": "layer %{x}: shuffled labels %{y:.1%}<extra></extra>",
         },
         accuracy_line(

@@ -95,6 +95,15 @@ def default_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
+def default_head_width() -> int:
+    """d_k of the default model, its hidden size over its heads (384 / 12 = 32), read from its config file
+    without loading the model."""
+    import json
+
+    cfg = json.loads((default_model_path() / "config.json").read_text(encoding="utf-8"))
+    return int(cfg["hidden_size"]) // int(cfg["num_attention_heads"])
+
+
 class Encoder(TransformerModel):
     """A loaded BERT-family encoder with eager attention. Use :func:`lib.models.load_model` to make one.
 

@@ -9,8 +9,9 @@ to get one from the trained weights, both deterministic for a seed::
 
 - :func:`shuffle_weights` permutes the entries of every parameter tensor (each weight matrix, bias, LayerNorm
   scale, the word-piece, position and token-type tables) within that tensor. Each tensor keeps its exact
-  values, hence its scale and distribution, so attention is as sharp and the residual branches as strong as
-  in the trained model; which entry sits where, the learned structure, is gone.
+  values, hence its scale and distribution; which entry sits where, the learned structure, is gone, and with
+  it how sharply attention focuses and how much context a word takes in (on the bank preset its attention
+  entropy is 0.78-0.99 of uniform, trained 0.44-0.74: lib.stats.context.context_use measures it).
 - :func:`moment_matched_weights` draws every tensor afresh from a normal distribution with that tensor's
   trained mean and standard deviation: the same scales, without even the trained distribution's shape.
 

@@ -8,6 +8,10 @@ glibc also gives each thread that meets contention an arena of its own, up to 8 
 runs a thread per session run plus the event loop's workers, and freed memory stays scattered over those
 arenas. :func:`limit_arenas` caps their number (``mallopt(M_ARENA_MAX)``, as the ``MALLOC_ARENA_MAX``
 environment variable would, but from inside the app, since a host may not set it).
+
+glibc also serves a large block from its heap once it has freed one of that size (its mmap threshold rises),
+so freed hidden states pile up there; :func:`fix_mmap_threshold` keeps large blocks in memory maps of their
+own, returned to the OS when freed, and ``ui.work.heavy`` trims the heap after every heavy job.
 """
 
 from __future__ import annotations
@@ -57,6 +61,40 @@ def limit_arenas(environ_value: str | None = None) -> int | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return n if libc.mallopt(_M_ARENA_MAX, n) == 1 else None
+    except (OSError, AttributeError):
+        return None
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
+DEFAULT_MMAP_THRESHOLD_KB = 1024
+
+
+@lru_cache(maxsize=1)
+def fix_mmap_threshold(environ_value: str | None = None) -> int | None:
+    """Serve every allocation of ``CONTEXT_LENS_MMAP_THRESHOLD_KB`` (default 1024) or more with its own memory
+    map, which goes back to the OS the moment it is freed; returns the threshold in bytes, or None when
+    nothing was done (not glibc, ``MALLOC_MMAP_THRESHOLD_`` set for the process, ``0``, not a number).
+
+    glibc starts at 128 kB but raises its threshold to the size of each large block freed, up to 32 MB, so a
+    server that has freed one chunk of hidden states serves the next ones from its heap, and after a few
+    hostile requests holds hundreds of MB of freed blocks there, most of them still resident (measured
+    2026-11-27 with the crowd benchmark: 0.2 GB freed and held after the first minute, 0.6 GB by the end).
+    Setting the threshold fixes it (no more raising). Called with :func:`limit_arenas`, as early as the app can.
+    """
+    import os
+
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+        return None
+    raw = environ_value if environ_value is not None else os.environ.get("CONTEXT_LENS_MMAP_THRESHOLD_KB", "")
+    try:
+        kb = int(raw) if raw.strip() else DEFAULT_MMAP_THRESHOLD_KB
+    except ValueError:
+        return None
+    if kb <= 0 or not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return kb * 1024 if libc.mallopt(_M_MMAP_THRESHOLD, kb * 1024) == 1 else None
     except (OSError, AttributeError):
         return None
 

@@ -14,6 +14,10 @@ Blocks: :class:`Text` (Markdown; kind "h1".."h3", "p", "caption", "info", "warni
 "code", "hr"), :class:`Table` (cells as Markdown or literal text), :class:`Chart` (a plotly figure as
 ``{"data": [...], "layout": {...}}``), :class:`Group` (a titled or side-by-side group of blocks: an expander,
 columns). :class:`Meta` says where the view came from.
+
+``private`` strings (e.g. a class board's teacher key): a block whose text, cells or chart holds one is left
+out, and any other occurrence (the view's link) is replaced, so a secret never reaches a file, whatever a page
+rendered (the page's own guard is ``ui.page_export.private``).
 """
 
 from __future__ import annotations
@@ -263,8 +267,51 @@ _DRAW = """
 """
 
 
-def page_html(title: str, blocks, meta: Meta) -> str:
-    """The whole file: ``title`` (plain text), ``blocks`` in page order, ``meta`` at the top, plotly.js once."""
+REDACTED = "[private]"
+
+
+def _holds(block, private: tuple[str, ...]) -> bool:
+    if isinstance(block, Text):
+        text = block.markdown
+    elif isinstance(block, Table):
+        text = "\n".join((*block.columns, *(c for r in block.rows for c in r)))
+    elif isinstance(block, Chart):
+        text = json.dumps(block.spec, ensure_ascii=False)
+    else:
+        return False
+    return any(s in text for s in private)
+
+
+def without_private(blocks, private) -> list:
+    """``blocks`` less every block that holds one of ``private`` (groups are searched inside; a group left
+    empty goes too)."""
+    private = tuple(s for s in private if s)
+    if not private:
+        return list(blocks)
+    out = []
+    for b in blocks:
+        if isinstance(b, Group):
+            inner = tuple(without_private(b.blocks, private))
+            if inner and not any(s in b.label for s in private):
+                out.append(Group(inner, b.kind, b.label))
+        elif not _holds(b, private):
+            out.append(b)
+    return out
+
+
+def redact(text: str, private) -> str:
+    """``text`` with every occurrence of each secret replaced by :data:`REDACTED`."""
+    for s in private:
+        if s:
+            text = text.replace(s, REDACTED)
+    return text
+
+
+def page_html(title: str, blocks, meta: Meta, *, private=()) -> str:
+    """The whole file: ``title`` (plain text), ``blocks`` in page order, ``meta`` at the top, plotly.js once.
+    No string of ``private`` appears in it (see the module's docstring)."""
+    private = tuple(s for s in private if s)
+    blocks = without_private(blocks, private)
     w = _Writer()
     for b in blocks:
         w.block(b)
@@ -306,7 +353,7 @@ def page_html(title: str, blocks, meta: Meta) -> str:
     figures = f'<script type="application/json" id="figures">{json_script(w.figures)}</script>'
     plotly = f'<script nonce="{nonce}">{plotly_js()}</script>' if w.figures else ""
     draw = f'<script nonce="{nonce}">{_DRAW}</script>' if w.figures else ""
-    return (
+    page = (
         "<!DOCTYPE html>\n"
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
@@ -315,5 +362,6 @@ def page_html(title: str, blocks, meta: Meta) -> str:
         f'<body><header><p class="caption">Context Lens · saved page</p><h1>{html.escape(title)}</h1>'
         f'<dl class="meta">{meta_html}</dl>{sentences}</header><main>'
         + "\n".join(w.parts)
-        + f"</main>{figures}{plotly}{draw}</body></html>\n"
+        + f"</main>{figures}"
     )
+    return redact(page, private) + f"{plotly}{draw}</body></html>\n"  # plotly.js itself is the package's

@@ -143,9 +143,19 @@ class WorkQueue:
     # ----------------------------------------------------------------------------------- use
     @contextmanager
     def job(
-        self, cost: int, *, wait: Callable[[int, int], None] | None = None, slot: bool = True
+        self,
+        cost: int,
+        *,
+        wait: Callable[[int, int], None] | None = None,
+        slot: bool = True,
+        large: bool | None = None,
     ) -> Iterator[None]:
         """Hold a slot for work that holds ``cost`` bytes while it runs; wait for one first if needed.
+
+        ``large``: whether the job is large work (it never takes the last slot, and waits behind small work);
+        by default, whether ``cost`` is over ``small_bytes``. Work that holds few bytes but keeps a core busy
+        for seconds (a sense probe on hundreds of sentences) says ``large=True``, so an ordinary set's small
+        jobs keep their lane beside it.
 
         ``slot=False`` takes a *lease*: the bytes only, held across the chunks of one request (a large set's
         vectors, gathered chunk by chunk), each chunk then asking for a slot of its own. Leases wait in the
@@ -153,7 +163,7 @@ class WorkQueue:
         asked for inside a job of the same thread runs in the outer job's slot (a thread never waits for itself).
         """
         cost = max(0, int(cost))
-        small = slot and cost <= self.small_bytes
+        small = slot and (cost <= self.small_bytes if large is None else not large)
         owner = threading.get_ident()  # the job may be closed from another thread (a generator collected there)
         if slot and self._slots.get(owner, 0):  # already in a slot: waiting for a second could deadlock
             yield

@@ -143,6 +143,23 @@ def layer_list(indices: Sequence[int]) -> str:
     return f"layers {', '.join(idx[:-1])} and {idx[-1]}"
 
 
+def layer_runs(layers: Sequence[int]) -> str:
+    """Layer numbers as text, runs of three or more joined: [2, 3, 4, 6] -> 'layers 2–4 and 6'; [1, 2] ->
+    'layers 1 and 2' (:func:`layer_list` names each one)."""
+    runs: list[list[int]] = []
+    for k in sorted(int(x) for x in layers):
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    parts = []
+    for r in runs:
+        parts += [f"{r[0]}–{r[-1]}"] if len(r) > 2 else [str(x) for x in r]
+    one = len(parts) == 1 and "–" not in parts[0]
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return ("layer " if one else "layers ") + text
+
+
 def position_note(rc: ReadoutChance) -> str:
     """What the readout at the embedding layer (index 0) says, in words.
 

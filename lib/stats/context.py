@@ -52,6 +52,7 @@ from lib.models.targets import (
     pieces_for_span,
     short,
 )
+from lib.stats.chance import layer_runs
 from lib.stats.similarity import unit_rows
 
 # Bounds: one occlusion runs the model on one sentence per context word.
@@ -393,6 +394,53 @@ def context_use(enc: Encoder, sentences: Sequence[str], target: str | None = Non
     return ContextUse(entropy=np.mean(entropies, axis=0), shift=np.asarray(shifts, dtype=np.float64))
 
 
+# Attention entropies (fractions of uniform) closer than this count as "as sharp"; median largest shifts
+# within this factor of each other count as "about as far".
+ENTROPY_TIE = 0.05
+SHIFT_RATIO_TIE = 1.25
+
+
+def _span(values: np.ndarray, digits: int = 2) -> str:
+    lo, hi = f"{float(np.min(values)):.{digits}f}", f"{float(np.max(values)):.{digits}f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def context_use_phrase(trained: ContextUse, control: ContextUse, name: str = "the control") -> str:
+    """How much context ``control`` takes in beside ``trained`` (the same sentences), in two sentences whose
+    every word follows the numbers: where its attention is flatter or sharper (entropy differing by more
+    than ``ENTROPY_TIE`` of uniform, per layer) and whether one masked word moves its target less or more
+    (the median over sentences of the largest last-layer shift, beyond a factor ``SHIFT_RATIO_TIE``)."""
+    et, ec = np.asarray(trained.entropy, dtype=np.float64), np.asarray(control.entropy, dtype=np.float64)
+    if et.shape != ec.shape:
+        raise ValueError("the two models must have the same number of layers")
+    flatter = np.flatnonzero(ec > et + ENTROPY_TIE)
+    sharper = np.flatnonzero(ec < et - ENTROPY_TIE)
+    parts = []
+    for idx, word in ((flatter, "flatter"), (sharper, "sharper")):
+        if len(idx):
+            parts.append(
+                f"{word} in {layer_runs(idx + 1)} (entropy {_span(ec[idx])} of uniform, trained {_span(et[idx])})"
+            )
+    if parts:
+        first = f"Attention in {name} is " + "; ".join(parts)
+        rest = sorted(set(range(len(et))) - set(flatter) - set(sharper))
+        if rest:
+            first += f"; about as sharp in {layer_runs([k + 1 for k in rest])}"
+    else:
+        first = f"Attention in {name} is as sharp as in the trained model in every layer (entropy within {ENTROPY_TIE:.2f})"
+    mt, mc = float(np.median(trained.shift)), float(np.median(control.shift))
+    if mc * SHIFT_RATIO_TIE < mt:
+        how = "less"
+    elif mc > mt * SHIFT_RATIO_TIE:
+        how = "more"
+    else:
+        how = "about as far"
+    return (
+        f"{first}. Masking one word moves its target {how}: the largest shift per sentence has median "
+        f"{mc:.3f} ({_span(control.shift, 3)}), trained {mt:.3f} ({_span(trained.shift, 3)})."
+    )
+
+
 # --------------------------------------------------------------------------------------------------
 # Attention vs effect
 # --------------------------------------------------------------------------------------------------
@@ -474,12 +522,13 @@ def sense_centroids(
     return SenseCentroids(tuple(names), np.stack(cents), tuple(sizes))
 
 
-def sense_margin_change(occ: Occlusion, cents: SenseCentroids, sense: str, layer: int) -> np.ndarray:
-    """(n_words,) how far replacing each word moves the target towards or away from ``sense``, at ``layer``.
+def sense_pull(occ: Occlusion, cents: SenseCentroids, sense: str, layer: int) -> np.ndarray:
+    """(n_words,) how far each word pulls the target towards ``sense`` at ``layer``.
 
     The margin of a vector is its cosine with the ``sense`` centroid minus its highest cosine with another
-    sense's centroid (> 0: nearest to ``sense``); the change is the margin with the word replaced minus the
-    margin in the original sentence. Negative: the word pulled the target towards ``sense``. Unlike the
+    sense's centroid (> 0: nearest to ``sense``); the pull of a word is the target's margin in the original
+    sentence minus its margin with the word replaced. Positive: the word pulled the target towards ``sense``
+    (without it the target is less clearly that sense); negative: it pulled the target away. Unlike the
     shift (any change of the vector) it measures a change of sense only.
     """
     if occ.moved is None or sense not in cents.names:
@@ -492,7 +541,7 @@ def sense_margin_change(occ: Occlusion, cents: SenseCentroids, sense: str, layer
         others = np.delete(sim, own, axis=1)
         return sim[:, own] - others.max(axis=1)
 
-    return margin(occ.moved[:, layer, :]) - margin(occ.base[layer])[0]
+    return margin(occ.base[layer])[0] - margin(occ.moved[:, layer, :])
 
 
 def sense_flip(before: Sequence[str], after: Sequence[str]) -> int | None:
@@ -584,6 +633,7 @@ __all__ = [
     "occlusion",
     "sense_centroids",
     "sense_flip",
+    "sense_pull",
     "spearman",
     "split_words",
     "suggested_swaps",

@@ -60,3 +60,37 @@ def intra_sentence_similarity(
     if not per_sentence:
         return np.zeros(k or 0)
     return np.clip(np.mean(per_sentence, axis=0), -1.0, 1.0)
+
+
+def target_context_similarity(
+    hidden_states: Sequence[np.ndarray],
+    target_indices: Sequence[Sequence[int]],
+    masks: Sequence[np.ndarray],
+    pooled: bool = False,
+) -> np.ndarray:
+    """How close the target sits to the rest of its sentence, per layer, averaged over sentences.
+
+    Per sentence: the cosine between the target's vector (mean of its word pieces) and the mean of the other
+    selected word pieces (``masks``: per sentence (n_tokens_i,) bool, e.g. no [CLS]/[SEP]; the target's own
+    pieces are left out). Beside :func:`self_similarity` (the target against itself in other sentences) it
+    says whether the vector stands for the word or has drifted towards its sentence.
+    hidden_states: per sentence (K, n_tokens_i, H). Returns (K,), or (K + 2,) with ``pooled=True``; NaN when
+    no sentence has another selected word piece.
+    """
+    per_sentence = []
+    k = None
+    for hs, idx, mask in zip(hidden_states, target_indices, masks, strict=True):
+        hs = np.asarray(hs, dtype=np.float64)
+        others = np.asarray(mask, dtype=bool).copy()
+        others[list(idx)] = False
+        target = hs[:, list(idx), :].mean(axis=1)  # (K, H)
+        rest = hs[:, others, :].mean(axis=1) if others.any() else None
+        k = hs.shape[0] + (2 if pooled else 0)
+        if rest is None:
+            continue
+        if pooled:
+            target, rest = with_pooled(target, axis=0), with_pooled(rest, axis=0)
+        per_sentence.append(np.einsum("kh,kh->k", unit_rows(target), unit_rows(rest)))
+    if not per_sentence:
+        return np.full(k or 0, np.nan)
+    return np.clip(np.mean(per_sentence, axis=0), -1.0, 1.0)

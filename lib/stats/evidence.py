@@ -1,13 +1,44 @@
-"""The evidence card: a few telling sentence pairs, their cosine in two representations, as CSV and Markdown."""
+"""The evidence card (course text 002, "Evidence to keep"): five fields filled from one sentence set's numbers.
+
+* **Representation**: which vector of the word is compared, and against what.
+* **Comparison**: the similarity score (cosine between the word's occurrences) and the sense readout.
+* **Interpretation**: what the representation captures and what it misses, each said with its numbers.
+* **Failure check**: polysemy, domain mismatch, short text, tokenization and semantic drift, each checked by
+  a rule on the set (:func:`failure_checks`), flagged or not, or "cannot be checked" with the reason.
+* **Expected output**: a small comparison table of sentence pairs with the surprising results a rule on the
+  numbers finds (:func:`find_surprises`), or "none found" said plainly.
+
+``evidence_card`` builds it from the word's vectors in two representations and a :class:`CardFacts` (what
+the page knows about the set besides the vectors; :func:`card_facts` gathers it from a
+:class:`~lib.stats.layer_profile.LayerProfile`). The card renders as CSV (the pair table) and as Markdown
+(every field), and the Layer by layer page shows the same fields, so its page export holds them too.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from lib.stats.similarity import cosine_matrix, pair_kinds
+from lib.stats.similarity import cosine_matrix, hardest_case, pair_kinds, pair_ranking_auc
+
+if TYPE_CHECKING:
+    from lib.models.encoder import TargetVectors
+    from lib.stats.chance import ReadoutChance
+    from lib.stats.layer_profile import LayerProfile
+
+# Two cosines closer than this are a tie: a sentence must sit nearer another sense by more to be a surprise.
+SURPRISE_TIE = 0.01
+# A sentence with fewer words than this besides the target is "short text".
+SHORT_WORDS = 5
+# The set's share of words split into several word pieces counts as a domain mismatch above this many times
+# the reference corpus's share (general English, assets/reference_corpus.txt).
+SPLIT_RATIO = 2.0
+
+FIELDS = ("Representation", "Comparison", "Interpretation", "Failure check", "Expected output")
+CHECKS = ("polysemy", "domain mismatch", "short text", "tokenization", "semantic drift")
 
 
 @dataclass(frozen=True)
@@ -30,26 +61,121 @@ class EvidenceRow:
 
 
 @dataclass(frozen=True)
-class EvidenceCard:
-    """A small comparison table of sentence pairs (course lesson: "evidence to keep").
+class FailureCheck:
+    """One of the course's failure checks on this set: ``flagged`` True (a problem found), False (checked, none
+    found) or None (cannot be checked here); ``text``: what the numbers say, in one sentence."""
 
-    rows: the pairs shown; surprising: index into ``rows`` of the most surprising pair;
-    reason: one sentence saying why it is surprising; first_name / chosen_name: the two
-    representations compared (e.g. "embedding layer (0)" and "layer 4"); notes: further lines for the
-    Markdown card (e.g. the sense readout against chance), added with ``dataclasses.replace``.
+    name: str
+    flagged: bool | None
+    text: str
+
+    @property
+    def verdict(self) -> str:
+        return {True: "check", False: "ok", None: "not checked"}[self.flagged]
+
+
+@dataclass(frozen=True)
+class Surprise:
+    """A result against the course's picture (the context pushes each occurrence towards its own meaning),
+    found by a rule on the numbers: ``rule`` names the rule, ``pairs`` the sentence pairs (i, j), i < j, it
+    concerns (they are in the card's table), ``text`` says it with its numbers."""
+
+    rule: str
+    text: str
+    pairs: tuple[tuple[int, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """What the card needs to know about the set besides the two representations' vectors (all optional:
+    a field left out makes its check say "not checked").
+
+    model:            the model's name
+    pieces:           per sentence, the target's word pieces
+    static_min:       the lowest cosine between the target's input word-piece embeddings (< 1: its forms differ)
+    truncated:        sentences cut at the word-piece cap
+    context_words:    per sentence, how many words it has besides the target
+    split:            (words split into several word pieces, words, words read as the unknown piece) in the set
+    reference_split:  the same in the reference corpus (general English), by the same tokenizer
+    self_similarity:  the target's mean cosine with itself in the other sentences, at the chosen representation
+    context_similarity: its mean cosine with the rest of its own sentence there (lib.stats.contextuality)
+    baseline:         the cosine of random pairs of other word pieces there (anisotropy)
+    readout:          (accuracy, chance's 95th percentile) of the leave-one-out sense readout there
+    comparison_notes: further sentences for the Comparison field (e.g. which layer and which sentence
+                      vector read the sense best)
+    """
+
+    model: str = ""
+    pieces: tuple[tuple[str, ...], ...] = ()
+    static_min: float | None = None
+    truncated: int = 0
+    context_words: tuple[int, ...] = ()
+    split: tuple[int, int, int] | None = None
+    reference_split: tuple[int, int, int] | None = None
+    self_similarity: float | None = None
+    context_similarity: float | None = None
+    baseline: float | None = None
+    readout: tuple[float, float] | None = None
+    comparison_notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EvidenceCard:
+    """The course's evidence card for one word on one set (see the module docstring).
+
+    rows: the pair table (Expected output); surprises: what the rules found (empty: none); notes: further
+    lines for the Markdown card, added with ``dataclasses.replace``.
     """
 
     target: str
     first_name: str
     chosen_name: str
     rows: tuple[EvidenceRow, ...]
-    surprising: int | None
-    reason: str
-    notes: tuple[str, ...] = ()
+    representation: str = ""
+    comparison: str = ""
+    captures: str = ""
+    misses: str = ""
+    checks: tuple[FailureCheck, ...] = ()
+    surprises: tuple[Surprise, ...] = ()
+    none_found: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
 
     _HEADER = ("sentence A", "sentence B", "sense A", "sense B", "same sense")
 
+    def surprising_rows(self) -> list[int]:
+        """Indices into ``rows`` of the pairs a surprise concerns."""
+        wanted = {p for s in self.surprises for p in s.pairs}
+        return [k for k, r in enumerate(self.rows) if (r.i, r.j) in wanted]
+
+    @property
+    def surprising(self) -> int | None:
+        """The first row a surprise concerns, or None."""
+        rows = self.surprising_rows()
+        return rows[0] if rows else None
+
+    @property
+    def reason(self) -> str:
+        """The surprises in one paragraph, or the plain "none found" sentence."""
+        if self.surprises:
+            return " ".join(s.text for s in self.surprises)
+        return self.none_found
+
+    def fields(self) -> list[tuple[str, str]]:
+        """(field, text) in the course's order, the failure check one line per check, the expected output's
+        surprise last: what the page's card table and the Markdown show."""
+        out = [
+            ("Representation", self.representation),
+            ("Comparison", self.comparison),
+            ("Interpretation: captures", self.captures),
+            ("Interpretation: misses", self.misses),
+        ]
+        out += [(f"Failure check: {c.name} ({c.verdict})", c.text) for c in self.checks]
+        label = "Expected output: surprising result" + ("s" if len(self.surprises) > 1 else "")
+        out.append((label, self.reason))
+        return [(k, v) for k, v in out if v]
+
     def _records(self) -> list[list[str]]:
+        marked = set(self.surprising_rows())
         out = []
         for k, r in enumerate(self.rows):
             same = "" if r.same_sense is None else ("yes" if r.same_sense else "no")
@@ -62,22 +188,22 @@ class EvidenceCard:
                     same,
                     f"{r.cosine_first:.3f}",
                     f"{r.cosine_chosen:.3f}",
-                    "yes" if k == self.surprising else "",
+                    "yes" if k in marked else "",
                 ]
             )
         return out
 
     def header(self) -> list[str]:
-        return [*self._HEADER, f"cosine {self.first_name}", f"cosine {self.chosen_name}", "most surprising"]
+        return [*self._HEADER, f"cosine {self.first_name}", f"cosine {self.chosen_name}", "surprising"]
 
     def to_csv(self) -> str:
-        """The card as CSV text (header row first), safe to open in a spreadsheet (lib.serving.export)."""
+        """The pair table as CSV text (header row first), safe to open in a spreadsheet (lib.serving.export)."""
         from lib.serving.export import csv_text
 
         return csv_text(self._records(), header=self.header())
 
     def to_markdown(self) -> str:
-        """The card as a Markdown table with a title and the reason for the surprising pair.
+        """The whole card as Markdown: the five fields, the failure checks as a list, the pair table.
 
         Every text is escaped (lib.serving.export.escape_markdown): a sentence's raw HTML or ``javascript:`` link
         shows as typed in any Markdown viewer."""
@@ -87,15 +213,259 @@ class EvidenceCard:
             return escape_markdown(s, newline=" ")
 
         lines = [f"### Evidence card: '{cell(self.target)}'", ""]
+        for name, text in (("Representation", self.representation), ("Comparison", self.comparison)):
+            if text:
+                lines += [f"**{name}.** {cell(text)}", ""]
+        if self.captures or self.misses:
+            lines += [f"**Interpretation.** Captures: {cell(self.captures)} Misses: {cell(self.misses)}", ""]
+        if self.checks:
+            lines += ["**Failure check.**", ""]
+            lines += [f"- {cell(f'{c.name} ({c.verdict})')}: {cell(c.text)}" for c in self.checks]
+            lines.append("")
+        lines += ["**Expected output.** The pairs compared:", ""]
         lines.append("| " + " | ".join(cell(h) for h in self.header()) + " |")
         lines.append("|" + "---|" * len(self.header()))
         for rec in self._records():
             lines.append("| " + " | ".join(cell(c) for c in rec) + " |")
-        if self.reason:
-            lines += ["", f"Most surprising: {cell(self.reason)}"]
+        lines += ["", ("Surprising: " if self.surprises else "Surprising result: ") + cell(self.reason)]
         for note in self.notes:
             lines += ["", cell(note)]
         return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# The rules
+# --------------------------------------------------------------------------------------------------
+
+
+def _signed(x: float) -> str:
+    """A gap with its sign, never "-0.00"."""
+    text = f"{x:+.2f}"
+    return "+0.00" if text == "-0.00" else text
+
+
+def _label(i: int, senses: Sequence[str | None]) -> str:
+    return f"S{i + 1} ({senses[i]})" if senses[i] else f"S{i + 1}"
+
+
+def _labelled_index(senses: Sequence[str | None]) -> list[int]:
+    return [i for i, s in enumerate(senses) if s]
+
+
+def _gap(cos: np.ndarray, senses: Sequence[str | None]) -> float | None:
+    pairs, same, labelled = pair_kinds(senses)
+    diff = labelled & ~same
+    if not same.any() or not diff.any():
+        return None
+    v = cos[pairs[:, 0], pairs[:, 1]]
+    return float(v[same].mean() - v[diff].mean())
+
+
+def find_surprises(
+    c0: np.ndarray, c1: np.ndarray, senses: Sequence[str | None], first_name: str, chosen_name: str
+) -> tuple[tuple[Surprise, ...], str]:
+    """The surprising results in a set's cosines, by two rules, and the "none found" sentence when neither fires.
+
+    c0, c1: (n, n) cosines in the first and the chosen representation; senses: n labels (None: unlabelled).
+    1. *Nearer another sense*: the sentence whose most similar sentence of another sense beats its least
+       similar sentence of its own sense by the most (lib.stats.similarity.hardest_case), when by more than
+       ``SURPRISE_TIE``.
+    2. *No separation by context*: the same-sense minus different-sense gap at the chosen representation is
+       not above the first one's by more than ``SURPRISE_TIE``.
+    Both need sentences of two senses with a same-sense pair; without them nothing sets what to expect.
+    """
+    idx = _labelled_index(senses)
+    lab = [senses[i] for i in idx]
+    g0, g1 = _gap(c0, senses), _gap(c1, senses)
+    if g0 is None or g1 is None:
+        return (), (
+            "none found: without two senses, each with a pair of sentences, nothing says which pairs should be "
+            "close. Label the sentences (“river | …”) to look for one."
+        )
+    found = []
+    hc = hardest_case(c1[np.ix_(idx, idx)], lab)
+    crossing = None
+    if hc is not None:
+        a, b, c = (idx[k] for k in hc)
+        crossing = float(c1[a, b] - c1[a, c])
+        if crossing > SURPRISE_TIE:
+            found.append(
+                Surprise(
+                    "nearer another sense",
+                    f"At {chosen_name}, {_label(a, senses)} is closer to {_label(b, senses)}, another sense "
+                    f"({c1[a, b]:.2f}), than to {_label(c, senses)}, its own ({c1[a, c]:.2f}).",
+                    (tuple(sorted((a, b))), tuple(sorted((a, c)))),
+                )
+            )
+    if g1 <= g0 + SURPRISE_TIE:
+        found.append(
+            Surprise(
+                "no separation by context",
+                f"The same-sense minus different-sense gap is {_signed(g1)} at {chosen_name} against {_signed(g0)} at "
+                f"{first_name}: here the context did not pull the senses further apart.",
+            )
+        )
+    none = ""
+    if not found:
+        margin = f" (the closest call: {-crossing:.2f})" if crossing is not None else ""
+        none = (
+            f"none found: at {chosen_name} every sentence is closer to each sentence of its own sense than to any "
+            f"of another sense{margin}, and the senses are further apart than at {first_name} (gap {_signed(g1)} "
+            f"against {_signed(g0)})."
+        )
+    return tuple(found), none
+
+
+def _nearest_other_sense(cos: np.ndarray, senses: Sequence[str | None]) -> tuple[int, int]:
+    """(sentences whose nearest labelled sentence has another sense, labelled sentences)."""
+    idx = _labelled_index(senses)
+    if len(idx) < 2:
+        return 0, len(idx)
+    sub = np.array(cos, dtype=np.float64)[np.ix_(idx, idx)]
+    np.fill_diagonal(sub, -np.inf)
+    nearest = np.argmax(sub, axis=1)
+    lab = [senses[i] for i in idx]
+    return sum(lab[k] != lab[int(j)] for k, j in enumerate(nearest)), len(idx)
+
+
+def failure_checks(
+    c1: np.ndarray, senses: Sequence[str | None], target: str, chosen_name: str, facts: CardFacts
+) -> tuple[FailureCheck, ...]:
+    """The course's five failure checks on a set, each by a rule on its numbers (see :class:`CardFacts`)."""
+    out = []
+    names = list(dict.fromkeys(s for s in senses if s))
+    if len(names) >= 2:
+        k, m = _nearest_other_sense(c1, senses)
+        out.append(
+            FailureCheck(
+                "polysemy",
+                k > 0,
+                f"{len(names)} senses labelled; at {chosen_name}, {k} of {m} sentences {'has its' if k == 1 else 'have their'} "
+                "nearest sentence in another sense.",
+            )
+        )
+    else:
+        out.append(FailureCheck("polysemy", None, "fewer than two senses labelled: nothing to tell apart."))
+
+    if facts.split is not None and facts.split[1] and facts.reference_split is not None and facts.reference_split[1]:
+        s, w, unk = facts.split
+        rs, rw, _ = facts.reference_split
+        share, ref = s / w, rs / rw
+        flagged = share > SPLIT_RATIO * ref or unk > 0
+        out.append(
+            FailureCheck(
+                "domain mismatch",
+                flagged,
+                f"{share:.0%} of the set's words are cut into several word pieces ({s} of {w}), against {ref:.0%} "
+                "in the reference corpus of general English"
+                + (f"; {unk} word(s) are unknown to the tokenizer" if unk else "")
+                + (
+                    ": a sign of text unlike what the tokenizer was built on."
+                    if flagged
+                    else ": no sign of a domain the tokenizer does not know (flagged above twice that share)."
+                ),
+            )
+        )
+    else:
+        out.append(FailureCheck("domain mismatch", None, "no reference to compare the set's words with."))
+
+    if facts.context_words:
+        short = [i for i, c in enumerate(facts.context_words) if c < SHORT_WORDS]
+        out.append(
+            FailureCheck(
+                "short text",
+                bool(short),
+                (
+                    f"{len(short)} of {len(facts.context_words)} sentences have fewer than {SHORT_WORDS} words "
+                    f"besides '{target}' (" + ", ".join(f"S{i + 1}" for i in short[:5])
+                    + (", …" if len(short) > 5 else "") + "): little context to push it."
+                )
+                if short
+                else f"every sentence has at least {SHORT_WORDS} words besides '{target}' "
+                f"(fewest: {min(facts.context_words)}).",
+            )
+        )
+    else:
+        out.append(FailureCheck("short text", None, "the sentences' lengths are not known here."))
+
+    if facts.pieces:
+        split = [i for i, p in enumerate(facts.pieces) if len(p) > 1]
+        forms = facts.static_min is not None and facts.static_min < 0.9999
+        parts = []
+        if split:
+            shown = " + ".join(facts.pieces[split[0]])
+            parts.append(
+                f"'{target}' is cut into word pieces in {len(split)} of {len(facts.pieces)} sentences (e.g. "
+                f"{shown}); its vector is their mean"
+            )
+        else:
+            parts.append(f"'{target}' is one word piece in every sentence")
+        if forms:
+            parts.append(f"its forms differ (their input embeddings' lowest cosine {facts.static_min:.2f})")
+        if facts.truncated:
+            parts.append(f"{facts.truncated} sentence(s) were cut at the word-piece cap")
+        out.append(FailureCheck("tokenization", bool(split) or forms or facts.truncated > 0, "; ".join(parts) + "."))
+    else:
+        out.append(FailureCheck("tokenization", None, "the target's word pieces are not known here."))
+
+    ss, cs = facts.self_similarity, facts.context_similarity
+    if ss is not None and cs is not None and np.isfinite(ss) and np.isfinite(cs):
+        drifted = cs > ss
+        out.append(
+            FailureCheck(
+                "semantic drift",
+                drifted,
+                f"at {chosen_name} '{target}' has cosine {cs:.2f} with the rest of its own sentence and {ss:.2f} "
+                f"with itself in the other sentences: "
+                + (
+                    "it has drifted towards its sentence, so it stands for the sentence more than for the word."
+                    if drifted
+                    else "it still stands for the word more than for its sentence."
+                ),
+            )
+        )
+    else:
+        out.append(FailureCheck("semantic drift", None, "needs the word in two sentences with other words."))
+    return tuple(out)
+
+
+def _interpretation(
+    c0: np.ndarray, c1: np.ndarray, senses: Sequence[str | None], first_name: str, chosen_name: str, facts: CardFacts
+) -> tuple[str, str]:
+    """(what the representation captures, what it misses), each with its numbers."""
+    g0, g1 = _gap(c0, senses), _gap(c1, senses)
+    floor = (
+        f" Random pairs of other word pieces score {facts.baseline:.2f} there: read each cosine against that, not "
+        "against 0."
+        if facts.baseline is not None and np.isfinite(facts.baseline)
+        else ""
+    )
+    if g0 is None or g1 is None:
+        pairs, _, _ = pair_kinds(senses)
+        v0, v1 = c0[pairs[:, 0], pairs[:, 1]], c1[pairs[:, 0], pairs[:, 1]]
+        return (
+            f"how the occurrences spread: pairs range {v1.min():.2f}–{v1.max():.2f} at {chosen_name} "
+            f"({v0.min():.2f}–{v0.max():.2f} at {first_name}).",
+            "which meaning each occurrence has: the set has no two senses with a pair each to compare." + floor,
+        )
+    auc = pair_ranking_auc(c1, senses)
+    auc_text = f"a same-sense pair is the closer one in {float(auc[0]):.0%} of comparisons (50% is chance)"
+    if g1 > g0 + SURPRISE_TIE:
+        captures = f"the sense, on average: the gap grows from {_signed(g0)} at {first_name} to {_signed(g1)}; {auc_text}."
+    else:
+        captures = f"no more of the sense than {first_name} (gap {_signed(g1)} against {_signed(g0)}); {auc_text}."
+    k, m = _nearest_other_sense(c1, senses)
+    misses = (
+        f"single occurrences: {k} of {m} sentences {'has its' if k == 1 else 'have their'} nearest sentence in another sense."
+        if k
+        else f"no single occurrence here: every sentence's nearest sentence shares its sense ({m} sentences)."
+    )
+    return captures, misses + floor
+
+
+# --------------------------------------------------------------------------------------------------
+# The card
+# --------------------------------------------------------------------------------------------------
 
 
 def _largest_first(values: np.ndarray, k: int) -> list[int]:
@@ -122,30 +492,31 @@ def evidence_card(
     chosen_name: str = "chosen layer",
     max_rows: int = 8,
     cosines: tuple[np.ndarray, np.ndarray] | None = None,
+    facts: CardFacts | None = None,
 ) -> EvidenceCard:
-    """Pick a few telling sentence pairs and compare their cosine in two representations.
+    """The whole card for the word's vectors in two representations.
 
-    first, chosen: (n, H) the target's vectors in the two representations (e.g. layer 0 and the
-    chosen layer or pooling); ``cosines`` may pass their two (n, n) cosine matrices when they are
-    already computed. With at most ``max_rows`` pairs in total, all pairs are shown.
-    Otherwise, when labels exist: the most similar different-sense pair, the least similar
-    same-sense pair, the most similar same-sense pair and the least similar different-sense pair,
-    then the pairs whose cosine changed most, up to ``max_rows``.
-
-    The most surprising pair: with both kinds of pairs, the different-sense pair with the highest
-    cosine in ``chosen``; otherwise the pair whose cosine changed most between the two.
+    first, chosen: (n, H) the target's vectors in the two representations (e.g. layer 0 and the chosen layer
+    or pooling); ``cosines`` may pass their two (n, n) cosine matrices when they are already computed;
+    ``facts``: what else is known about the set (:class:`CardFacts`, :func:`card_facts`).
+    The table: with at most ``max_rows`` pairs in total, all pairs. Otherwise the pairs every surprise
+    concerns, then (when labelled) the least and the most similar same-sense pair and the least similar
+    different-sense pair, then the pairs whose cosine changed most, up to ``max_rows``.
     """
+    facts = facts or CardFacts()
     n = len(sentences)
     if np.asarray(first).shape[0] != n or np.asarray(chosen).shape[0] != n or len(senses) != n:
         raise ValueError("first, chosen, sentences and senses must have the same length")
     c0, c1 = cosines if cosines is not None else (cosine_matrix(first), cosine_matrix(chosen))
+    c0, c1 = np.asarray(c0, dtype=np.float64), np.asarray(c1, dtype=np.float64)
     pairs, same, labelled = pair_kinds(senses)
     if len(pairs) == 0:
-        return EvidenceCard(target, first_name, chosen_name, (), None, "")
+        return EvidenceCard(target, first_name, chosen_name, (), none_found="none found: the set has one sentence.")
     v0 = c0[pairs[:, 0], pairs[:, 1]]
     v1 = c1[pairs[:, 0], pairs[:, 1]]
     diff = labelled & ~same
     change = np.abs(v1 - v0)
+    surprises, none_found = find_surprises(c0, c1, senses, first_name, chosen_name)
 
     def argbest(mask: np.ndarray, values: np.ndarray, highest: bool) -> int | None:
         """The pair with the highest (lowest) value among ``mask``, the first pair on a tie."""
@@ -154,20 +525,12 @@ def evidence_card(
         cand = np.flatnonzero(mask)  # ascending, and argmax/argmin return the first of equal values
         return int(cand[np.argmax(values[cand]) if highest else np.argmin(values[cand])])
 
-    surprise = (
-        argbest(diff, v1, True)
-        if (diff.any() and same.any())
-        else argbest(np.ones(len(pairs), bool), change, True)
-    )
+    index = {(int(a), int(b)): p for p, (a, b) in enumerate(pairs)}
     if len(pairs) <= max_rows:
         chosen_pairs = list(range(len(pairs)))
     else:
-        picks = [
-            surprise,
-            argbest(same, v1, False),
-            argbest(same, v1, True),
-            argbest(diff, v1, False),
-        ]
+        picks = [index[p] for s in surprises for p in s.pairs]
+        picks += [argbest(same, v1, False), argbest(same, v1, True), argbest(diff, v1, False)]
         by_change = _largest_first(change, max_rows + len(picks))
         chosen_pairs = []
         for p in [*picks, *by_change]:
@@ -192,19 +555,106 @@ def evidence_card(
                 cosine_chosen=float(v1[p]),
             )
         )
-    surprising = chosen_pairs.index(surprise)
-    r = rows[surprising]
-    if diff.any() and same.any():
-        below = int((v1[same] < r.cosine_chosen).sum())
-        reason = (
-            f"sentences {r.i + 1} and {r.j + 1} use different senses ({r.sense_a} / {r.sense_b}) yet have "
-            f"cosine {r.cosine_chosen:.2f} at {chosen_name}, higher than {below} of {int(same.sum())} "
-            f"same-sense pairs."
+    split = any(len(p) > 1 for p in facts.pieces)
+    representation = (
+        f"contextual embedding: the vector of '{target}'" + (" (the mean of its word pieces)" if split else "")
+        + f" at {chosen_name}" + (f" of {facts.model}" if facts.model else "")
+        + f", against {first_name}" + (" (word piece and position, no context yet)." if first_name.startswith(("layer 0", "embedding")) else ".")
+    )  # fmt: skip
+    comparison = (
+        f"similarity score: the cosine between the {n} occurrences of '{target}', {len(pairs):,} pairs, at "
+        f"{chosen_name} and at {first_name}; the table shows {len(rows)}."
+    )
+    if facts.readout is not None:
+        acc, high = facts.readout
+        comparison += (
+            f" Nearest sense average (leave-one-out): {acc:.0%} read right at {chosen_name}, "
+            f"{'above' if acc > high + 1e-12 else 'within'} chance (shuffled labels up to {high:.0%})."
         )
-    else:
-        verb = "rose" if r.change >= 0 else "fell"
-        reason = (
-            f"the cosine of sentences {r.i + 1} and {r.j + 1} {verb} the most, from {r.cosine_first:.2f} at "
-            f"{first_name} to {r.cosine_chosen:.2f} at {chosen_name}."
-        )
-    return EvidenceCard(target, first_name, chosen_name, tuple(rows), surprising, reason)
+    for note in facts.comparison_notes:
+        comparison += " " + note
+    captures, misses = _interpretation(c0, c1, senses, first_name, chosen_name, facts)
+    return EvidenceCard(
+        target,
+        first_name,
+        chosen_name,
+        tuple(rows),
+        representation=representation,
+        comparison=comparison,
+        captures=captures,
+        misses=misses,
+        checks=failure_checks(c1, senses, target, chosen_name, facts),
+        surprises=surprises,
+        none_found=none_found,
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Gathering the facts
+# --------------------------------------------------------------------------------------------------
+
+
+def split_word_counts(tokenizer, sentences: Sequence[str]) -> tuple[int, int, int]:
+    """(words the tokenizer cuts into several word pieces, words, words read as its unknown piece) in
+    ``sentences``: words of letters only (lib.stats.context.WORD_RE), counted through the tokenizer's
+    character offsets. ``tokenizer``: a Hugging Face fast tokenizer."""
+    from lib.stats.context import split_words
+
+    if not sentences:
+        return 0, 0, 0
+    out = tokenizer(list(sentences), add_special_tokens=False, return_offsets_mapping=True)
+    unk = getattr(tokenizer, "unk_token_id", None)
+    n_split = n_words = n_unk = 0
+    for text, offsets, ids in zip(sentences, out["offset_mapping"], out["input_ids"], strict=True):
+        offs = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+        ids = np.asarray(ids)
+        for word, a, b in split_words(text):
+            if not word.isalpha():
+                continue
+            inside = (offs[:, 0] >= a) & (offs[:, 1] <= b) & (offs[:, 1] > offs[:, 0])
+            k = int(inside.sum())
+            if k == 0:
+                continue
+            n_words += 1
+            n_split += k > 1
+            n_unk += bool(unk is not None and (ids[inside] == unk).any())
+    return n_split, n_words, n_unk
+
+
+def card_facts(
+    profile: LayerProfile,
+    tv: TargetVectors,
+    r: int,
+    *,
+    model: str = "",
+    chance: ReadoutChance | None = None,
+    split: tuple[int, int, int] | None = None,
+    reference_split: tuple[int, int, int] | None = None,
+    comparison_notes: Sequence[str] = (),
+) -> CardFacts:
+    """The :class:`CardFacts` of a Layer by layer profile at representation ``r`` (an index on its R axis).
+
+    tv: the set's target vectors (their spans and encoding); chance: the readout against chance over the
+    same R axis; split / reference_split: :func:`split_word_counts` of the set and of the reference corpus.
+    """
+    from lib.stats.context import split_words
+
+    words = tuple(
+        sum(1 for w, a, b in split_words(sp.sentence) if (b <= sp.start or a >= sp.end) and any(ch.isalnum() for ch in w))
+        for sp in tv.spans
+    )
+    context = profile.target_context
+    return CardFacts(
+        model=model,
+        pieces=tuple(tuple(sp.pieces) for sp in tv.spans),
+        static_min=float(profile.static_cosines.min()) if len(tv.spans) > 1 else None,
+        truncated=int(sum(bool(t) for t in tv.encoding.truncated)),
+        context_words=words,
+        split=split,
+        reference_split=reference_split,
+        self_similarity=None if profile.self_similarity is None else float(profile.self_similarity[r]),
+        context_similarity=None if context is None else float(context[r]),
+        baseline=None if profile.baseline is None else float(profile.baseline.mean[r]),
+        readout=None if chance is None else (float(chance.accuracy[r]), float(chance.shuffled_p95[r])),
+        comparison_notes=tuple(comparison_notes),
+    )

@@ -198,7 +198,8 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
             alpha = 0.0
             if n_null:
                 note = (
-                    f"{n_null} of the {d} directions have no variance at all, so whitening leaves them at 0 "
+                    f"{n_null} of the {d} directions {'has' if n_null == 1 else 'have'} no variance at all, so "
+                    f"whitening leaves {'it' if n_null == 1 else 'them'} at 0 "
                     "(a pseudo-inverse of the covariance) and rescales the others."
                 )
         else:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from lib.stats.baseline import TokenBaseline, random_token_baseline
-from lib.stats.contextuality import intra_sentence_similarity, self_similarity
-from lib.stats.pooling import Pooling, Representation, representation_index, with_pooled
+from lib.stats.contextuality import intra_sentence_similarity, self_similarity, target_context_similarity
+from lib.stats.pooling import Pooling, Representation, representation_index, sentence_vectors, with_pooled
 from lib.stats.readout import SenseReadout, leave_one_out_readout
 from lib.stats.similarity import (
     SenseSimilarity,
@@ -41,6 +41,12 @@ class LayerProfile:
     intra_sentence:  (R,) Ethayarajh's intra-sentence similarity
     readout:         leave-one-out nearest-centroid accuracy over R, or None without two labelled senses
     num_layers:      L
+    target_context:  (R,) the target's mean cosine with the rest of its own sentence (the other ordinary word
+                     pieces, lib.stats.contextuality.target_context_similarity), or None without the
+                     target's positions
+    cls_readout, mean_readout: the same readout over the K layers of two sentence vectors, [CLS] and the mean
+                     of the ordinary word pieces (lib.stats.pooling.sentence_vectors): the course's "compare
+                     mean pooling and [CLS] empirically" on this set; None without a readout or a [CLS]
     """
 
     vectors: np.ndarray
@@ -53,6 +59,9 @@ class LayerProfile:
     intra_sentence: np.ndarray
     readout: SenseReadout | None
     num_layers: int
+    cls_readout: SenseReadout | None = None
+    mean_readout: SenseReadout | None = None
+    target_context: np.ndarray | None = None
 
     @property
     def num_hidden_states(self) -> int:
@@ -112,6 +121,22 @@ class LayerProfile:
         return table
 
 
+def _readout_where_it_varies(vectors: np.ndarray, senses: Sequence[str | None]) -> SenseReadout | None:
+    """leave_one_out_readout of (n, K, H) vectors, NaN at a layer where every sentence has the same vector
+    (e.g. [CLS] at layer 0: its embedding at position 0, before any context), where a reading would only be
+    rounding noise breaking ties."""
+    ro = leave_one_out_readout(vectors, senses)
+    if ro is None:
+        return None
+    v = np.asarray(vectors, dtype=np.float64)
+    same = np.array([np.allclose(v[:, k], v[0, k], rtol=0, atol=1e-6) for k in range(v.shape[1])])
+    if not same.any():
+        return ro
+    acc = np.where(same, np.nan, ro.accuracy)
+    best = int(np.nanargmax(acc)) if np.isfinite(acc).any() else 0
+    return replace(ro, accuracy=acc, best_layer=best, best_accuracy=float(acc[best]))
+
+
 def layer_profile(
     vectors: np.ndarray,
     static: np.ndarray,
@@ -122,6 +147,8 @@ def layer_profile(
     n_pairs: int = 2000,
     seed: int = 0,
     tokens: Sequence[Sequence[str]] | None = None,
+    special: Sequence[np.ndarray] | None = None,
+    target_indices: Sequence[Sequence[int]] | None = None,
 ) -> LayerProfile:
     """Compute a :class:`LayerProfile`.
 
@@ -130,12 +157,25 @@ def layer_profile(
     other_masks: per sentence, tokens for the random baseline (not special, not the target);
     word_masks: per sentence, tokens for intra-sentence similarity (not special);
     tokens: per sentence the token strings, so the baseline never pairs a word piece with itself.
+    special: per sentence (n_tokens_i,) bool (``Encoding.special``): with it, the readouts of the [CLS] and
+    mean-pooled sentence vectors too (when every sentence starts with a special token).
+    target_indices: per sentence the target's word-piece positions: with ``word_masks``, how close the target
+    sits to the rest of its sentence (``target_context``).
     """
     v = check_vectors(vectors)
     n, k = v.shape[0], v.shape[1]
     aug = with_pooled(v)
     cos = layer_cosine_matrices(aug)
     static_cos = cosine_matrix(static)
+    readout = leave_one_out_readout(aug, senses)
+    cls_readout = mean_readout = None
+    if readout is not None and special is not None and all(len(sp) and sp[0] and not np.all(sp) for sp in special):
+        cls, mean = sentence_vectors(hidden_states, special)
+        cls_readout, mean_readout = _readout_where_it_varies(cls, senses), _readout_where_it_varies(mean, senses)
+        del cls, mean
+    target_context = None
+    if target_indices is not None and word_masks is not None:
+        target_context = target_context_similarity(hidden_states, target_indices, word_masks, pooled=True)
     return LayerProfile(
         vectors=aug,
         cosines=cos,
@@ -147,6 +187,63 @@ def layer_profile(
         ),
         self_similarity=self_similarity(aug) if n >= 2 else None,
         intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
-        readout=leave_one_out_readout(aug, senses),
+        readout=readout,
         num_layers=k - 1,
+        cls_readout=cls_readout,
+        mean_readout=mean_readout,
+        target_context=target_context,
     )
+
+
+WORD_VECTOR, MEAN_VECTOR, CLS_VECTOR = "the word's vector", "sentence: mean of word pieces", "sentence: [CLS]"
+
+
+def vector_readouts(profile: LayerProfile) -> dict[str, np.ndarray]:
+    """The leave-one-out sense readout per layer, (K,) each, of every vector the profile has: the word's own
+    vector, and the two sentence vectors when computed. Empty without a readout."""
+    if profile.readout is None:
+        return {}
+    K = profile.num_hidden_states
+    out = {WORD_VECTOR: np.asarray(profile.readout.accuracy[:K], dtype=np.float64)}
+    for name, ro in ((MEAN_VECTOR, profile.mean_readout), (CLS_VECTOR, profile.cls_readout)):
+        if ro is not None:
+            out[name] = np.asarray(ro.accuracy, dtype=np.float64)
+    return out
+
+
+def best_layers(accuracy: np.ndarray) -> list[int]:
+    """Every layer that reaches the highest accuracy (a readout counts sentences, so ties are exact); a NaN
+    layer (no reading there) is never one."""
+    a = np.asarray(accuracy, dtype=np.float64)
+    return [int(i) for i in np.flatnonzero(a >= np.nanmax(a) - 1e-12)]
+
+
+def depth_and_pooling_phrase(readouts: dict[str, np.ndarray]) -> str:
+    """Two of the course's checks on a set, from :func:`vector_readouts`: is the last layer the best one to
+    read the sense from (the misconception "deeper is always better"), and does [CLS] or the mean of the word
+    pieces make the better sentence vector ("compare mean pooling and [CLS] empirically")."""
+    from lib.stats.chance import layer_runs
+
+    word = readouts.get(WORD_VECTOR)
+    if word is None:
+        return ""
+    last = len(word) - 1
+    best = best_layers(word)
+    if last in best:
+        text = (
+            f"Here the last layer reads the word's sense as well as any ({word[last]:.0%}); that is this set's "
+            "result, not a rule: the best layer depends on the task."
+        )
+    else:
+        text = (
+            f"Deeper is not always better: the word's vector reads the sense best at {layer_runs(best)} "
+            f"({word.max():.0%}), the last layer {word[last]:.0%}."
+        )
+    if MEAN_VECTOR in readouts and CLS_VECTOR in readouts:
+        m, c = float(np.nanmax(readouts[MEAN_VECTOR])), float(np.nanmax(readouts[CLS_VECTOR]))
+        verdict = "the mean wins" if m > c else "[CLS] wins" if c > m else "they tie"
+        text += (
+            f" As sentence vectors, the mean of the word pieces reads {m:.0%} at its best layer, [CLS] {c:.0%}: "
+            f"here {verdict}."
+        )
+    return text

@@ -23,7 +23,7 @@ import os
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TypedDict, Unpack
@@ -334,11 +334,18 @@ def same_sense_neighbours(X, senses, metric: str = "euclidean") -> tuple[int, in
     metric: "euclidean" (for a picture) or "cosine" (for the full vectors). Only labelled points take
     part, as queries and as neighbours; ties go to the lower index. (0, 0) with fewer than two.
     """
-    A = np.asarray(X, dtype=np.float64)
     idx = [i for i, s in enumerate(senses) if s]
     if len(idx) < 2:
         return 0, 0
-    P = A[idx]
+    nearest = _nearest_among(X, idx, metric)
+    labels = [senses[i] for i in idx]
+    hits = sum(labels[i] == labels[int(j)] for i, j in enumerate(nearest))
+    return int(hits), len(idx)
+
+
+def _nearest_among(X, idx: Sequence[int], metric: str) -> np.ndarray:
+    """For each point of ``X[idx]``, the position in ``idx`` of its nearest other point (ties: the lower)."""
+    P = np.asarray(X, dtype=np.float64)[list(idx)]
     if metric == "cosine":
         norms = np.linalg.norm(P, axis=1, keepdims=True)
         U = np.where(norms > 0, P / np.where(norms > 0, norms, 1.0), 0.0)
@@ -348,10 +355,19 @@ def same_sense_neighbours(X, senses, metric: str = "euclidean") -> tuple[int, in
     else:
         raise ValueError(f"metric must be 'euclidean' or 'cosine'; got {metric!r}.")
     np.fill_diagonal(D, np.inf)
-    nearest = np.argmin(D, axis=1)
-    labels = [senses[i] for i in idx]
-    hits = sum(labels[i] == labels[int(j)] for i, j in enumerate(nearest))
-    return int(hits), len(idx)
+    return np.argmin(D, axis=1)
+
+
+def same_nearest_neighbour(coords, full, senses) -> tuple[int, int]:
+    """How many labelled points have the very same nearest labelled neighbour on a map (``coords``,
+    Euclidean) as in the full space (``full``, cosine): (agreeing, labelled points); (0, 0) with fewer than
+    two. Equal counts of same-sense neighbours (:func:`same_sense_neighbours`) need not be the same pairs.
+    """
+    idx = [i for i, s in enumerate(senses) if s]
+    if len(idx) < 2:
+        return 0, 0
+    agree = _nearest_among(coords, idx, "euclidean") == _nearest_among(full, idx, "cosine")
+    return int(agree.sum()), len(idx)
 
 
 def group_neighbours(X, n_group: int) -> int:

@@ -215,7 +215,7 @@ def context_prediction(
         options,
         accepted,
         expl,
-        f"Which word tells you which meaning of '{target}' is meant? Try again; the attention bars are only a "
-        "hint, and not always a good one.",
+        f"The shift counts any change of '{target}', so the word that gives the meaning away need not be the "
+        "one that moves it most. Try again; the attention bars are only a hint, and not always a good one.",
     )
     return ContextPrediction(layer, options, values, question)

@@ -306,6 +306,12 @@ class HardCase:
     question: Question
     finding: str | None = None
 
+    @property
+    def crossing(self) -> float:
+        """How much nearer sentence a's word sits to b (another sense) than to c (its own), in cosine; > 0
+        goes against the course's picture of context pushing each occurrence towards its meaning."""
+        return self.cos_ab - self.cos_ac
+
 
 def hard_case(
     vectors: np.ndarray,

@@ -128,6 +128,14 @@ class CentroidReading:
     question: Question
     finding: str | None = None
 
+    @property
+    def crossing(self) -> float:
+        """The largest amount by which a sentence's word sits nearer the other sense's average than its own
+        (cosine; <= 0 when every sentence is on its own side)."""
+        margin = np.abs(np.asarray(self.x) - np.asarray(self.y))  # a misread sentence is nearer the other side
+        crossed = np.isin(self.indices, self.wrong)
+        return float(margin[crossed].max()) if crossed.any() else -float(margin.min())
+
 
 def centroid_reading(
     vectors: np.ndarray,
@@ -348,7 +356,7 @@ def deeper_check(
             )
             + (
                 "; layer 0 holds no context, so a readout above chance there can only come from the word's "
-                "position going with its sense, which small hand-written sets allow."
+                "position or form (its word pieces) going with its sense, which small hand-written sets allow."
                 if not w[0]
                 else "."
             )
@@ -457,6 +465,8 @@ def architecture_check(
     seed: int = 0,
     weights: str = "shuffled",
     probes: tuple[object, object] | None = None,
+    context: tuple[object, object] | None = None,
+    floors: tuple[float, float] | None = None,
 ) -> ArchitectureCheck:
     """Does a control copy of the architecture (``weights``: "shuffled" or "random", lib.models.encoder.WEIGHTS)
     separate the senses at the last layer?
@@ -465,7 +475,12 @@ def architecture_check(
     control's weights (same architecture, so the same L). The answer reads what the layers *add*: the gap at
     the last layer minus the gap at layer 0, where there is no context yet; a growth within ``GROWTH_TIE``
     of a boundary between two choices accepts both. probes: optionally the lib.stats.probe.ProbeResult of the
-    trained and of the random vectors, quoted in the explanation (probe vs its shuffled-label control).
+    trained and of the random vectors, quoted in the explanation (probe vs its shuffled-label null).
+    context: optionally the lib.stats.context.ContextUse of the trained model and of the control on the same
+    sentences, and floors: their random other-word-piece cosine at the last layer (lib.stats.baseline): what
+    the control cannot rule out, said with its numbers (it may take in less context, and a cone squeezes
+    every gap by itself). The explanation leads with the pair-ranking AUC, which does not depend on how high
+    the cosines sit.
     """
     t, r = np.asarray(trained), np.asarray(random)
     if t.shape[:2] != r.shape[:2]:
@@ -485,7 +500,10 @@ def architecture_check(
     answer = next(c for c in (NOT_AT_ALL, SOME, AS_TRAINED) if c in shown)
     random_name = weights_label(weights, seed)
     expl = (
-        f"With the trained weights the gap goes from {gt[0]:+.3f} at layer 0 to {gt[last]:+.3f} at layer {last} "
+        f"At layer {last}, a same-sense pair is closer than a different-sense pair in {at[last]:.0%} of "
+        f"comparisons with the trained weights and {ar[last]:.0%} with the control (50% is chance; this count "
+        "does not depend on how high the cosines sit). "
+        f"The gap goes from {gt[0]:+.3f} at layer 0 to {gt[last]:+.3f} at layer {last} with the trained weights "
         f"(the layers add {grow_t:+.3f}); with {random_name} from {gr[0]:+.3f} to {gr[last]:+.3f} (they add "
         f"{grow_r:+.3f})."
     )
@@ -494,33 +512,45 @@ def architecture_check(
             f" The control's gap at layer 0 ({gr[0]:+.3f}) holds no context: it comes from its {weights} word "
             f"piece and position vectors, i.e. from where '{target}' happens to sit in these sentences."
         )
-    expl += (
-        f" Counted without the scale of the cosines: at layer {last}, a same-sense pair is closer than a "
-        f"different-sense pair in {at[last]:.0%} of comparisons with the trained weights and {ar[last]:.0%} "
-        "with the control (50% is chance)."
-    )
     if probes is not None:
         pt, pr = probes
         parts = []
         for name, p in (("trained", pt), (weights, pr)):
             acc, high = float(p.accuracy[last]), float(p.shuffled_high[last])
             parts.append(
-                f"{name} {acc:.0%} against a control band up to {high:.0%}"
-                + (" (within the band)" if acc <= high + 1e-12 else "")
+                f"{name} {acc:.0%}, its shuffled-label null up to {high:.0%}"
+                + (" (within the null)" if acc <= high + 1e-12 else "")
             )
-        expl += f" A logistic-regression probe at layer {last} agrees: " + "; ".join(parts) + "."
+        expl += f" A logistic-regression probe at layer {last}: " + "; ".join(parts) + "."
+    caveats = []
+    if context is not None:
+        from lib.stats.context import context_use_phrase
+
+        caveats.append(context_use_phrase(context[0], context[1], "the control"))
+    if floors is not None:
+        ft, fc = floors
+        if fc > ft + GROWTH_TIE:
+            caveats.append(
+                f"At layer {last} the control's vectors crowd into a narrower cone: random pairs of other word "
+                f"pieces have cosine {fc:.2f}, against {ft:.2f} trained, and a cone squeezes every gap by itself."
+            )
+    if caveats:
+        expl += (
+            " What this control cannot rule out: " + " ".join(caveats) + " So it shows what training adds to "
+            "this architecture, not what the architecture could do with other weights."
+        )
     if answer == NOT_AT_ALL:
-        expl += " What the trained model does here, it learned: the architecture alone does not do it."
+        expl += " With its weights shuffled the architecture adds no separation here: it came with training."
     elif answer == SOME:
-        expl += " Part of the separation comes from the architecture alone; training adds the rest."
+        expl += " The control adds part of the separation; training adds the rest."
     else:
-        expl += " Here the architecture alone goes as far as training: the trained model's gap is no evidence of learning."
+        expl += " The control goes as far as training here: the trained model's gap alone is no evidence of learning."
     as_predicted = answer == NOT_AT_ALL and grow_t > GROWTH_TIE
     if as_predicted:
         finding = (
             f"With {random_name} the layers add no separation to '{target}' (gap {gr[0]:+.3f} at layer 0, "
             f"{gr[last]:+.3f} at layer {last}); the trained weights take it from {gt[0]:+.3f} to {gt[last]:+.3f}: "
-            "the separation was learned."
+            "the separation came with training."
         )
     elif grow_t <= GROWTH_TIE:
         finding = (
@@ -530,7 +560,7 @@ def architecture_check(
     else:
         finding = (
             f"A copy with {random_name} already adds {grow_r:+.3f} to the gap of '{target}' between layer 0 and "
-            f"layer {last}, against {grow_t:+.3f} with the trained weights: part of the separation comes from the architecture."
+            f"layer {last}, against {grow_t:+.3f} with the trained weights: part of the separation needs no training."
         )
     question = choice_question(
         f"A copy of this model with {random_name} reads the same '{target}' sentences. By the last layer "
@@ -538,8 +568,8 @@ def architecture_check(
         [AS_TRAINED, SOME, NOT_AT_ALL],
         sorted(accepted),
         expl,
-        "The blue line is what training gives. The control's attention still mixes the words of a sentence, "
-        "but nothing it does was learned: what can it know about meaning?",
+        "The blue line is what training gives. The control has the same layers, but nothing in its weights "
+        "was learned: what can it know about meaning?",
         answer=answer,
     )
     return ArchitectureCheck(gt, gr, at, ar, grow_t, grow_r, question, finding, as_predicted)

@@ -142,7 +142,8 @@ class StepFacts:
     same_query_key:       W_Q = W_K (up to rounding), so the scores are symmetric
     symmetric_scores:     the raw scores QKᵀ equal their transpose (up to rounding)
     largest_score:        (row, column) of the largest raw score in the whole table
-    row_best:             the key with the largest raw score in row i
+    row_best:             the key with the largest raw score in row i (the first, on a tie)
+    row_ties:             every key tied with it (within 1e-9), in order, row_best first
     d_k, sqrt_d_k:        the query/key width and its square root (what scaling divides by)
     exp_ratio:            largest / smallest exp among the keys row i sees; inf when the smallest is 0
     row_sum_error:        max over rows of |Σⱼ αᵢⱼ − 1| (rounding only)
@@ -153,6 +154,7 @@ class StepFacts:
     symmetric_scores: bool
     largest_score: tuple[int, int]
     row_best: int
+    row_ties: tuple[int, ...]
     d_k: int
     sqrt_d_k: float
     exp_ratio: float
@@ -172,6 +174,7 @@ def step_facts(steps: AttentionSteps, i: int) -> StepFacts:
         symmetric_scores=bool(np.allclose(raw, raw.T)),
         largest_score=(int(big[0]), int(big[1])),
         row_best=int(np.argmax(raw[i])),
+        row_ties=tuple(int(j) for j in np.flatnonzero(np.isclose(raw[i], raw[i].max(), rtol=0, atol=1e-9))),
         d_k=d_k,
         sqrt_d_k=float(np.sqrt(d_k)),
         exp_ratio=float(seen.max()) / smallest if smallest > 0 else float("inf"),

@@ -1,4 +1,6 @@
-"""A class on the board in one headless Chromium: a teacher (1280 x 720) and students on phones (390 x 844).
+"""A class on the board in one headless Chromium: a teacher (1280 x 720) and students on phones (390 x 844),
+each in a browser context of their own (their own cookies: the board knows a student by a signed cookie, so
+tabs of one context would be one student).
 
 Shared by tests/browser/test_browser_board.py (which asserts) and benchmarks/board_bench.py (which records the
 server's CPU and peak RSS). Each student sends two sentences; the teacher's tab records, in the browser's own
@@ -64,6 +66,15 @@ def main_text(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
 
+def moderate(pg) -> None:
+    """Turn on the teacher's moderation view (the waiting sentences, Accept and Hide: off on the projector)."""
+    toggle = pg.locator(".st-key-board_moderate")
+    toggle.wait_for(timeout=LOAD_MS)
+    if not toggle.locator("input").is_checked():
+        toggle.locator("label").first.click()
+    pg.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
+
+
 @dataclass
 class ClassRun:
     """What one class did: when each sentence was acknowledged, seen by the teacher, and the server's costs."""
@@ -80,11 +91,20 @@ class ClassRun:
     errors: list[str] = field(default_factory=list)
 
 
-def open_students(context, base: str, student_link: str, n: int) -> list:
+def new_tab(browser, viewport: dict) -> object:
+    """A page in a browser context of its own: one person's browser."""
+    return browser.new_context(viewport=viewport).new_page()
+
+
+def close_tabs(pages) -> None:
+    for pg in pages:
+        pg.context.close()
+
+
+def open_students(browser, base: str, student_link: str, n: int) -> list:
     pages = []
     for _ in range(n):
-        pg = context.new_page()
-        pg.set_viewport_size(PHONE_VIEWPORT)
+        pg = new_tab(browser, PHONE_VIEWPORT)
         pg.goto(base + student_link)
         pages.append(pg)
     for pg in pages:
@@ -116,19 +136,26 @@ def accept_all(teacher) -> float:
     return at
 
 
-def run_class(context, base: str, pid: int, student_link: str, teacher_link: str, n_students: int) -> tuple:
-    """Open the teacher and ``n_students`` phones, send 2 sentences each (accepting after the first round),
-    accept the rest; returns (ClassRun, teacher page, student pages)."""
+def run_class(browser, base: str, pid: int, student_link: str, teacher_link: str, n_students: int) -> tuple:
+    """Open the teacher's two tabs (the projector's view, and their phone moderating) and ``n_students`` phones
+    (each its own browser context of ``browser``), send 2 sentences each (the teacher accepts the first round
+    on the phone while the second is sent), accept the rest; returns (ClassRun, (projector, teacher's phone),
+    student pages): close them with :func:`close_tabs`. A sentence is "seen" when the teacher's phone shows it;
+    the points and the "On the board (n)" marks are read on the projector."""
     run = ClassRun()
     cpu0 = cpu_seconds(pid)
-    teacher = context.new_page()
-    teacher.set_viewport_size(TEACHER_VIEWPORT)
-    teacher.goto(base + teacher_link)
-    teacher.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
-    students = open_students(context, base, student_link, n_students)
+    projector = new_tab(browser, TEACHER_VIEWPORT)
+    projector.goto(base + teacher_link)
+    projector.wait_for_selector("text=On the board (0)", timeout=LOAD_MS)
+    phone = projector.context.new_page()  # the teacher's own browser: the same session cookie, another tab
+    phone.set_viewport_size(PHONE_VIEWPORT)
+    phone.goto(base + teacher_link)
+    moderate(phone)
+    students = open_students(browser, base, student_link, n_students)
     expected = [s for i in range(n_students) for _, s in sentences_of(i)]
     marks = [f"On the board ({n_students})", f"On the board ({2 * n_students})"]  # the server's answer, drawn
-    teacher.evaluate(JS_WATCH, [expected, marks])
+    for pg in (projector, phone):
+        pg.evaluate(JS_WATCH, [expected, marks])
     cpu1 = cpu_seconds(pid)
     t0 = time.monotonic()
     for round_ in range(2):
@@ -136,20 +163,18 @@ def run_class(context, base: str, pid: int, student_link: str, teacher_link: str
             sense, sentence = sentences_of(i)[round_]
             run.acked[sentence] = send(pg, sense, sentence)
         if round_ == 0:  # the teacher accepts the first round while the second one is being sent
-            teacher.wait_for_function(
-                "(n) => Object.keys(window.__seen).length >= n", arg=n_students, timeout=SEND_MS
-            )
-            run.accepted_at.append((n_students, accept_all(teacher)))
+            phone.wait_for_function("(n) => Object.keys(window.__seen).length >= n", arg=n_students, timeout=SEND_MS)
+            run.accepted_at.append((n_students, accept_all(phone)))
     run.send_wall_s = time.monotonic() - t0
-    teacher.wait_for_function("(n) => Object.keys(window.__seen).length >= n", arg=2 * n_students, timeout=SEND_MS)
-    run.accepted_at.append((2 * n_students, accept_all(teacher)))
-    teacher.wait_for_function("(n) => n in window.__points", arg=2 * n_students, timeout=SEND_MS)
+    phone.wait_for_function("(n) => Object.keys(window.__seen).length >= n", arg=2 * n_students, timeout=SEND_MS)
+    run.accepted_at.append((2 * n_students, accept_all(phone)))
+    projector.wait_for_function("(n) => n in window.__points", arg=2 * n_students, timeout=SEND_MS)
     run.cpu_class_s = cpu_seconds(pid) - cpu1
     run.cpu_load_s = cpu1 - cpu0
     run.peak_rss_mb = peak_rss_mb(pid)
-    run.seen = teacher.evaluate("window.__seen")
-    run.marks = teacher.evaluate("window.__marks")
-    run.points_at = {int(k): v for k, v in teacher.evaluate("window.__points").items()}
-    for pg in [teacher, *students]:
+    run.seen = phone.evaluate("window.__seen")
+    run.marks = projector.evaluate("window.__marks")
+    run.points_at = {int(k): v for k, v in projector.evaluate("window.__points").items()}
+    for pg in [projector, phone, *students]:
         run.errors += exceptions(pg)
-    return run, teacher, students
+    return run, (projector, phone), students

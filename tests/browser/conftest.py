@@ -56,6 +56,18 @@ def browser_context(playwright_driver):
             ctx.close()
 
 
+@pytest.fixture(scope="session")
+def chromium(playwright_driver):
+    """A headless Chromium whose contexts are separate people's browsers (their own cookies and headers): the
+    class board knows a student by a cookie, so each student needs a context of their own."""
+    require_browser()
+    b = playwright_driver.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
 @pytest.fixture
 def page(browser_context):
     """A new tab (a new Streamlit session) per test; page errors are collected in page.errors."""

@@ -14,28 +14,36 @@ import pytest
 from lib import board as lb
 from tests._postgres import postgres_cluster
 from tests.browser._browser import exceptions, start_server, stop_server
-from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+from tests.browser._class_board import (
+    PHONE_VIEWPORT,
+    TEACHER_VIEWPORT,
+    close_tabs,
+    main_text,
+    moderate,
+    new_tab,
+    send,
+    sentences_of,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
-def test_students_on_two_replicas_reach_one_board(browser_context):
+def test_students_on_two_replicas_reach_one_board(chromium):
     with postgres_cluster() as url:
         store = lb.BoardStore(url)
         new = store.create_board("bank", "money, river")
         servers = [start_server(env={"CONTEXT_LENS_DB": url}) for _ in range(2)]
         pages = []
         try:
-            teacher = browser_context.new_page()
+            teacher = new_tab(chromium, TEACHER_VIEWPORT)
             pages.append(teacher)
-            teacher.set_viewport_size(TEACHER_VIEWPORT)
             teacher.goto(servers[0][1] + new.teacher_link)
+            moderate(teacher)
             teacher.wait_for_selector("text=Waiting for you (0)", timeout=300_000)
             sent = []
             for i in range(4):  # students 0 and 2 on the first replica, 1 and 3 on the second
-                pg = browser_context.new_page()
+                pg = new_tab(chromium, PHONE_VIEWPORT)
                 pages.append(pg)
-                pg.set_viewport_size(PHONE_VIEWPORT)
                 pg.goto(servers[i % 2][1] + new.student_link)
                 pg.wait_for_selector(".st-key-board_text input", timeout=300_000)
                 sense, sentence = sentences_of(i)[0]
@@ -47,10 +55,16 @@ def test_students_on_two_replicas_reach_one_board(browser_context):
             teacher.locator(".st-key-board_accept_all button").click()
             teacher.wait_for_selector("text=On the board (4)", timeout=60_000)
             assert sorted(e.sentence for e in store.accepted(new.board.code)) == sorted(sent)
+            assert len({e.student for e in store.entries(new.board.code, new.key)}) == 4
+            # a student's cookie, signed by one replica, is the same student on the other (one key in the database)
+            again = pages[1].context.new_page()
+            pages.append(again)
+            again.goto(servers[1][1] + new.student_link)  # student 0 was on the first replica
+            again.wait_for_selector("text=Your sentences", timeout=300_000)
+            assert sentences_of(0)[0][1] in main_text(again)
             assert not any(exceptions(pg) for pg in pages)
         finally:
-            for pg in pages:
-                pg.close()
+            close_tabs({pg.context: pg for pg in pages}.values())
             for proc, _base, log in servers:
                 stop_server(proc)
                 Path(log).unlink(missing_ok=True)

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import pytest
 
+from lib import board as lb
 from tests.browser._browser import LOAD_MS, exceptions, goto_app, wait_idle
-from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, send, sentences_of
+from tests.browser._class_board import (
+    PHONE_VIEWPORT,
+    TEACHER_VIEWPORT,
+    main_text,
+    moderate,
+    send,
+    sentences_of,
+)
 from tests.deploy._docker import PREFIX, docker, explained, nginx_routes, running_stack, wait_healthy
 
 PORT = 8644
@@ -44,7 +52,9 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
         tctx = browser.new_context(viewport=TEACHER_VIEWPORT)
         contexts.append(tctx)
         teacher = tctx.new_page()
-        goto_app(teacher, stack + teacher_link, selector="text=Waiting for you (0)")
+        goto_app(teacher, stack + teacher_link, selector=".st-key-board_moderate")
+        moderate(teacher)  # the queue, on the teacher's own screen
+        teacher.wait_for_selector("text=Waiting for you (0)", timeout=LOAD_MS)
         replicas: dict[str, list] = {}
         sent = []
         for i in range(MAX_STUDENTS):
@@ -93,6 +103,18 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
             "print('\\n'.join(e.sentence for e in s.accepted(sys.argv[1])))", code,
         ).splitlines()  # fmt: skip
         assert sorted(stored) == sorted(sent)
+        # a wrong code through nginx counts against the address nginx saw, never one the browser made up
+        forged = browser.new_context(viewport=PHONE_VIEWPORT,
+                                     extra_http_headers={"X-Real-IP": "203.0.113.9", "X-Forwarded-For": "203.0.113.8"})  # fmt: skip
+        contexts.append(forged)
+        pg = forged.new_page()
+        goto_app(pg, stack + "/board?room=ZZZZZZ", selector="[data-testid='stAlertContentError']")
+        counted = docker(
+            "exec", f"{STACK}-app1", "python", "-c",
+            "import os; import sqlalchemy as sa; from lib import board as lb; s = lb.BoardStore(os.environ['CONTEXT_LENS_DB']); "
+            "c = s.engine.connect(); print('\n'.join(c.execute(sa.select(lb.guesses.c.client)).scalars()))",
+        ).split()  # fmt: skip
+        assert counted and not set(counted) & {"203.0.113.9", "203.0.113.8", lb.FORWARDED, lb.LOOPBACK}, counted
     finally:
         for ctx in contexts:
             ctx.close()
