@@ -29,9 +29,7 @@ SENTENCE = "The bank of the river flooded after the storm."
 def _texts(at) -> str:
     """Every markdown and caption of a run, glossary links read as their text."""
     out = "\n".join([str(m.value) for m in at.markdown] + [str(c.value) for c in at.caption])
-    out = out.replace("\\[", "⟦").replace("\\]", "⟧")  # escaped brackets ("\\[CLS\\]") inside a link's text
-    out = re.sub(r"\[([^\]]*)\]\(glossary#[^)]*\)", r"\1", out)
-    return out.replace("⟦", "[").replace("⟧", "]")
+    return re.sub(r"\[(\[[^\]]*\]|[^\]]*)\]\(glossary#[^)]*\)", r"\1", out)  # "[[CLS]](glossary#cls)" too
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -313,10 +311,10 @@ def test_the_lesson_step_on_direction_of_context(decoder):
      ("pages/lens.py", None), ("pages/layers.py", "bank-cue")],
 )  # fmt: skip
 def test_decoder_pages_keep_to_600_words(decoder, page, preset):
-    from tests.test_prose import MAX_WORDS, prose, words
+    from lib.teaching.wordcount import MAX_PROSE_WORDS, prose_texts, total_words
 
     at = page_test(page, preset=preset, model=DECODER_MODEL)
     at.run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    n = sum(words(t) for t in prose(at))
-    assert n <= MAX_WORDS, f"{page}: {n} words of prose on its defaults with the decoder"
+    n = total_words(prose_texts(at.main))
+    assert n <= MAX_PROSE_WORDS, f"{page}: {n} words of prose on its defaults with the decoder"
