@@ -337,16 +337,15 @@ if enc.family == "decoder" and stats.massive is not None:
         f"**attention sink**), carries numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against "
         f"{mv.typical:,.0f} for a typical word piece's largest number. "
         + (
-            f"A few first words after the start carry them too: {carried}, over {mv.threshold:,.0f} "
-            f"(five times typical; {len(mv.words)} of {mv.n_positions:,} word pieces). "
+            f"A few first words after it carry them too: {carried} (over five times typical; {len(mv.words)} "
+            f"of {mv.n_positions:,} word pieces). "
             if mv.words
             else f"No word piece of these sentences passes five times typical ({mv.threshold:,.0f}); in longer "
             "corpora a few first words after the start (split words like “Cop”) do. "
         )
         + f"Z-scoring fixes the cone: random pairs' mean cosine, {fmt(zr[0])} to {fmt(zr[1])} raw over layers "
-        f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers: a vector with massive "
-        "values stays far from every other after it (which is why the app leaves the start token out), and "
-        "it cannot separate meanings a layer does not hold."
+        f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
+        "values stays far from all others) nor separate meanings a layer does not hold."
     )
 chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer", all_marks=True), key="aniso_norms")
 nm = stats.mean_norm

@@ -119,9 +119,8 @@ prose(
 )
 if enc.causal:
     prose(
-        f"This model reads left to right: a word piece may look only at itself and what came before, so "
-        f"everything **above the diagonal** is empty (the **causal mask**; the largest weight there, in every "
-        f"layer and head of this sentence, is {weight_above_diagonal(att):.1f})."
+        "Nothing lies **above the diagonal**: a word piece sees only itself and what came before (the **causal "
+        f"mask**; largest weight there, any layer and head: {weight_above_diagonal(att):.1f})."
     )
 if n > MAX_TICK_LABELS:
     prose(caption=True, text=
@@ -244,16 +243,13 @@ else:
         )
         half = L // 2
         lo, hi = float(own.per_layer[half:].min()), float(own.per_layer[half:].max())
-        peak0 = int(np.argmax(own.per_layer))
         prose(
-            f"In this sentence, the word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their "
-            f"attention on average in layers {half + 1}–{L} of this 4-bit copy of SmolLM2 (most in layer {peak0 + 1}: "
-            f"{own.per_layer[peak0]:.0%}); an even spread over what each may see would give {own.uniform:.0%}. "
-            f"The encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer "
-            f"(even spread {bert.uniform:.0%}). Why position 0? It is the one word piece **every** later one can "
-            "see, and softmax must give each row weights that add up to 1: a head with nothing to find still has "
-            "to put its weight somewhere, and a trained decoder learns to park it there (the **attention sink**). "
-            "The start token carries no word, so the app leaves it out of every similarity."
+            f"Word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their attention on average in "
+            f"layers {half + 1}–{L} of this 4-bit copy of SmolLM2 (even spread: {own.uniform:.0%}); the "
+            f"encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer (even spread "
+            f"{bert.uniform:.0%}). Why? Position 0 is the one word piece every later one can see, and softmax must "
+            "put each row's weight somewhere: a head with nothing to find parks it there (the **attention "
+            "sink**)."
         )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
@@ -371,6 +367,9 @@ else:
         "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, one head per slice, then the output projection, a residual "
         "and LayerNorm; then the feed-forward block on each word piece, with its own residual and LayerNorm. "
         "That is one layer (course §3.2)."
+        if not enc.causal
+        else "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, the output projection and a residual, then the "
+        "feed-forward block; this decoder norms before each block (RMSNorm)."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")

@@ -242,7 +242,7 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
 def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions):
     """A link to the step opens it; the chart shows the trained line only, then both lines and the probe."""
     k = lesson.STEP_IDS.index("random") + 1
-    assert k == N - 1  # just before the summary: the earlier steps keep their numbers and progress bits
+    assert k == N - 2  # before the direction step and the summary: earlier steps keep their numbers and bits
     q = questions["random"]
     at = page_test(PAGE)
     at.query_params["lesson_step"] = str(k)
