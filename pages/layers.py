@@ -237,13 +237,12 @@ def cue_section(ss, model: str, cues: list[str | None]) -> None:
         else "Here the halves do not split as the course expects; look at the curves."
     )
     prose(
-        f"Half the {e.n_before + e.n_after} sentences name the cue (river, loan…) **before** “{escape_md(ss.target)}”, "
-        "half only **after** it, with the same openings for both senses. The gap is the same-sense minus the "
-        "different-sense mean cosine. **Encoder**: cue before peaks at "
-        f"{peak(e.before)}, cue after at {peak(e.after)}. **Decoder** (a 4-bit copy of SmolLM2): cue before "
-        f"peaks at {peak(d.before)}; cue after stays between {d.after.min():+.2f} and {d.after.max():+.2f} at "
-        f"every layer. **{verdict}** A decoder reads left to right: when it makes the vector of the word, "
-        "it has not read the words after it yet."
+        f"Half the {e.n_before + e.n_after} sentences name the cue **before** “{escape_md(ss.target)}”, half only "
+        "**after** it, with the same openings for both senses. Same − different sense cosine: **encoder**, cue "
+        f"before peaks at {peak(e.before)}, cue after at {peak(e.after)}; **decoder** (a 4-bit copy of SmolLM2), "
+        f"cue before peaks at {peak(d.before)}, cue after stays between {d.after.min():+.2f} and "
+        f"{d.after.max():+.2f} at every layer. **{verdict}** Reading left to right, the decoder makes the "
+        "word's vector before it reads what follows."
     )
 
 
