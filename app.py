@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import page_export, page_globals, session, sidebar, startup, style, timing, work
+from ui import page_export, session, sidebar, startup, style, timing, work
 from ui.widgets import guarded
 
 ROOT = Path(__file__).resolve().parent
@@ -23,6 +23,7 @@ PAGES = [
     ("pages/anisotropy.py", "Anisotropy", ":material/explore:", False),
     ("pages/lens.py", "Logit lens", ":material/search:", False),
     ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
+    ("pages/finetune.py", "Fine-tune", ":material/model_training:", False),
     ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),
     ("pages/lesson.py", "Guided lesson", ":material/school:", False),
     ("pages/board.py", "Class board", ":material/groups:", False),
@@ -54,8 +55,7 @@ try:
         guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
     page_export.offer(shown)
 finally:
-    page_globals.release()  # the page's large results go with its run, not with the session's widgets
-    work.end_run()  # the leases this run held for a large set's vectors (ui/work.py)
+    work.end_run()  # a large run's garbage collected, then its leases given back (ui/work.py)
     session.finish_run()
     startup.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
     timing.stop(_timer, nav.url_path)

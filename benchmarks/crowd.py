@@ -1,6 +1,7 @@
 """A hostile crowd and one ordinary student on one fresh server, all at once.
 
     python benchmarks/crowd.py               # prints a JSON summary; --out FILE writes it too
+    python benchmarks/crowd.py --only compare   # one kind of hostile tab alone (upload, compare, occlusion)
     python -c "from benchmarks.crowd import main; main([])"
 
 One fresh `streamlit run serve.py` on 127.0.0.1 (port CONTEXT_LENS_BENCH_PORT, default 8610). After the model
@@ -109,7 +110,10 @@ def _answered(kind: str, st: dict) -> bool:
     return st["idle"] and (st["charts"] > 0 or bool(alerts))
 
 
-def run(port: int) -> dict:
+KINDS = ("upload", "compare", "occlusion")
+
+
+def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True) -> dict:
     from playwright.sync_api import sync_playwright
 
     proc, base, log = start_server(port=port)
@@ -126,27 +130,28 @@ def run(port: int) -> dict:
                 result["rss_after_warmup_mb"] = round(_status(proc.pid, "VmRSS"))
                 cpu0 = _cpu_seconds(proc.pid)
                 tabs: list[tuple[str, str, object, float]] = []
-                for k in range(3):  # the uploads first: each needs its page drawn before the file goes
+                for k in range(3 if "upload" in kinds else 0):  # the uploads first: each needs its page drawn
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                     _upload(pg, base, junk_csv(), folder, f"junk{k}.csv")
                     tabs.append(("upload", f"junk upload {k + 1}", pg, time.perf_counter()))
-                for k in range(3):
+                for k in range(3 if "compare" in kinds else 0):
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                     pg.goto(base + compare_link(k))
                     tabs.append(("compare", f"large compare link {k + 1}", pg, time.perf_counter()))
-                for k in range(2):
+                for k in range(2 if "occlusion" in kinds else 0):
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                     pg.goto(base + occlusion_link(k))
                     tabs.append(("occlusion", f"long occlusion set {k + 1}", pg, time.perf_counter()))
                 time.sleep(2.0)  # the hostile work is under way
-                student = browser.new_page(viewport={"width": 1400, "height": 1000})
-                t = time.perf_counter()
-                student.goto(base + "/")
-                student.wait_for_function(JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
-                result["student_charted_s"] = round(time.perf_counter() - t, 2)
-                student.wait_for_function(JS_IDLE, timeout=int(LIMIT_S * 1000), polling=100)
-                result["student_done_s"] = round(time.perf_counter() - t, 2)
-                result["student_traceback"] = bool(student.evaluate(JS_STATE)["traces"])
+                if student:
+                    pupil = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    t = time.perf_counter()
+                    pupil.goto(base + "/")
+                    pupil.wait_for_function(JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
+                    result["student_charted_s"] = round(time.perf_counter() - t, 2)
+                    pupil.wait_for_function(JS_IDLE, timeout=int(LIMIT_S * 1000), polling=100)
+                    result["student_done_s"] = round(time.perf_counter() - t, 2)
+                    result["student_traceback"] = bool(pupil.evaluate(JS_STATE)["traces"])
                 answers: dict[str, dict] = {}
                 end = time.monotonic() + LIMIT_S
                 while len(answers) < len(tabs) and time.monotonic() < end:
@@ -191,8 +196,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--port", type=int, default=int(os.environ.get("CONTEXT_LENS_BENCH_PORT", "8610")))
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
+    ap.add_argument("--only", choices=KINDS, action="append", help="only these hostile tabs, and no student")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
-    result = run(args.port)
+    result = run(args.port, tuple(args.only), student=False) if args.only else run(args.port)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out:

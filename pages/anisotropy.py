@@ -17,7 +17,6 @@ from lib.charts.geometry import (
     norms_by_layer,
     similarity_before_after,
 )
-from lib.charts.layers import show_layer_mark
 from lib.inputs.corpus import (
     TREATMENTS,
     UNTREATED,
@@ -39,7 +38,7 @@ from ui.widgets import (
     chart,
     download_figure,
     escape_md,
-    layer_marks,
+    layer_chart,
     matrix_pair,
     page_intro,
     prose,
@@ -220,17 +219,11 @@ is_default = model == DEFAULT_MODEL
 # ------------------------------------------------------------------------------------------- 1. curves
 st.header("1. How alike are two random words?")
 ref = ETHAYARAJH_2019_BERT_BASE.anisotropy if show_bert else None
-# The curves and the lengths carry a mark at every layer, all hidden; this style rule shows the chosen one, so
-# their figures stay the same when only the layer moves and the browser keeps them as drawn (a slider's redraw time).
-layer_marks({"aniso_curves": layer, "aniso_norms": layer})
-curves_fig = anisotropy_by_layer(
-    curves, names, reference=ref, title="Mean cosine of random word-piece pairs", all_marks=True
-)
-chart(
-    curves_fig,
+layer_chart(
+    anisotropy_by_layer(curves, names, reference=ref, title="Mean cosine of random word-piece pairs"),
     key="aniso_curves",
+    at=layer,
     download="context_lens_anisotropy",
-    download_fig=show_layer_mark(curves_fig, layer),
 )
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
 prose(
@@ -347,7 +340,7 @@ if enc.family == "decoder" and stats.massive is not None:
         f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
         "values stays far from all others) nor separate meanings a layer does not hold."
     )
-chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer", all_marks=True), key="aniso_norms")
+layer_chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer"), key="aniso_norms", at=layer)
 nm = stats.mean_norm
 prose(
     f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}. Cosine ignores "

@@ -36,7 +36,7 @@ from lib.models.keys import DEFAULT_MODEL
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose, set_state, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
@@ -49,10 +49,7 @@ encoding = tv.encoding
 n_sent = len(ss)
 L, H = enc.num_layers, enc.num_heads
 word = escape_md(ss.target or "the target")
-
-
-def sentence_label(k: int) -> str:
-    return ss.option_label(k - 1)
+sentence_label = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}.get  # kept by the widgets: data only
 
 
 def md_token(label: str) -> str:
@@ -267,15 +264,13 @@ else:
     if not st.session_state["_attn_compare_chosen"] or st.session_state.attn_compare not in choices:
         st.session_state.attn_compare = auto + 1
 
-    def _chosen() -> None:
-        st.session_state["_attn_compare_chosen"] = True
-
     compare = st.selectbox(
         "Compare with",
         options=choices,
         format_func=sentence_label,
         key="attn_compare",
-        on_change=_chosen,
+        on_change=set_state,
+        kwargs={"_attn_compare_chosen": True},
         help="By default a sentence where the target has a different sense.",
     )
     j = compare - 1

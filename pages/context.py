@@ -36,7 +36,7 @@ from lib.stats.context import (
 )
 from ui import cache, link
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose
+from ui.widgets import chart, escape_md, page_intro, prose, set_state
 
 REPLACEMENTS = {
     "mask": "[MASK] (each word piece)",
@@ -72,9 +72,8 @@ PARAMS = [
 ]
 link.init_params(PARAMS)
 c_sent, c_layer = st.columns([3, 1])
-s_num = c_sent.selectbox(
-    "Sentence", options=list(range(1, n_sent + 1)), format_func=lambda k: ss.option_label(k - 1), key="ctx_sentence"
-)
+sentence_labels = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}  # a widget is handed data, no function
+s_num = c_sent.selectbox("Sentence", options=list(sentence_labels), format_func=sentence_labels.get, key="ctx_sentence")
 layer = c_layer.slider(
     "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position + segment, normalised (before any attention), {L} = last."
 )
@@ -280,12 +279,6 @@ PARAMS += [
 link.init_params(PARAMS[-3:])
 
 
-def _use_swap(index: int, replacement: str) -> None:
-    st.session_state["ctx_word"] = index + 1
-    st.session_state["ctx_with"] = replacement
-    st.session_state["ctx_edited"] = ""
-
-
 if swaps:
     prose("Suggested swaps, with words from the other senses' sentences:")
     cols = st.columns(len(swaps))
@@ -293,8 +286,8 @@ if swaps:
         c.button(
             escape_md(f"{sw.word} → {sw.replacement}"),
             key=f"ctx_swap_{k}",
-            on_click=_use_swap,
-            args=(sw.index, sw.replacement),
+            on_click=set_state,
+            kwargs={"ctx_word": sw.index + 1, "ctx_with": sw.replacement, "ctx_edited": ""},
             help=f"“{escape_md(sw.replacement)}” comes from a “{escape_md(sw.sense)}” sentence.",
             width="stretch",
         )
@@ -302,7 +295,7 @@ c_word, c_with = st.columns(2)
 word_num = c_word.selectbox(
     "Word to change",
     options=list(range(1, n_words + 1)),
-    format_func=lambda k: f"{k} · {occ.words[k - 1]}",
+    format_func={k: f"{k} · {occ.words[k - 1]}" for k in range(1, n_words + 1)}.get,
     key="ctx_word",
 )
 with_raw = c_with.text_input("Replace it with (leave empty to delete it)", key="ctx_with", max_chars=40)

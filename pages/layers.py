@@ -16,15 +16,14 @@ import pandas as pd
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from lib.charts.geometry import norms_by_layer
 from lib.charts.layers import (
     PairLine,
     PooledPoint,
-    layer_mark_index,
     layer_names,
     layer_small_multiples,
     readout_chart,
     sense_order,
-    show_layer_mark,
     similarity_heatmap,
     static_contextual_chart,
     subsample,
@@ -53,7 +52,7 @@ from lib.stats.similarity import (
 )
 from ui import cache, controls, link, session
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, layer_marks, page_intro, prose, sentence_table
+from ui.widgets import chart, escape_md, layer_chart, page_intro, prose, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
@@ -69,11 +68,6 @@ def _analysis():
 
 
 # ------------------------------------------------------------------------------------- upload
-def _apply_upload(text: str, target: str, name: str, n: int) -> None:
-    session.set_sentences(text, target)
-    st.session_state["_layers_uploaded"] = (name, n, text)
-
-
 def upload_section(current_target: str) -> None:
     with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
         prose(
@@ -129,8 +123,8 @@ def upload_section(current_target: str) -> None:
             f"Use these {len(res)} sentences (on every page)",
             key="layers_upload_apply",
             type="primary",
-            on_click=_apply_upload,
-            args=(res.to_text(), " ".join(target.split()), up.name, len(res)),
+            on_click=session.set_sentences,
+            args=(res.to_text(), " ".join(target.split()), f"the {len(res)} sentences uploaded from {up.name}"),
         )
 
 
@@ -253,15 +247,14 @@ page_intro("layers")
 _cues_first = cue_preset_cues(session.sentence_set())
 session.models_per_set(2 if controls.compare_requested("layers") or _cues_first else 1)  # two models: half each
 upload_section(session.sentence_set().target)
-uploaded = st.session_state.get("_layers_uploaded")
 
 ss, tv, model = _analysis()
 enc = cache.encoder(model)
 L = enc.num_layers
 K = L + 1
 n = len(ss)
-if uploaded and st.session_state.get(session.K_TEXT) == uploaded[2]:
-    prose(f"Using the {uploaded[1]} sentences uploaded from {escape_md(uploaded[0])}.", caption=True)
+if session.origin():
+    prose(f"Using {escape_md(session.origin())}.", caption=True)
 senses = [s or None for s in ss.senses]
 labelled = ss.has_senses
 prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target, tv)
@@ -283,6 +276,7 @@ PARAMS = [
     link.Param("layers_adjust", "bool", False),
     link.Param("layers_pairs", "bool", False),
     link.Param("layers_reference", "bool", False),
+    link.Param("layers_norms", "bool", False),
     link.Param("layers_sentence", "int", 1, lo=1, hi=n),
 ]
 link.init_params(PARAMS)
@@ -291,11 +285,7 @@ pooling = c2.radio(
     "Vector of the word",
     POOLINGS,
     key="layers_pooling",
-    format_func=lambda p: {
-        "layer": "one layer",
-        "last4": "mean of last 4 layers",
-        "all": "mean of all layers",
-    }[p],
+    format_func={"layer": "one layer", "last4": "mean of last 4 layers", "all": "mean of all layers"}.get,
     help="The course's pooling choices; the choice applies to every view on this page.",
 )
 layer = c1.slider(
@@ -311,7 +301,7 @@ view = c3.radio(
     "Similarity view",
     VIEWS,
     key="layers_view",
-    format_func=lambda v: {"one": "chosen layer", "all": "all layers at once"}[v],
+    format_func={"one": "chosen layer", "all": "all layers at once"}.get,
 )
 adjust = c4.toggle(
     "Minus baseline",
@@ -334,12 +324,7 @@ def shown(cos: np.ndarray, idx: int) -> np.ndarray:
 
 
 pair_means = prof.pair_means  # (K + 2,)
-# The per-layer charts of sections 3, 5 and 6 carry an invisible line at every layer; this style rule shows the
-# chosen one. Their figures then stay the same when only the layer moves, and the browser keeps them as drawn.
-mark = layer_mark_index(K, r, pooled=choice.is_pooled)
-layer_marks(
-    {"layers_trajectories": mark, "layers_readout": mark, "layers_ethayarajh": None if choice.is_pooled else r}
-)
+mark = min(r, K)  # the chosen layer's place on the per-layer charts (a pooled vector's: after the K layers)
 zrange = prof.colour_range(adjusted=adjust)  # one scale for every layer, so layers compare by colour
 
 # ------------------------------------------------------------------------------------- 1. matrix
@@ -450,14 +435,8 @@ fig = trajectory_chart(
     pairs=pairs,
     pooled=pooled_point,
     adjusted=adjust,
-    all_marks=True,
 )
-chart(
-    fig,
-    key="layers_trajectories",
-    download="context_lens_trajectories",
-    download_fig=show_layer_mark(fig, mark),
-)
+layer_chart(fig, key="layers_trajectories", at=mark, download="context_lens_trajectories")
 if pairs and len(pairs) < n * (n - 1) // 2:
     st.caption(
         f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
@@ -494,6 +473,19 @@ if prof.baseline is not None:
     prose(f"{b.n_pairs:,} pairs sampled as Ethayarajh (2019) does: each from two different sentences.", caption=True)
 else:
     st.info("The sentences have too few other words to draw a baseline; add longer sentences.")
+if st.toggle("Show the length of the word's vector per layer", key="layers_norms", help="What cosine leaves out."):
+    nm = prof.norms
+    layer_chart(
+        norms_by_layer(nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"),
+        key="layers_lengths",
+        at=mark,
+        download="context_lens_lengths",
+    )
+    prose(
+        f"The mean length of the vector of “{word}”: {nm[0]:.1f} at layer 0, **{nm[L]:.1f} at layer {L}**"
+        + (f", {nm[r]:.1f} for the {rep}." if choice.is_pooled else ".")
+        + " Cosine divides by the lengths, so a longer vector is no nearer another: only the direction counts."
+    )
 try:
     st.page_link(
         "pages/anisotropy.py", label="More on anisotropy and how to correct it", icon=":material/explore:"
@@ -508,16 +500,16 @@ ref_on = st.toggle(
     key="layers_reference",
     help="BERT-base has 12 layers; its curves use the top axis, stretched to the same depth.",
 )
-chart(
+layer_chart(
     ethayarajh_figure(
         names,
         self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
         intra_sentence=prof.intra_sentence[:K],
         baseline=None if prof.baseline is None else prof.baseline.mean[:K],
         reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
-        all_marks=True,
     ),
     key="layers_ethayarajh",
+    at=mark,
 )
 selfsim = prof.self_similarity
 if selfsim is not None:
@@ -544,7 +536,7 @@ if ro is None:
     )
 else:
     rc = cache.readout_chance(model, tuple(ss.sentences), tuple(senses), ss.target, "layers", prof.vectors)
-    chart(
+    layer_chart(
         readout_chart(
             names,
             ro.accuracy[:K],
@@ -552,9 +544,9 @@ else:
             best=int(np.argmax(ro.accuracy[:K])),
             pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
             chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
-            all_marks=True,
         ),
         key="layers_readout",
+        at=mark,
     )
     best = int(np.argmax(ro.accuracy[:K]))
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
@@ -620,12 +612,8 @@ controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")
-pick = st.selectbox(
-    "Sentence",
-    list(range(1, n + 1)),
-    key="layers_sentence",
-    format_func=lambda k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else ""),
-)
+pick_labels = {k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else "") for k in range(1, n + 1)}
+pick = st.selectbox("Sentence", list(pick_labels), key="layers_sentence", format_func=pick_labels.get)
 q = pick - 1
 nb = nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1))
 table = pd.DataFrame(

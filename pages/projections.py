@@ -79,7 +79,7 @@ c_method.radio(
     horizontal=True,
     help="PCA is exact and instant; UMAP and t-SNE keep neighbourhoods (fixed seed: a link shows the same map).",
 )
-c_dims.radio("Dimensions", [2, 3], key="proj_dims", horizontal=True, format_func=lambda v: f"{v}-D")
+c_dims.radio("Dimensions", [2, 3], key="proj_dims", horizontal=True, format_func={2: "2-D", 3: "3-D"}.get)
 c_layer.slider("Layer", 0, L, key="proj_layer", help=f"0 = the embedding layer, {L} = the last layer.")
 c_prep, c_k, c_ctx = st.columns([2, 2, 2])
 c_prep.selectbox(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -152,6 +153,73 @@ def url_notes(at) -> list[str]:
 
     state = _session(at)
     return list(state[K_URL_NOTES]) if K_URL_NOTES in state else []
+
+
+def wait_until(condition, timeout: float = 10.0, step: float = 0.01) -> bool:
+    """Poll ``condition()`` until it is true (True) or ``timeout`` seconds have passed (False): a test waits on
+    what it needs, never a fixed sleep."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
+
+
+# --------------------------------------------------------------------------- what a page run showed
+TEXT_KINDS = ("markdown", "caption", "header", "subheader", "metric", "success", "info")
+NAN_OR_INF = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
+
+
+def page_text(at, *kinds: str) -> str:
+    """The text a page run showed, one element a line: its ``kinds`` of element (default :data:`TEXT_KINDS`)."""
+    return "\n".join(str(e.value) for kind in (kinds or TEXT_KINDS) for e in at.get(kind))
+
+
+def assert_page_ok(at, charts: int = 0, *, finite: bool = False) -> None:
+    """The run raised nothing, showed no error, drew at least ``charts`` charts; ``finite``: and no NaN or inf
+    in its text."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= charts, len(at.get("plotly_chart"))
+    if finite:
+        assert not NAN_OR_INF.search(page_text(at)), "NaN or inf on screen"
+
+
+def chart_spec(at, index: int = 0) -> dict:
+    """The ``index``-th chart a page run sent, as the browser gets it ({"data": [...], "layout": {...}})."""
+    import json
+
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+def trace_values(v) -> list:
+    """Trace data as a list: plotly sends numpy arrays as base64 typed arrays (``{"bdata", "dtype"}``)."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return list(v)
+
+
+@pytest.fixture
+def encode_calls(monkeypatch):
+    """Counts real forward passes (``Encoder.encode`` calls; the model itself runs unchanged): ``["n"]``."""
+    from lib.models.encoder import Encoder
+
+    calls = {"n": 0}
+    original = Encoder.encode
+
+    def counting(self, *args, **kwargs):
+        calls["n"] += 1
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Encoder, "encode", counting)
+    return calls
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])

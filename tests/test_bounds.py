@@ -59,11 +59,13 @@ def test_a_link_of_junk_lines_keeps_the_first_problems_and_says_how_many():
     assert "Left out 140,000 line(s)" in alerts(at)
 
 
-def test_the_layer_profile_sits_in_the_byte_budget(encoder):
+def test_the_layer_profile_sits_in_the_byte_budget(encoder, monkeypatch):
     """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
-    from lib.serving.budget import nbytes
+    from lib.serving.budget import ByteLRU, nbytes
     from ui import cache
 
+    # a cache of its own: an earlier test in this process (a Layer by layer run) may hold this profile already
+    monkeypatch.setattr(cache, "RESULTS", ByteLRU(cache.RESULTS.max_bytes))
     ss = BANK.sentence_set()
     sentences = ss.sentences
     tv = cache.target_vectors(encoder.name, sentences, BANK.target)
@@ -135,30 +137,61 @@ def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
     assert one_job_queue.stats().admitted - before >= 4 and done == [1, 2, 3, 4]
 
 
-def test_a_page_run_leaves_no_large_result_in_its_namespace():
-    """A page's top-level results (a large set's vectors, a second model's) stay reachable from every function the
-    page defines, and a session keeps its widgets' functions: after the run, the page's namespace holds no value
-    of a MB or more, while its functions, modules and small values stay for the next run's callbacks."""
-    import weakref
+# The pages that hold a sentence set's results (ui.analysis) in their top-level names.
+RESULT_PAGES = tuple(
+    sorted(p.stem for p in (ROOT / "pages").glob("*.py") if "analysis(" in p.read_text(encoding="utf-8"))
+)
+WIDGET_FUNCTIONS = ("format_func", "on_change", "on_click")
 
-    from ui import page_globals
 
-    page = {"__name__": "__main__", "__file__": page_globals.PAGES_DIR + "/layers.py", "np": np}
-    exec(
-        "import numpy as np\n"
-        "vectors = np.ones((40, 2**16), dtype=np.float32)\n"  # 10 MB, like a large set's vectors
-        "parts = (np.ones(2**19), np.ones(2**19))\n"  # 8 MB in a tuple, like an encoding's layers
-        "target = 'bank'\n"
-        "label = lambda k: f'{target} {k}'\n"  # a format_func: its __globals__ is this namespace
-        "from ui import page_globals\n"
-        "page_globals.note()\n",
-        page,
-    )
-    alive = weakref.ref(page["vectors"])
-    assert page_globals.release() == ["vectors", "parts"]
-    assert alive() is None  # the widget's function (label) no longer keeps the vectors alive
-    assert page["label"](3) == "bank 3" and page["np"] is np  # what a callback needs stays
-    assert page_globals.release() == []  # nothing noted since: a run that showed no page drops nothing
+def _page_functions_given_to_widgets(path) -> list[str]:
+    """``format_func=``, ``on_change=`` or ``on_click=`` given a lambda or a function the page defines."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    own |= {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+            for t in n.targets if isinstance(t, ast.Name)}  # fmt: skip
+    return [
+        f"{path.name}:{kw.value.lineno} {kw.arg}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        for kw in node.keywords
+        if kw.arg in WIDGET_FUNCTIONS
+        and (isinstance(kw.value, ast.Lambda) or (isinstance(kw.value, ast.Name) and kw.value.id in own))
+    ]
+
+
+def test_result_pages_hand_their_widgets_no_function_of_their_own():
+    """A session keeps its widgets' callbacks and format functions until its next run, and a function a page
+    defines points at the page's namespace, which holds the page's results (a large set's vectors, a second
+    model's). So a page that holds results hands a widget data (``labels.get``) and ui functions
+    (``ui.widgets.set_state``, ``ui.session.set_sentences``) with ``args``/``kwargs``, never its own."""
+    offenders = [x for page in RESULT_PAGES for x in _page_functions_given_to_widgets(ROOT / "pages" / f"{page}.py")]
+    assert not offenders, offenders
+
+
+def test_a_page_run_leaves_its_namespace_to_the_collector():
+    """After a run through app.py, nothing the session keeps (its widgets' functions, the page's file) reaches
+    the page's namespace: one full collection frees it with every result it named. (ui.work.end_run runs that
+    collection after a run with large work, before its leases go.)"""
+    import gc
+
+    from tests.conftest import seed
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    seed(at, preset=BANK.id)
+    at.run()
+    for page in RESULT_PAGES:
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        gc.collect()
+        alive = [
+            o for o in gc.get_objects()
+            if isinstance(o, dict) and o.get("__name__") == "__main__"
+            and str(o.get("__file__", "")).endswith(f"pages/{page}.py")
+        ]  # fmt: skip
+        assert not alive, page
 
 
 # ------------------------------------------------------------------------ what a learner sees

@@ -1,108 +1,14 @@
 """Figures of the Layer by layer, Anisotropy and Start here pages and of the controls (lib/charts/layers.py,
-geometry.py, home.py, controls.py), built from dicts in one step: what they draw, and that plotly's
-validation would not change them."""
+geometry.py, home.py, controls.py): what they draw. (That plotly's validation would not change them:
+tests/test_lazy_figures.py, for every example in tests/chart_examples.py.)"""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import plotly.io as pio
 import pytest
-from plotly.colors import get_colorscale
 
-from lib.charts import common, controls, geometry, home, layers
-
-RNG = np.random.default_rng(7)
-N = 9
-SENSES = ["river", "money", "river", None, "money", "bench", "river", None, "money"]
-LABELS = [f"S{i + 1} · sentence <{i}>" for i in range(N)]
-NAMES = layers.layer_names(6)
-
-
-def _cos(n: int = N) -> np.ndarray:
-    x = RNG.normal(size=(n, 16))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x @ x.T
-
-
-BUILDERS = {
-    "similarity_heatmap": lambda: layers.similarity_heatmap(_cos(), LABELS, SENSES, title="t", adjusted=True),
-    "layer_small_multiples": lambda: layers.layer_small_multiples(
-        np.stack([_cos() for _ in NAMES]), SENSES, NAMES, selected=2
-    ),
-    "trajectory_chart": lambda: layers.trajectory_chart(
-        NAMES,
-        same=RNG.random(7),
-        different=RNG.random(7),
-        all_pairs=RNG.random(7),
-        baseline=(RNG.random(7), RNG.random(7), RNG.random(7)),
-        pairs=[layers.PairLine("S1–S2", RNG.random(7), True)],
-        pooled=layers.PooledPoint("last 4", same=0.6, different=0.3, baseline=0.2),
-        selected=7,
-        adjusted=True,
-        title="t",
-    ),
-    "static_contextual_chart": lambda: layers.static_contextual_chart(
-        ["static", "layer 6"], {"same sense": [0.9, None], "all pairs": [0.8, 0.4]}
-    ),
-    "ethayarajh_chart": lambda: layers.ethayarajh_chart(
-        NAMES, self_similarity=RNG.random(7), intra_sentence=RNG.random(7), baseline=RNG.random(7), selected=3
-    ),
-    "readout_chart": lambda: layers.readout_chart(
-        NAMES, RNG.random(7), 0.4, best=2, pooled=("last 4", 0.7), selected=1, chance=(RNG.random(7), RNG.random(7))
-    ),
-    "before_after_heatmaps": lambda: home.before_after_heatmaps(_cos(), _cos(), LABELS, SENSES, ("a", "b")),
-    "home_similarity_heatmap": lambda: home.similarity_heatmap(_cos(), LABELS, SENSES, "t", zmin=0.2),
-    "anisotropy_by_layer": lambda: geometry.anisotropy_by_layer(
-        {"none": RNG.random(7), "zscore": RNG.random(7)}, {"none": "raw"}, layer=3, reference=RNG.random(13), title="<t>"
-    ),
-    "similarity_before_after": lambda: geometry.similarity_before_after(_cos(), _cos(), LABELS, SENSES, ("a", "b")),
-    "dimension_profile": lambda: geometry.dimension_profile(RNG.random(30), RNG.normal(size=30), RNG.normal(size=30)),
-    "norms_by_layer": lambda: geometry.norms_by_layer(RNG.random(7) * 10, layer=2, title="n"),
-    "norms_by_layer_marks": lambda: geometry.norms_by_layer(RNG.random(7) * 10, title="n", all_marks=True),
-    "anisotropy_by_layer_marks": lambda: geometry.anisotropy_by_layer(
-        {"none": RNG.random(7)}, {"none": "raw"}, title="t", all_marks=True
-    ),
-    "gap_bars": lambda: geometry.gap_bars({"raw": (0.7, 0.4), "z-scored": (None, 0.1)}, title="g"),
-    "probe_chart": lambda: controls.probe_chart(NAMES, RNG.random(7), RNG.random(7), RNG.random(7), 0.35, title="p"),
-    "two_model_chart": lambda: controls.two_model_chart(
-        [("m1 · self", RNG.random(7), "solid"), ("m2 · self", RNG.random(13), "dash")],
-        title="t",
-        y_title="y",
-        relative=True,
-        zero_line=True,
-    ),
-}
-
-
-@pytest.mark.parametrize("name", sorted(BUILDERS))
-def test_validation_would_not_change_the_figure(name, monkeypatch):
-    """Built without validation (the app) and with it (the tests): the same JSON reaches the browser. A
-    shorthand plotly only expands when validating (``"title": "cosine"``) or a wrong key would differ or raise."""
-    monkeypatch.setenv(common.VALIDATE_ENV, "1")
-    state = RNG.bit_generator.state
-    checked = BUILDERS[name]()
-    monkeypatch.setenv(common.VALIDATE_ENV, "0")
-    RNG.bit_generator.state = state  # the same random input
-    fast = BUILDERS[name]()
-    assert _scales(json.loads(pio.to_json(fast, validate=False))) == _scales(json.loads(pio.to_json(checked, validate=False)))
-
-
-def _scales(obj):
-    """``obj`` with colour scales written out as plotly's validation writes them (a name such as "Viridis"
-    as its list of [position, colour]), positions rounded (the two expansions differ in the last bit)."""
-    if isinstance(obj, dict):
-        out = {}
-        for k, v in obj.items():
-            if k == "colorscale" and isinstance(v, (str, list)):
-                out[k] = [[round(float(p), 9), c] for p, c in (get_colorscale(v) if isinstance(v, str) else v)]
-            else:
-                out[k] = _scales(v)
-        return out
-    if isinstance(obj, list):
-        return [_scales(v) for v in obj]
-    return obj
+from lib.charts import common, geometry, home, layers
+from tests.chart_examples import EXAMPLES, LABELS, NAMES, RNG, SENSES, N, _cos
 
 
 def _blocks(senses) -> int:
@@ -139,7 +45,7 @@ def test_small_multiples_draw_each_panels_lines_on_its_own_axes():
 
 def test_trajectory_marks_the_pooled_point_the_selected_layer_and_zero():
     k = len(NAMES)
-    fig = BUILDERS["trajectory_chart"]()
+    fig = EXAMPLES["layers.trajectory_chart"](None)
     xs = sorted(s.x0 for s in fig.layout.shapes if s.yref == "y domain")
     assert xs == pytest.approx([k - 0.2, k + 0.6])  # the divider, and the selected pooled representation
     (zero,) = [s for s in fig.layout.shapes if s.xref == "x domain"]
@@ -185,7 +91,7 @@ def test_dimension_labels_sit_on_their_rows_bars():
 
 
 def test_probe_and_readout_draw_the_majority_rate():
-    probe = BUILDERS["probe_chart"]()
+    probe = EXAMPLES["controls.probe_chart"](None)
     (line,) = [t for t in probe.data if t.name and t.name.startswith("always the most common sense")]
     assert list(line.y) == [0.35, 0.35] and line.name.endswith("35%")
     readout = layers.readout_chart(NAMES, np.linspace(0.2, 0.9, 7), 0.5, best=6)
@@ -195,47 +101,35 @@ def test_probe_and_readout_draw_the_majority_rate():
 
 
 @pytest.mark.parametrize("pooled", [False, True])
-def test_all_marks_draw_an_invisible_line_at_every_layer_and_none_depends_on_the_choice(pooled):
+def test_every_chart_over_the_layers_lists_its_places_and_marks_the_chosen_one(pooled):
+    """lib.charts.common.layer_positions: the layers, then a pooled representation's place; ``selected`` draws
+    lib.charts.common.layer_mark at it (ui.widgets.layer_chart hides one at every place and shows one)."""
     k = len(NAMES)
     acc = np.linspace(0.3, 0.9, k)
     build = {
         "trajectory": lambda sel: layers.trajectory_chart(
             NAMES, same=acc, different=acc / 2, pooled=layers.PooledPoint("last 4", same=0.6) if pooled else None,
-            selected=sel, all_marks=True,
+            selected=sel,
         ),
         "readout": lambda sel: layers.readout_chart(
-            NAMES, acc, 0.4, best=6, pooled=("last 4", 0.7) if pooled else None, selected=sel, all_marks=True
+            NAMES, acc, 0.4, best=6, pooled=("last 4", 0.7) if pooled else None, selected=sel
         ),
         "ethayarajh": lambda sel: layers.ethayarajh_chart(
-            NAMES, self_similarity=acc, intra_sentence=acc / 2, baseline=acc / 3, selected=sel, all_marks=True
+            NAMES, self_similarity=acc, intra_sentence=acc / 2, baseline=acc / 3, selected=sel
         ),
+        "anisotropy": lambda sel: geometry.anisotropy_by_layer({"none": acc}, {"none": "raw"}, layer=sel),
+        "norms": lambda sel: geometry.norms_by_layer(acc * 10, layer=sel),
     }  # fmt: skip
     for name, make in build.items():
-        fig = make(None)
-        assert fig.to_json() == make(3).to_json(), name  # the chosen layer is not in the figure
-        marks = [s for s in fig.layout.shapes if s.opacity == 0]
-        slots = k + (1 if pooled and name != "ethayarajh" else 0)
-        assert len(marks) == slots, name
-        assert list(fig.layout.shapes[:slots]) == marks  # first, in layer order
-        assert [m.x0 for m in marks[:k]] == list(range(k))
-        for r in range(k):
-            idx = layers.layer_mark_index(k, r, pooled=pooled)
-            assert fig.layout.shapes[idx].x0 == r
-        if slots > k:
-            assert fig.layout.shapes[layers.layer_mark_index(k, k, pooled=True)].x0 == pytest.approx(k + 0.6)
-    assert layers.layer_mark_index(k, k + 1, pooled=False) is None
-
-
-def test_show_layer_mark_draws_the_chosen_line_in_a_copy():
-    fig = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, 7), all_marks=True)
-    shown = layers.show_layer_mark(fig, 4)
-    assert [s.opacity for s in shown.layout.shapes] == [0, 0, 0, 0, 1, 0, 0]
-    assert all(s.opacity == 0 for s in fig.layout.shapes)  # the original is untouched
-    # the same line the chart without all_marks draws at the selected layer
-    plain = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, 7), selected=4)
-    (line,) = plain.layout.shapes
-    assert (line.x0, line.line.color, line.line.width) == (4, shown.layout.shapes[4].line.color, 1)
-    assert layers.show_layer_mark(fig, None).to_json() == fig.to_json()
+        spec = make(None).to_dict()
+        places = common.layer_positions(spec)
+        with_pooled = pooled and name in ("trajectory", "readout")
+        assert places == [*range(k), *([pytest.approx(k + 0.6)] if with_pooled else [])], name
+        mark = common.layer_mark(places[3])
+        shapes = make(3).to_dict()["layout"]["shapes"]
+        assert [s for s in shapes if s not in spec["layout"].get("shapes", [])] == [mark], name
+    fig = layers.trajectory_chart(NAMES, all_pairs=acc, pooled=layers.PooledPoint("last 4", all_pairs=0.5), selected=k)
+    assert fig.layout.shapes[0].x0 == pytest.approx(k + 0.6)  # a pooled choice: its mark on the pooled place
 
 
 def test_a_long_pooled_label_is_broken_in_two_at_its_middle_space():

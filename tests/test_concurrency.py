@@ -17,6 +17,16 @@ from lib.inputs.presets import load_presets
 N_THREADS = 8
 
 
+def _run_threads(run) -> None:
+    """``run(k)`` on N_THREADS threads at once; fails if one of them hangs (a deadlock)."""
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(N_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not any(t.is_alive() for t in threads), "a thread hung (deadlock?)"
+
+
 def _jobs():
     """Different inputs per thread: different lengths and batch sizes, so padding differs between calls."""
     presets = load_presets()
@@ -53,12 +63,7 @@ def test_eight_threads_give_the_sequential_results(encoder):
         except BaseException as err:  # collected and reported in the main thread
             errors.append(err)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(N_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not any(t.is_alive() for t in threads), "a thread hung (deadlock?)"
+    _run_threads(run)
     assert not [e for e in errors if "Already borrowed" in str(e)], errors
     assert not errors, errors
 
@@ -104,12 +109,7 @@ def test_tokenizer_is_shared_safely_under_many_small_calls(encoder):
         except BaseException as err:
             errors.append(err)
 
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(N_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=600)
-    assert not any(t.is_alive() for t in threads), "a thread hung (deadlock?)"
+    _run_threads(run)
     assert not errors, errors[:3]
     assert not mismatches
 

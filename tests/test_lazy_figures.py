@@ -12,7 +12,7 @@ import inspect
 import json
 import pickle
 import threading
-from types import SimpleNamespace
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -21,26 +21,12 @@ import pytest
 import streamlit.elements.plotly_chart  # noqa: F401  (registers Streamlit's default template, as in the app)
 from plotly.io.json import to_json_plotly
 
-from lib.charts import (
-    attention,
-    common,
-    context,
-    figures,
-    fitting,
-    home,
-    layers,
-    lens,
-    lesson,
-    projection,
-    toy,
-)
+from lib.charts import common, figures, fitting, home, layers
 from lib.charts.figures import Figure, LazyFigure
-from lib.models.attention import special_token_share, target_attention, token_labels
-from tests.test_charts_layers import BUILDERS as LAYER_BUILDERS
-from tests.test_charts_layers import RNG as LAYERS_RNG
-from tests.test_charts_layers import _scales
+from tests.browser._browser import chart_pages
+from tests.chart_examples import EXAMPLES, RNG, real_inputs
+from tests.chart_examples import scales as _scales
 
-RNG = np.random.default_rng(16)
 SENSES = ["river", "money", "river", None, "money", "bench"]
 LABELS = [f"S{i + 1} · <b>{i}</b> & co" for i in range(6)]
 NAMES = layers.layer_names(6)
@@ -50,149 +36,21 @@ def _r(*shape) -> np.ndarray:
     return RNG.random(shape)
 
 
+_M = [_r(6, 6) for _ in range(2)]
+
+
 @pytest.fixture(scope="module")
 def real(encoder):
     """Attention and vectors of two real sentences (the bundled model)."""
-    enc = encoder.encode(["We sat on the river bank & watched.", "The bank raised its <rates> again."])
-    att = enc.attentions[0]
-    labels = token_labels(enc.tokens[0])
-    ta = target_attention(att, [enc.tokens[0].index("bank")])
-    pos = [toks.index("bank") for toks in enc.tokens]
-    coords = [np.stack([enc.hidden_states[i][j, p, :3] for i, p in enumerate(pos)] * 2) for j in range(7)]
-    return SimpleNamespace(
-        enc=enc, att=att, labels=labels, ta=ta, coords=coords,
-        share=special_token_share(
-            att, enc.tokens[0], enc.special[0], ids=enc.token_ids[0], roles=encoder.special_roles
-        ),
-    )
+    return real_inputs(encoder)
 
 
-# Inputs are drawn once, here, so that a builder called twice (validated and not) gets the same ones.
-_W = [f"w<{i}>" for i in range(7)]
-_SHIFT, _ATT, _STRIP, _CORR, _COS7 = _r(7), _r(7), _r(7, 7), _r(6) * 2 - 1, _r(7)
-_XY, _ACC, _CHANCE = _r(2, 6), [_r(7), _r(7)], [_r(7) * 0.5, None]
-_POOL = _r(4, 7)
-_PAIRS, _SAME = _r(15), RNG.random(15) > 0.5
-_X3, _Y3 = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
-_M = [_r(6, 6) for _ in range(2)]
-_FP6, _FP12, _LENS, _LENS_TOP = _r(6), _r(12), _r(7, 2), _r(7)
-
-
-def _suite(name: str):
-    """A builder of tests/test_charts_layers.py (it draws its own inputs from that module's RNG)."""
-    return lambda real: LAYER_BUILDERS[name]()
-
-
-BUILDERS = {
-    "attention.attention_heatmap": lambda r: attention.attention_heatmap(r.att[2, 3], r.labels, title="<t>"),
-    "attention.attention_overview": lambda r: attention.attention_overview(r.att, r.labels, selected=(1, 2)),
-    "attention.attention_overview[pooled]": lambda r: attention.attention_overview(
-        r.att, r.labels, max_tokens=4
-    ),
-    "attention.target_attention_bars": lambda r: attention.target_attention_bars(
-        r.ta.attends_to_mean[2], r.ta.attended_by_mean[2], r.labels, r.ta.token_indices, title="t"
-    ),
-    "attention.target_attention_by_layer": lambda r: attention.target_attention_by_layer(
-        r.ta.attends_to_mean, r.ta.attended_by_mean, r.labels
-    ),
-    "attention.special_token_share_chart": lambda r: attention.special_token_share_chart(r.share, head=3),
-    "attention.first_position_chart": lambda r: attention.first_position_chart(
-        [("a <b>", _FP6, 0.2), ("b", _FP12, 0.1)], title="<t>"
-    ),
-    "lens.lens_word_chart": lambda r: lens.lens_word_chart(_LENS, ["river", "<b>"], _LENS_TOP, title="<t>"),
-    "context.shift_bars": lambda r: context.shift_bars(_W, _SHIFT, _ATT, title="s"),
-    "context.word_bars": lambda r: context.word_bars(_W, _ATT, axis_title="attention", title="w"),
-    "context.shift_strip": lambda r: context.shift_strip(_W, _STRIP, NAMES, title="s"),
-    "context.attention_vs_shift": lambda r: context.attention_vs_shift(_W, _ATT, _SHIFT, layer=3, title="a"),
-    "context.correlation_by_layer": lambda r: context.correlation_by_layer(_CORR, layer=3),
-    "context.edit_by_layer": lambda r: context.edit_by_layer(
-        _COS7, NAMES, ["river"] * 4 + ["money"] * 3, ["money"] * 7, ["river", "money"], title="e"
-    ),
-    "controls.probe_chart": _suite("probe_chart"),
-    "controls.two_model_chart": _suite("two_model_chart"),
-    "geometry.anisotropy_by_layer": _suite("anisotropy_by_layer"),
-    "geometry.similarity_before_after": _suite("similarity_before_after"),
-    "geometry.dimension_profile": _suite("dimension_profile"),
-    "geometry.norms_by_layer": _suite("norms_by_layer"),
-    "geometry.gap_bars": _suite("gap_bars"),
-    "home.paired_cosine_heatmaps": lambda r: home.paired_cosine_heatmaps(
-        _M,
-        titles=["a", "<b>"],
-        zrange=(0.0, 1.0),
-        row_ticks=LABELS,
-        hover={"hovertemplate": "%{z:.3f}"},
-        text_max=8,
-        first=1,
-        height=400,
-    ),
-    "home.before_after_heatmaps": _suite("before_after_heatmaps"),
-    "home.similarity_heatmap": _suite("home_similarity_heatmap"),
-    "layers.similarity_heatmap": _suite("similarity_heatmap"),
-    "layers.layer_small_multiples": _suite("layer_small_multiples"),
-    "layers.trajectory_chart": _suite("trajectory_chart"),
-    "layers.static_contextual_chart": _suite("static_contextual_chart"),
-    "layers.ethayarajh_chart": _suite("ethayarajh_chart"),
-    "layers.readout_chart": _suite("readout_chart"),
-    "layers.show_layer_mark": lambda r: layers.show_layer_mark(
-        layers.readout_chart(
-            layers.layer_names(6), np.linspace(0.3, 0.9, 7), 0.4, best=6, pooled=("last 4", 0.7), all_marks=True
-        ),
-        7,
-    ),
-    "lesson.centroid_scatter": lambda r: lesson.centroid_scatter(
-        _XY[0],
-        _XY[1],
-        ["river", "money"] * 3,
-        LABELS,
-        [str(i) for i in range(6)],
-        "river",
-        "money",
-        highlight=[1],
-        title="c",
-    ),
-    "lesson.readout_lines": lambda r: lesson.readout_lines(
-        ["a", "<b>"], _ACC, [0.5, 0.6], title="r", chance=_CHANCE
-    ),
-    "lesson.pooling_panels": lambda r: lesson.pooling_panels(*_POOL, title="p"),
-    "lesson.pair_strip": lambda r: lesson.pair_strip(
-        _PAIRS, _SAME, [f"p{i}" for i in range(15)], highlight={2: "x"}
-    ),
-    "projection.projection_scatter": lambda r: projection.projection_scatter(
-        r.coords[6][:4, :2],
-        ["river", "money", None, "river"],
-        LABELS[:4],
-        ["1", "2", "3", "4"],
-        context=r.coords[3][:, :2],
-        context_hover=["c"] * 4,
-        axis_titles=("PC1", "PC2"),
-        title="p",
-    ),
-    "projection.projection_scatter[3d]": lambda r: projection.projection_scatter(
-        r.coords[6][:4], ["river", "money", None, "river"], LABELS[:4], ["1", "2", "3", "4"]
-    ),
-    "projection.empty_map": lambda r: projection.empty_map("Accept three sentences <b>to</b> see the map"),
-    "projection.projection_small_multiples": lambda r: projection.projection_small_multiples(
-        [c[:4, :2] for c in r.coords],
-        ["river", "money", "money", "river"],
-        LABELS[:4],
-        ["1", "2", "3", "4"],
-        [f"layer {j}" for j in range(7)],
-        cols=3,
-    ),
-    "toy.vector_arrows": lambda r: toy.vector_arrows(_X3, _Y3, ["The", "<b>cat</b>", "sat"], title="v"),
-    "toy.warmup_arrows": lambda r: toy.warmup_arrows(
-        ["bank", "bank", "apple"],
-        ["finance", "nature", "fruit"],
-        np.array([[0.5, 0.5], [0.5, 0.5], [0.3, 0.3]]),
-        np.array([[0.8, 0.3], [0.3, 0.8], [np.nan, np.nan]]),
-        references={"money": (0.9, 0.1)},
-    ),
-}
 CHART_MODULES = (
     "attention",
     "lens",
     "context",
     "controls",
+    "finetune",
     "geometry",
     "home",
     "layers",
@@ -215,16 +73,16 @@ def _plotly(fig: go.Figure) -> dict:
 
 def _both(build, monkeypatch):
     """``build()`` without validation (the app) and with it (the tests), from the same inputs."""
-    state = LAYERS_RNG.bit_generator.state
+    state = RNG.bit_generator.state
     monkeypatch.delenv(common.VALIDATE_ENV, raising=False)
     lazy = build()
     monkeypatch.setenv(common.VALIDATE_ENV, "1")
-    LAYERS_RNG.bit_generator.state = state  # the same random input for the builders of test_charts_layers
+    RNG.bit_generator.state = state  # the same random input both times
     return lazy, build()
 
 
 def test_every_chart_builder_is_checked():
-    """Each public function of lib/charts that returns a figure has an entry in BUILDERS."""
+    """Each public function of lib/charts that returns a figure has an example in tests/chart_examples.py."""
     found = set()
     for name in CHART_MODULES:
         mod = importlib.import_module(f"lib.charts.{name}")
@@ -232,15 +90,15 @@ def test_every_chart_builder_is_checked():
             public = inspect.isfunction(fn) and fn.__module__ == mod.__name__ and not fname.startswith("_")
             if public and "Figure" in str(inspect.signature(fn).return_annotation):
                 found.add(f"{name}.{fname}")
-    assert found == {k.split("[")[0] for k in BUILDERS}
+    assert found == {k.split("[")[0] for k in EXAMPLES}
 
 
-@pytest.mark.parametrize("name", sorted(BUILDERS))
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_lazy_figure_sends_what_plotly_would(name, real, monkeypatch):
     """Production's lazy figure gives the same JSON as the validated plotly Figure of the tests and as an
     unvalidated plotly Figure of the same dicts (template included), and stays lazy while doing it; so do
     the presenter's copy and the copy fitted to a narrow column (ui.widgets.chart's paths)."""
-    lazy, checked = _both(lambda: BUILDERS[name](real), monkeypatch)
+    lazy, checked = _both(lambda: EXAMPLES[name](real), monkeypatch)
     assert type(lazy) is LazyFigure and type(checked) is Figure and isinstance(lazy, go.Figure)
     sent = _json(lazy)
     assert _scales(sent) == _scales(_json(checked))
@@ -470,7 +328,7 @@ def test_figure_builds_plotly_figures_when_validating(monkeypatch):
 
 
 # ------------------------------------------------------------------ the pages, with validation off (production)
-PAGES = ["home", "attention", "layers", "context", "projections", "anisotropy", "calculator", "lesson"]
+PAGES = [Path(path).stem for path, _title, _default in chart_pages()]  # every page of app.py that charts at once
 
 
 @pytest.mark.slow
@@ -508,6 +366,7 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     checked = specs()
     assert fast and fast == checked
     if how == "random weights":
-        assert all("random weights" in c["layout"]["title"]["text"] for c in fast if c["layout"].get("title"))
+        titled = [c["layout"]["title"]["text"] for c in fast if c["layout"].get("title")]
+        assert titled and all("random weights" in t for t in titled), titled
     if how == "presenter":
         assert all(c["layout"]["font"]["size"] == common.PRESENTER_FONT for c in fast)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from lib.inputs.presets import default_preset
@@ -31,6 +32,7 @@ OLD_LINKS = {
             "layers_adjust": "1",
             "layers_pairs": "1",
             "layers_reference": "1",
+            "layers_norms": "1",
             "layers_sentence": "2",
             "layers_compare": "1",  # ui.controls.compare_picker: a second model beside the first
             "layers_other": RANDOM0,
@@ -42,6 +44,7 @@ OLD_LINKS = {
             "layers_adjust": True,
             "layers_pairs": True,
             "layers_reference": True,
+            "layers_norms": True,
             "layers_sentence": 2,
             "layers_compare": True,
             "layers_other": RANDOM0,
@@ -96,6 +99,32 @@ OLD_LINKS = {
         {"aniso_corpus": "builtin", "aniso_layer": 2, "aniso_treatment": "whiten", "aniso_k": 3, "aniso_bert": False},
     ),
     "pages/lesson.py": ({"lesson_step": "2", "lesson_done": "1"}, {"lesson_step": 2, "lesson_done": 1}),
+    "pages/finetune.py": (
+        {
+            "ft_task": "mean",
+            "ft_method": "lora",
+            "ft_k": "3",
+            "ft_layer": "4",
+            "ft_rank": "4",
+            "ft_lr": "0.0002",
+            "ft_hlr": "0.003",
+            "ft_epochs": "5",
+            "ft_seed": "3",
+            "ft_early": "1",
+        },
+        {
+            "ft_task": "mean",
+            "ft_method": "lora",
+            "ft_k": 3,
+            "ft_layer": 4,
+            "ft_rank": 4,
+            "ft_lr": 0.0002,
+            "ft_hlr": 0.003,
+            "ft_epochs": 5,
+            "ft_seed": 3,
+            "ft_early": True,
+        },
+    ),
     "pages/context.py": (
         {
             "ctx_sentence": "6",
@@ -345,3 +374,61 @@ def test_a_logit_lens_link_opens_its_view_and_is_written_back(decoder):
     written = url_written(at)
     assert written.get("lens_sentence") == "3" and written.get("lens_words") == "river, loan"
     assert "Sentence 3" in _texts(at, "caption")
+
+
+def _bank_recipe(**settings):
+    """The recipe of a run on the bank preset, made without training it."""
+    from lib.finetune.data import split_set
+    from lib.finetune.recipe import Recipe
+    from lib.inputs.presets import preset_by_id
+    from lib.inputs.sentences import parse_sentence_set
+
+    p = preset_by_id("bank")
+    ss = parse_sentence_set(p.text, p.target, preset_id=p.id)
+    digest = split_set(ss.target, ss.sentences, ss.senses, heldout=0.33, seed=0).digest
+    return ss, Recipe.make(digest, "top-2", num_layers=6, **settings)
+
+
+def test_a_fine_tuned_model_link_carries_the_recipe_and_trains_it_again(encoder):
+    """``?finetuned=<recipe>`` opens the fine-tuned model on every page: a server that never trained it trains it
+    (the link carries no weights), and the weights are those of the same recipe trained outside the app, bit for bit."""
+    from streamlit.testing.v1 import AppTest
+
+    from lib.finetune.run import finetune
+    from lib.models import load_model
+    from lib.models.keys import model_key
+    from tests.conftest import ROOT
+
+    ss, recipe = _bank_recipe(epochs=2, seed=7)  # a recipe no other test trains
+    key = model_key(DEFAULT_MODEL, "finetuned", recipe.key)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["preset"] = "bank"
+    at.query_params["finetuned"] = recipe.key
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["cl_model_active"] == key
+    assert at.query_params["finetuned"] == recipe.key and "weights" not in at.query_params
+    assert "fine-tuned on 8 'bank' sentences, top 2 layers, 2 epochs, seed 7" in " ".join(
+        w.value for w in at.sidebar.warning
+    ).replace("\\", "")
+    opened = dict(load_model(key).model.named_parameters())
+    again = finetune(encoder, ss, "top-2", epochs=2, seed=7)
+    assert again.recipe.key == recipe.key
+    for name, w in again.run.model.named_parameters():
+        assert np.array_equal(w.detach().numpy(), opened[name].detach().numpy()), name
+
+
+def test_a_fine_tuned_model_link_on_other_sentences_says_why_it_cannot_open():
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import ROOT
+
+    _, recipe = _bank_recipe(epochs=2, seed=8)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["preset"] = "kiwi"
+    at.query_params["finetuned"] = recipe.key
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["cl_model_active"] == DEFAULT_MODEL
+    assert "trained on other sentences" in " ".join(e.value for e in at.sidebar.error)
+    assert "finetuned" not in at.query_params

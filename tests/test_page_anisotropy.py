@@ -10,61 +10,25 @@ import numpy as np
 import pytest
 
 from lib.inputs.presets import default_preset, preset_by_id
-from lib.models.encoder import Encoder
-from tests.conftest import page_test
+from tests.conftest import NAN_OR_INF, assert_page_ok, chart_spec, page_test, page_text, trace_values
 
 PAGE = "pages/anisotropy.py"
-BAD_NUMBER = re.compile(r"\b(nan|inf)\b", re.IGNORECASE)
 
 
-@pytest.fixture
-def encode_calls(monkeypatch):
-    """Counts real forward passes (the model itself runs unchanged)."""
-    calls = {"n": 0}
-    original = Encoder.encode
-
-    def counting(self, *args, **kwargs):
-        calls["n"] += 1
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(Encoder, "encode", counting)
-    return calls
 
 
-def _text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    parts += [str(m.value) for m in at.metric] + [h.value for h in at.header]
-    return "\n".join(parts)
-
-
-def _assert_ok(at, min_charts: int = 4) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= min_charts
-    assert not BAD_NUMBER.search(_text(at)), "NaN or inf on screen"
-
-
-def _figure(at, index: int) -> dict:
-    return json.loads(at.get("plotly_chart")[index].proto.spec)
-
-
-def _values(v) -> list[float]:
-    """Trace data as a list: plotly 7 sends numpy arrays as base64 typed arrays."""
-    if isinstance(v, dict) and "bdata" in v:
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
-    return list(v)
 
 
 def test_default_preset_with_builtin_corpus(encode_calls):
     at = page_test(PAGE, preset=default_preset().id).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     # curves (4 treatments + BERT-base overlay), dimensions, norms, before/after matrices
-    curves = _figure(at, 0)
+    curves = chart_spec(at, 0)
     assert len(curves["data"]) == 5
-    assert [len(_values(t["y"])) for t in curves["data"][:4]] == [7] * 4
-    bert = _values(curves["data"][4]["y"])
+    assert [len(trace_values(t["y"])) for t in curves["data"][:4]] == [7] * 4
+    bert = trace_values(curves["data"][4]["y"])
     assert len(bert) == 13 and bert[11] == pytest.approx(0.675)
-    assert "contrastive objective" in _text(at)
+    assert "contrastive objective" in page_text(at)
     assert len(at.metric) == 5  # sense labels: same, different, gap, then the scale-free AUC and readout
 
     # moving the controls does not run the model again
@@ -74,16 +38,16 @@ def test_default_preset_with_builtin_corpus(encode_calls):
     at.slider(key="aniso_k").set_value(0).run()
     at.selectbox(key="aniso_treatment").set_value("topk").run()
     at.toggle(key="aniso_bert").set_value(False).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     assert encode_calls["n"] == calls
-    assert len(_figure(at, 0)["data"]) == 4  # overlay off
-    assert "top 0 components removed" in _text(at)
+    assert len(chart_spec(at, 0)["data"]) == 4  # overlay off
+    assert "top 0 components removed" in page_text(at)
 
 
 def test_raw_curve_is_above_corrected_curves():
     at = page_test(PAGE, preset=default_preset().id).run()
-    _assert_ok(at)
-    traces = {t["name"]: _values(t["y"]) for t in _figure(at, 0)["data"]}
+    assert_page_ok(at, charts=4, finite=True)
+    traces = {t["name"]: trace_values(t["y"]) for t in chart_spec(at, 0)["data"]}
     raw = traces["raw"]
     z = traces["z-scored (§5.1)"]
     # the middle layers of the bundled model are clearly anisotropic, and z-scoring lowers that
@@ -96,8 +60,8 @@ def test_one_sentence_set_as_corpus_is_guarded():
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
-    text = _text(at)
-    assert not BAD_NUMBER.search(text)
+    text = page_text(at)
+    assert not NAN_OR_INF.search(text)
     assert "your 1 sentence" in text
     assert "regularized" in text  # fewer word pieces than dimensions: whitening is regularized and says so
     # the word's section needs two sentences and says so
@@ -108,13 +72,13 @@ def test_one_sentence_set_as_corpus_is_guarded():
 def test_upload_choice_without_file_falls_back():
     at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     assert any(".txt file" in i.value for i in at.info)
 
 
 def test_user_text_is_escaped():
     at = page_test(PAGE, text="a | The *bank* <b>x</b> opened.\nb | We sat by the bank.", target="bank").run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     for m in at.markdown:
         assert "<b>" not in m.value
 
@@ -128,7 +92,7 @@ def test_scale_free_measure_next_to_the_gap(encoder):
     from lib.stats.similarity import cosine_matrix
 
     at = page_test(PAGE, preset="bank").run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     layer = at.session_state["aniso_layer"]
     metrics = {m.label: m for m in at.metric}
     auc_label = next(lab for lab in metrics if lab.startswith("pair ranking (AUC)"))
@@ -161,7 +125,7 @@ def test_scale_free_measure_next_to_the_gap(encoder):
     assert shown["aniso_matrix_raw"] == shown["aniso_matrix_treated"]
     assert shown_after == pytest.approx(after, abs=6e-4)
     assert f"{before:.3f}" in metrics[auc_label].delta
-    text = _text(at)
+    text = page_text(at)
     assert f"{after:.3f}" == metrics[auc_label].value
     if abs(after - before) < 0.02:
         assert "here they barely move, so the fix mostly rescales" in text
@@ -183,20 +147,20 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     at = page_test(PAGE, preset=default_preset().id, aniso_corpus="upload")
     at.run()
     at.file_uploader(key="aniso_upload").set_value(("corpus.txt", data, "text/plain")).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
     cut = [i.value.replace("\\", "") for i in at.info if "word pieces one set may use" in i.value]
     assert len(cut) == 1, [i.value for i in at.info]
     kept = int(re.search(r"only its first (\d+) of 40 sentences", cut[0]).group(1))
     assert 3 <= kept < 40 and "1 sentence(s) are longer than 128 word pieces" in cut[0]
-    assert f"from {kept} sentences" in _text(at)  # the caption under the curves: the statistics' sentences
-    assert "the uploaded file (40 sentences)" in _text(at).replace("\\", "")  # escaped for markdown
+    assert f"from {kept} sentences" in page_text(at)  # the caption under the curves: the statistics' sentences
+    assert "the uploaded file (40 sentences)" in page_text(at).replace("\\", "")  # escaped for markdown
 
 
 def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent():
     """The curves and the vector lengths mark the chosen layer with a style rule, not in their figures, so the
     browser keeps them as drawn when only the layer moves (a slider's redraw time); what does change with the layer changes."""
     at = page_test(PAGE, preset=default_preset().id).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4, finite=True)
 
     def specs() -> dict[str, str]:
         return {c.proto.id.rsplit("-", 1)[-1]: c.proto.spec for c in at.get("plotly_chart")}
@@ -212,12 +176,9 @@ def test_the_layer_slider_moves_a_mark_and_leaves_the_curves_and_lengths_as_sent
     for key in ("aniso_curves", "aniso_norms"):
         assert before[key] == after[key], key  # the same figure, byte for byte
         assert (marks2[key], marks5[key]) == (2, 5), key
-    # shape j is layer j's mark, invisible in the figure itself: a line on the curves, the bar's outline on the lengths
-    line = json.loads(after["aniso_curves"])["layout"]["shapes"][5]
-    assert (line["x0"], line["opacity"]) == (5, 0)
-    norms = json.loads(after["aniso_norms"])
-    bar = norms["layout"]["shapes"][5]
-    assert bar["opacity"] == 0 and bar["x0"] < 5 < bar["x1"]
-    assert bar["y1"] == pytest.approx(_values(norms["data"][0]["y"])[5])  # as tall as layer 5's bar
+    # shape j is layer j's mark (ui.widgets.layer_chart), invisible in the figure itself, at layer j on both
+    for key in ("aniso_curves", "aniso_norms"):
+        mark = json.loads(after[key])["layout"]["shapes"][5]
+        assert (mark["x0"], mark["x1"], mark["opacity"]) == (5, 5, 0), key
     for key in ("aniso_matrix_raw", "aniso_matrix_treated"):
         assert before[key] != after[key], key  # the matrices themselves are the layer's

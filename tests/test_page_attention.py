@@ -6,7 +6,7 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.serving.budget import MAX_PIECES_PER_SENTENCE
-from tests.conftest import page_test
+from tests.conftest import assert_page_ok, page_test
 
 PAGE = "pages/attention.py"
 
@@ -18,16 +18,10 @@ def _run(text: str | None = None, target: str | None = None):
     return page_test(PAGE, text=text, target=target).run()
 
 
-def _assert_ok(at) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    charts = at.get("plotly_chart")
-    assert len(charts) >= 5  # heatmap, overview, target bars, target by layer, special tokens
-
 
 def test_preset_sentence():
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     preset = default_preset()
     assert len(at.get("plotly_chart")) >= 6  # + side by side (the preset has several sentences)
     assert at.session_state["attn_sentence"] == 1
@@ -43,12 +37,12 @@ def test_changing_layer_and_head_does_not_run_the_model_again():
     from ui import cache
 
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     calls = sum(cache.ENCODE_CALLS.values())
     at.slider(key="attn_layer").set_value(4).run()
     at.slider(key="attn_head").set_value(7).run()
     at.toggle(key="attn_target_mean").set_value(False).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     assert sum(cache.ENCODE_CALLS.values()) == calls
     assert "Layer 4, head 7" in " ".join(h.value for h in at.header)
 
@@ -57,19 +51,19 @@ def test_second_sentence_follows_the_first_until_chosen():
     at = _run(
         "money | The bank raised rates.\nriver | We sat on the river bank.\nmoney | A bank loan.", "bank"
     )
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     assert at.session_state["attn_compare"] == 2
     at.selectbox(key="attn_sentence").set_value(2).run()
     assert at.session_state["attn_compare"] == 1  # another sense than "river"
     at.selectbox(key="attn_compare").set_value(3).run()
     at.selectbox(key="attn_sentence").set_value(1).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     assert at.session_state["attn_compare"] == 3  # the learner's choice is kept
 
 
 def test_one_word_sentence():
     at = _run("Bank", "bank")
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     assert any("second sentence" in i.value for i in at.info)
 
 
@@ -77,7 +71,7 @@ def test_one_word_sentence():
 def test_sentence_at_the_length_limit():
     words = " ".join(f"the bank {k} lent money to farmers by the river." for k in range(80))
     at = _run(f"{words}\nThe bank raised rates.", "bank")
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     # the set's sentences are read up to MAX_PIECES_PER_SENTENCE word pieces, and the page says so
     assert any(f"longer than {MAX_PIECES_PER_SENTENCE} word pieces" in w.value for w in at.warning)
     assert any(f"was cut at {MAX_PIECES_PER_SENTENCE} word pieces" in c.value for c in at.caption)
@@ -96,7 +90,7 @@ def test_layer_and_head_come_from_the_link_and_are_clamped():
     at.query_params["attn_layer"] = "3"
     at.query_params["attn_head"] = "99"
     at.run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     assert at.session_state["attn_layer"] == 3
     assert at.session_state["attn_head"] == 12  # clamped to the model's 12 heads
     assert "Layer 3, head 12" in " ".join(h.value for h in at.header)
@@ -112,7 +106,7 @@ def test_two_sentences_side_by_side_are_two_charts_each_with_its_own_matrix(enco
     from lib.models.attention import token_labels
 
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=5)
     at.slider(key="attn_layer").set_value(3).run()
     at.slider(key="attn_head").set_value(6).run()
     charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import seed
+from tests.conftest import assert_page_ok, seed
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "calculator.py")
 
@@ -38,11 +38,6 @@ def _codes(at: AppTest) -> str:
     return "\n".join(c.value for c in at.code)
 
 
-def _assert_ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= 3  # warm-up arrows, weights heatmap, input/output arrows
-
 
 def _no_nan_or_inf_on_screen(at: AppTest) -> None:
     for t in at.table:
@@ -54,7 +49,7 @@ def _no_nan_or_inf_on_screen(at: AppTest) -> None:
 
 def test_default_is_the_course_example():
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     X = _table(at, ["dim 1", "dim 2"], "The")
     assert X.loc["The"].tolist() == ["1.1", "0"] and X.loc["sat"].tolist() == ["1.1", "1.1"]
     S = _table(at, ["The", "cat", "sat"])
@@ -72,7 +67,7 @@ def test_default_is_the_course_example():
 def test_edited_values_update_every_step():
     at = _run()
     at = _edit(at, "E", 0, "dim 1", "2")  # e(The) = [2, 0]
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     assert _table(at, ["dim 1", "dim 2"], "The").loc["The"].tolist() == ["2.1", "0"]
     # S[The, sat] = 2.1·1.1 + 0·1.1 = 2.31
     assert _table(at, ["The", "cat", "sat"]).loc["The"].tolist() == ["4.41", "0", "2.31"]
@@ -88,7 +83,7 @@ def test_toggles_scale_mask_temperature_and_block():
     at.number_input(key="calc_temperature").set_value(0.5)
     at.toggle(key="calc_block").set_value(True)
     at.run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     scores = _table(at, ["The", "cat", "sat"], which=1)  # after Q Kᵀ: scaled and masked
     assert scores.loc["The"].tolist() == ["0.8556", "masked", "masked"]  # 1.21/√2, then the mask
     codes = _codes(at)
@@ -100,7 +95,7 @@ def test_toggles_scale_mask_temperature_and_block():
     assert "exp(0.8556 / 0.5) = " in _codes(at)  # S[sat, The] = 1.21/√2; temperature divides before exp
     assert any(h.value.startswith("5. Residual") for h in at.header)
     at.radio(key="calc_picture").set_value("after the whole block").run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     _no_nan_or_inf_on_screen(at)
 
 
@@ -129,7 +124,7 @@ def test_bad_cell_keeps_the_last_valid_state(typed, fragment):
 def test_huge_values_stay_finite():
     at = _run()
     at = _edit(at, "E", 0, "dim 1", "1e6")
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     weights_sum_note = " ".join(m.value for m in at.markdown)
     assert "Row cat" in weights_sum_note
     _no_nan_or_inf_on_screen(at)
@@ -138,7 +133,7 @@ def test_huge_values_stay_finite():
 def test_tokens_width_and_reset():
     at = _run()
     at.text_input(key="calc_tokens").set_value("the dog saw the cat").run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     X = _table(at, ["dim 1", "dim 2"], "the (1)")
     assert list(X.index) == ["the (1)", "dog", "saw", "the (4)", "cat"]
     E = at.data_editor(key=f"calc_E_v{at.session_state['calc_version']}").value
@@ -150,12 +145,12 @@ def test_tokens_width_and_reset():
 
     at.text_input(key="calc_tokens").set_value("The cat sat").run()
     at.selectbox(key="calc_d").set_value(3).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     assert _table(at, ["dim 1", "dim 2", "dim 3"], "The").loc["The"].tolist() == ["1.1", "0", "0"]
     assert any("dimensions 1 and 2 only" in c.value for c in at.caption)
 
     at.button(key="calc_reset").click().run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     assert at.session_state["calc_d"] == 2 and at.session_state["calc_tokens"] == "The cat sat"
     assert _table(at, ["dim 1", "dim 2"], "The").loc["cat"].tolist() == ["0", "1.1"]
 
@@ -163,7 +158,7 @@ def test_tokens_width_and_reset():
 def test_projection_matrix_edit():
     at = _run()
     at = _edit(at, "W_Q", 0, "out 2", "1")  # W_Q = [[1, 1], [0, 1]]
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     # Q[The] = [1.1, 0]·W_Q = [1.1, 1.1]; S[The, The] = 1.1·1.1 + 1.1·0 = 1.21, S[The, cat] = 1.1·1.1 = 1.21
     assert _table(at, ["The", "cat", "sat"]).loc["The"].tolist() == ["1.21", "1.21", "2.42"]
     assert "W_Q ≠ W_K" in " ".join(m.value for m in at.markdown)
@@ -177,7 +172,7 @@ def test_warm_up_exercise():
     assert not at.exception
     assert any("fruit" in i.value and "apple" in i.value for i in at.info)
     at.button(key="calc_warm_answer").click().run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     lines = " ".join(m.value for m in at.markdown)
     assert "apple in a fruit context" in lines and "apple in a company context" in lines
 
@@ -189,7 +184,7 @@ def test_apple_answer_moves_towards_food_and_technology_markers():
 
     at = _run()
     at.button(key="calc_warm_answer").click().run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
     markers = {}
     for trace in fig["data"]:
@@ -216,10 +211,10 @@ def test_a_followed_cell_that_no_longer_exists_goes_back_to_the_default_cell():
     at.selectbox(key="calc_row").set_value(5).run()
     at.selectbox(key="calc_col").set_value(4).run()
     at.text_input(key="calc_tokens").set_value("The cat sat").run()  # rows 5 and 4 are gone
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     assert at.session_state["calc_row"] == 1 and at.session_state["calc_col"] == 2  # S[cat, sat], as at the start
     at.text_input(key="calc_tokens").set_value("The cat").run()  # the default column is gone too: clamped
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     assert at.session_state["calc_row"] == 1 and at.session_state["calc_col"] == 1
 
 
@@ -234,7 +229,7 @@ def test_ties_and_the_models_scaling_are_said_as_the_numbers_are():
     from lib.teaching import toy_attention as ta
 
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=3)
     text = " ".join(m.value for m in at.markdown)
     X = np.array([ta.COURSE_EMBEDDINGS[t] for t in ta.COURSE_TOKENS]) + np.array(ta.COURSE_POSITIONS)
     S = X @ X.T  # Q = K = X, no scaling

@@ -10,7 +10,7 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.stats.context import MAX_WORDS, layer_cosines, occlusion
-from tests.conftest import page_test, seed, url_written
+from tests.conftest import assert_page_ok, page_test, seed, url_written
 from ui.widgets import escape_md
 
 PAGE = "pages/context.py"
@@ -23,11 +23,6 @@ def _run(text: str | None = None, target: str | None = None, query: dict | None 
     return at.run()
 
 
-def _assert_ok(at, charts: int = 4) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= charts  # ranked bars, strip, attention vs effect, edit
-
 
 def _shown(at) -> str:
     return " ".join(m.value for m in at.markdown)
@@ -36,7 +31,7 @@ def _shown(at) -> str:
 @pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_default_preset_shows_the_models_numbers(encoder):
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     p = default_preset()
     first = p.sentence_set().sentences[0]
     occ = occlusion(encoder, first, p.target)
@@ -97,15 +92,15 @@ def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():
     from ui import cache
 
     at = _run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     calls = sum(cache.ENCODE_CALLS.values())
     at.slider(key="ctx_layer").set_value(2).run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     assert sum(cache.ENCODE_CALLS.values()) == calls
     swap = next(b for b in at.button if b.key and b.key.startswith("ctx_swap_"))
     word, replacement = (x.strip() for x in swap.label.split("→"))
     swap.click().run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     assert at.session_state["ctx_with"] == replacement
     assert f"“{word}” becomes “{replacement}”" in _shown(at)
     assert url_written(at)["ctx_with"] == replacement
@@ -113,7 +108,7 @@ def test_a_swap_and_the_controls_do_not_rerun_the_occlusion():
 
 def test_state_comes_from_the_link():
     at = _run(query={"ctx_sentence": "6", "ctx_layer": "3", "ctx_word": "2", "ctx_with": "savings"})
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     assert at.session_state["ctx_sentence"] == 6 and at.session_state["ctx_layer"] == 3
     assert "becomes “savings”" in _shown(at)
     assert "At layer 3" in _shown(at)
@@ -122,7 +117,7 @@ def test_state_comes_from_the_link():
 @pytest.mark.slow  # over ~5 s: left out of the fast tier
 def test_one_word_context():
     at = _run("river | Muddy bank\nmoney | Bank loans", "bank")
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     assert "needs at least three context words" in _shown(at)
     at = _run("Bank", "bank")
     assert not at.exception
@@ -133,7 +128,7 @@ def test_a_typed_sentence_with_a_mask_token():
     at = page_test(PAGE, preset=default_preset().id)
     seed(at, ctx_own="The [MASK] sat on the river [bank] .")
     at.run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     caption = " ".join(c.value for c in at.caption)
     assert "The \\[MASK\\] sat on the river **bank**" in caption  # one target; [MASK] is a context word
     assert url_written(at)["ctx_own"] == "The [MASK] sat on the river [bank] ."
@@ -144,7 +139,7 @@ def test_a_sentence_at_the_length_cap_and_one_beyond():
     words = ("we walked along the green river past old mills and quiet farms " * 6).split()
     at_cap = " ".join(words[: MAX_WORDS - 1]) + " bank ."  # MAX_WORDS - 1 words and "." besides the target
     at = _run(f"river | {at_cap}", "bank")
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
     assert at.session_state["ctx_word"] <= MAX_WORDS
     assert not at.warning
     beyond = " ".join(words[:MAX_WORDS]) + " bank ."
@@ -186,7 +181,7 @@ def test_garbled_link_values_give_defaults_and_messages():
     assert at.session_state["ctx_replace"] == "mask"
     assert any("brackets" in e.value for e in at.error)  # the typed sentence is refused with a message
     at.text_input(key="ctx_own").set_value("").run()
-    _assert_ok(at)
+    assert_page_ok(at, charts=4)
 
 
 def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
@@ -197,7 +192,7 @@ def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
     from lib.stats.context import attention_effect_correlation
 
     at = _run()
-    _assert_ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
     occ = occlusion(encoder, default_preset().sentence_set().sentences[0], default_preset().target)
     rho = attention_effect_correlation(occ)

@@ -39,7 +39,8 @@ def test_link_with_random_weights_names_them_everywhere():
     assert any("Random weights (seed 3)" in w.value for w in at.sidebar.warning)
     assert {k: at.query_params[k] for k in at.query_params} == {"preset": "apple", "weights": "random", "seed": "3"}
     shown = titles(at)
-    assert shown and all("random weights, seed 3" in t for t in shown if t), shown
+    titled = [t for t in shown if t]
+    assert titled and all("random weights, seed 3" in t for t in titled), shown
     # Home's two heatmaps have no title of their own: the bold heading above each names the weights, once
     headings = [m.value for m in at.markdown if m.value.startswith("**Layer ")]
     assert len(headings) == 2 and all(h.count("random weights, seed 3") == 1 for h in headings), headings

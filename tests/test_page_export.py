@@ -138,13 +138,12 @@ def test_meta_and_layout():
     meta = pe.Meta(
         model="sentence-transformers/all-MiniLM-L6-v2", weights="trained, from the bundled package x 0.1.0",
         date="2026-11-24 19:00 UTC", link="http://127.0.0.1:8501/layers?preset=bank", target="bank",
-        sentences=(("river", "We sat on the bank."), ("", "The bank is closed.")), marks=(("layers_readout", 6),),
+        sentences=(("river", "We sat on the bank."), ("", "The bank is closed.")),
     )  # fmt: skip
     doc = pe.page_html("Layer by layer", [pe.Group((pe.Text("a"), pe.Text("b")), "columns")], meta)
     for part in (meta.model, meta.weights, meta.date, "bank", "We sat on the bank.", "<td>–</td>"):
         assert part in doc
     assert '<a href="http://127.0.0.1:8501/layers?preset=bank">' in doc
-    assert '.st-key-layers_readout .shape-group[data-index="6"] path' in doc
     assert doc.count('<div class="column">') == 2
     with pytest.raises(ValueError):
         pe.page_html("T", [pe.Text("x", "h9")], META)

@@ -78,7 +78,7 @@ def shown_numbers(at: AppTest) -> set[str]:
     return {n for body in bodies for n in NUMBER.findall(str(body))}
 
 
-CHARTLESS = {"glossary", "board"}
+CHARTLESS = {"glossary", "board", "finetune"}  # Fine-tune draws its charts after Train (tests/test_page_finetune.py)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -87,7 +87,7 @@ def test_the_file_holds_the_page(page):
     # every chart, with the data the page sent
     sent = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(d.figures) == len(sent)
-    assert sent or page in CHARTLESS  # the glossary, and the class board before a room is opened
+    assert sent or page in CHARTLESS  # the glossary, the class board before a room is opened, Fine-tune before Train
     for f, s in zip(d.figures, sent, strict=True):
         assert json.dumps(f["data"], sort_keys=True) == json.dumps(s["data"], sort_keys=True)
     # the readings: every number the page's text gives is in the file's text
@@ -102,10 +102,18 @@ def test_the_file_holds_the_page(page):
     assert ss.sentences[0] in d.text
     assert "preset=" + default_preset().id in doc
     assert len(doc.encode()) <= 6_000_000
-    # a chart that shows the chosen layer with a style rule (ui.widgets.layer_marks) shows it in the file too
-    for html in at.get("html"):
-        for rule in re.findall(r'\.st-key-\S+ \.shape-group\[data-index="\d+"\] path', html.proto.body):
-            assert rule in doc
+    # a chart that shows the chosen layer with a style rule (ui.widgets.layer_chart) draws it in the file
+    shown = {
+        key: int(i)
+        for h in at.get("html")
+        for key, i in re.findall(r'\.st-key-(\S+) \.shape-group\[data-index="(\d+)"\] path', h.proto.body)
+    }
+    by_key = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+    for key, i in shown.items():
+        drawn = [f for f in d.figures if f["data"] == by_key[key]["data"]]
+        assert drawn and all(f["layout"]["shapes"][i].get("opacity") == 1 for f in drawn), key
+        assert by_key[key]["layout"]["shapes"][i]["opacity"] == 0  # hidden in what the browser got
+    assert (page in ("layers", "anisotropy")) == bool(shown), shown
 
 
 def test_home_heatmap_is_the_models_cosine(encoder):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import seed, url_written
+from tests.conftest import assert_page_ok, seed, url_written
 
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 
@@ -22,11 +22,6 @@ def _app(text: str | None = None, target: str | None = None) -> AppTest:
         seed(at, text=text, target=target)
     return at
 
-
-def _ok(at: AppTest, charts: int = 5) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
-    assert len(at.get("plotly_chart")) >= charts
 
 
 def _markdown(at: AppTest) -> str:
@@ -41,11 +36,13 @@ def _encoder_calls() -> int:
 
 def test_preset_shows_every_section():
     at = _app().run()
-    _ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
+    assert_page_ok(at, charts=5)  # matrix, static vs contextual, trajectories, Ethayarajh, readout
     text = _markdown(at)
     assert "(every pair: cosine 1.00)" in text  # the static embedding is one vector for all sentences
     assert "same-sense minus different-sense gap" in text
     assert "Best: **layer" in text
+    pairs = re.search(r"([\d,]+) pairs sampled as Ethayarajh", "\n".join(c.value for c in at.caption))
+    assert pairs and int(pairs.group(1).replace(",", "")) > 100  # the number of pairs, thousands and all
     downloads = {b.key for b in at.get("download_button")}
     assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
@@ -56,7 +53,7 @@ def test_preset_shows_every_section():
 
 def test_controls_do_not_run_the_model_again():
     at = _app().run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     calls = _encoder_calls()
     at.slider(key="layers_layer").set_value(2).run()
     at.radio(key="layers_pooling").set_value("last4").run()
@@ -66,7 +63,7 @@ def test_controls_do_not_run_the_model_again():
     at.toggle(key="layers_reference").set_value(True).run()
     at.selectbox(key="layers_sentence").set_value(3).run()
     at.radio(key="layers_pooling").set_value("all").run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     assert _encoder_calls() == calls
     assert url_written(at)["layers_pooling"] == "all"
     assert url_written(at)["layers_view"] == "all"
@@ -79,10 +76,33 @@ def test_controls_start_from_the_link():
     at.query_params["layers_pooling"] = "last4"
     at.query_params["layers_view"] = "nonsense"
     at.run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     assert at.session_state["layers_layer"] == 2
     assert at.session_state["layers_pooling"] == "last4"
     assert at.session_state["layers_view"] == "one"
+
+
+def test_the_vector_length_per_layer_opens_from_a_link_and_is_the_models(encoder):
+    from lib.inputs.presets import default_preset
+
+    at = _app()
+    at.query_params["layers_norms"] = "1"
+    at.query_params["layers_layer"] = "2"
+    at.run()
+    assert_page_ok(at, charts=6)
+    assert at.session_state["layers_norms"] is True and url_written(at)["layers_norms"] == "1"
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith("-layers_lengths"))
+    bars = json.loads(chart.proto.spec)["data"][0]["y"]
+    ss = default_preset().sentence_set()
+    v = encoder.target_vectors(list(ss.sentences), ss.target).vectors.astype(np.float64)  # (n, L + 1, H)
+    want = [float(np.mean([np.sqrt(np.sum(v[i, k] ** 2)) for i in range(len(v))])) for k in range(v.shape[1])]
+    np.testing.assert_allclose(bars, want, rtol=1e-4)
+    L = len(want) - 1
+    assert f"{want[0]:.1f} at layer 0, **{want[L]:.1f} at layer {L}**" in _markdown(at)
+    assert "layers_lengths_download" in {b.key for b in at.get("download_button")}
+    at.toggle(key="layers_norms").set_value(False).run()
+    assert url_written(at)["layers_norms"] == "0"
+    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("-layers_lengths")]
 
 
 def test_without_labels():
@@ -95,14 +115,14 @@ def test_without_labels():
         ]
     )
     at = _app(text, "bank").run()
-    _ok(at, charts=4)  # no readout chart without labels
+    assert_page_ok(at, charts=4)  # no readout chart without labels
     assert any("needs sense labels" in i.value for i in at.info)
     assert "Without sense labels" in _markdown(at)
 
 
 def test_two_sentences():
     at = _app("money | The bank closed.\nriver | The river bank flooded.", "bank").run()
-    _ok(at, charts=4)
+    assert_page_ok(at, charts=4)
     assert any("at least two senses with two or more" in i.value for i in at.info)
 
 
@@ -128,7 +148,7 @@ def test_upload_keeps_good_rows_and_lists_bad_ones():
     problems = at.dataframe[0].value
     assert list(problems["line"]) == [6]
     at.button(key="layers_upload_apply").click().run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert at.session_state["cl_preset"] == "custom"
     assert any("4 sentences uploaded from mine" in c.value for c in at.caption)
     options = at.selectbox(key="layers_sentence").options
@@ -192,13 +212,13 @@ def test_500_uploaded_sentences_render_and_reuse_the_encoding(monkeypatch):
     at.file_uploader(key="layers_upload").set_value(("big.csv", _many_sentences(500), "text/csv")).run()
     assert any("500 usable sentence" in s.value for s in at.success)
     at.button(key="layers_upload_apply").click().run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert len(at.selectbox(key="layers_sentence").options) == 500
     calls = _encoder_calls()
     at.slider(key="layers_layer").set_value(3).run()
     at.radio(key="layers_view").set_value("all").run()
     at.radio(key="layers_pooling").set_value("last4").run()
-    _ok(at, charts=5)
+    assert_page_ok(at, charts=5)
     assert _encoder_calls() == calls
     assert any("80 of the 500 sentences" in c.value for c in at.caption)
 
@@ -211,7 +231,7 @@ def test_user_text_is_escaped_and_nothing_shows_nan():
         "river | A muddy bank | again."
     )
     at = _app(text, "bank").run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     specs = "".join(json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart"))
     assert "<script" not in specs and "&lt;script&gt;" in specs  # the sentence label, escaped for plotly
     assert "&lt;b&gt;money&lt;/b&gt;" in specs  # the sense label on the heatmap ticks
@@ -229,7 +249,7 @@ def test_a_typed_mask_token_keeps_its_brackets_on_the_page():
 
     text = "river | The [MASK] sat on the river [bank].\nmoney | The bank raised rates.\nriver | A muddy bank."
     at = _app(text, "bank").run()
-    _ok(at, charts=3)
+    assert_page_ok(at, charts=3)
     shown = [json.dumps(json.loads(c.proto.spec), ensure_ascii=False) for c in at.get("plotly_chart")]
     shown += [m.value for m in at.markdown] + [c.value for c in at.caption]
     shown += [df.value.to_csv() for df in at.dataframe] + [t.value.to_csv() for t in at.table]
@@ -245,7 +265,7 @@ def test_a_long_set_lists_its_sentences_in_a_grid_with_the_text_as_typed():
     n = TABLE_MAX_ROWS + 10
     lines = [f"{'money' if k % 2 else 'river'} | Row {k}: the *bank* <b>{k}</b> by the [bank]." for k in range(n)]
     at = _app("\n".join(lines), "bank").run()
-    _ok(at, charts=3)
+    assert_page_ok(at, charts=3)
     grids = [df.value for df in at.dataframe if "sentence" in df.value.columns and len(df.value) == n]
     assert len(grids) == 1 and not [t for t in at.table if len(t.value) == n]
     row = grids[0]["sentence"].iloc[3]
@@ -259,7 +279,7 @@ def _charts_by_key(at: AppTest) -> dict[str, str]:
 
 
 def _mark_rules(at: AppTest) -> dict[str, int]:
-    """The chosen-layer line each chart shows, read from the page's style rule (ui.widgets.layer_marks)."""
+    """The chosen-layer line each chart shows, read from the page's style rules (ui.widgets.layer_chart)."""
     css = "\n".join(h.proto.body for h in at.get("html"))
     return {k: int(i) for k, i in re.findall(r'\.st-key-(\w+) \.shape-group\[data-index="(\d+)"\] path', css)}
 
@@ -268,7 +288,7 @@ def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
     """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider (so the browser
     keeps them as drawn), a style rule shows the chosen layer's line (a slider's redraw time)."""
     at = _app().run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     curves = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
     at.slider(key="layers_layer").set_value(2).run()
     before, marks2 = _charts_by_key(at), _mark_rules(at)
@@ -342,7 +362,7 @@ def test_the_evidence_card_and_the_course_checks_follow_the_numbers(encoder, pre
     at = _app()
     seed(at, preset=preset)
     at.run()
-    _ok(at)
+    assert_page_ok(at, charts=5)
     ss = preset_by_id(preset).sentence_set()
     senses = list(ss.senses)
     tv = encoder.target_vectors(list(ss.sentences), ss.target)

@@ -10,18 +10,11 @@ import pytest
 
 from lib.teaching.glossary import PAGE, link_terms, links_to, load_glossary, parse_glossary, uses
 from lib.teaching.wordcount import MAX_PROSE_WORDS, count_words, prose_texts, total_words
+from tests.browser._browser import chart_pages
 from tests.conftest import ROOT, page_test
 
-PAGES = [
-    "pages/home.py",
-    "pages/layers.py",
-    "pages/attention.py",
-    "pages/context.py",
-    "pages/anisotropy.py",
-    "pages/projections.py",
-    "pages/calculator.py",
-    "pages/lesson.py",
-]
+# every page of app.py but the glossary and the board; Fine-tune draws no chart before Train, but its prose counts
+PAGES = [path for path, _title, _default in chart_pages()] + ["pages/finetune.py"]
 
 
 @pytest.fixture(scope="module")

@@ -540,6 +540,22 @@ def test_layer_profile_is_consistent_with_the_single_functions():
     assert np.isfinite(p.cosines).all() and np.isfinite(p.intra_sentence).all()
 
 
+def test_layer_profile_norms_are_the_mean_vector_length_per_representation():
+    v = np.array(
+        [
+            [[3.0, 4.0], [0.0, 5.0], [0.0, 0.0]],  # sentence 1: lengths 5, 5, 0 (a zero vector has length 0)
+            [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]],  # sentence 2: lengths 1, 1, 1
+        ]
+    )
+    p = layer_profile(v, np.ones((2, 2)), [None, None], [np.ones((3, 2, 2))] * 2)
+    np.testing.assert_allclose(p.norms[:3], [(5 + 1) / 2, (5 + 1) / 2, (0 + 1) / 2])  # per layer, by hand
+    # the pooled vectors: the mean of the last 4 layers is of layers 1 and 2 here (the embedding output is no
+    # layer's), (0, 2.5) and (1/2, 1/2); the mean of all is of the 3 hidden states, (1, 3) and (1/3, 2/3)
+    last4 = (2.5 + np.sqrt(1 / 4 + 1 / 4)) / 2
+    every = (np.sqrt(1 + 9) + np.sqrt(1 / 9 + 4 / 9)) / 2
+    np.testing.assert_allclose(p.norms[3:], [last4, every])
+
+
 # ------------------------------------------------------------------ moved out of pages/layers.py
 
 

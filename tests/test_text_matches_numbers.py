@@ -24,7 +24,7 @@ from lib.stats.pooling import with_pooled
 from lib.stats.readout import leave_one_out_readout
 from lib.stats.similarity import cosine_matrix
 from lib.teaching import lesson, lesson_senses
-from tests.conftest import ROOT, seed
+from tests.conftest import ROOT, page_text, seed
 
 N_LAYERS = 3
 
@@ -71,10 +71,9 @@ def _unlinked(text: str) -> str:
     return re.sub(r"\[([^\]]+)\]\(glossary#[^)]*\)", r"\1", text)
 
 
+
 def _text(at) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    parts += [s.value for s in at.success] + [i.value for i in at.info]
-    return _unlinked("\n".join(parts))
+    return _unlinked(page_text(at, "markdown", "caption", "success", "info"))
 
 
 def _preset_vectors(enc, preset: str):

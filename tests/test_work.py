@@ -8,6 +8,7 @@ import time
 import pytest
 
 from lib.serving.work import DEFAULT_WORK_JOBS, DEFAULT_WORK_MB, WorkQueue
+from tests.conftest import wait_until
 
 MB = 2**20
 
@@ -86,8 +87,8 @@ def test_small_work_goes_before_waiting_large_work_and_keeps_a_lane():
     others = [threading.Thread(target=large("large-1")), threading.Thread(target=large("large-2"))]
     for t in others:
         t.start()
-    time.sleep(0.05)
-    assert q.waiting == 2 and order == []  # the second slot is kept for small work
+    assert wait_until(lambda: q.waiting == 2)
+    assert order == []  # the second slot is kept for small work
     ts = threading.Thread(target=small)
     ts.start()
     ts.join(5)
@@ -119,8 +120,8 @@ def test_work_marked_large_keeps_to_the_large_lane_whatever_its_bytes():
     started.wait(5)
     t1 = threading.Thread(target=second)
     t1.start()
-    time.sleep(0.05)
-    assert q.running == 1 and q.waiting == 1 and order == []
+    assert wait_until(lambda: q.waiting == 1)  # the second large job queues behind the first
+    assert q.running == 1 and order == []
     with q.job(1000):  # the same bytes, not marked: small work, in the lane kept for it
         order.append("small")
     release.set()

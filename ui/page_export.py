@@ -35,11 +35,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import streamlit as st
 
 from lib.serving import page_export as pe
-from ui import page_globals
 
 _MAIN = 0  # delta_path[0] of the main area (1 is the sidebar)
 _LOCAL = threading.local()
-_MARK = re.compile(r'\.st-key-([A-Za-z0-9_-]+) \.shape-group\[data-index="(\d+)"\] path')
 _HEADINGS = {"h1": "h1", "h2": "h2", "h3": "h3"}
 _MD_KIND = {1: "p", 0: "p", 2: "caption", 3: "code", 4: "code", 5: "hr"}
 _ALERT_KIND = {1: "error", 2: "warning", 3: "info", 4: "success"}
@@ -56,7 +54,7 @@ class Recording:
         self.blocks: dict[tuple[int, ...], object] = {}
         self.diverted: Recording | None = None  # while set, messages go there and not to the browser
         self.files: dict[str, Callable[[], str]] = {}  # button key -> how its file is made (offered in the run)
-        self.marks: list[tuple[str, int]] = []  # (chart key, index of the layer line the page shows)
+        self.marks: dict[str, int] = {}  # chart key -> the hidden layer mark the page shows (widgets.layer_chart)
         self.private = 0  # > 0 inside private(): what is sent now is not recorded
         self.private_paths: set[tuple[int, ...]] = set()  # containers opened in private(): never recorded
         self.secrets: set[str] = set()  # strings no file may hold (never_export)
@@ -76,9 +74,6 @@ class Recording:
             kind = msg.delta.WhichOneof("type")
             if self._is_private(path, kind):
                 pass
-            elif kind == "new_element" and msg.delta.new_element.WhichOneof("type") == "html":
-                # a style-only st.html goes to a hidden container: the charts' chosen-layer rules (layer_marks)
-                target.marks.extend((k, int(i)) for k, i in _MARK.findall(msg.delta.new_element.html.body))
             elif path and path[0] == _MAIN:
                 if kind == "new_element":
                     target.elements[path] = msg.delta.new_element
@@ -88,8 +83,8 @@ class Recording:
                     target.elements.pop(path, None)
         return self.diverted is None
 
-    def page_blocks(self) -> tuple[list, tuple[tuple[str, int], ...]]:
-        """(blocks in page order for lib.serving.page_export, the charts' chosen-layer style rules)."""
+    def page_blocks(self) -> list:
+        """The blocks in page order for lib.serving.page_export (a chart over the layers with its mark drawn)."""
         children: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
         for path in list(self.elements) + list(self.blocks):
             children.setdefault(path[:-1], []).append(path)
@@ -102,12 +97,12 @@ class Recording:
                     if inner:
                         out.append(_group(self.blocks[child], inner))
                 else:
-                    out.extend(_element_blocks(self.elements[child]))
+                    out.extend(_element_blocks(self.elements[child], self.marks))
             return out
 
         recorded = set(self.elements) | set(self.blocks)
         roots = sorted({p[:-1] for p in recorded if p[:-1] not in recorded})  # the main area, or a container
-        return [b for root in roots for b in build(root)], tuple(dict(self.marks).items())
+        return [b for root in roots for b in build(root)]
 
 
 def _group(block, inner: tuple) -> pe.Group:
@@ -137,8 +132,9 @@ def _frame_table(arrow: bytes, *, markdown: bool, hide_index: bool = False) -> p
     return pe.Table(tuple(columns), tuple(tuple(r) for r in rows), markdown=markdown)
 
 
-def _element_blocks(el) -> list:
-    """The file's blocks for one Streamlit element (none for widgets, spinners and buttons)."""
+def _element_blocks(el, marks: dict[str, int] | None = None) -> list:
+    """The file's blocks for one Streamlit element (none for widgets, spinners and buttons); ``marks``: chart key ->
+    the hidden layer mark to draw (:func:`mark_layer`)."""
     kind = el.WhichOneof("type")
     if kind == "heading":
         return [pe.Text(el.heading.body, _HEADINGS.get(el.heading.tag, "h3"))]
@@ -158,8 +154,23 @@ def _element_blocks(el) -> list:
     if kind == "dataframe":
         return [_frame_table(el.dataframe.arrow_data.data, markdown=False)]
     if kind == "plotly_chart":
-        return [pe.Chart(json.loads(el.plotly_chart.spec), css_key=_chart_key(el.plotly_chart.id))]
+        spec = json.loads(el.plotly_chart.spec)
+        index = (marks or {}).get(_chart_key(el.plotly_chart.id))
+        if index is not None:
+            spec["layout"]["shapes"][index]["opacity"] = 1
+        return [pe.Chart(spec)]
     return []
+
+
+def mark_layer(key: str, index: int | None) -> None:
+    """The chart ``key`` shows its hidden layer mark ``index`` (ui.widgets.layer_chart): the file draws it."""
+    rec = current()
+    if rec is not None:
+        target = rec.diverted or rec
+        if index is None:
+            target.marks.pop(key, None)
+        else:
+            target.marks[key] = int(index)
 
 
 def current() -> Recording | None:
@@ -180,7 +191,6 @@ def recording() -> Iterator[Recording | None]:
     send = ctx.enqueue
 
     def enqueue(msg) -> None:
-        page_globals.note()  # the page's namespace, released after the run (ui/page_globals.py)
         if rec.take(msg):
             send(msg)
 
@@ -295,13 +305,13 @@ def page_meta(*, with_set: bool = True) -> pe.Meta:
 
 def build_html(rec: Recording, meta: pe.Meta, title: str | None = None) -> str:
     """The file for ``rec``: its first top-level h1 is the file's title (or ``title``)."""
-    blocks, marks = rec.page_blocks()
+    blocks = rec.page_blocks()
     first = next((i for i, b in enumerate(blocks) if isinstance(b, pe.Text) and b.kind == "h1"), None)
     if title is None:
         title = blocks[first].markdown if first is not None else "Context Lens"
     if first is not None and blocks[first].markdown == title:
         blocks = blocks[:first] + blocks[first + 1 :]
-    return pe.page_html(title, blocks, pe.Meta(**{**meta.__dict__, "marks": marks}), private=tuple(rec.secrets))
+    return pe.page_html(title, blocks, meta, private=tuple(rec.secrets))
 
 
 def file_name(title: str) -> str:

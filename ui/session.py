@@ -35,14 +35,16 @@ from ui import cache, link, work
 K_PRESET, K_TARGET, K_TEXT, K_MODEL, K_PRESENTER = "cl_preset", "cl_target", "cl_text", "cl_model", "cl_presenter"
 K_ACTIVE_MODEL = "cl_model_active"  # the model key in use (lib.models.encoder.model_key: id + "#random-<seed>")
 K_WEIGHTS, K_SEED = "cl_weights", "cl_seed"  # the Model panel's weights choice and initialiser seed
+K_RECIPE = "cl_finetuned"  # the recipe key of the fine-tuned model in use on every page ("" = none)
 MAX_SEED_UI = MAX_SEED  # one bound for the seed box, the link's seed and a model key's #random-<seed>
 CUSTOM = "custom"
 MAX_PACKED_IN_URL = 6_000  # a set whose packed text is longer is not put in the URL (too long to share)
-SHARED_KEYS = ("preset", "target", "text", "model", "weights", "seed", "presenter", "toolong")
+SHARED_KEYS = ("preset", "target", "text", "model", "weights", "seed", "finetuned", "presenter", "toolong")
 K_OWN = "_cl_own"  # (text, target) of the learner's own set, kept when a preset replaces it
 K_INITIALISED = "_cl_initialised"  # the link's shared keys have been read (once per session)
 K_MODELS_PER_SET = "_cl_models_per_set"  # models this run sends the set through (models_per_set)
 K_TEXT_CUT = "_cl_text_cut"  # (text kept, message) when a set was cut to the sentence box's size
+K_ORIGIN = "_cl_origin"  # (text, where it came from) of the last set_sentences
 
 
 # --------------------------------------------------------------------------- session start
@@ -101,6 +103,16 @@ def init_session() -> None:
             seed = 0
             link.note(f"The link's “seed” value should be a whole number from 0 to {MAX_SEED_UI}; 0 is used.")
     st.session_state[K_SEED] = seed
+    st.session_state[K_RECIPE] = ""
+    raw_recipe = link.value("finetuned")
+    if raw_recipe is not None:
+        from lib.finetune.data import FineTuneError
+        from lib.finetune.recipe import Recipe
+
+        try:
+            st.session_state[K_RECIPE] = Recipe.from_key(raw_recipe[:200]).key
+        except FineTuneError:
+            link.note("The link's fine-tuned model is not one this app made; the pretrained model is used.")
     st.session_state[K_PRESENTER] = link.url_bool("presenter", False)
     st.session_state[K_INITIALISED] = True
 
@@ -163,7 +175,9 @@ def shared_params() -> dict[str, str]:
         model, weights, seed = DEFAULT_MODEL, "trained", 0
     if model != DEFAULT_MODEL:
         out["model"] = model
-    if weights != "trained":
+    if weights == "finetuned":  # the recipe, not the weights: the set and the recipe make them again
+        out["finetuned"] = str(seed)
+    elif weights != "trained":
         out["weights"] = weights
         out["seed"] = str(seed)
     if st.session_state.get(K_PRESENTER):
@@ -225,8 +239,12 @@ def within_budget(ss: SentenceSet, model: str, models: int = 1) -> tuple[Sentenc
     return ss.subset(range(cut.kept)), note
 
 
-def set_sentences(text: str, target: str) -> None:
-    """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'."""
+def set_sentences(text: str, target: str, origin: str = "") -> None:
+    """Replace the current set (e.g. from an upload) and switch the preset selector to 'your own'.
+
+    A widget's callback as it is (``on_click=session.set_sentences, args=(text, target, origin)``). ``origin``:
+    where the set came from, in plain text ("the 4 sentences uploaded from mine.csv"), :func:`origin` while
+    the set is unchanged."""
     if len(text) > MAX_TEXT_CHARS:  # the sentence box's max_chars: keep whole lines, and say so
         kept = text[:MAX_TEXT_CHARS].rsplit("\n", 1)[0]
         n_all, n_kept = text.count("\n") + 1, kept.count("\n") + 1
@@ -239,6 +257,13 @@ def set_sentences(text: str, target: str) -> None:
     st.session_state[K_TEXT] = text
     st.session_state[K_TARGET] = target
     st.session_state[K_PRESET] = CUSTOM
+    st.session_state[K_ORIGIN] = (text, origin)
+
+
+def origin() -> str:
+    """Where the current set came from (:func:`set_sentences`' ``origin``), "" once it has been edited."""
+    text, said = st.session_state.get(K_ORIGIN, (None, ""))
+    return said if text == st.session_state.get(K_TEXT) else ""
 
 
 def model_name() -> str:
@@ -250,6 +275,13 @@ def model_name() -> str:
 def model_display(model: str | None = None) -> str:
     """The plain name of a model key for text and titles, e.g. "… (random weights, seed 0)"."""
     return model_label(model if model is not None else model_name())
+
+
+def use_finetuned(recipe_key: str) -> None:
+    """Open the fine-tuned model of ``recipe_key`` on every page ("" goes back to the pretrained weights)."""
+    st.session_state[K_RECIPE] = recipe_key
+    if recipe_key:
+        st.session_state[K_WEIGHTS] = "trained"
 
 
 def presenter() -> bool:

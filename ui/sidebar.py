@@ -11,6 +11,7 @@ import streamlit as st
 from lib.inputs.presets import load_presets, preset_by_id
 from lib.inputs.sentences import MAX_TEXT_CHARS, SentenceSet
 from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key, split_model_key
+from lib.models.keys import parse_model_key, weights_label
 from ui import cache, link
 from ui.session import (
     CUSTOM,
@@ -19,6 +20,7 @@ from ui.session import (
     K_OWN,
     K_PRESENTER,
     K_PRESET,
+    K_RECIPE,
     K_SEED,
     K_TARGET,
     K_TEXT,
@@ -27,6 +29,7 @@ from ui.session import (
     packed_text,
     sentence_set,
     set_sentences,
+    use_finetuned,
 )
 from ui.widgets import escape_md
 
@@ -110,6 +113,8 @@ def render() -> None:
             list(WEIGHTS),
             key=K_WEIGHTS,
             horizontal=True,
+            on_change=use_finetuned,  # a control chosen replaces a fine-tuned model
+            args=("",),
             format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
             help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
             "architecture and each matrix's scale, nothing learned (its attention need not be as sharp, nor its "
@@ -125,7 +130,7 @@ def render() -> None:
             disabled=st.session_state.get(K_WEIGHTS) == "trained",
             help="The same seed always draws the same weights.",
         )
-        _resolve_model(st)
+        _resolve_model(st, ss)
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     link.show_notes_in(sb.container())  # the link's notes; a page's own parameters add theirs here later in the run
     if st.session_state.get(K_PRESET) == CUSTOM and packed_text() is None:
@@ -150,15 +155,22 @@ def _show_set_messages(container, ss: SentenceSet) -> None:
         )
 
 
-def _resolve_model(container) -> None:
+def _resolve_model(container, ss: SentenceSet) -> None:
     name = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
     weights = st.session_state.get(K_WEIGHTS, "trained")
+    recipe = st.session_state.get(K_RECIPE) or ""
     try:
         seed = int(st.session_state.get(K_SEED) or 0)
-        wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
+        if recipe and weights == "trained":
+            wanted = model_key(name, "finetuned", recipe)
+        else:
+            wanted = model_key(name, weights if weights in WEIGHTS else "trained", seed)
     except (ModelLoadError, TypeError, ValueError) as err:
         container.error(escape_md(str(err)) + "  \nStill using the previous model.")
         return
+    if recipe and weights == "trained" and not _finetuned_ready(container, wanted, ss):
+        use_finetuned("")
+        wanted = model_key(name, "trained")
     if wanted != st.session_state.get(K_ACTIVE_MODEL):
         enc, err = cache.try_encoder(wanted)
         if enc is None:
@@ -166,7 +178,16 @@ def _resolve_model(container) -> None:
             return
         st.session_state[K_ACTIVE_MODEL] = enc.name
     _, weights, seed = split_model_key(st.session_state[K_ACTIVE_MODEL])
-    if weights == "shuffled":
+    if weights == "finetuned":
+        container.warning(
+            f"Fine-tuned model: {escape_md(weights_label(weights, seed))}. Every page now shows it; chart titles "
+            "say so."
+        )
+        container.button(
+            "Back to the pretrained model", key="cl_finetuned_off", on_click=use_finetuned, args=("",),
+            icon=":material/undo:",
+        )  # fmt: skip
+    elif weights == "shuffled":
         container.warning(
             f"Shuffled weights (seed {seed}): every page now shows an encoder that learned nothing; its "
             "matrices hold the trained numbers in random places. Chart titles say so."
@@ -177,3 +198,29 @@ def _resolve_model(container) -> None:
             "an encoder that learned nothing and takes in almost no context (its attention is nearly uniform); "
             "to ask what training added, choose the shuffled control. Chart titles say so."
         )
+
+
+def _finetuned_ready(container, key: str, ss: SentenceSet) -> bool:
+    """Make the fine-tuned model ``key`` openable, training its recipe again on the current set when this server
+    no longer holds it (through the work queue, with a progress bar); False with a message when it cannot be."""
+    from lib.finetune.data import FineTuneError
+    from lib.finetune.recipe import Recipe
+
+    bar = None
+    epochs = Recipe.from_key(str(parse_model_key(key).value)).epochs
+
+    def show(rep) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = container.empty()
+        bar.progress(min(1.0, rep.epoch / epochs), text=f"Training the fine-tuned model again: epoch {rep.epoch} of {epochs}")
+
+    try:
+        cache.finetune_open(key, ss.target, ss.sentences, ss.senses, show)
+    except FineTuneError as err:
+        container.error(escape_md(str(err)) + "  \nThe pretrained model is used.")
+        return False
+    finally:
+        if bar is not None:
+            bar.empty()
+    return True

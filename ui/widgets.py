@@ -11,11 +11,12 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
-from lib.charts.common import figure, merged, presenter_layout
+from lib.charts.common import figure, layer_mark, layer_positions, merged, presenter_layout
 from lib.charts.figures import figure_dict
 from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_changes, fit_cell_text
 from lib.serving import lazy
 from lib.serving.export import escape_markdown
+from ui import page_export
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 PAGE_FAILED = (
@@ -43,6 +44,18 @@ def escape_md(text: str) -> str:
     return escape_markdown(text)
 
 
+def set_state(**values: object) -> None:
+    """A widget's callback that sets session state: ``on_click=set_state, kwargs={"ctx_word": 3}``.
+
+    What a session keeps of its widgets (callbacks, format functions) must not point into a page's namespace,
+    which would keep the page's results alive after its run (ui/work.py end_run): a page hands a widget data
+    and functions of ui/ (this one, ``session.set_sentences``) or of the data (``labels.get``), never a
+    function of its own.
+    """
+    for key, value in values.items():
+        st.session_state[key] = value
+
+
 def weights_note(model_key: str | None = None) -> str | None:
     """"shuffled weights, seed 0" / "random weights, seed 0" when the model in use (or ``model_key``) is a
     control, else None."""
@@ -67,7 +80,15 @@ def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
     title = title if isinstance(title, dict) else {"text": title} if title else {}
     text = title.get("text")
     if not (text and note in text):
-        layout["title"] = merged(title, text=f"{text} ({note})" if text else f"Model with {note}", automargin=True)
+        # hung from the top of the chart, so a title broken into lines (ui.plotly_look.wrap_title, which raises
+        # the top margin a line for each) grows down into its margin instead of up past the chart's edge
+        layout["title"] = merged(
+            title, text=f"{text} ({note})" if text else f"Model with {note}", automargin=True, y=1,
+            yref="container", yanchor="top", pad={"t": 10},
+        )  # fmt: skip
+        if not text:  # a chart drawn without a title has the untitled top margin: make room for the new one
+            margin = layout.get("margin") if isinstance(layout.get("margin"), dict) else {}
+            layout["margin"] = merged(margin, t=max(60, int(margin.get("t", 0) or 0)))
     return figure(spec["data"], layout)
 
 
@@ -90,7 +111,6 @@ def chart(
     download: str | None = None,
     name_model: bool = True,
     share: float = 1.0,
-    download_fig: go.Figure | None = None,
     **kwargs,
 ) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
@@ -100,13 +120,11 @@ def chart(
     weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
     ``share``: the fraction of the page's width the chart gets (0.5 in one of two columns); numbers in
     heatmap cells are hidden when cells that narrow cannot hold them (lib.charts.fitting.fit_cell_text).
-    ``download_fig``: the figure to download, when it differs from the one shown (e.g. with the chosen
-    layer's line drawn, which the page shows with a style rule: :func:`layer_marks`).
+    A chart over the layers with the chosen layer marked: :func:`layer_chart`.
     """
     note = weights_note() if name_model else None
     if note:
         fig = name_weights(fig, note)
-        download_fig = name_weights(download_fig, note) if download_fig is not None else None
     presenting = bool(st.session_state.get("cl_presenter"))
     width = (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share
     # plotly's JSON encoder takes pandas from sys.modules as it finds it: on a cold server with a class arriving
@@ -128,7 +146,7 @@ def chart(
         spec = wrap_title(spec)
     st.plotly_chart(SentFigure(spec), key=key, **kwargs)
     if download:
-        download_figure(download_fig if download_fig is not None else fig, download, key=f"{key or download}_download")
+        download_figure(fig, download, key=f"{key or download}_download")
 
 
 def matrix_pair(
@@ -151,19 +169,35 @@ def matrix_pair(
     sentence_table(sentences, senses)
 
 
-def layer_marks(marks: dict[str, int | None]) -> None:
-    """Show the chosen layer's line in charts built with ``all_marks=True`` (lib.charts.layers._layer_marks).
+def layer_chart(
+    fig: go.Figure, *, key: str, at: int | None, download: str | None = None, name_model: bool = True, **kwargs
+) -> None:
+    """A chart over the layers with the chosen one marked: drawn, recorded for the page's file, offered as a download.
 
-    ``marks``: chart key -> index of the line to show (None: none). Those charts carry an invisible line at every
-    layer, so their figure does not change with the layer slider and the browser keeps them as drawn (Streamlit
-    re-creates a chart whose figure changed); this style rule, a few hundred bytes, is what changes.
+    ``fig``: built without a mark; its x axis lists the layers (and a pooled representation) as ``tickvals``
+    (lib.charts.common.layer_positions). ``at``: the place in that list to mark (lib.charts.common.layer_mark);
+    None, or past the end (a pooled choice on a chart without one), marks nothing. ``download``: a file name
+    stem for the chart's HTML, with its mark.
+
+    The figure sent carries the mark at every place, all hidden, and a style rule shows the one at ``at``: the
+    figure is then the same whatever layer is chosen, so the browser keeps the chart as drawn when only the
+    layer moves (Streamlit re-creates a chart whose figure changed). The page's file (ui.page_export) and the
+    download draw the chosen mark itself.
     """
-    rules = [
-        f'.st-key-{key} .shape-group[data-index="{int(index)}"] path {{ opacity: 1 !important; }}'
-        for key, index in marks.items()
-        if index is not None
-    ]
-    st.html("<style>" + "\n".join(rules) + "</style>")
+    spec = figure_dict(fig)
+    layout, positions = spec["layout"], layer_positions(spec)
+    others = list(layout.get("shapes") or ())
+    index = at if at is not None and 0 <= at < len(positions) else None
+    hidden = [{**layer_mark(x), "opacity": 0} for x in positions]  # shape i marks place i
+    chart(figure(spec["data"], {**layout, "shapes": hidden + others}), key=key, name_model=name_model, **kwargs)
+    rule = f'.st-key-{key} .shape-group[data-index="{index}"] path {{ opacity: 1 !important; }}'
+    st.html(f"<style>{rule if index is not None else ''}</style>")  # a few hundred bytes: what changes
+    page_export.mark_layer(key, index)
+    if download:
+        mark = [layer_mark(positions[index])] if index is not None else []
+        marked = figure(spec["data"], {**layout, "shapes": mark + others})
+        note = weights_note() if name_model else None
+        download_figure(name_weights(marked, note) if note else marked, download, key=f"{key}_download")
 
 
 def _copy(fig: go.Figure | dict) -> go.Figure:

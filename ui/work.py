@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from lib.serving.memory import release_memory
+from lib.serving.memory import collect_garbage, release_memory
 from lib.serving.work import WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
@@ -39,6 +39,7 @@ def heavy(cost: int, *, lease: bool = False, large: bool | None = None) -> Itera
     by default every job of a run that works on a large set (:func:`lease_for_run`) is large, the rest are
     judged by their bytes.
     """
+    _run.work_bytes = getattr(_run, "work_bytes", 0) + int(cost)
     if large is None and getattr(_run, "large", False):
         large = True
     box = None
@@ -62,7 +63,8 @@ def heavy(cost: int, *, lease: bool = False, large: bool | None = None) -> Itera
             release_memory()  # the job's temporaries go back to the OS, not into glibc's heap (lib.serving.memory)
 
 
-_run = threading.local()  # the leases the current script run holds (a script run is one thread)
+_run = threading.local()  # the leases and heavy work of the current script run (a script run is one thread)
+COLLECT_AFTER_BYTES = 16 * 2**20  # a run whose heavy work declared this much ends with a full collection
 
 
 def lease_for_run(cost: int) -> None:
@@ -98,10 +100,23 @@ def models_per_set(n: int) -> None:
 
 
 def end_run() -> None:
-    """Let go of the leases the current script run holds (app.py, after every page run)."""
-    _release(getattr(_run, "leases", None) or [])
-    _run.models = 1
-    _run.large = False
+    """End the current script run's hold on memory (app.py, after every page run, the page's own run over).
+
+    What the page's top-level names held is garbage now: no widget the session keeps points into the page's
+    namespace (pages hand widgets only data and ui functions: tests/test_bounds.py checks it), but the
+    namespace is a reference cycle. A run whose heavy work declared at least :data:`COLLECT_AFTER_BYTES`
+    (a large set's lease, a model pass over a large set, a comparison's second model) frees it with a full
+    collection (lib.serving.memory.collect_garbage), and only then lets go of its leases: the bytes a lease
+    counted are gone before the next tab may take them. A run that only read the cache pays nothing.
+    """
+    worked, _run.work_bytes = getattr(_run, "work_bytes", 0), 0
+    try:
+        if worked >= COLLECT_AFTER_BYTES:
+            collect_garbage()
+    finally:
+        _release(getattr(_run, "leases", None) or [])
+        _run.models = 1
+        _run.large = False
 
 
 # ----------------------------------------------------------------------------------- cost estimates

@@ -204,6 +204,30 @@ def vline(x: float, line: dict, *, axis: str = "x") -> dict:
     return {"type": "line", "xref": axis, "x0": x, "x1": x, "yref": f"{y} domain", "y0": 0, "y1": 1, "line": line}
 
 
+LAYER_MARK = {"color": "black", "width": 1}  # the chosen layer's line, on every chart over the layers
+
+
+def layer_mark(x: float) -> dict:
+    """The chosen layer's mark on a chart over the layers: a thin black line across the plot at ``x``.
+
+    >>> layer_mark(3)["x0"], layer_mark(3)["line"]
+    (3, {'color': 'black', 'width': 1})
+    """
+    return vline(x, LAYER_MARK)
+
+
+def layer_positions(spec: dict) -> list[float]:
+    """Where the layers (and a pooled representation) sit on a chart over the layers: its x axis's tick values.
+
+    Every chart over the layers lists them (``tickvals``), so the chosen one can be marked by its place in that
+    list (ui.widgets.layer_chart).
+
+    >>> layer_positions({"layout": {"xaxis": {"tickvals": [0, 1, 2, 2.6]}}})
+    [0, 1, 2, 2.6]
+    """
+    return list((spec.get("layout") or {}).get("xaxis", {}).get("tickvals") or [])
+
+
 def hline(y: float, line: dict, *, axis: str = "y") -> dict:
     """A horizontal line across the plot at ``y`` as a layout shape (what add_hline adds, in one dict)."""
     x = axis.replace("y", "x", 1)

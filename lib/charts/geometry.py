@@ -17,10 +17,10 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    layer_mark,
     merged,
     sense_ticks,
     subplot_grid,
-    vline,
 )
 from lib.charts.common import esc as escape
 from lib.charts.common import finite as _finite
@@ -51,16 +51,12 @@ def anisotropy_by_layer(
     reference: Sequence[float] | None = None,
     reference_name: str = "BERT-base (Ethayarajh 2019)",
     title: str | None = None,
-    all_marks: bool = False,
 ) -> go.Figure:
     """Mean cosine between random distinct tokens at each layer, one line per treatment.
 
     curves: treatment key -> (num_layers + 1,) values, layer 0 = embeddings.
     names:  treatment key -> legend text.
-    layer:  a layer to mark with a vertical line.
-    all_marks: instead of ``layer``'s line, an invisible line at every layer (shape j at layer j), shown one
-        at a time by the page's style rule (ui.widgets.layer_marks), so the figure does not change with the
-        layer slider and the browser keeps it as drawn.
+    layer:  a layer to mark (lib.charts.common.layer_mark).
     reference: published values for a model of possibly different depth, e.g. 13 values for BERT-base;
         drawn stretched to the same depth (its layer j at x = j · num_layers / (len - 1)), with the
         reference model's own layer number in the hover.
@@ -110,26 +106,20 @@ def anisotropy_by_layer(
     hi = max(0.2, max((float(y.max()) for y in ys if y.size), default=0.2))
     layout = merged(
         base_layout(title=_title(title), height=430),
-        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1, "range": [-0.3, (n_layers or 1) + 0.3]},
+        xaxis={
+            "title": {"text": "layer (0 = embeddings)"},
+            "tickvals": list(range((n_layers or 0) + 1)),  # the layers (lib.charts.common.layer_positions)
+            "range": [-0.3, (n_layers or 1) + 0.3],
+        },
         yaxis={
             "title": {"text": "mean cosine of random token pairs"},
             "range": [lo - 0.03, hi + 0.05],
             "zeroline": True,
         },
         legend={"orientation": "h", "y": -0.22, "x": 0},
-        shapes=_marks(n_layers or 0, layer, all_marks),
+        shapes=[layer_mark(layer)] if layer is not None else [],
     )
     return figure(traces, layout)
-
-
-LAYER_LINE = {"color": "#555555", "width": 1, "dash": "dot"}
-
-
-def _marks(n_layers: int, layer: int | None, all_marks: bool) -> list[dict]:
-    """The chosen layer's dotted line, or with ``all_marks`` one invisible line per layer 0..n_layers."""
-    if all_marks:
-        return [{**vline(j, LAYER_LINE), "opacity": 0} for j in range(n_layers + 1)]
-    return [vline(layer, LAYER_LINE)] if layer is not None else []
 
 
 def before_after_range(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
@@ -292,59 +282,27 @@ def dimension_profile(
     return figure(traces + marked + labels, layout)
 
 
-def norms_by_layer(
-    mean_norm: Sequence[float], *, layer: int | None = None, title: str | None = None, all_marks: bool = False
-) -> go.Figure:
-    """Mean vector length per layer (bars), the chosen layer highlighted.
-
-    ``all_marks``: every bar plain, with an invisible highlight over each (shape j over layer j's bar), shown
-    one at a time by the page's style rule (ui.widgets.layer_marks): the figure then does not change with the
-    layer slider.
-    """
+def norms_by_layer(mean_norm: Sequence[float], *, layer: int | None = None, title: str | None = None) -> go.Figure:
+    """Mean vector length per layer (bars), the chosen layer marked (lib.charts.common.layer_mark)."""
     y = _finite(mean_norm)
-    bar_half = 0.4  # plotly's default bargap 0.2 leaves bars 0.8 wide
-    shapes = (
-        [
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "x0": i - bar_half,
-                "x1": i + bar_half,
-                "y0": 0,
-                "y1": float(v),
-                "fillcolor": HIGHLIGHT,
-                "line": {"width": 0},
-                "opacity": 0,
-            }
-            for i, v in enumerate(y)
-        ]
-        if all_marks
-        else []
-    )
     trace = {
         "type": "bar",
         "x": list(range(len(y))),
         "y": y,
-        "marker": {
-            "color": [
-                HIGHLIGHT if layer is not None and i == layer and not all_marks else PLAIN for i in range(len(y))
-            ]
-        },
+        "marker": {"color": PLAIN},
         "text": [f"{v:.1f}" for v in y],
         "textposition": "outside",
         "hovertemplate": "layer %{x}: mean length %{y:.2f}<extra></extra>",
     }
     layout = merged(
         base_layout(title=_title(title), height=320),
-        xaxis={"title": {"text": "layer (0 = embeddings)"}, "dtick": 1},
+        xaxis={"title": {"text": "layer (0 = embeddings)"}, "tickvals": list(range(len(y)))},
         yaxis={
             "title": {"text": "mean vector length"},
             "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],
         },
+        shapes=[layer_mark(layer)] if layer is not None else [],
     )
-    if shapes:
-        layout["shapes"] = shapes
     return figure([trace], layout)
 
 

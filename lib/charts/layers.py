@@ -32,13 +32,13 @@ from lib.charts.common import (
     group_senses,
     hline,
     labelled_line,
+    layer_mark,
     merged,
     sense_ticks,
     subplot_grid,
     vline,
 )
 from lib.charts.common import esc as _esc
-from lib.charts.figures import figure_dict
 from lib.stats.baseline import LayerReference
 
 __all__ = [
@@ -60,8 +60,6 @@ __all__ = [
     "heatmap_hover",
     "accuracy_line",
     "majority_line",
-    "layer_mark_index",
-    "show_layer_mark",
 ]
 
 ALL_PAIRS_COLOR = SENSE_COLORS[0]  # blue
@@ -334,45 +332,15 @@ def _x_axis(names: Sequence[str], pooled_name: str | None) -> dict:
     }
 
 
-SELECTED_LINE = {"color": "black", "width": 1}
-
-
-def _layer_marks(k: int, *, pooled: bool, selected: int | None, all_marks: bool = False) -> list[dict]:
-    """Shapes: a line at the selected layer (a pooled representation, selected >= k, sits at k + 0.6) and a
-    dotted line between the layers and the pooled point.
-
-    ``all_marks``: instead of the selected layer's line, one line at **every** layer (and at the pooled point),
-    all invisible (opacity 0), first in the shapes in layer order: shape :func:`layer_mark_index` is the one to
-    show. The figure is then the same whatever layer is chosen, so the browser keeps the drawn chart when only
-    the layer changes, and the page shows the chosen layer's line with a style rule (ui.widgets.layer_marks).
-    """
+def _layer_marks(k: int, *, pooled: bool, selected: int | None) -> list[dict]:
+    """Shapes: the selected representation's mark (lib.charts.common.layer_mark; a pooled one, selected >= k, sits
+    at k + 0.6) and a dotted line between the layers and the pooled point."""
     shapes = []
-    if all_marks:
-        for x in [*range(k), *([k + 0.6] if pooled else [])]:
-            shapes.append({**vline(x, SELECTED_LINE), "opacity": 0})
-    elif selected is not None:
-        shapes.append(vline(selected if selected < k else k + 0.6, SELECTED_LINE))
+    if selected is not None:
+        shapes.append(layer_mark(selected if selected < k else k + 0.6))
     if pooled:
         shapes.append(vline(k - 0.2, {"color": CONTEXT_COLOR, "width": 1, "dash": "dot"}))
     return shapes
-
-
-def layer_mark_index(k: int, selected: int, *, pooled: bool) -> int | None:
-    """Which of the invisible lines of a chart built with ``all_marks=True`` marks representation ``selected``
-    (k layers; ``selected >= k``: the pooled point, present only when ``pooled``); None if it has none."""
-    if selected < k:
-        return selected
-    return k if pooled else None
-
-
-def show_layer_mark(fig: go.Figure, index: int | None) -> go.Figure:
-    """A copy of a chart built with ``all_marks=True`` whose line ``index`` is drawn (for a download, which
-    the page's style rule does not reach)."""
-    spec = figure_dict(fig)
-    shapes = [dict(s) for s in spec["layout"].get("shapes") or []]
-    if index is not None and index < len(shapes):
-        shapes[index]["opacity"] = 1
-    return figure(spec["data"], {**spec["layout"], "shapes": shapes})
 
 
 def _mean_line(x: list, values, color: str, name: str, what: str | None = None) -> dict:
@@ -402,15 +370,13 @@ def trajectory_chart(
     selected: int | None = None,
     adjusted: bool = False,
     title: str | None = None,
-    all_marks: bool = False,
 ) -> go.Figure:
     """Mean cosine of same-sense and different-sense pairs per layer, the gap between them shaded.
 
     names: K layer names; same/different/all_pairs: (K,) means (any may be None);
     baseline: (mean, low, high) each (K,), the random other-token band; pairs: individual pairs as thin
     lines; pooled: the pooled representation's values as separate points; selected: a layer to mark;
-    adjusted: the values are cosine minus the baseline (the y-axis says so); all_marks: an invisible line at
-    every layer instead of the selected one (:func:`_layer_marks`).
+    adjusted: the values are cosine minus the baseline (the y-axis says so).
     """
     k = len(names)
     x = list(range(k))
@@ -493,7 +459,7 @@ def trajectory_chart(
                         "hovertemplate": f"{_esc(pooled.name)}: {label} %{{y:.3f}}<extra></extra>",
                     }
                 )
-    shapes = _layer_marks(k, pooled=pooled is not None, selected=selected, all_marks=all_marks)
+    shapes = _layer_marks(k, pooled=pooled is not None, selected=selected)
     if adjusted:
         shapes.append(hline(0, {"color": "black", "width": 1, "dash": "dot"}))
     layout = merged(
@@ -560,7 +526,6 @@ def ethayarajh_chart(
     baseline: np.ndarray | None,
     reference: LayerReference | None = None,
     selected: int | None = None,
-    all_marks: bool = False,
 ) -> go.Figure:
     """Self-similarity and intra-sentence similarity per layer (Ethayarajh 2019) with the baseline.
 
@@ -592,9 +557,7 @@ def ethayarajh_chart(
         },
         yaxis={"title": {"text": "mean cosine"}, "range": [-0.05, 1.05]},
         legend=_legend_below(),
-        shapes=_layer_marks(
-            k, pooled=False, selected=selected if selected is not None and selected < k else None, all_marks=all_marks
-        ),
+        shapes=_layer_marks(k, pooled=False, selected=selected if selected is not None and selected < k else None),
     )
     if reference is not None:
         rx = list(range(reference.num_layers + 1))
@@ -650,7 +613,6 @@ def readout_chart(
     pooled: tuple[str, float] | None = None,
     selected: int | None = None,
     chance: tuple[np.ndarray, np.ndarray] | None = None,
-    all_marks: bool = False,
 ) -> go.Figure:
     """Nearest-centroid accuracy per layer with the majority-sense baseline and the best layer marked.
 
@@ -718,7 +680,7 @@ def readout_chart(
             "tickformat": ".0%",
         },
         legend=_legend_below(LEGEND_Y_POOLED if pooled is not None else -0.22),
-        shapes=_layer_marks(k, pooled=pooled is not None, selected=selected, all_marks=all_marks),
+        shapes=_layer_marks(k, pooled=pooled is not None, selected=selected),
     )
     return figure(traces, layout)
 

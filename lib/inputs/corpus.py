@@ -5,11 +5,16 @@ learner's handful of target words: the mean, per-dimension σ and covariance per
 (non-special) word piece of the corpus, and anisotropy from a sample of *distinct* word pieces (one
 occurrence per word piece, so a frequent word like "the" cannot dominate the average).
 
-    sentences = load_reference_corpus()              # assets/reference_corpus.txt
-    stats = corpus_statistics(encoder.encode(list(sentences), attentions=False))
-    stats.mean[layer], stats.std[layer]              # (hidden,)
-    stats.fits[layer]                                # CovarianceFit: μ, Σ in eigen form, whitening shrinkage
-    stats.sample[layer]                              # (n_sample, hidden) distinct-token vectors
+    >>> from lib.models.encoder import load_encoder
+    >>> enc = load_encoder()
+    >>> corpus = load_reference_corpus()                  # assets/reference_corpus.txt
+    >>> stats = corpus_statistics(enc.encode(list(corpus.sentences[:40]), attentions=False))
+    >>> stats.mean.shape == stats.std.shape == (enc.num_hidden_states, enc.hidden_size)   # μ, σ per layer
+    True
+    >>> len(stats.fits) == enc.num_hidden_states          # a CovarianceFit per layer: μ, Σ in eigen form
+    True
+    >>> stats.sample.shape[0] == enc.num_hidden_states    # (L + 1, n_sample, hidden) distinct-token vectors
+    True
 
 No streamlit here.
 """

@@ -12,12 +12,13 @@ POSITION is the 0-based index of the ambiguous word among the space-separated to
 token with ``[brackets]`` so that the encoder's bracket rule (lib/models/targets.py) picks exactly it, even
 when the same word occurs earlier in the sentence.
 
-Usage::
+Usage:
 
-    from lib.inputs.wsd_data import load_split
-    train = load_split("bank", "train", limit=400)
-    train.sentences[0]   # '... robbed 21 [bank] branches , ...'
-    train.senses[0]      # 'bank'  (the other sense is 'bank (geography)')
+    >>> train = load_split("bank", "train", limit=400)
+    >>> train.sentences[0]
+    'during the year 1990 , ronnie leibowitz robbed 21 [bank] branches , ...'
+    >>> train.senses[0], sorted(set(train.senses))
+    ('bank', ['bank', 'bank (geography)'])
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """The model interface every family implements, and the data it returns.
 
+Over 600 lines and still one concept: the interface, its shared implementation and the records it returns.
+
 Two families sit behind it: the BERT-family **encoder** (lib/models/encoder.py: reads the whole sentence at
 once, both directions) and the Llama / GPT-2 / Qwen-style **decoder** (lib/models/decoder.py: reads left to
 right, each position sees only itself and what came before). A page asks the model, never guesses::

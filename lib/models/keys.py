@@ -76,6 +76,8 @@ class Variant:
                :class:`lib.models.base.WeightsSource` (the model's config, its trained weights); None for a
                variant whose loader is not registered yet (loading it is then refused with a sentence)
     default:   the parameter's value when none is given (``model_key(name, "shuffled")`` = seed 0)
+    words:     ``words(value) -> str``, the variant's own name for titles when "<label>, <parameter> <value>"
+               says too little (a fine-tuned model is named by what made it); None for that default
     """
 
     name: str
@@ -84,6 +86,7 @@ class Variant:
     parse: Callable[[str], object]
     build: Callable[[object, object], object] | None = None
     default: object = 0
+    words: Callable[[object], str] | None = None
 
     @property
     def tag(self) -> str:
@@ -91,6 +94,8 @@ class Variant:
 
     def describe(self, value) -> str:
         """"shuffled weights, seed 0"."""
+        if self.words is not None:
+            return self.words(value)
         return f"{self.label}, {self.parameter} {value}"
 
 
@@ -140,6 +145,29 @@ def _random(source, seed):
 # benchmarks/control_candidates.json); kept for links that name it.
 register_variant(Variant("shuffled", "shuffled weights", "seed", parse_seed, _shuffled))
 register_variant(Variant("random", "random weights", "seed", parse_seed, _random))
+
+
+def _recipe(tail: str):
+    from lib.finetune.model import parse_recipe
+
+    return parse_recipe(tail)
+
+
+def _finetuned(source, recipe):
+    from lib.finetune.model import kept_model
+
+    return kept_model(source, recipe)
+
+
+def _finetuned_words(recipe) -> str:
+    from lib.finetune.model import recipe_name
+
+    return recipe_name(str(recipe))
+
+
+# A model fine-tuned on the learner's labelled set (lib.finetune): its parameter is the recipe's key, which names
+# the set by a digest, so the weights are opened from the runs this process made (lib.finetune.model.keep).
+register_variant(Variant("finetuned", "fine-tuned", "recipe", _recipe, _finetuned, default="", words=_finetuned_words))
 
 # The weights a learner picks in the Model panel: the trained model or a seeded control
 CONTROLS = tuple(v.name for v in variants() if v.parameter == "seed")

@@ -1,4 +1,4 @@
-"""CSV files that are safe to open in a spreadsheet, and Markdown text that shows user text literally.
+r"""CSV files that are safe to open in a spreadsheet, and Markdown text that shows user text literally.
 
 Every CSV the app writes goes through here. A cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a
 carriage return is read by Excel, LibreOffice and Google Sheets as a formula (OWASP "CSV injection"): a
@@ -6,8 +6,11 @@ learner's sentence such as ``=HYPERLINK("http://…")`` would become a live link
 Such a text cell gets a leading apostrophe, which spreadsheets show as plain text. Numbers (``-0.25``) are
 left alone: they are numbers, not formulas.
 
-    csv_text([["sense", "sentence"], ["river", "=1+2"]])   # 'sense,sentence\\nriver,\\'=1+2\\n'
-    frame_csv(df, index=False)                              # a pandas DataFrame, every text cell safe
+    >>> csv_text([["sense", "sentence"], ["river", "=1+2"], ["money", -0.25]])
+    "sense,sentence\nriver,'=1+2\nmoney,-0.25\n"
+    >>> import pandas as pd
+    >>> frame_csv(pd.DataFrame({"sentence": ["@SUM(A1)"]}), index=False)   # a DataFrame, every text cell safe
+    "sentence\n'@SUM(A1)\n"
 
 Markdown (the app's text and the evidence card's export): :func:`escape_markdown` puts a backslash before
 every character Markdown or HTML reads as markup, so ``<img onerror=…>`` and ``[x](javascript:…)`` typed in a

@@ -8,7 +8,12 @@ Streamlit (``ui.widgets.escape_md``) shows literally here too. Figures go in as 
 ``<script type="application/json">`` with ``<``, ``>`` and ``&`` escaped, so no text inside them can close the
 script.
 
-    html = page_html("Layer by layer", [Text("**Reading it.** 0.42", "p"), Chart(spec)], meta)
+    >>> meta = Meta(model="all-MiniLM-L6-v2", weights="trained", date="2026-11-24 19:00 UTC",
+    ...             link="http://127.0.0.1:8501/layers?preset=bank")
+    >>> spec = {"data": [{"type": "scatter", "y": [0.9, 0.4]}], "layout": {"title": {"text": "<b>cosine</b>"}}}
+    >>> html = page_html("Layer by layer", [Text("**Reading it.** 0.42", "p"), Chart(spec)], meta)
+    >>> "<strong>Reading it.</strong> 0.42" in html, html.count("<script"), "<script src=" in html
+    (True, 3, False)
 
 Blocks: :class:`Text` (Markdown; kind "h1".."h3", "p", "caption", "info", "warning", "error", "success",
 "code", "hr"), :class:`Table` (cells as Markdown or literal text), :class:`Chart` (a plotly figure as
@@ -26,7 +31,7 @@ import html
 import json
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -60,13 +65,9 @@ class Table:
 
 @dataclass(frozen=True)
 class Chart:
-    """A plotly figure as sent to the browser: ``spec`` = {"data": [...], "layout": {...}}.
-
-    ``css_key``: the chart's widget key, so style rules the page set for it (``marks``) apply in the file too.
-    """
+    """A plotly figure as sent to the browser: ``spec`` = {"data": [...], "layout": {...}}."""
 
     spec: dict
-    css_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,6 @@ class Meta:
     link: str
     target: str = ""
     sentences: tuple[tuple[str, str], ...] = ()
-    marks: tuple[tuple[str, int], ...] = field(default=())  # (chart key, index of its visible layer line)
 
 
 @cache
@@ -180,10 +180,7 @@ class _Writer:
         elif isinstance(b, Chart):
             n = len(self.figures)
             self.figures.append(_finite(b.spec))
-            key = f" st-key-{_css_name(b.css_key)}" if b.css_key else ""
-            self.parts.append(
-                f'<div class="chart{key}"><div class="plot" id="plot-{n}" data-figure="{n}"></div></div>'
-            )
+            self.parts.append(f'<div class="chart"><div class="plot" id="plot-{n}" data-figure="{n}"></div></div>')
         elif isinstance(b, Group):
             self.group(b)
         else:
@@ -228,10 +225,6 @@ class _Writer:
         else:
             for b in g.blocks:
                 self.block(b)
-
-
-def _css_name(key: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "-", key)
 
 
 _STYLE = """
@@ -346,10 +339,6 @@ def page_html(title: str, blocks, meta: Meta, *, private=()) -> str:
             '<details class="sentences"><summary>The sentence set (S1, S2, …)</summary><div class="table"><table>'
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></details>"
         )
-    marks = "\n".join(
-        f'.st-key-{_css_name(k)} .shape-group[data-index="{int(i)}"] path {{ opacity: 1 !important; }}'
-        for k, i in meta.marks
-    )
     figures = f'<script type="application/json" id="figures">{json_script(w.figures)}</script>'
     plotly = f'<script nonce="{nonce}">{plotly_js()}</script>' if w.figures else ""
     draw = f'<script nonce="{nonce}">{_DRAW}</script>' if w.figures else ""
@@ -358,7 +347,7 @@ def page_html(title: str, blocks, meta: Meta, *, private=()) -> str:
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)} · Context Lens</title><style>{_STYLE}{marks}</style></head>"
+        f"<title>{html.escape(title)} · Context Lens</title><style>{_STYLE}</style></head>"
         f'<body><header><p class="caption">Context Lens · saved page</p><h1>{html.escape(title)}</h1>'
         f'<dl class="meta">{meta_html}</dl>{sentences}</header><main>'
         + "\n".join(w.parts)

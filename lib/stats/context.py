@@ -1,13 +1,17 @@
 """What moves the word: mask or swap one context word and measure how far the target's vector moves.
 
 The experiment behind the course's argument ("the context pushes the word toward one meaning"), run on
-the real model::
+the real model:
 
-    from lib.stats.context import occlusion
-    occ = occlusion(enc, "We sat on the grassy river [bank] and watched the boats .")
-    occ.words   # ('We', 'sat', 'on', 'the', 'grassy', 'river', 'and', 'watched', 'the', 'boats', '.')
-    occ.shift   # (enc.num_layers + 1, len(occ.words)): 1 - cosine(target in the sentence,
-                #                                           target with that word masked), per layer
+    >>> from lib.models.encoder import load_encoder
+    >>> enc = load_encoder()
+    >>> occ = occlusion(enc, "We sat on the grassy river [bank] and watched the boats .")
+    >>> occ.words
+    ('We', 'sat', 'on', 'the', 'grassy', 'river', 'and', 'watched', 'the', 'boats', '.')
+    >>> occ.shift.shape == (enc.num_layers + 1, len(occ.words))   # 1 - cosine(target, target with the word masked)
+    True
+    >>> float(abs(occ.shift[0]).max())   # layer 0: no attention yet, so no word moves the target
+    0.0
 
 Words are the sentence's whitespace/punctuation words (``don't`` is one word, ``.`` is one), found with a
 regular expression on the text and mapped to word pieces through the tokenizer's character offsets. The

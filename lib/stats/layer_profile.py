@@ -47,6 +47,7 @@ class LayerProfile:
     cls_readout, mean_readout: the same readout over the K layers of two sentence vectors, [CLS] and the mean
                      of the ordinary word pieces (lib.stats.pooling.sentence_vectors): the course's "compare
                      mean pooling and [CLS] empirically" on this set; None without a readout or a [CLS]
+    norms:           (R,) the mean length (Euclidean norm) of the target's vector over the n sentences
     """
 
     vectors: np.ndarray
@@ -59,6 +60,7 @@ class LayerProfile:
     intra_sentence: np.ndarray
     readout: SenseReadout | None
     num_layers: int
+    norms: np.ndarray
     cls_readout: SenseReadout | None = None
     mean_readout: SenseReadout | None = None
     target_context: np.ndarray | None = None
@@ -189,6 +191,7 @@ def layer_profile(
         intra_sentence=intra_sentence_similarity(hidden_states, word_masks, pooled=True),
         readout=readout,
         num_layers=k - 1,
+        norms=np.linalg.norm(aug.astype(np.float64), axis=-1).mean(axis=0),
         cls_readout=cls_readout,
         mean_readout=mean_readout,
         target_context=target_context,

@@ -1,13 +1,19 @@
 """A sense probe with a control: can a linear classifier read the sense off each layer, and is that more
 than a classifier can do with labels that mean nothing?
 
-    from lib.stats.probe import probe_layers
-    p = probe_layers(V, labels, folds=5, shuffles=20, seed=0)   # V: (n, L+1, d), labels: n sense names
-    p.accuracy      # (L+1,) cross-validated accuracy of a logistic-regression probe per layer
-    p.shuffled      # (L+1,) mean accuracy of the same probe trained on shuffled labels (the null)
-    p.shuffled_high # (L+1,) 95th percentile of the shuffled accuracies: the null's band
-    p.over_null     # (L+1,) accuracy - shuffled
-    p.chance        # the majority-sense rate
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> V = rng.normal(size=(12, 3, 8))                  # (n, L+1, d): 12 sentences, 3 layers, 8 dimensions
+    >>> V[6:, 2] += 3.0                                   # the senses apart at the last layer only
+    >>> p = probe_layers(V, ["river"] * 6 + ["money"] * 6, folds=3, shuffles=20, seed=0)
+    >>> p.accuracy.shape == p.shuffled.shape == p.shuffled_high.shape == p.over_null.shape == (3,)
+    True
+    >>> float(p.accuracy[2]), p.chance                   # the last layer reads the sense; the majority rate
+    (1.0, 0.5)
+
+``accuracy``: the cross-validated accuracy of a logistic-regression probe per layer; ``shuffled``: the mean
+accuracy of the same probe trained on shuffled labels (the null), ``shuffled_high`` its 95th percentile (the
+null's band); ``over_null``: accuracy - shuffled; ``chance``: the majority-sense rate.
 
 A high accuracy means something next to what the same probe reaches when it is trained on shuffled labels
 (same class sizes, no link to the sentences) and scored on the true ones: a permutation null. What a probe

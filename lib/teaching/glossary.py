@@ -1,9 +1,10 @@
 """The glossary (``assets/glossary.md``): its entries, and linking a term where a page first uses it.
 
-    from lib.teaching.glossary import load_glossary, link_terms
-    terms = load_glossary()                 # (Term(name="Word piece", anchor="word-piece", ...), ...)
-    text, linked = link_terms("Each word piece ...", terms, already=set())
-    # "Each [word piece](glossary#word-piece) ..."; linked == {"word-piece"}
+    >>> terms = load_glossary()
+    >>> terms[0].name, terms[0].anchor
+    ('Word piece', 'word-piece')
+    >>> link_terms("Each word piece has a vector; a word piece is ...", terms, already=set())
+    ('Each [word piece](glossary#word-piece) has a vector; a word piece is ...', {'word-piece'})
 
 A term is matched as a whole word, case-insensitively, outside links, code and bold markers it would
 break; only its first use on a page is linked (``already`` carries what the page linked before).

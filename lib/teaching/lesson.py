@@ -20,11 +20,16 @@ When the data in hand cannot support a step (too few senses, a model without [CL
 indices are 0-based like the arrays (hidden-state index 0 = the input layer; attention index 0 = the
 first transformer layer, "layer 1" on screen).
 
-Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/lesson.py`` does::
+Plain Python, no Streamlit: a notebook can run the lesson exactly as ``pages/lesson.py`` does:
 
-    tv = enc.target_vectors(list(preset_by_id("bat").sentence_set().sentences), "bat")
-    q = lesson_senses.sense_separation(tv.vectors, senses, "bat").question
-    lesson.check_answer(q, "Layer 6")   # -> Feedback(correct=..., message=...)
+    >>> from lib.inputs.presets import preset_by_id
+    >>> from lib.models.encoder import load_encoder
+    >>> from lib.teaching import lesson_senses
+    >>> ss = preset_by_id("bat").sentence_set()
+    >>> tv = load_encoder().target_vectors(list(ss.sentences), "bat")
+    >>> q = lesson_senses.sense_separation(tv.vectors, list(ss.senses), "bat").question
+    >>> q.options[0], check_answer(q, "Layer 0 (input)").correct
+    ('Layer 0 (input)', False)
 """
 
 from __future__ import annotations

@@ -122,9 +122,10 @@ def app_pages() -> list[tuple[str, str, bool]]:
     raise AssertionError("app.py has no PAGES list")
 
 
-# Pages without a chart on their own: the glossary (text only, tested by AppTest) and the class board before a
-# board is open (tests/browser/test_browser_board.py opens one).
-CHARTLESS = ("board", "glossary")
+# Pages without a chart on their own: the glossary (text only, tested by AppTest), the class board before a
+# board is open (tests/browser/test_browser_board.py opens one) and Fine-tune before Train is pressed
+# (tests/browser/test_browser_finetune.py trains).
+CHARTLESS = ("board", "finetune", "glossary")
 
 
 def chart_pages() -> list[tuple[str, str, bool]]:

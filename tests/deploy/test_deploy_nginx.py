@@ -23,6 +23,7 @@ from tests.browser._browser import (
     page_url,
     wait_charts,
 )
+from tests.conftest import wait_until
 from tests.deploy._docker import (
     PREFIX,
     docker,
@@ -78,8 +79,12 @@ def test_static_files_come_from_nginx_precompressed(stack):
     # the very file nginx's image precompressed at build time
     size = docker("exec", f"{STACK}-nginx", "stat", "-c", "%s", f"/srv/streamlit-static/{js.group(1)[7:]}.gz")
     assert len(body) == int(size)
-    time.sleep(1)
-    static_lines = [ln for ln in logs(f"{STACK}-nginx").splitlines() if f'"/{js.group(1)}"' in ln]
+
+    def logged() -> list[str]:  # nginx writes a request's log line once it has answered it
+        return [ln for ln in logs(f"{STACK}-nginx").splitlines() if f'"/{js.group(1)}"' in ln]
+
+    assert wait_until(logged, timeout=30, step=0.5), "nginx logged no request for the script"
+    static_lines = logged()
     assert static_lines and all(ln.endswith("upstream=-") for ln in static_lines), static_lines
 
 
