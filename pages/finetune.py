@@ -354,10 +354,11 @@ def main() -> None:
     c1, c2 = st.columns(2)
     c1.button("Train", key="ft_go", type="primary", on_click=set_state, icon=":material/play_arrow:",
               kwargs={"ft_train": True, "ft_seeds": False, "_ft_stopped": False}, width="stretch")  # fmt: skip
+    stop_box = c2.empty()  # Stop while the run trains, then Clear once its results are drawn
     if st.session_state.get("ft_train"):
-        c2.button("Stop", key="ft_stop", on_click=set_state, icon=":material/stop:", width="stretch",
-                  kwargs={"ft_train": False, "ft_seeds": False, "_ft_stopped": True},
-                  help="Stops at the next epoch. Changing a setting or leaving the page stops it too.")  # fmt: skip
+        stop_box.button("Stop", key="ft_stop", on_click=set_state, icon=":material/stop:", width="stretch",
+                        kwargs={"ft_train": False, "ft_seeds": False, "_ft_stopped": True},
+                        help="Stops at the next epoch. Changing a setting or leaving the page stops it too.")  # fmt: skip
     if not st.session_state.get("ft_train"):
         if st.session_state.pop("_ft_stopped", False):
             st.info("Training stopped. Press Train to start again.")
@@ -365,6 +366,9 @@ def main() -> None:
         link.sync_params(params)
         return
     result = _run(base, prepared, recipe)
+    stop_box.button("Clear results", key="ft_clear", on_click=set_state, icon=":material/close:", width="stretch",
+                    kwargs={"ft_train": False, "ft_seeds": False},
+                    help="Hides this run's results. The run is kept: Train shows it again at once.")  # fmt: skip
     _results(base, result, L)
     if result.encoder is not None:
         st.subheader("Use it on every page")

@@ -102,6 +102,23 @@ def test_a_second_session_with_the_same_run_does_not_train_again(trained, indepe
     assert cache.FINETUNE_RUNS[independent.recipe.key] == runs
 
 
+def test_a_finished_run_offers_clear_not_stop_and_train_shows_it_again_without_training(trained, independent):
+    from ui import cache
+
+    at = page_test(PAGE, preset="bank", ft_epochs=EPOCHS, ft_train=True)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    keys = {b.key for b in at.button}
+    assert "ft_clear" in keys and "ft_stop" not in keys
+    assert at.get("plotly_chart")
+    runs = cache.FINETUNE_RUNS[independent.recipe.key]
+    at.button(key="ft_clear").click().run()
+    assert not at.exception and not at.get("plotly_chart")
+    assert "Training stopped" not in _texts(at, "alert", "info")
+    at.button(key="ft_go").click().run()
+    assert at.get("plotly_chart") and cache.FINETUNE_RUNS[independent.recipe.key] == runs
+
+
 def test_a_remedy_is_one_click_away(trained, independent):
     fixes = [r for r in independent.verdict.remedies if r.recipe is not None]
     assert fixes, independent.verdict.kind

@@ -52,6 +52,8 @@ def test_name_weights_names_the_model_once_and_leaves_the_original():
     assert fig.layout.title.text == "Mean cosine"
     untitled = widgets.name_weights({"data": [{"type": "bar", "y": [1]}], "layout": {}}, "random weights, seed 0")
     assert untitled.layout.title.text == "Model with random weights, seed 0"
+    tuned = widgets.name_weights({"data": [{"type": "bar", "y": [1]}], "layout": {}}, "fine-tuned on 8 'bank' sentences, top 2 layers, 20 epochs, seed 0")
+    assert tuned.layout.title.text == "Model fine-tuned on 8 'bank' sentences, top 2 layers, 20 epochs, seed 0"
     assert [list(t.y) for t in named.data] == [list(t.y) for t in fig.data]
 
 

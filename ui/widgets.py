@@ -83,13 +83,18 @@ def name_weights(fig: go.Figure | dict, note: str) -> go.Figure:
         # hung from the top of the chart, so a title broken into lines (ui.plotly_look.wrap_title, which raises
         # the top margin a line for each) grows down into its margin instead of up past the chart's edge
         layout["title"] = merged(
-            title, text=f"{text} ({note})" if text else f"Model with {note}", automargin=True, y=1,
+            title, text=f"{text} ({note})" if text else _model_called(note), automargin=True, y=1,
             yref="container", yanchor="top", pad={"t": 10},
         )  # fmt: skip
         if not text:  # a chart drawn without a title has the untitled top margin: make room for the new one
             margin = layout.get("margin") if isinstance(layout.get("margin"), dict) else {}
             layout["margin"] = merged(margin, t=max(60, int(margin.get("t", 0) or 0)))
     return figure(spec["data"], layout)
+
+
+def _model_called(note: str) -> str:
+    """An untitled chart's title from the note: "Model with random weights, seed 0", "Model fine-tuned on …"."""
+    return f"Model {note}" if note.startswith("fine-tuned") else f"Model with {note}"
 
 
 # plotly's toolbar only while the pointer is on the chart (a tap on a phone), without the plotly logo, and
