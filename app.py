@@ -21,6 +21,7 @@ PAGES = [
     ("pages/attention.py", "Attention", ":material/visibility:", False),
     ("pages/context.py", "What moves the word", ":material/swap_horiz:", False),
     ("pages/anisotropy.py", "Anisotropy", ":material/explore:", False),
+    ("pages/lens.py", "Logit lens", ":material/search:", False),
     ("pages/projections.py", "Projections", ":material/scatter_plot:", False),
     ("pages/finetune.py", "Fine-tune", ":material/model_training:", False),
     ("pages/calculator.py", "Attention by hand", ":material/calculate:", False),

@@ -22,6 +22,7 @@ from lib.inputs.corpus import (
     UNTREATED,
     CorpusError,
     CorpusStats,
+    bounded_corpus,
     corpus_id,
     parse_corpus_file,
 )
@@ -178,17 +179,19 @@ elif corpus_choice == "upload":
             parsed, encoding_note = cache.parsed_upload("corpus", upload.getvalue(), parse_corpus_file)
             for note in (encoding_note, *parsed.notes) if encoding_note else parsed.notes:
                 st.info(escape_md(note))
-            stats_key = "upload-" + parsed.corpus_id
+            up_sentences, stats_key, bound_note = bounded_corpus(enc, parsed.sentences, "upload-" + parsed.corpus_id)
+            if bound_note:
+                st.info(escape_md(bound_note))
             # what the budget cuts is said before the model's pass over the rest (a 2 MB file: seconds)
-            cut_note = cache.corpus_cut(model, stats_key, parsed.sentences).message
+            cut_note = cache.corpus_cut(model, stats_key, up_sentences).message
             if cut_note:
                 st.info(escape_md(cut_note))
-            stats = cache.corpus_stats(model, stats_key, parsed.sentences)
+            stats = cache.corpus_stats(model, stats_key, up_sentences)
             for note in stats.notes:
                 if note != cut_note:
                     st.info(escape_md(note))
             corpus_sentences = tuple(parsed.sentences)
-            corpus_label = f"the uploaded file ({len(parsed)} sentences)"
+            corpus_label = f"the uploaded file ({len(up_sentences)} sentences)"
         except (CorpusError, UploadError) as err:
             st.error(escape_md(str(err)) + " The built-in corpus is used meanwhile.")
 if stats is None:
@@ -197,10 +200,16 @@ if stats is None:
     except CorpusError as err:
         st.error(escape_md(str(err)))
         st.stop()
-    stats_key = "builtin-" + builtin.corpus_id
-    stats = cache.corpus_stats(model, stats_key, builtin.sentences)
+    used, stats_key, bound_note = bounded_corpus(enc, builtin.sentences, "builtin-" + builtin.corpus_id)
+    if bound_note:
+        st.info(escape_md(bound_note))
+    stats = cache.corpus_stats(model, stats_key, used)
     corpus_sentences = tuple(builtin.sentences)
-    corpus_label = f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
+    corpus_label = (
+        f"the built-in reference corpus ({len(builtin)} sentences on everyday topics)"
+        if len(used) == len(builtin)
+        else f"the first {len(used)} sentences of the built-in reference corpus"
+    )
 
 curves = cache.anisotropy_curves(model, stats_key, k, stats)
 names = {t: (f"top {k} components removed" if t == "topk" else TREATMENTS[t]) for t in TREATMENTS}
@@ -252,7 +261,7 @@ if show_bert:
 twin_note = st.empty()  # filled by section 4 when it compares trained and random weights of one model
 prose(
     f"{m} distinct word pieces ({m * (m - 1) // 2:,} pairs) from {stats.n_sentences} sentences; mean, σ and "
-    f"covariance from all {stats.n_tokens:,} ([CLS] and [SEP] left out).",
+    f"covariance from all {stats.n_tokens:,} (special tokens left out).",
     caption=True,
 )
 fit = stats.fits[layer]
@@ -311,6 +320,26 @@ if n_const:
         "instead of dividing by zero."
     )
 prose(text)
+if enc.family == "decoder" and stats.massive is not None:
+    mv = stats.massive
+    zr = (float(np.min(curves[UNTREATED][1:])), float(np.max(curves[UNTREATED][1:])))
+    zz = (float(np.min(curves["zscore"][1:])), float(np.max(curves["zscore"][1:])))
+    carried = ", ".join(f"“{escape_md(t)}” ({v:,.0f})" for _, _, t, v in mv.words[:4])
+    prose(
+        f"**Massive values.** In this 4-bit copy of SmolLM2 the start token, where spare attention goes (the "
+        f"**attention sink**), carries numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against "
+        f"{mv.typical:,.0f} for a typical word piece's largest number. "
+        + (
+            f"A few first words after it carry them too: {carried} (over five times typical; {len(mv.words)} "
+            f"of {mv.n_positions:,} word pieces). "
+            if mv.words
+            else f"No word piece of these sentences passes five times typical ({mv.threshold:,.0f}); in longer "
+            "corpora a few first words after the start (split words like “Cop”) do. "
+        )
+        + f"Z-scoring fixes the cone: random pairs' mean cosine, {fmt(zr[0])} to {fmt(zr[1])} raw over layers "
+        f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
+        "values stays far from all others) nor separate meanings a layer does not hold."
+    )
 layer_chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer"), key="aniso_norms", at=layer)
 nm = stats.mean_norm
 prose(
@@ -414,13 +443,18 @@ other = controls.compare_picker(
     off_note="Switch on to measure a second model's cone (default: the shuffled-weights control).",
 )
 if other is not None:
+    other_sentences, other_key, other_note = bounded_corpus(
+        cache.encoder(other), corpus_sentences, stats_key.split("-first")[0]
+    )
+    if other_note and not use_set_stats:
+        st.info(escape_md(other_note))
     with st.spinner("Running the second model over the corpus (once per model and corpus)…"):
         stats2 = (
             cache.set_stats(other, stats_key, corpus_sentences)
             if use_set_stats
-            else cache.corpus_stats(other, stats_key, corpus_sentences)
+            else cache.corpus_stats(other, other_key, other_sentences)
         )
-    curves2 = cache.anisotropy_curves(other, stats_key, k, stats2)
+    curves2 = cache.anisotropy_curves(other, other_key if not use_set_stats else stats_key, k, stats2)
     n1, n2 = controls.label(model), controls.label(other)
     fig2, relative = controls.two_model_figure(
         [

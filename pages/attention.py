@@ -14,6 +14,7 @@ from lib.charts.attention import (
     MAX_TICK_LABELS,
     attention_heatmap,
     attention_overview,
+    first_position_chart,
     special_token_share_chart,
     target_attention_bars,
     target_attention_by_layer,
@@ -21,6 +22,7 @@ from lib.charts.attention import (
 from lib.models.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
+    first_position_share,
     most_attended,
     pool_attention,
     recompute_attention,
@@ -28,7 +30,9 @@ from lib.models.attention import (
     strongest_keys,
     target_attention,
     token_labels,
+    weight_above_diagonal,
 )
+from lib.models.keys import DEFAULT_MODEL
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis
@@ -100,15 +104,21 @@ chart(
     key="attn_heatmap",
     download="context_lens_attention",
 )
-row = weights[tpos[0]]
+qpos = tpos[-1] if enc.causal else tpos[0]  # a decoder's word is its last piece (it has seen the whole word)
+row = weights[qpos]
 top = strongest_keys(row, 3)
 prose(
     "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
     "all word pieces (the keys), and every row adds up to 1. "
-    f"Row {md_token(labels[tpos[0]])}, the target, gives "
+    f"Row {md_token(labels[qpos])}, the target, gives "
     + ", ".join(f"{row[k]:.2f} to {md_token(labels[k])}" for k in top)
     + ". Hover over a cell for the exact value."
 )
+if enc.causal:
+    prose(
+        "Nothing lies **above the diagonal**: a word piece sees only itself and what came before (the **causal "
+        f"mask**; largest weight there, any layer and head: {weight_above_diagonal(att):.1f})."
+    )
 if n > MAX_TICK_LABELS:
     prose(caption=True, text=
         f"This sentence has {n} word pieces. Every row and column is drawn, but only some labels are printed "
@@ -131,7 +141,7 @@ prose(
     f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. The "
     f"head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}. Look for "
     "a bright diagonal beside the main one (each word looks at its neighbour) and a bright first column "
-    "(everyone looks at [CLS])."
+    f"(everyone looks at {'[CLS]' if not enc.causal else escape_md(tokens[0])})."
 )
 if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
     prose(caption=True, text=
@@ -171,7 +181,7 @@ if others:
         )
     )
 else:
-    prose("This sentence has only the target itself (plus [CLS] and [SEP]) to look at.")
+    prose("This sentence has only the target itself (and special tokens) to look at.")
 shared_chart(
     cache.shared_figure(
         "attn_target_layers",
@@ -182,20 +192,62 @@ shared_chart(
 )
 prose(caption=True, text="The same two views for every layer (mean over heads): read a row to follow one layer.")
 
-st.subheader("Attention that goes to [CLS], [SEP] and punctuation")
 share = special_token_share(
     att, tokens, encoding.special[i], ids=encoding.token_ids[i], roles=enc.special_roles
+)
+def md_special(label: str) -> str:
+    """A special token's text for Markdown: "[CLS]" as written (the glossary links it), anything else escaped."""
+    return label if label in ("[CLS]", "[SEP]") else escape_md(label)
+
+
+opening, closing = md_special(share.opening_label), md_special(share.closing_label)
+st.subheader(
+    f"Attention that goes to {share.opening_label}, {share.closing_label} and punctuation"
+    if not enc.causal
+    else f"Attention that goes to the start token {share.opening_label} and punctuation"
 )
 shared_chart(
     cache.shared_figure("attn_special", fig_key, lambda: special_token_share_chart(share)), key="attn_special"
 )
 spec = share.cls_sep_mean
 peak = int(np.argmax(spec))
-prose(
-    f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on [CLS] and [SEP], "
-    "which carry no word. Clark et al. (2019) saw this in BERT and suggest a head with nothing to find parks "
-    "its attention there (a hypothesis). So a bright [CLS] column is usually not a sign of meaning."
-)
+if not enc.causal:
+    prose(
+        f"In layer {peak + 1}, **{spec[peak]:.0%}** of all attention in this sentence lands on {opening} and "
+        f"{closing}, which carry no word. Clark et al. (2019) saw this in BERT and suggest a head with nothing to "
+        f"find parks its attention there (a hypothesis). So a bright {opening} column is usually not a sign of "
+        "meaning."
+    )
+else:
+    st.subheader("The start token: where spare attention goes")
+    if n < 3:
+        st.info("This sentence is too short to show where later word pieces look: write a longer one.")
+    else:
+        own = first_position_share(att, causal=True)
+        bert_att = cache.sentence_attention(DEFAULT_MODEL, encoding.sentences[i])
+        bert = first_position_share(bert_att.attentions[0], causal=False)
+        shared_chart(
+            cache.shared_figure(
+                "attn_first_position",
+                fig_key,
+                lambda: first_position_chart(
+                    [("decoder: start token", own.per_layer, own.uniform),
+                     ("encoder: [CLS]", bert.per_layer, bert.uniform)],
+                    title="Attention later word pieces give to position 0",
+                ),
+            ),
+            key="attn_first_position",
+        )
+        half = L // 2
+        lo, hi = float(own.per_layer[half:].min()), float(own.per_layer[half:].max())
+        prose(
+            f"Word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their attention on average in "
+            f"layers {half + 1}–{L} of this 4-bit copy of SmolLM2 (even spread: {own.uniform:.0%}); the "
+            f"encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer (even spread "
+            f"{bert.uniform:.0%}). Why? Position 0 is the one word piece every later one can see, and softmax must "
+            "put each row's weight somewhere: a head with nothing to find parks it there (the **attention "
+            "sink**)."
+        )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
 st.header("Two sentences, same layer and head")
@@ -284,7 +336,7 @@ else:
     m3.metric("Rows adding up to 1", f"{rec.rows_summing_to_one()} of {n}")
     prose(
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
-        "everywhere: the tiny rest is rounding in the model's 32-bit arithmetic."
+        "everywhere: the tiny rest is rounding in the model's arithmetic."
     )
     q_row = tpos[0]
     table = pd.DataFrame(
@@ -310,6 +362,9 @@ else:
         "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, one head per slice, then the output projection, a residual "
         "and LayerNorm; then the feed-forward block on each word piece, with its own residual and LayerNorm. "
         "That is one layer (course §3.2)."
+        if not enc.causal
+        else "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, the output projection and a residual, then the "
+        "feed-forward block; this decoder norms before each block (RMSNorm)."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")

@@ -86,10 +86,14 @@ own = c_own.text_input(
     help=f"Leave empty to use the sentence above. The target is the first “{escape_md(ss.target)}”, or mark another "
     f"word in [brackets]. At most {MAX_WORDS} words and {MAX_PIECES} word pieces.",
 )
+no_mask = enc.mask_token is None  # a decoder was never taught a mask token: "mask" deletes the word instead
 rep_key = c_rep.selectbox(
-    "Replace each word by", options=list(REPLACEMENTS), format_func=REPLACEMENTS.get, key="ctx_replace"
+    "Replace each word by",
+    options=list(REPLACEMENTS),
+    format_func=REPLACEMENTS.get,
+    key="ctx_replace",
 )
-if rep_key == "mask" and getattr(enc, "mask_token", None) is None:  # a decoder was never taught a mask token
+if no_mask and rep_key == "mask":
     rep_key = "delete"
     prose(caption=True, text=
         f"{escape_md(model_display(a.model))} has no mask token (a left-to-right model never learns one), so each "
@@ -155,6 +159,8 @@ else:
     columns = {}
     by = {}
     for key in ("mask", "delete") if rep_key != "unk" else ("unk", "mask", "delete"):
+        if no_mask and key == "mask":
+            continue  # no mask token: "mask" would delete the word again
         try:
             by[key] = occ if key == rep_key else cache.occlusion(a.model, sentence, target_word, REPLACEMENT_TEXT[key])
         except (ContextError, TargetError):
@@ -183,6 +189,18 @@ else:
         )
     if said:
         prose(" ".join(said), caption=True)
+after = occ.after_target
+if enc.causal and after:
+    change = occ.after_target_change
+    prose(
+        ("This model has no [MASK] token, so each word is deleted. " if no_mask and rep_key == "delete" else "")
+        + f"{what.capitalize()} any of the **{len(after)}** word(s) after “{word}” moves it by "
+        + ("**exactly 0** at every layer (the largest change of any of its numbers: 0.0)." if change == 0.0 else
+           f"almost nothing at every layer (the largest change of any of its numbers: {change:.1e}, rounding).")
+        + f" When the model made the vector of “{word}” it had not read those "
+        "words yet (it reads left to right): the causal mask hides every later word, so nothing after the target "
+        "can reach it."
+    )
 chart(
     shift_strip(occ.words, occ.shift, names, title="Every word at every layer, in sentence order"),
     key="ctx_strip",

@@ -30,11 +30,15 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
+from lib.errors import ContextLensError
 from lib.inputs.corpus import CorpusError
+from lib.inputs.presets import preset_by_id
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from lib.models.encoder import split_model_key
+from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
+from lib.stats.direction import cue_gaps
 from lib.stats.evidence import card_facts, evidence_card
 from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
@@ -173,11 +177,75 @@ def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
     controls.control_card(model, other, tv.encoding.sentences, ss.target)
 
 
+def cue_preset_cues(ss) -> list[str | None] | None:
+    """Each sentence's cue ("before"/"after") when the set comes from a preset that says so, else None."""
+    preset = preset_by_id(ss.preset_id) if ss.preset_id else None
+    if preset is None or not preset.cues:
+        return None
+    cues = preset.cue_of(ss.sentences)
+    return cues if any(cues) else None
+
+
+def cue_section(ss, model: str, cues: list[str | None]) -> None:
+    """The same set through the encoder and the decoder, side by side: which half does each separate?"""
+    st.header("Cue before, cue after: encoder and decoder side by side")
+    models = [(DEFAULT_MODEL, "encoder"), (DECODER_MODEL, "decoder")]
+    results = {}
+    for name, family in models:
+        loaded, err = cache.try_encoder(name) if name != model else (cache.encoder(model), None)
+        if loaded is None:
+            st.info(f"The {family} is not available here: " + escape_md(err or "it could not be loaded."))
+            return
+        tv_m = cache.target_vectors(loaded.name, ss.sentences, ss.target)
+        try:
+            results[family] = cue_gaps(
+                tv_m.vectors, [ss.senses[i] or None for i in tv_m.kept], [cues[i] for i in tv_m.kept]
+            )
+        except ContextLensError as err:
+            st.info(escape_md(str(err)))
+            return
+    columns = st.columns(2)
+    every = np.concatenate([np.r_[g.before, g.after] for g in results.values()])
+    pad = 0.05 * float(every.max() - every.min())
+    y_range = (float(every.min()) - pad, float(every.max()) + pad)  # one scale: the two charts compare by eye
+    for col, (_, family) in zip(columns, models, strict=True):
+        g = results[family]
+        fig, _ = controls.two_model_figure(
+            [(f"cue before “{ss.target}”", g.before, "solid"), ("cue only after", g.after, "dash")],
+            title=f"The {family}: same − different sense",
+            y_title="same − different sense cosine",
+            zero_line=True,
+            y_range=y_range,
+        )
+        with col:
+            chart(fig, key=f"layers_cue_{family}", share=0.5, name_model=False)
+
+    def peak(gap) -> str:
+        k = int(np.argmax(gap))
+        return f"{gap[k]:+.2f} at layer {k}"
+
+    e, d = results["encoder"], results["decoder"]
+    verdict = (
+        "The decoder separates the senses only when the cue comes first; the encoder separates both halves."
+        if d.separates_before and not d.separates_after and e.separates_before and e.separates_after
+        else "Here the halves do not split as the course expects; look at the curves."
+    )
+    prose(
+        f"Half the {e.n_before + e.n_after} sentences name the cue **before** “{escape_md(ss.target)}”, half only "
+        "**after** it, with the same openings for both senses. Same − different sense cosine: **encoder**, cue "
+        f"before peaks at {peak(e.before)}, cue after at {peak(e.after)}; **decoder** (a 4-bit copy of SmolLM2), "
+        f"cue before peaks at {peak(d.before)}, cue after stays between {d.after.min():+.2f} and "
+        f"{d.after.max():+.2f} at every layer. **{verdict}** Reading left to right, the decoder makes the "
+        "word's vector before it reads what follows."
+    )
+
+
 # ------------------------------------------------------------------------------------- page
 st.title("Layer by layer")
 page_intro("layers")
 
-session.models_per_set(2 if controls.compare_requested("layers") else 1)  # a comparison: half the set budget each
+_cues_first = cue_preset_cues(session.sentence_set())
+session.models_per_set(2 if controls.compare_requested("layers") or _cues_first else 1)  # two models: half each
 upload_section(session.sentence_set().target)
 
 ss, tv, model = _analysis()
@@ -193,6 +261,9 @@ prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target,
 word = escape_md(ss.target or "the target")
 names = layer_names(L)
 labels = ss.labels  # a computed property: read once
+cues = cue_preset_cues(ss)
+if cues:
+    cue_section(ss, model, cues)
 
 # ------------------------------------------------------------------------------------- widgets
 POOLINGS = list(POOLING_NAMES)

@@ -22,10 +22,12 @@ from lib.charts.toy import vector_arrows
 from lib.errors import ContextLensError, StepNotApplicable
 from lib.inputs.presets import preset_by_id
 from lib.models.encoder import DEFAULT_MODEL, model_key, split_model_key
+from lib.models.keys import DECODER_MODEL
 from lib.serving.export import frame_csv
 from lib.stats.baseline import other_token_masks, random_token_baseline
 from lib.stats.context import ContextError
 from lib.stats.contextuality import intra_sentence_similarity
+from lib.stats.direction import cue_gaps
 from lib.teaching import lesson, lesson_attention, lesson_geometry, lesson_senses
 from ui import cache, controls, link, page_export, session
 from ui.widgets import chart, download_figure, escape_md, intro, matrix_pair, page_intro, prose
@@ -403,6 +405,41 @@ def step_context() -> lesson.Question:
     return r.question
 
 
+def step_direction() -> lesson.Question:
+    """Predict whether the decoder separates the senses when the cue comes only after "bank"."""
+    p = preset_by_id("bank-cue")
+    ss = p.sentence_set()
+    cues = p.cue_of(ss.sentences)
+    gaps = {}
+    for name, family in ((DEFAULT_MODEL, "encoder"), (DECODER_MODEL, "decoder")):
+        loaded, err = cache.try_encoder(name)
+        if loaded is None:
+            raise StepNotApplicable(f"the {family} is not available here ({err or 'it could not be loaded'}).")
+        tv = cache.target_vectors(name, ss.sentences, ss.target)
+        gaps[family] = cue_gaps(tv.vectors, [ss.senses[i] for i in tv.kept], [cues[i] for i in tv.kept])
+    d = gaps["decoder"]
+    fig, _ = controls.two_model_figure(
+        [("cue before “bank”", d.before, "solid")]
+        + ([("cue only after", d.after, "dash")] if answers.get("direction") else []),
+        title="The decoder (a 4-bit copy of SmolLM2): same − different sense",
+        y_title="same − different sense cosine",
+        zero_line=True,
+    )
+    show(fig, "direction", name_model=False)
+    if answers.get("direction"):
+        e = gaps["encoder"]
+        fig_e, _ = controls.two_model_figure(
+            [("cue before “bank”", e.before, "solid"), ("cue only after", e.after, "dash")],
+            title="The encoder, the same sentences",
+            y_title="same − different sense cosine",
+            zero_line=True,
+        )
+        show(fig_e, "direction_encoder", name_model=False)
+    else:
+        prose(caption=True, text="The cue-after line, and the encoder's, appear once you have answered.")
+    return lesson_senses.direction_check(d, gaps["encoder"])
+
+
 def twin_keys() -> tuple[str, str, int]:
     """The trained model and its shuffled-weights control (seed 0, or the sidebar's seed when a control is
     in use)."""
@@ -556,6 +593,7 @@ RENDER = {
     "toy": step_toy,
     "context": step_context,
     "random": step_random,
+    "direction": step_direction,
     "summary": step_summary,
 }
 

@@ -12,7 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
-from lib.inputs.corpus import UNTREATED, CorpusError, CorpusStats
+from lib.inputs.corpus import UNTREATED, CorpusError, CorpusStats, bounded_corpus
 from lib.serving.export import frame_csv
 from lib.stats.baseline import other_token_masks
 from lib.stats.geometry import default_top_k
@@ -125,7 +125,10 @@ stats: CorpusStats | None = None
 if prep != UNTREATED:
     try:
         corpus = cache.reference_corpus()
-        stats = cache.corpus_stats(a.model, "builtin-" + corpus.corpus_id, corpus.sentences)
+        used, stats_key, bound_note = bounded_corpus(a.encoder, corpus.sentences, "builtin-" + corpus.corpus_id)
+        if bound_note:
+            st.caption(escape_md(bound_note))
+        stats = cache.corpus_stats(a.model, stats_key, used)
     except CorpusError as err:
         st.warning(escape_md(str(err)) + " The vectors are projected without preparation.")
         prep = UNTREATED

@@ -14,7 +14,19 @@ from types import SimpleNamespace
 import numpy as np
 from plotly.colors import get_colorscale
 
-from lib.charts import attention, context, controls, finetune, geometry, home, layers, lesson, projection, toy
+from lib.charts import (
+    attention,
+    context,
+    controls,
+    finetune,
+    geometry,
+    home,
+    layers,
+    lens,
+    lesson,
+    projection,
+    toy,
+)
 from lib.models.attention import special_token_share, target_attention, token_labels
 
 RNG = np.random.default_rng(7)
@@ -45,6 +57,7 @@ _POOL = _r(4, 7)
 _PAIRS, _SAME = _r(15), RNG.random(15) > 0.5
 _X3, _Y3 = RNG.normal(size=(3, 4)), RNG.normal(size=(3, 4))
 _M = [_r(6, 6) for _ in range(2)]
+_FP6, _FP12, _LENS, _LENS_TOP = _r(6), _r(12), _r(7, 2), _r(7)
 
 
 
@@ -93,6 +106,10 @@ EXAMPLES = {
         real.ta.attends_to_mean, real.ta.attended_by_mean, real.labels
     ),
     "attention.special_token_share_chart": lambda real: attention.special_token_share_chart(real.share, head=3),
+    "attention.first_position_chart": lambda real: attention.first_position_chart(
+        [("a <b>", _FP6, 0.2), ("b", _FP12, 0.1)], title="<t>"
+    ),
+    "lens.lens_word_chart": lambda real: lens.lens_word_chart(_LENS, ["river", "<b>"], _LENS_TOP, title="<t>"),
     "context.shift_bars": lambda real: context.shift_bars(_W, _SHIFT, _ATT, title="s"),
     "context.word_bars": lambda real: context.word_bars(_W, _ATT, axis_title="attention", title="w"),
     "context.shift_strip": lambda real: context.shift_strip(_W, _STRIP, NAMES, title="s"),

@@ -47,6 +47,7 @@ def real(encoder):
 
 CHART_MODULES = (
     "attention",
+    "lens",
     "context",
     "controls",
     "finetune",

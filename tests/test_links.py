@@ -361,6 +361,21 @@ def test_a_class_board_link_opens_its_board(tmp_path, monkeypatch):
         assert any(b.key == "board_send" for b in at.button) is not teacher
 
 
+def test_a_logit_lens_link_opens_its_view_and_is_written_back(decoder):
+    """The Logit lens page's keys (lens_sentence, lens_words) with the decoder: read, kept, written back."""
+    from lib.models import DECODER_MODEL
+
+    at = page_test("pages/lens.py", preset=BANK.id, model=DECODER_MODEL)
+    at.query_params.update({"lens_sentence": "3", "lens_words": "river, loan"})
+    at.run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not url_notes(at), url_notes(at)
+    assert at.session_state["lens_sentence"] == 3 and at.session_state["lens_words"] == "river, loan"
+    written = url_written(at)
+    assert written.get("lens_sentence") == "3" and written.get("lens_words") == "river, loan"
+    assert "Sentence 3" in _texts(at, "caption")
+
+
 def _bank_recipe(**settings):
     """The recipe of a run on the bank preset, made without training it."""
     from lib.finetune.data import split_set

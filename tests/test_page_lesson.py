@@ -24,7 +24,7 @@ QUESTION_IDS = [s.id for s in lesson.STEPS if s.id != "summary"]
 
 
 @pytest.fixture(scope="module")
-def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
+def questions(encoder, shuffled_encoder, decoder) -> dict[str, lesson.Question]:
     """The question of every step, built from the model exactly as the lesson's fixed sets define them."""
 
     def preset(pid):
@@ -64,7 +64,21 @@ def questions(encoder, shuffled_encoder) -> dict[str, lesson.Question]:
         "toy": lesson_attention.toy_cell().question,
         "context": _context_question(encoder),
         "random": _random_question(encoder, shuffled_encoder),
+        "direction": _direction_question(encoder, decoder),
     }
+
+
+def _direction_question(encoder, decoder) -> lesson.Question:
+    from lib.stats.direction import cue_gaps
+
+    p = preset_by_id(lesson.step_by_id("direction").preset)
+    ss = p.sentence_set()
+    cues = p.cue_of(ss.sentences)
+    gaps = []
+    for model in (decoder, encoder):
+        tv = model.target_vectors(list(ss.sentences), ss.target)
+        gaps.append(cue_gaps(tv.vectors, [ss.senses[i] for i in tv.kept], [cues[i] for i in tv.kept]))
+    return lesson_senses.direction_check(*gaps)
 
 
 def _context_question(encoder) -> lesson.Question:
@@ -192,6 +206,7 @@ def test_checking_without_an_answer_asks_for_one():
     assert "static" not in at.session_state["lesson_answers"]
 
 
+@pytest.mark.slow  # the direction-of-context step runs the decoder
 def test_presenter_mode_runs_every_chart_step():
     at = page_test(PAGE)
     seed(at, presenter=True)
@@ -227,7 +242,7 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
 def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions):
     """A link to the step opens it; the chart shows the trained line only, then both lines and the probe."""
     k = lesson.STEP_IDS.index("random") + 1
-    assert k == N - 1  # just before the summary: the earlier steps keep their numbers and progress bits
+    assert k == N - 2  # before the direction step and the summary: earlier steps keep their numbers and bits
     q = questions["random"]
     at = page_test(PAGE)
     at.query_params["lesson_step"] = str(k)

@@ -641,6 +641,18 @@ def encode_ahead(model_name: str, sentences: tuple[str, ...], target: str) -> No
         encoding(model_name, clean, spinner=False)
 
 
+def logit_lens(model_name: str, sentence: str, target: str | None, words: tuple[str, ...], _vectors: np.ndarray):
+    """lib.models.lens.logit_lens of the target's vectors ``_vectors`` (K, hidden) in ``sentence``, once per
+    (model, sentence, target, words): the output head's 49,152 logits per layer cost a second of CPU."""
+    from lib.models.lens import logit_lens as run
+
+    return _cached(
+        ("logit_lens", model_name, sentence, target, words),
+        lambda: run(encoder(model_name), _vectors, top_k=5, words=words),
+        "Reading every layer through the output head…",
+    )
+
+
 # --------------------------------------------------------------------------- fine-tuning (pages/finetune.py)
 # A run is keyed by its model and recipe (the recipe names the set by its digest, the task, the split and every
 # setting), computed once per process and shared: a class watching the teacher's run waits for that one run

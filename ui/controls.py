@@ -222,13 +222,20 @@ def compare_picker(page: str, model: str, *, off_note: str) -> str | None:
 
 
 def two_model_figure(
-    curves: Sequence[tuple[str, np.ndarray, str]], *, title: str, y_title: str, zero_line: bool = False
+    curves: Sequence[tuple[str, np.ndarray, str]],
+    *,
+    title: str,
+    y_title: str,
+    zero_line: bool = False,
+    y_range: tuple[float, float] | None = None,
 ):
     """two_model_chart, by relative depth when the models' depths differ. Returns (figure, relative)."""
     depths = {len(v) for _, v, _ in curves}
     relative = len(depths) > 1
     return (
-        two_model_chart(curves, title=title, y_title=y_title, relative=relative, zero_line=zero_line),
+        two_model_chart(
+            curves, title=title, y_title=y_title, relative=relative, zero_line=zero_line, y_range=y_range
+        ),
         relative,
     )
 

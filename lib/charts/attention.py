@@ -29,6 +29,7 @@ __all__ = [
     "attention_heatmap",
     "attention_overview",
     "special_token_share_chart",
+    "first_position_chart",
     "target_attention_bars",
     "target_attention_by_layer",
 ]
@@ -308,7 +309,7 @@ def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = No
         parts = (share.cls_mean, share.sep_mean, share.punctuation_mean, share.other_mean)
     else:
         parts = (share.cls[:, head], share.sep[:, head], share.punctuation[:, head], share.other[:, head])
-    names = ("[CLS]", "[SEP]", "punctuation", "other tokens")
+    names = (share.opening_label, share.closing_label, "punctuation", "other tokens")
     colors = (SENSE_COLORS[1], SENSE_COLORS[2], SENSE_COLORS[3], CONTEXT_COLOR)
     layers = [f"layer {layer + 1}" for layer in range(len(parts[0]))]
     traces = [
@@ -327,5 +328,49 @@ def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = No
         "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "share of attention"}},
         "barmode": "stack",
         "legend": {"orientation": "h", "y": 1.12, "x": 0, "traceorder": "normal", "title": {"text": ""}},
+    }
+    return figure(traces, layout)
+
+
+def first_position_chart(curves, *, title: str) -> go.Figure:
+    """Lines by relative depth: the share of attention later positions give to position 0, one line per model.
+
+    curves: (label, per_layer (L_m,), uniform) per model; layer l (1-based) sits at x = l / L_m, so models of
+    different depths share one axis. A dotted line per model marks its even spread (``uniform``).
+    """
+    traces = []
+    for k, (label, per_layer, uniform) in enumerate(curves):
+        v = np.asarray(per_layer, dtype=float)
+        L = len(v)
+        x = (np.arange(1, L + 1) / L).tolist()
+        color = SENSE_COLORS[k % len(SENSE_COLORS)]
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": v,
+                "mode": "lines+markers",
+                "name": esc(label),
+                "line": {"color": color, "width": 3},
+                "customdata": np.arange(1, L + 1),
+                "hovertemplate": f"{esc(label)}<br>layer %{{customdata}}: %{{y:.1%}}<extra></extra>",
+            }
+        )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [x[0], x[-1]],
+                "y": [uniform, uniform],
+                "mode": "lines",
+                "name": esc(f"{label}: even spread"),
+                "line": {"color": color, "width": 1.5, "dash": "dot"},
+                "hovertemplate": f"even spread: {uniform:.1%}<extra></extra>",
+            }
+        )
+    layout = base_layout(title=esc(title), height=420)
+    layout |= {
+        "xaxis": {"title": {"text": "relative depth (layer / number of layers)"}, "tickformat": ".0%"},
+        "yaxis": {"range": [0, 1], "tickformat": ".0%", "title": {"text": "attention to position 0"}},
+        "legend": {"orientation": "h", "y": -0.3, "x": 0},
     }
     return figure(traces, layout)

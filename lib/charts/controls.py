@@ -77,6 +77,7 @@ def two_model_chart(
     y_title: str,
     relative: bool,
     zero_line: bool = False,
+    y_range: tuple[float, float] | None = None,
 ) -> go.Figure:
     """Curves of two (or more) models on one axis. curves: (model label, values (L_m + 1,), dash) per
     line; with ``relative`` the x axis is layer / number of layers (for models of different depths).
@@ -102,13 +103,14 @@ def two_model_chart(
                 "hovertemplate": f"{esc(label)}<br>layer %{{customdata}}: %{{y:.3f}}<extra></extra>",
             }
         )
+    max_layer = max((len(v) - 1 for _, v, _ in curves), default=0)
     layout = merged(
         base_layout(title=esc(title), height=440),
         xaxis={
             "title": {"text": "relative depth (layer / number of layers)" if relative else "layer"},
-            **({"tickformat": ".0%"} if relative else {"dtick": layer_dtick(L + 1)}),
+            **({"tickformat": ".0%"} if relative else {"dtick": layer_dtick(max_layer + 1)}),
         },
-        yaxis={"title": {"text": y_title}},
+        yaxis={"title": {"text": y_title}, **({"range": list(y_range)} if y_range is not None else {})},
         legend={"orientation": "h", "y": -0.22},
         shapes=[hline(0, {"color": "#999999", "width": 1})] if zero_line else [],
     )

@@ -34,6 +34,8 @@ from lib.models.targets import strip_markup
 from lib.paths import ASSETS
 from lib.stats.geometry import (
     CovarianceFit,
+    MassivePeaks,
+    MassiveValues,
     anisotropy,
     fit_covariance,
     remove_top_components,
@@ -42,6 +44,9 @@ from lib.stats.geometry import (
 )
 
 DEFAULT_CORPUS_PATH = ASSETS / "reference_corpus.txt"
+# A decoder's statistics come from the corpus's first sentences only: it costs ~7x the encoder per word piece
+# (bf16 emulated on an AVX2-only CPU), and the 381-sentence reference corpus took minutes of CPU
+DECODER_CORPUS_SENTENCES = 24
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
 MAX_SENTENCE_CHARS = 2_000  # a corpus sentence is cut here before anything tokenizes it: the model reads at
 # most lib.serving.budget.MAX_PIECES_PER_SENTENCE (128) word pieces of it anyway. One 2 MB line without a full stop was
@@ -162,6 +167,8 @@ class CorpusStats:
     sample_tokens: (n_sample,) the word pieces of `sample`
     mean_norm:     (num_layers + 1,) mean Euclidean length of the token vectors per layer
     notes:         messages for the learner, e.g. that the corpus was cut to the word-piece budget
+    massive:       lib.stats.geometry.MassiveValues of the corpus (position 0's largest value, the ordinary
+                   word pieces that carry massive values too), None for statistics made without it
     """
 
     model_name: str
@@ -174,6 +181,7 @@ class CorpusStats:
     sample_tokens: tuple[str, ...]
     mean_norm: np.ndarray
     notes: tuple[str, ...] = ()
+    massive: MassiveValues | None = None
 
     @property
     def num_hidden_states(self) -> int:
@@ -236,6 +244,7 @@ class _TokenVectors:
         self.ids: list[np.ndarray] = []
         self.tokens: list[str] = []
         self.n_sentences = 0
+        self.peaks = MassivePeaks()
 
     def add(self, encoding) -> None:
         for hs, ids, special, toks in zip(
@@ -243,6 +252,8 @@ class _TokenVectors:
         ):
             self.n_sentences += 1
             keep = ~np.asarray(special, dtype=bool)
+            if len(toks) > 1:
+                self.peaks.add(hs, special, toks)
             if not keep.any():
                 continue
             self.per_sentence.append(np.asarray(hs)[:, keep, :].astype(np.float32))
@@ -290,6 +301,7 @@ class _TokenVectors:
             sample_tokens=tuple(self.tokens[i] for i in picks),
             mean_norm=np.array(norms),
             notes=tuple(notes),
+            massive=self.peaks.summary() if self.peaks.ordinary else None,
         )
 
 
@@ -324,6 +336,24 @@ def compute_corpus_statistics(
             progress(min(start + chunk, len(sentences)), len(sentences))
     notes = (cut.message,) if cut.message else ()
     return tokens.statistics(encoder.name, sample_size=sample_size, seed=seed, notes=notes)
+
+
+def bounded_corpus(model, sentences: Sequence[str], key: str) -> tuple[tuple[str, ...], str, str | None]:
+    """The sentences a model's corpus statistics use, their cache key, and a note for the page (None if uncut).
+
+    An encoder uses them all (the word-piece budget, :func:`corpus_budget`, still applies); a left-to-right
+    decoder (``model.family == "decoder"``) the first :data:`DECODER_CORPUS_SENTENCES`, so the page finishes
+    in bounded time; the key gains their number, so the cut and the whole never share a cache entry.
+    """
+    sentences = tuple(sentences)
+    n = DECODER_CORPUS_SENTENCES
+    if getattr(model, "family", None) != "decoder" or len(sentences) <= n:
+        return sentences, key, None
+    note = (
+        f"The decoder costs about seven times the encoder per word piece, so its statistics come from the "
+        f"corpus's first {n} of {len(sentences):,} sentences (a smaller sample: its numbers are rougher)."
+    )
+    return sentences[:n], f"{key}-first{n}", note
 
 
 def corpus_budget(encoder, corpus: CorpusText | Sequence[str], *, chunk: int = 64):

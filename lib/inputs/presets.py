@@ -15,13 +15,23 @@ PRESETS_PATH = ASSETS / "presets.json"
 
 @dataclass(frozen=True)
 class Preset:
-    """One preset: ``id`` (URL-safe), ``target``, ``title``, sense descriptions and (sense, sentence) rows."""
+    """One preset: ``id`` (URL-safe), ``target``, ``title``, sense descriptions and (sense, sentence) rows.
+
+    ``cues``: per row, where the words that decide the sense sit: "before" the target or only "after" it
+    (the direction-of-context preset); empty for a preset that does not say.
+    """
 
     id: str
     target: str
     title: str
     senses: tuple[tuple[str, str], ...]
     rows: tuple[tuple[str, str], ...]
+    cues: tuple[str, ...] = ()
+
+    def cue_of(self, sentences) -> list[str | None]:
+        """Each sentence's cue ("before" / "after"), None for a sentence that is not one of this preset's."""
+        by_text = {text: cue for (_, text), cue in zip(self.rows, self.cues, strict=True)} if self.cues else {}
+        return [by_text.get(s) for s in sentences]
 
     @property
     def text(self) -> str:
@@ -45,6 +55,7 @@ def load_presets(path: Path = PRESETS_PATH) -> tuple[Preset, ...]:
                 title=p["title"],
                 senses=tuple((k, v) for k, v in p["senses"].items()),
                 rows=tuple((s["sense"], s["text"]) for s in p["sentences"]),
+                cues=tuple(s.get("cue", "") for s in p["sentences"]) if any("cue" in s for s in p["sentences"]) else (),
             )
         )
     return tuple(out)

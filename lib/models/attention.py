@@ -35,11 +35,14 @@ from lib.models.base import SpecialRoles
 __all__ = [
     "AttentionRecomputation",
     "PooledAttention",
+    "FirstPositionShare",
     "SpecialTokenShare",
     "TargetAttention",
     "UnsupportedArchitectureError",
     "contrast_sentence_index",
     "downsample_labels",
+    "first_position_share",
+    "weight_above_diagonal",
     "mean_over_heads",
     "pool_attention",
     "recompute_attention",
@@ -459,12 +462,17 @@ class SpecialTokenShare:
     four parts add up to 1 for every layer and head.
       cls, sep, punctuation, other:   (L, H)
       *_mean (properties):            (L,)   averaged over heads; cls_sep_mean = cls_mean + sep_mean
+      opening_label, closing_label:   what to call the two kinds of special key on a page: "[CLS]" / "[SEP]"
+                                      for BERT, the start token's own text (e.g. "<|im_start|>") for a decoder,
+                                      taken from the tokens at the opening / closing positions
     """
 
     cls: np.ndarray
     sep: np.ndarray
     punctuation: np.ndarray
     other: np.ndarray
+    opening_label: str = "[CLS]"
+    closing_label: str = "[SEP]"
 
     cls_mean = _over_heads("cls")
     sep_mean = _over_heads("sep")
@@ -530,9 +538,59 @@ def special_token_share(
     def share(mask: np.ndarray) -> np.ndarray:  # (L, H)
         return _attention_to(attentions, mask)
 
+    def label(mask: np.ndarray, default: str) -> str:
+        names = sorted({tokens[k] for k in np.flatnonzero(mask)})
+        return " / ".join(names) if names else default
+
     return SpecialTokenShare(
-        cls=share(is_cls), sep=share(is_sep), punctuation=share(is_punct), other=share(is_other)
+        cls=share(is_cls),
+        sep=share(is_sep),
+        punctuation=share(is_punct),
+        other=share(is_other),
+        opening_label=label(is_cls, "[CLS]"),
+        closing_label=label(is_sep, "[SEP]"),
     )
+
+
+@dataclass(frozen=True)
+class FirstPositionShare:
+    """The attention that later positions give to position 0 ([CLS] in BERT, the start token in a decoder).
+
+      per_layer: (L,)  the weight on key 0, averaged over heads and over the queries 1..n-1 (position 0's own
+                       row is left out: in a causal model it can only look at itself)
+      uniform:   float the same average if every query spread its weight evenly over what it may see:
+                 1/n for every query of an encoder, 1/(t+1) for query t of a causal model
+    """
+
+    per_layer: np.ndarray
+    uniform: float
+
+
+def weight_above_diagonal(attentions: np.ndarray) -> float:
+    """The largest weight any query gives to a later key, over every layer and head of (..., n, n).
+
+    0.0 exactly for a causal model (its mask sets those scores to −∞ before the softmax); an encoder's is
+    well above 0.
+    """
+    a = np.asarray(attentions)
+    n = a.shape[-1]
+    above = np.triu(np.ones((n, n), dtype=bool), 1)
+    return float(a[..., above].max()) if n > 1 else 0.0
+
+
+def first_position_share(attentions: np.ndarray, *, causal: bool) -> FirstPositionShare:
+    """How much attention queries 1..n-1 give to position 0, per layer, for one sentence (L, H, n, n).
+
+    ``causal``: the model's mask (``TransformerModel.causal``), for the even-spread comparison. Needs n >= 2.
+    """
+    a = np.asarray(attentions, dtype=np.float64)
+    n = a.shape[-1]
+    if n < 2:
+        raise ValueError("a sentence of one word piece has no later position to look at position 0")
+    per_layer = a[:, :, 1:, 0].mean(axis=(1, 2))
+    t = np.arange(1, n)
+    uniform = float(np.mean(1.0 / (t + 1))) if causal else 1.0 / n
+    return FirstPositionShare(per_layer=per_layer, uniform=uniform)
 
 
 # --------------------------------------------------------------------------------------------------

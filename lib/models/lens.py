@@ -26,7 +26,7 @@ import numpy as np
 from lib.errors import ContextLensError
 from lib.models.targets import short
 
-__all__ = ["LensError", "LogitLens", "lens_logits", "logit_lens", "word_token"]
+__all__ = ["LensError", "LogitLens", "lens_logits", "logit_lens", "probability_text", "shown_token", "word_token"]
 
 
 class LensError(ContextLensError):
@@ -64,6 +64,15 @@ class LogitLens:
     @property
     def num_hidden_states(self) -> int:
         return int(self.top_ids.shape[0])
+
+    @property
+    def settled_from(self) -> int:
+        """The first hidden-state index from which the top next token is the last layer's, at every layer after."""
+        final = int(self.top_ids[-1, 0])
+        k = self.num_hidden_states - 1
+        while k > 0 and int(self.top_ids[k - 1, 0]) == final:
+            k -= 1
+        return k
 
 
 def _require_decoder(model) -> None:
@@ -146,6 +155,22 @@ def logit_lens(model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[st
         word_probs=_ro(probs[:, word_ids].astype(np.float32) if words else np.zeros((K, 0), np.float32)),
         normed=_ro(normed),
     )
+
+
+def shown_token(text: str) -> str:
+    """A token's text as a page can show it: a line break as "↵", a tab as "⇥", spaces alone as "␣"."""
+    out = text.replace("\n", "↵").replace("\t", "⇥")
+    return out if out.strip() else "␣" * max(1, len(out))
+
+
+def probability_text(p: float) -> str:
+    """A probability for a sentence: "31%" from 1 % up, "0.42%" from 0.01 %, else "3.1e-06"."""
+    p = float(p)
+    if p >= 0.01:
+        return f"{p:.0%}"
+    if p >= 1e-4:
+        return f"{p:.2%}"
+    return f"{p:.1e}"
 
 
 def _ro(a: np.ndarray) -> np.ndarray:

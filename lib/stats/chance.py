@@ -145,7 +145,9 @@ def layer_list(indices: Sequence[int]) -> str:
 
 def layer_runs(layers: Sequence[int]) -> str:
     """Layer numbers as text, runs of three or more joined: [2, 3, 4, 6] -> 'layers 2–4 and 6'; [1, 2] ->
-    'layers 1 and 2' (:func:`layer_list` names each one)."""
+    'layers 1 and 2' (:func:`layer_list` names each one); [] -> 'no layer' (e.g. no layer could be read)."""
+    if not len(layers):
+        return "no layer"
     runs: list[list[int]] = []
     for k in sorted(int(x) for x in layers):
         if runs and k == runs[-1][-1] + 1:

@@ -107,7 +107,8 @@ class Occlusion:
     spans:       (start, end) of each word in ``sentence``
     pieces:      the word-piece positions of each word in the original encoding
     tokens:      the original sentence's word pieces, [CLS] and [SEP] included
-    replacement: what each word was replaced by ("[MASK]" per word piece by default; "" = deleted)
+    replacement: what each word was replaced by ("[MASK]" per word piece by default, deleted ("") by default
+                 for a model without a mask token; "" = deleted)
     variants:    the edited sentences, one per word (the target marked in [brackets])
     shift:       float64 (num_layers + 1, n_words): 1 - cosine(original target vector, edited one),
                  in [0, 2]; layer 0 is the embedding output
@@ -136,6 +137,20 @@ class Occlusion:
     @property
     def num_layers(self) -> int:
         return self.shift.shape[0] - 1
+
+    @property
+    def after_target(self) -> tuple[int, ...]:
+        """Indices of the context words that come after the target in the sentence."""
+        return tuple(j for j, (start, _) in enumerate(self.spans) if start >= self.target_span[1])
+
+    @property
+    def after_target_change(self) -> float:
+        """The largest change of any number of the target's vector, any layer, when a word after it is replaced:
+        exactly 0.0 for a left-to-right model (its target never sees a later word). NaN with no such word."""
+        after = list(self.after_target)
+        if not after or self.moved is None:
+            return float("nan")
+        return float(np.abs(self.moved[after] - self.base[None]).max())
 
     def ranking(self, layer: int) -> np.ndarray:
         """Word indices by shift at ``layer``, largest first (ties: earlier word first)."""
@@ -260,14 +275,10 @@ def layer_cosines(base: np.ndarray, others: np.ndarray) -> np.ndarray:
 
 
 def resolve_replacement(enc: Encoder, replacement: str | None) -> str:
-    """None means the tokenizer's mask token; raises ContextError for a model without one."""
+    """None means the tokenizer's mask token, or "" (the word deleted) for a model never taught one (a decoder)."""
     if replacement is None:
         mask = getattr(enc.tokenizer, "mask_token", None)
-        if not mask:
-            raise ContextError(
-                f"The model {short(enc.name, 40)} has no mask token. Type a replacement word instead."
-            )
-        return mask
+        return mask or ""
     return check_replacement(replacement)
 
 

@@ -376,3 +376,68 @@ def line_margin(points, groups, n_angles: int = 3600) -> float:
     a, b = proj[g], proj[~g]
     gap = np.maximum(a.min(axis=0) - b.max(axis=0), b.min(axis=0) - a.max(axis=0))  # (n_angles,)
     return float(gap.max())
+
+
+# A position's largest value counts as massive when it is this many times the typical position's largest value
+MASSIVE_RATIO = 5.0
+
+
+@dataclass(frozen=True)
+class MassiveValues:
+    """A few huge numbers in a few dimensions ("massive activations", Sun et al. 2024), over a set's vectors.
+
+    first:       float, the largest |value| at position 0 of any sentence, any hidden state ([CLS] in BERT, the
+                 start token or attention sink in a decoder)
+    first_dim:   int, the dimension that holds it
+    typical:     float, the median over the ordinary positions (not special) of each one's largest |value|
+    threshold:   float, MASSIVE_RATIO × typical: an ordinary position above it carries massive values too
+    words:       ((sentence index, position, word piece, largest |value|), ...) those ordinary positions, largest
+                 first
+    n_positions: int, the ordinary positions looked at
+    """
+
+    first: float
+    first_dim: int
+    typical: float
+    threshold: float
+    words: tuple[tuple[int, int, str, float], ...]
+    n_positions: int
+
+
+def massive_values(hidden_states, special, tokens) -> MassiveValues:
+    """:class:`MassiveValues` of an encoding: ``hidden_states[i]`` (K, n_i, H), ``special[i]`` (n_i,) bool (the
+    positions left out of similarity, ``Encoding.special``), ``tokens[i]`` the n_i word pieces."""
+    peaks = MassivePeaks()
+    for h, sp, toks in zip(hidden_states, special, tokens, strict=True):
+        peaks.add(h, sp, toks)
+    return peaks.summary()
+
+
+class MassivePeaks:
+    """The numbers :func:`massive_values` needs, gathered one sentence at a time (the corpus statistics keep
+    no encoding): position 0's largest |value| per dimension, and each ordinary position's largest |value|."""
+
+    def __init__(self) -> None:
+        self.first: np.ndarray | None = None  # (H,)
+        self.ordinary: list[tuple[int, int, str, float]] = []
+        self.n = 0
+
+    def add(self, h, special, tokens) -> None:
+        """One sentence: ``h`` (K, n, H) hidden states, ``special`` (n,) bool, ``tokens`` its n word pieces."""
+        a = np.abs(np.asarray(h, dtype=np.float32))
+        per_dim0 = a[:, 0, :].max(axis=0).astype(np.float64)
+        self.first = per_dim0 if self.first is None else np.maximum(self.first, per_dim0)
+        peak = a.max(axis=(0, 2))
+        self.ordinary.extend((self.n, p, tokens[p], float(peak[p])) for p in range(len(peak)) if not special[p])
+        self.n += 1
+
+    def summary(self) -> MassiveValues:
+        if self.first is None or not self.ordinary:
+            raise ValueError("no ordinary word piece to compare with")
+        typical = float(np.median([w[3] for w in self.ordinary]))
+        threshold = MASSIVE_RATIO * typical
+        words = sorted((w for w in self.ordinary if w[3] > threshold), key=lambda w: -w[3])
+        return MassiveValues(
+            first=float(self.first.max()), first_dim=int(self.first.argmax()), typical=typical,
+            threshold=threshold, words=tuple(words), n_positions=len(self.ordinary),
+        )

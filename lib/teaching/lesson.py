@@ -275,6 +275,19 @@ STEPS: tuple[Step, ...] = (
         "line is the trained model's same-sense minus different-sense cosine per layer (the measure of step 4, "
         "here on the *bank* sentences). Predict the control's line, then see it.",
     ),
+    # "Direction of context": before the summary too, so every earlier step keeps its progress bit.
+    Step(
+        "direction",
+        "Direction of context: left to right",
+        "Direction of context",
+        False,
+        "bank-cue",
+        "Every chatbot is a **decoder**: it reads left to right, each word piece seeing only itself and the "
+        "words before it (the **causal mask**). So when it makes the vector of *bank*, it has not read what "
+        "comes after. An encoder like the default model reads both sides at once. Half of these *bank* "
+        "sentences name the cue (river, loan) before *bank*, half only after it, with the same openings for "
+        "both senses. The lines are the same-sense minus different-sense cosine per layer in each half.",
+    ),
     Step(
         "summary",
         "Your evidence card",

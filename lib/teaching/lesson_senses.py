@@ -573,3 +573,39 @@ def architecture_check(
         answer=answer,
     )
     return ArchitectureCheck(gt, gr, at, ar, grow_t, grow_r, question, finding, as_predicted)
+
+
+DIRECTION_OPTIONS = (
+    "Yes, about as well as with the cue before",
+    "No: its gap stays at about 0 (or below) at every layer",
+    "Better than with the cue before",
+)
+
+
+def direction_check(decoder_gaps, encoder_gaps) -> Question:
+    """Will a left-to-right decoder separate the senses when the cue comes only after the word?
+
+    ``decoder_gaps``, ``encoder_gaps``: lib.stats.direction.CueGaps of the two models on the same set. The
+    answer is read from the decoder's numbers: "No" when its cue-after half never reaches
+    lib.stats.direction.SEPARATES, "Better" when its cue-after peak beats its cue-before peak, else "Yes".
+    """
+    d, e = decoder_gaps, encoder_gaps
+    before, after = float(np.max(d.before)), float(np.max(d.after))
+    if not d.separates_after:
+        right = DIRECTION_OPTIONS[1]
+    elif after > before:
+        right = DIRECTION_OPTIONS[2]
+    else:
+        right = DIRECTION_OPTIONS[0]
+    kb = int(np.argmax(d.before))
+    return choice_question(
+        "The decoder reads left to right. On the sentences whose cue comes only AFTER “bank”, does it "
+        "separate river from money?",
+        DIRECTION_OPTIONS,
+        [right],
+        f"The decoder's gap with the cue before peaks at {before:+.2f} (layer {kb}); with the cue only after "
+        f"it stays between {float(np.min(d.after)):+.2f} and {after:+.2f}. When it made the vector of “bank” it "
+        f"had not read the cue. The encoder reads both sides: its peaks are {float(np.max(e.before)):+.2f} "
+        f"(cue before) and {float(np.max(e.after)):+.2f} (cue after).",
+        "Ask what the decoder has read when it makes the vector of “bank”.",
+    )
