@@ -76,7 +76,7 @@ c_sent, c_layer = st.columns([3, 1])
 sentence_labels = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}  # a widget is handed data, no function
 s_num = c_sent.selectbox("Sentence", options=list(sentence_labels), format_func=sentence_labels.get, key="ctx_sentence")
 layer = c_layer.slider(
-    "Layer", 0, L, key="ctx_layer", help=f"0 = word piece + position + segment, normalised (before any attention), {L} = last."
+    "Layer", 0, L, key="ctx_layer", help=f"0 = {enc.layer_zero}, before any attention; {L} = last."
 )
 c_own, c_rep = st.columns([3, 1])
 own = c_own.text_input(

@@ -34,7 +34,7 @@ floor = shared_floor(first_cos, last_cos)
 note = weights_note()  # the headings name random weights once; the untitled heatmaps below add nothing
 titles = tuple(
     t + (f" · {note}" if note else "")
-    for t in ("Layer 0: embeddings (word piece + position + segment)", f"Layer {last}: after {last} layers (attention + feed-forward)")
+    for t in (f"Layer 0: embeddings ({enc.layer_zero})", f"Layer {last}: after {last} layers (attention + feed-forward)")
 )
 fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
 for col, m, title, name, scale in zip(

@@ -294,8 +294,7 @@ layer = c1.slider(
     L,
     key="layers_layer",
     disabled=pooling != "layer",
-    help=f"0 = the embedding layer (LayerNorm of word piece + position + segment embeddings), {L} = the last "
-    "layer.",
+    help=f"0 = the embedding layer ({enc.layer_zero}), {L} = the last layer.",
 )
 view = c3.radio(
     "Similarity view",

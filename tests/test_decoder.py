@@ -298,3 +298,20 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
             recompute_attention(model, enc, 0, 0)
     lens = logit_lens(model, tv.vectors[0], top_k=2)
     assert lens.top_ids.shape == (model.num_hidden_states, 2)
+
+
+def test_what_layer_zero_holds_is_said_as_each_model_computes_it(decoder, encoder):
+    """The decoder's hidden state 0 is the word piece's embedding row alone (Llama adds position inside
+    attention), so a piece has the same vector wherever it stands; the encoder's adds position (and segment)."""
+    assert decoder.layer_zero.startswith("the word piece alone")
+    assert encoder.layer_zero == "word piece + position + segment"
+    sentence = "The bank and the bank."
+    e = decoder.encode([sentence], attentions=False)
+    ids, h0 = e.token_ids[0], e.hidden_states[0][0]
+    table = decoder.model.get_input_embeddings().weight.detach().float().numpy()
+    np.testing.assert_allclose(h0, table[ids], atol=1e-6)
+    at = [i for i, t in enumerate(e.tokens[0]) if t == "Ġbank"]
+    assert len(at) == 2 and np.array_equal(h0[at[0]], h0[at[1]])
+    b = encoder.encode([sentence], attentions=False)
+    at = [i for i, t in enumerate(b.tokens[0]) if t == "bank"]
+    assert len(at) == 2 and np.abs(b.hidden_states[0][0][at[0]] - b.hidden_states[0][0][at[1]]).max() > 1e-3

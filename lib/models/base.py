@@ -369,6 +369,7 @@ class TransformerModel(ABC):
       than num_heads with grouped-query attention), head_dim, hidden_size, max_tokens (the longest input in
       word pieces, special tokens included)
       mask_token:        the tokenizer's mask token ("[MASK]"), None when the model was never taught one
+      layer_zero:        what hidden state 0 holds, in words for a chart's title ("word piece + position + segment")
       special_roles:     :class:`SpecialRoles`, which special ids open and close a sentence
       model, tokenizer:  the transformers objects (for recomputation and the logit lens)
     """
@@ -400,6 +401,7 @@ class TransformerModel(ABC):
         self.max_tokens = min(limits) if limits else 512
         self.special_roles = SpecialRoles.of(tokenizer)  # which special ids open / close a sentence
         self.mask_token = getattr(tokenizer, "mask_token", None)
+        self.layer_zero = "word piece + position embeddings"
         self.sink: AttentionSink | None = None
         self._lock = threading.Lock()
 

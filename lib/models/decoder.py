@@ -101,6 +101,10 @@ class Decoder(TransformerModel):
         super().__init__(name, model, tokenizer, weights=weights, seed=seed)
         self.mask_token = None
         self.sink = ensure_start_token(tokenizer)
+        # GPT-2 adds a learned position embedding to the word piece's; Llama and Qwen add none: position enters
+        # inside attention, by rotating queries and keys, so hidden state 0 is the word piece's embedding alone
+        learned = getattr(model.config, "model_type", "") in ("gpt2", "gpt_neo", "gptj", "opt")
+        self.layer_zero = "word piece + position" if learned else "the word piece alone; position enters in attention"
 
     # ------------------------------------------------------------------ hooks
     def _batch_pieces(self) -> int:

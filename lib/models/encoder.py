@@ -120,6 +120,11 @@ class Encoder(TransformerModel):
     piece_pooling: ClassVar[str] = "mean"
     final_norm_in_last_state: ClassVar[bool] = False
 
+    def __init__(self, name: str, model, tokenizer, **kw):
+        super().__init__(name, model, tokenizer, **kw)
+        types = int(getattr(model.config, "type_vocab_size", 0) or 0)  # BERT's segment embeddings (RoBERTa: 1)
+        self.layer_zero = "word piece + position + segment" if types > 1 else "word piece + position"
+
     def _batch_pieces(self) -> int:
         return _BATCH_PIECES  # read at call time: a test may set a smaller one
 
