@@ -72,7 +72,7 @@ def upload_section(current_target: str) -> None:
     with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
         prose(
             FORMAT_HELP
-            + " Bad rows are listed by line number and left out. Example:"
+            + " Bad rows are listed and left out:"
         )
         st.code(
             "sense,sentence\nmoney,The bank approved the loan.\n"
@@ -394,7 +394,7 @@ prose(
         if identical
         else f"The input embeddings differ here (lowest pair {static_min:.2f}): the forms are not all one word piece. "
     )
-    + f"Layer 0 adds position and segment (mean pair **{pair_means[0]:.2f}**, no context yet); after {L} layers "
+    + f"Layer 0 ({enc.layer_zero}) has no context yet (mean pair **{pair_means[0]:.2f}**); after {L} layers "
     f"of attention and feed-forward blocks, **{pair_means[L]:.2f}**: the vector now depends on the context."
 )
 
@@ -553,7 +553,7 @@ else:
     chance_at = rc.chance_layers(K)
     prose(
         f"Each of the {m} sentences gets the sense whose centroid, built from the other sentences, is nearest "
-        f"(leave-one-out; Coenen et al. 2019 built centroids on a training corpus instead). Best: **{'layer 0' if best == 0 else f'layer {best}'}, "
+        f"(leave-one-out; Coenen et al. 2019 used a training corpus). Best: **{'layer 0' if best == 0 else f'layer {best}'}, "
         f"{ro.accuracy[best]:.0%}**"
         + (f" (layers {', '.join(str(i) for i in ties)} tie)" if len(ties) > 1 else "")
         + ". Grey: the chance band (labels shuffled)."

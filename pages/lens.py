@@ -49,9 +49,8 @@ PARAMS = [
 ]
 link.init_params(PARAMS)
 c_sent, c_words = st.columns([3, 2])
-s_num = c_sent.selectbox(
-    "Sentence", options=list(range(1, n_sent + 1)), format_func=lambda k: ss.option_label(k - 1), key="lens_sentence"
-)
+sentence_labels = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}  # a widget is handed data, no function
+s_num = c_sent.selectbox("Sentence", options=list(sentence_labels), format_func=sentence_labels.get, key="lens_sentence")
 words_text = c_words.text_input(
     "Words to follow (commas between)",
     key="lens_words",

@@ -361,7 +361,7 @@ else:
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
             f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
-            f"(word piece, position and segment, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"({enc.layer_zero}, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
             f"at layer {best}. Under each layer's name: the same count on that panel's map ({counts[best][0]}/"
             f"{counts[best][1]} at layer {best}), then the share of each point's neighbours the map keeps."
         )

@@ -307,8 +307,8 @@ def test_the_lesson_step_on_direction_of_context(decoder):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "page, preset",
-    [("pages/attention.py", None), ("pages/context.py", None), ("pages/anisotropy.py", None),
-     ("pages/lens.py", None)],
+    [("pages/home.py", None), ("pages/layers.py", None), ("pages/attention.py", None), ("pages/context.py", None),
+     ("pages/anisotropy.py", None), ("pages/projections.py", None), ("pages/lens.py", None)],
 )  # fmt: skip
 def test_decoder_pages_keep_to_600_words(decoder, page, preset):
     from lib.teaching.wordcount import MAX_PROSE_WORDS, prose_texts, total_words

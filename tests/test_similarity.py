@@ -695,3 +695,5 @@ def test_a_readout_of_identical_vectors_is_no_reading():
     ro = _readout_where_it_varies(v, ["a", "a", "a", "b", "b", "b"])
     assert np.isnan(ro.accuracy[0]) and np.isfinite(ro.accuracy[1:]).all()
     assert ro.best_layer in (1, 2) and ro.best_accuracy == np.nanmax(ro.accuracy)
+    v[:, :, :] = v[0]  # every layer one vector, as a decoder's start token: no sentence vector at all
+    assert _readout_where_it_varies(v, ["a", "a", "a", "b", "b", "b"]) is None

@@ -126,12 +126,15 @@ class LayerProfile:
 def _readout_where_it_varies(vectors: np.ndarray, senses: Sequence[str | None]) -> SenseReadout | None:
     """leave_one_out_readout of (n, K, H) vectors, NaN at a layer where every sentence has the same vector
     (e.g. [CLS] at layer 0: its embedding at position 0, before any context), where a reading would only be
-    rounding noise breaking ties."""
+    rounding noise breaking ties. None when that is every layer: a decoder's start token sees only itself, so
+    the vector at position 0 is one vector in every sentence at every layer, not a sentence vector."""
+    v = np.asarray(vectors, dtype=np.float64)
+    same = np.array([np.allclose(v[:, k], v[0, k], rtol=0, atol=1e-6) for k in range(v.shape[1])])
+    if same.all():
+        return None
     ro = leave_one_out_readout(vectors, senses)
     if ro is None:
         return None
-    v = np.asarray(vectors, dtype=np.float64)
-    same = np.array([np.allclose(v[:, k], v[0, k], rtol=0, atol=1e-6) for k in range(v.shape[1])])
     if not same.any():
         return ro
     acc = np.where(same, np.nan, ro.accuracy)
