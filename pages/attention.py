@@ -26,6 +26,7 @@ from lib.models.attention import (
     most_attended,
     pool_attention,
     recompute_attention,
+    shown_token,
     special_token_share,
     strongest_keys,
     target_attention,
@@ -84,7 +85,7 @@ target_labels = ", ".join(md_token(labels[p]) for p in tpos)
 
 SHOW_PIECES = 60
 pieces_md = " ".join(
-    f"**{escape_md(t)}**" if k in tpos else escape_md(t) for k, t in enumerate(tokens[:SHOW_PIECES])
+    f"**{escape_md(shown_token(t))}**" if k in tpos else escape_md(shown_token(t)) for k, t in enumerate(tokens[:SHOW_PIECES])
 )
 prose(caption=True, text=
     f"Sentence {s_num} as the model reads it, {n} word pieces (the target in bold): {pieces_md}"

@@ -125,6 +125,11 @@ def test_token_labels_keep_repeated_tokens_apart():
     assert labels[2].startswith("bank") and labels[5].startswith("bank")
 
 
+def test_byte_level_marks_read_as_a_space_and_a_line_break():
+    labels = token_labels(["<|im_start|>", "The", "Ġbank", "Ġriver", "bank", "Ċ", "##ing"])
+    assert labels == ["<|im_start|>·0", "The·1", "␣bank·2", "␣river·3", "bank·4", "↵·5", "##ing·6"]
+
+
 @pytest.mark.parametrize("n", [0, 1, 5, 40, 41, 100, 130, 512])
 def test_downsample_labels(n):
     labels = [f"t{i}" for i in range(n)]

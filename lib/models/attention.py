@@ -598,12 +598,22 @@ def first_position_share(attentions: np.ndarray, *, causal: bool) -> FirstPositi
 # --------------------------------------------------------------------------------------------------
 
 
+_BYTE_MARKS = str.maketrans({"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥"})  # byte-level BPE's space, line break, tab
+
+
+def shown_token(token: str) -> str:
+    """A word piece as a chart shows it: byte-level BPE (GPT-2, Llama 3, SmolLM2) writes the space before a word
+    as "Ġ" and a line break as "Ċ"; they are shown as "␣" and "↵". WordPiece tokens never hold those marks."""
+    return token.translate(_BYTE_MARKS)
+
+
 def token_labels(tokens: Sequence[str]) -> list[str]:
-    """One unique label per position: "token·position" (e.g. "[CLS]·0", "bank·6", "bank·10").
+    """One unique label per position: "token·position" (e.g. "[CLS]·0", "bank·6", "bank·10"; "␣bank·3" for a
+    byte-level piece, see :func:`shown_token`).
 
     Chart axes treat labels as categories, so two "bank"s must not share a label or their rows merge.
     """
-    return [f"{tok}·{i}" for i, tok in enumerate(tokens)]
+    return [f"{shown_token(tok)}·{i}" for i, tok in enumerate(tokens)]
 
 
 def downsample_labels(labels: Sequence[str], max_labels: int = 40) -> tuple[list[int], list[str]]:
