@@ -381,7 +381,8 @@ else:
 
 # ------------------------------------------------------------------------------------- 2. static
 st.header("2. Static vs contextual")
-reps = [("static word piece (no position)", None), ("layer 0: + position", 0), (f"layer {L}: + context", L)]
+zero = "layer 0: + position" if enc.layer_zero.startswith("word piece + position") else "layer 0: as input"
+reps = [("static word piece (no position)", None), (zero, 0), (f"layer {L}: + context", L)]
 if r not in (0, L):
     reps.append((rep, r))
 kinds = prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)

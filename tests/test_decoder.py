@@ -315,3 +315,16 @@ def test_what_layer_zero_holds_is_said_as_each_model_computes_it(decoder, encode
     b = encoder.encode([sentence], attentions=False)
     at = [i for i, t in enumerate(b.tokens[0]) if t == "bank"]
     assert len(at) == 2 and np.abs(b.hidden_states[0][0][at[0]] - b.hidden_states[0][0][at[1]]).max() > 1e-3
+
+
+def test_a_decoder_link_offers_the_way_back_to_the_encoder_from_its_first_run(decoder, monkeypatch):
+    """The Model panel names the model in use on the run that opens the link, not one run later."""
+    from tests.test_pack import _app
+
+    monkeypatch.delenv("CONTEXT_LENS_MODELS", raising=False)
+    at = _app({"model": DECODER_MODEL})
+    keys = {b.key for b in at.sidebar.button}
+    assert "cl_use_encoder" in keys and "cl_use_decoder" not in keys
+    at = _app({})
+    keys = {b.key for b in at.sidebar.button}
+    assert "cl_use_decoder" in keys and "cl_use_encoder" not in keys

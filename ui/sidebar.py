@@ -110,7 +110,7 @@ def render() -> None:
             f"and left-to-right decoders (Llama, Qwen, GPT-2 style): {DECODER_MODEL} once fetched (the button "
             "below, or `python -m lib.models download`).",
         )
-        _offer_decoder(st, active)
+        decoder_slot = st.empty()  # filled once the model is resolved below, so it names the model in use now
         st.radio(
             "Weights",
             list(WEIGHTS),
@@ -134,6 +134,7 @@ def render() -> None:
             help="The same seed always draws the same weights.",
         )
         _resolve_model(st, ss)
+        _offer_decoder(decoder_slot, st.session_state.get(K_ACTIVE_MODEL))
     sb.toggle("Presenter mode (projector)", key=K_PRESENTER, help="Large type, wide charts, sidebar collapsed.")
     link.show_notes_in(sb.container())  # the link's notes; a page's own parameters add theirs here later in the run
     if st.session_state.get(K_PRESET) == CUSTOM and packed_text() is None:
