@@ -23,8 +23,10 @@ from lib.models.attention import (
     UnsupportedArchitectureError,
     contrast_sentence_index,
     first_position_share,
+    llama_layout,
     most_attended,
     pool_attention,
+    projection_bias,
     recompute_attention,
     shown_token,
     special_token_share,
@@ -317,10 +319,19 @@ prose(
     + ("the embedding step produced" if layer == 0 else f"layer {layer} produced")
     + ", and the layer's weights from the model file."
 )
-st.latex(  # one line each, so the formula fits a phone's width without a scroll bar
-    r"\begin{aligned} Q &= H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V \\"
-    r"\alpha &= \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) \end{aligned}"
-)
+if llama_layout(enc):  # a Llama-style decoder: input normed first, queries and keys rotated by position, a mask
+    b = ("+ b_Q", "+ b_K", "+ b_V") if projection_bias(enc) else ("", "", "")
+    st.latex(  # short lines, so the formula fits a phone's width without a scroll bar
+        rf"\begin{{aligned}} \hat H &= \operatorname{{RMSNorm}}(H),\quad V = \hat H W_V {b[2]} \\"
+        rf"Q &= \operatorname{{rot}}(\hat H W_Q {b[0]}),\quad K = \operatorname{{rot}}(\hat H W_K {b[1]}) \\"
+        r"\alpha &= \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) \\"
+        r"M_{ij} &= -\infty \text{ for } j > i \text{ (a word sees no later word)} \end{aligned}"
+    )
+else:
+    st.latex(  # one line each, so the formula fits a phone's width without a scroll bar
+        r"\begin{aligned} Q &= H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V \\"
+        r"\alpha &= \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) \end{aligned}"
+    )
 try:
     rec = recompute_attention(enc, att_encoding, 0, layer, head)
 except UnsupportedArchitectureError as err:

@@ -287,6 +287,11 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
     tv = model.target_vectors([RIVER, CITY], "bank")
     assert np.abs(tv.vectors[0] - tv.vectors[1]).max() <= 1e-6  # causal, whatever the weights
     enc = model.encode([RIVER], attentions=True)
+    from lib.models.attention import llama_layout, projection_bias
+
+    # what the Attention page's formula and the start page's layer 0 say of each
+    assert llama_layout(model) == (kind == "qwen2") and projection_bias(model)
+    assert model.layer_zero == ("word piece + position" if kind == "gpt2" else decoder.layer_zero)
     if kind == "qwen2":
         assert model.num_kv_heads == 2
         assert recompute_attention(model, enc, 0, 1).max_abs_diff < 0.05
@@ -303,7 +308,12 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
 def test_what_layer_zero_holds_is_said_as_each_model_computes_it(decoder, encoder):
     """The decoder's hidden state 0 is the word piece's embedding row alone (Llama adds position inside
     attention), so a piece has the same vector wherever it stands; the encoder's adds position (and segment)."""
+    from lib.models.attention import llama_layout, projection_bias
+
     assert decoder.layer_zero.startswith("the word piece alone")
+    assert llama_layout(decoder) and not projection_bias(decoder)  # SmolLM2's q_proj has no bias
+    assert decoder.model.base_model.layers[0].self_attn.q_proj.bias is None
+    assert not llama_layout(encoder) and projection_bias(encoder)
     assert encoder.layer_zero == "word piece + position + segment"
     sentence = "The bank and the bank."
     e = decoder.encode([sentence], attentions=False)

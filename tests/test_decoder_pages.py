@@ -318,3 +318,13 @@ def test_decoder_pages_keep_to_600_words(decoder, page, preset):
     assert not at.exception, [e.value for e in at.exception]
     n = total_words(prose_texts(at.main))
     assert n <= MAX_PROSE_WORDS, f"{page}: {n} words of prose on its defaults with the decoder"
+
+
+def test_the_attention_formula_is_the_decoders_own(decoder):
+    """RMSNorm before attention, rotary positions, no Q/K/V bias in SmolLM2, and the causal mask: the formula the
+    page shows for the decoder is the arithmetic lib.models.attention recomputes (to the model's precision)."""
+    at = page_test("pages/attention.py", model=DECODER_MODEL)
+    at.run(timeout=300)
+    assert not at.exception, [e.value for e in at.exception]
+    formula = " ".join(x.value for x in at.latex)
+    assert "RMSNorm" in formula and "rot" in formula and "-\\infty" in formula and "b_Q" not in formula

@@ -252,6 +252,20 @@ def _llama_layers(body):
     return layers
 
 
+def llama_layout(encoder) -> bool:
+    """True for a Llama-style decoder (RMSNorm before attention, rotary positions on queries and keys)."""
+    return _llama_layers(_unwrap_model(encoder)) is not None
+
+
+def projection_bias(encoder) -> bool:
+    """True when the model adds a bias to its queries, keys and values (BERT, GPT-2, Qwen2), False when not
+    (Llama, SmolLM2): what the page's formula writes."""
+    layers = _llama_layers(_unwrap_model(encoder))
+    if layers is None:
+        return True  # BERT-family and GPT-2 layouts carry biases
+    return getattr(layers[0].self_attn.q_proj, "bias", None) is not None
+
+
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
     """RMSNorm (Llama): each row divided by its root mean square (plus eps under the root), times ``weight``."""
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
