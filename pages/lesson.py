@@ -405,8 +405,9 @@ def step_context() -> lesson.Question:
     return r.question
 
 
-def step_direction() -> lesson.Question:
-    """Predict whether the decoder separates the senses when the cue comes only after "bank"."""
+def direction_gaps() -> dict:
+    """The encoder's and the decoder's sense gaps on the cue preset, per half (cached model passes); raises
+    StepNotApplicable when either model cannot be loaded here."""
     p = preset_by_id("bank-cue")
     ss = p.sentence_set()
     cues = p.cue_of(ss.sentences)
@@ -417,6 +418,12 @@ def step_direction() -> lesson.Question:
             raise StepNotApplicable(f"the {family} is not available here ({err or 'it could not be loaded'}).")
         tv = cache.target_vectors(name, ss.sentences, ss.target)
         gaps[family] = cue_gaps(tv.vectors, [ss.senses[i] for i in tv.kept], [cues[i] for i in tv.kept])
+    return gaps
+
+
+def step_direction() -> lesson.Question:
+    """Predict whether the decoder separates the senses when the cue comes only after "bank"."""
+    gaps = direction_gaps()
     d = gaps["decoder"]
     fig, _ = controls.two_model_figure(
         [("cue before “bank”", d.before, "solid")]
@@ -532,6 +539,10 @@ def findings() -> list[lesson.Finding]:
     ]
     with contextlib.suppress(ContextLensError):  # the control cannot be loaded (e.g. a hosted model list)
         results.append(architecture_result()[0])
+    if "direction" in answers:  # the decoder's passes are made (and cached) by that step, not by the summary
+        with contextlib.suppress(ContextLensError):
+            gaps = direction_gaps()
+            results.append(lesson_senses.direction_result(gaps["decoder"], gaps["encoder"]))
     return lesson.summary_findings(results)
 
 

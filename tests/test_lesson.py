@@ -733,3 +733,25 @@ def test_the_context_step_says_only_what_the_numbers_show(encoder):
     occ = occlusion(encoder, lesson.CONTEXT_SENTENCE, "bat")
     r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
     assert "need not be the one that moves it most" in r.question.hint
+
+
+def test_the_direction_finding_is_filed_by_its_numbers():
+    """Predicted when the decoder separates only the cue-before half and the encoder both; a surprise when the
+    decoder separates the cue-after half too (it could not have read the cue: something else carries the
+    sense)."""
+    import numpy as np
+
+    from lib.stats.direction import SEPARATES, CueGaps
+    from lib.teaching.lesson import PREDICTED, SURPRISE, summary_findings
+    from lib.teaching.lesson_senses import direction_result
+
+    def gaps(before, after):
+        return CueGaps(np.array([-0.03, before]), np.array([-0.03, after]), 8, 8)
+
+    encoder = gaps(0.10, 0.07)
+    as_read = direction_result(gaps(0.19, -0.02), encoder)
+    assert as_read.as_predicted and "+0.19" in as_read.finding and "-0.02" in as_read.finding
+    [finding] = summary_findings([as_read])
+    assert finding.group == PREDICTED and "left-to-right" in finding.because
+    odd = direction_result(gaps(0.19, SEPARATES + 0.01), encoder)
+    assert not odd.as_predicted and summary_findings([odd])[0].group == SURPRISE

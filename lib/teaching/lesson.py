@@ -481,6 +481,9 @@ COURSE_SAYS = {
     "DeeperCheck": (PREDICTED, "deeper is not always better: the best layer depends on the task"),
     # seed 001: "[CLS] is not a good sentence vector" without fine-tuning: mean pooling should win
     "PoolingComparison": (None, "[CLS] is not a good sentence vector"),
+    # seed 001 sets ELMo's forward LSTM (left to right) beside its backward one and BERT's two-way reading: a word's
+    # vector in a left-to-right model holds nothing of the words after it
+    "DirectionResult": (None, "a left-to-right model reads only the words before the target"),
     # the course never discusses a control model (random or shuffled weights)
     "ArchitectureCheck": (BEYOND, "the course does not discuss control weights"),
 }

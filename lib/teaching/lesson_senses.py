@@ -609,3 +609,29 @@ def direction_check(decoder_gaps, encoder_gaps) -> Question:
         f"(cue before) and {float(np.max(e.after)):+.2f} (cue after).",
         "Ask what the decoder has read when it makes the vector of “bank”.",
     )
+
+
+@dataclass(frozen=True)
+class DirectionResult:
+    """The direction-of-context step's result, for the lesson's summary (lib.teaching.lesson.summary_findings).
+
+    as_predicted: the decoder separates the cue-before half and not the cue-after half, the encoder both,
+    as a left-to-right reading predicts.
+    """
+
+    finding: str
+    as_predicted: bool
+
+
+def direction_result(decoder_gaps, encoder_gaps) -> DirectionResult:
+    """:class:`DirectionResult` from the two models' lib.stats.direction.CueGaps on the same set."""
+    d, e = decoder_gaps, encoder_gaps
+    peak = {name: float(np.max(v)) for name, v in
+            (("db", d.before), ("da", d.after), ("eb", e.before), ("ea", e.after))}  # fmt: skip
+    as_predicted = d.separates_before and not d.separates_after and e.separates_before and e.separates_after
+    text = (
+        f"Direction of context: the decoder's sense gap peaks at {peak['db']:+.2f} with the cue before “bank” "
+        f"and at {peak['da']:+.2f} with the cue only after; the encoder's at {peak['eb']:+.2f} and "
+        f"{peak['ea']:+.2f}."
+    )
+    return DirectionResult(text, as_predicted)
