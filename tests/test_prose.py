@@ -14,7 +14,7 @@ from tests.browser._browser import chart_pages
 from tests.conftest import ROOT, page_test
 
 # every page of app.py but the glossary and the board; Fine-tune draws no chart before Train, but its prose counts
-PAGES = [path for path, _title, _default in chart_pages()] + ["pages/finetune.py"]
+PAGES = [path for path, _title, _default in chart_pages()] + ["pages/finetune.py", "pages/lens.py"]
 
 
 @pytest.fixture(scope="module")

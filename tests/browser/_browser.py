@@ -123,9 +123,11 @@ def app_pages() -> list[tuple[str, str, bool]]:
 
 
 # Pages without a chart on their own: the glossary (text only, tested by AppTest), the class board before a
-# board is open (tests/browser/test_browser_board.py opens one) and Fine-tune before Train is pressed
-# (tests/browser/test_browser_finetune.py trains).
-CHARTLESS = ("board", "finetune", "glossary")
+# board is open (tests/browser/test_browser_board.py opens one), Fine-tune before Train is pressed
+# (tests/browser/test_browser_finetune.py trains) and the Logit lens with the default encoder, which says why it
+# needs the decoder (tests/browser/test_browser_decoder.py opens it with the decoder).
+CHARTLESS = ("board", "finetune", "glossary", "lens")
+DECODER_ONLY = ("lens",)
 
 
 def chart_pages() -> list[tuple[str, str, bool]]:

@@ -15,11 +15,20 @@ from urllib.parse import quote
 import pytest
 
 from lib.models import DECODER_MODEL
-from tests.browser._browser import JS_CUT_TEXT, chart_pages, exceptions, page_url, screenshot, wait_charts
+from tests.browser._browser import (
+    DECODER_ONLY,
+    JS_CUT_TEXT,
+    app_pages,
+    chart_pages,
+    exceptions,
+    page_url,
+    screenshot,
+    wait_charts,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGES = chart_pages()
+PAGES = chart_pages() + [p for p in app_pages() if Path(p[0]).stem in DECODER_ONLY]
 SCREENS = {
     "phone": {"width": 390, "height": 844, "query": ""},
     "projector": {"width": 1280, "height": 720, "query": "&presenter=1"},
