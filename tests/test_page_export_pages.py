@@ -24,7 +24,8 @@ from tests.test_page_export import HOSTILE_SET
 pytestmark = pytest.mark.slow
 
 HARNESS = str(ROOT / "tests" / "_page_export_app.py")
-PAGES = [Path(p).stem for p, _title, _default in app_pages()]
+# the Logit lens with the default encoder only says why it needs the decoder, and stops there (no page to save)
+PAGES = [Path(p).stem for p, _title, _default in app_pages() if Path(p).stem != "lens"]
 NUMBER = re.compile(r"(?<![\w.])-?\d+\.\d+")
 
 
