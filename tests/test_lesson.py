@@ -537,7 +537,8 @@ def test_summary_files_each_result_where_the_course_puts_it():
     expected = {type(r) for r, _ in cases}
     pc = lesson_geometry.PoolingComparison
     mean_wins = type("MeanWins", (), {"finding": "mean beats [CLS]", "as_predicted": True})
-    assert set(lesson.COURSE_SAYS) == {c.__name__ for c in expected} | {pc.__name__}
+    # DirectionResult is filed by its numbers too: tests/test_lesson.py::test_the_direction_finding_is_filed_by_its_numbers
+    assert set(lesson.COURSE_SAYS) == {c.__name__ for c in expected} | {pc.__name__, "DirectionResult"}
     assert lesson.COURSE_SAYS[pc.__name__][0] is None  # decided by the direction of the result
     found = lesson.summary_findings([mean_wins(), type("Nothing", (), {"finding": None})()])
     assert [(f.text, f.group) for f in found] == [("mean beats [CLS]", lesson.BEYOND)]  # unknown kind: beyond
