@@ -6,8 +6,6 @@ Requests it does not answer go on to the inner app, here a recorder standing in 
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import gzip
 import os
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 from streamlit import file_util
 
+from tests._asgi import call
 from ui.static_files import CACHE_CONTROL, CompressedStaticFiles
 
 
@@ -32,21 +31,11 @@ class Recorder:
 
 def request(app, path: str, *, method: str = "GET", headers: dict[str, str] | None = None):
     """(status, headers as a dict, body) of one request."""
-    messages = []
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        messages.append(message)
-
     scope = {
         "type": "http", "method": method, "path": path, "root_path": "", "query_string": b"",
         "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()],
     }  # fmt: skip
-    # asyncio.run in a thread of its own: the browser tests' Playwright keeps an event loop running in this one
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, app(scope, receive, send)).result()
+    messages = call(app, scope)
     start = messages[0]
     body = b"".join(m.get("body", b"") for m in messages[1:])
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body

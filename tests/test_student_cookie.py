@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from lib import board as lb
+from tests._asgi import call
 from ui.student_cookie import StudentCookie
 
 SECRET = b"s" * 32
@@ -20,15 +19,7 @@ def request(mw, path: str = "/board", cookie: str | None = None, scheme: str = "
     """The response headers ``mw`` sends for one request (name -> values)."""
     headers = [(b"cookie", cookie.encode())] if cookie else []
     scope = {"type": "http", "method": method, "path": path, "headers": headers, "scheme": scheme}
-    sent: list[dict] = []
-
-    async def receive():
-        return {"type": "http.request", "body": b""}
-
-    async def send(message):
-        sent.append(message)
-
-    asyncio.run(mw(scope, receive, send))
+    sent = call(mw, scope)
     out: dict[str, list[str]] = {}
     for k, v in sent[0].get("headers", []):
         out.setdefault(k.decode().lower(), []).append(v.decode())
