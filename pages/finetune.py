@@ -24,9 +24,9 @@ from lib.finetune.data import TASKS, FineTuneError
 from lib.finetune.methods import METHODS
 from lib.finetune.recipe import DEFAULT_HEAD_LR, DEFAULT_LR, MAX_EPOCHS, MAX_RANK, MAX_SEED, Recipe
 from lib.finetune.seeds import DEFAULT_SEEDS
-from lib.models.encoder import TargetError
 from lib.models.keys import parse_model_key
 from ui import cache, link, session
+from ui.analysis import usable
 from ui.widgets import chart, escape_md, prose, set_state
 
 HELDOUT = 33  # percent of each sense held out (a third: bank's 12 sentences -> 8 train, 4 held out)
@@ -86,16 +86,7 @@ def _usable_set(base: str):
     if len(ss) == 0:
         st.info("There are no usable sentences yet. Pick a preset in the sidebar, or type “sense | sentence” lines.")
         st.stop()
-    try:
-        tv = cache.target_vectors(base, ss.sentences, ss.target)
-    except TargetError as err:
-        st.error(escape_md(str(err)))
-        st.stop()
-    if len(tv.kept) < len(ss):
-        for msg in tv.problems:
-            st.warning(escape_md(msg))
-        ss = ss.subset(tv.kept)
-    return ss
+    return usable(base, ss)[0]
 
 
 def _split_tables(split) -> None:
@@ -112,6 +103,11 @@ def _split_tables(split) -> None:
         )
 
 
+def _rate(col, label: str, key: str, lo: float, hi: float, step: float, help: str) -> None:
+    """A learning-rate box, shown as a power of ten."""
+    col.number_input(label, min_value=lo, max_value=hi, key=key, format="%.0e", step=step, help=help)
+
+
 def _settings(L: int, kind: str) -> None:
     c1, c2 = st.columns(2)
     if kind == "top":
@@ -121,28 +117,14 @@ def _settings(L: int, kind: str) -> None:
     elif kind == "lora":
         c1.slider("LoRA rank r", 1, MAX_RANK, key="ft_rank")
     if kind in ("top", "lora", "full"):
-        c2.number_input(
-            "Learning rate of the model",
-            min_value=1e-6,
-            max_value=0.1,
-            key="ft_lr",
-            format="%.0e",
-            step=1e-5,
-            help="The course: 1e-5 to 5e-5 for pretrained weights; LoRA's adapters start at zero and take 1e-4 to 5e-4.",
-        )
+        _rate(c2, "Learning rate of the model", "ft_lr", 1e-6, 0.1, 1e-5,
+              "The course: 1e-5 to 5e-5 for pretrained weights; LoRA's adapters start at zero and take 1e-4 to 5e-4.")  # fmt: skip
     c3, c4, c5 = st.columns(3)
     c3.number_input("Epochs", min_value=1, max_value=MAX_EPOCHS, step=1, key="ft_epochs")
     c4.number_input("Seed", min_value=0, max_value=MAX_SEED, step=1, key="ft_seed",
                     help="Draws the head's start and the order of the batches.")  # fmt: skip
-    c5.number_input(
-        "Head's learning rate",
-        min_value=1e-5,
-        max_value=1.0,
-        key="ft_hlr",
-        format="%.0e",
-        step=1e-4,
-        help="The head starts from nothing, so it takes larger steps than the pretrained weights.",
-    )
+    _rate(c5, "Head's learning rate", "ft_hlr", 1e-5, 1.0, 1e-4,
+          "The head starts from nothing, so it takes larger steps than the pretrained weights.")  # fmt: skip
     st.toggle(
         f"Early stopping: stop after {PATIENCE} epochs without a better held-out loss, keep the best weights",
         key="ft_early",

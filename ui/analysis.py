@@ -33,6 +33,22 @@ class Analysis:
         return cache.encoder(self.model)
 
 
+def usable(model: str, ss: SentenceSet) -> tuple[SentenceSet, TargetVectors]:
+    """``ss`` without the sentences whose target cannot be used (each said), and their target vectors from the cache.
+
+    Stops the page with the reason when the target cannot be used at all (a word the model splits, say)."""
+    try:
+        tv = cache.target_vectors(model, ss.sentences, ss.target)
+    except TargetError as err:
+        st.error(escape_md(str(err)))
+        st.stop()
+    if len(tv.kept) < len(ss):
+        for msg in tv.problems:
+            st.warning(escape_md(msg))
+        ss = ss.subset(tv.kept)
+    return ss, tv
+
+
 def analysis(min_sentences: int = 1) -> Analysis:
     """The current set's target vectors from the cache; shows a clear message and stops the page otherwise."""
     ss = session.sentence_set()
@@ -62,18 +78,10 @@ def analysis(min_sentences: int = 1) -> Analysis:
 
         cache.encode_in_chunks(model, ss.sentences, ss.target, show)
         bar.empty()
-    try:
-        tv = cache.target_vectors(model, ss.sentences, ss.target)
-    except TargetError as err:
-        st.error(escape_md(str(err)))
+    ss, tv = usable(model, ss)
+    if len(ss) < min_sentences:  # enough were given (above), so some were left out
+        st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
         st.stop()
-    if len(tv.kept) < len(ss):
-        for msg in tv.problems:
-            st.warning(escape_md(msg))
-        ss = ss.subset(tv.kept)
-        if len(ss) < min_sentences:
-            st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
-            st.stop()
     if tv.encoding.any_truncated:
         n = sum(tv.encoding.truncated)
         limit = min(cache.encoder(model).max_tokens, budget.MAX_PIECES_PER_SENTENCE)
