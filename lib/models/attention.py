@@ -53,6 +53,7 @@ __all__ = [
     "token_labels",
 ]
 
+
 class UnsupportedArchitectureError(ContextLensError):
     """The model's attention layers are not laid out in a way `recompute_attention` knows."""
 
@@ -224,13 +225,26 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
     scores = q @ k.transpose(0, 2, 1) / np.sqrt(d_k)  # (heads, n, n)
     weights = softmax(scores, axis=-1)  # (heads, n, n)
     model_weights = model_attn[layer][cols.start // d_k : cols.stop // d_k].astype(np.float64)
-    if head is not None:
-        q, k, v, scores, weights, model_weights = (a[0] for a in (q, k, v, scores, weights, model_weights))
+    # one head was computed (heads == [head]): its arrays are the first of each
+    return _recomputed(
+        layer, head, int(d_k), (q, k, v, scores, weights, model_weights), 0 if head is not None else None
+    )
+
+
+def _recomputed(
+    layer: int, head: int | None, d_k: int, arrays: tuple, pick: int | None, **flags
+) -> AttentionRecomputation:
+    """The recomputation's record from its ``(q, k, v, scores, weights, model_weights)``, each ``(H, ...)``.
+
+    With ``pick`` the record holds that head's arrays alone; ``max_abs_diff`` compares what it holds."""
+    if pick is not None:
+        arrays = tuple(a[pick] for a in arrays)
+    q, k, v, scores, weights, model_weights = arrays
     max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
     return AttentionRecomputation(
         layer=layer,
         head=head,
-        d_k=int(d_k),
+        d_k=d_k,
         q=q,
         k=k,
         v=v,
@@ -238,6 +252,7 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
         weights=weights,
         model_weights=model_weights,
         max_abs_diff=max_abs_diff,
+        **flags,
     )
 
 
@@ -351,24 +366,8 @@ def _recompute_llama(body, hidden_states: np.ndarray, model_attn: np.ndarray, la
     future = np.triu(np.ones((n, n), dtype=bool), 1)
     weights = softmax(np.where(future, -np.inf, scores), axis=-1)
     model_weights = model_attn[layer].astype(np.float64)
-    if head is not None:
-        q, k, v, scores, weights, model_weights = (a[head] for a in (q, k, v, scores, weights, model_weights))
-    max_abs_diff = float(np.max(np.abs(weights - model_weights))) if weights.size else 0.0
-    return AttentionRecomputation(
-        layer=layer,
-        head=head,
-        d_k=d_k,
-        q=q,
-        k=k,
-        v=v,
-        scores=scores,
-        weights=weights,
-        model_weights=model_weights,
-        max_abs_diff=max_abs_diff,
-        causal=True,
-        rotary=True,
-        num_kv_heads=num_kv,
-    )
+    arrays = (q, k, v, scores, weights, model_weights)
+    return _recomputed(layer, head, d_k, arrays, head, causal=True, rotary=True, num_kv_heads=num_kv)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -570,10 +569,10 @@ def special_token_share(
 class FirstPositionShare:
     """The attention that later positions give to position 0 ([CLS] in BERT, the start token in a decoder).
 
-      per_layer: (L,)  the weight on key 0, averaged over heads and over the queries 1..n-1 (position 0's own
-                       row is left out: in a causal model it can only look at itself)
-      uniform:   float the same average if every query spread its weight evenly over what it may see:
-                 1/n for every query of an encoder, 1/(t+1) for query t of a causal model
+    per_layer: (L,)  the weight on key 0, averaged over heads and over the queries 1..n-1 (position 0's own
+                     row is left out: in a causal model it can only look at itself)
+    uniform:   float the same average if every query spread its weight evenly over what it may see:
+               1/n for every query of an encoder, 1/(t+1) for query t of a causal model
     """
 
     per_layer: np.ndarray
