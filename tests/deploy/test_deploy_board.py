@@ -112,7 +112,7 @@ def test_students_on_both_replicas_reach_one_board_that_survives_a_restart(stack
         counted = docker(
             "exec", f"{STACK}-app1", "python", "-c",
             "import os; import sqlalchemy as sa; from lib import board as lb; s = lb.BoardStore(os.environ['CONTEXT_LENS_DB']); "
-            "c = s.engine.connect(); print('\n'.join(c.execute(sa.select(lb.guesses.c.client)).scalars()))",
+            "c = s.engine.connect(); print(' '.join(c.execute(sa.select(lb.guesses.c.client)).scalars()))",
         ).split()  # fmt: skip
         assert counted and not set(counted) & {"203.0.113.9", "203.0.113.8", lb.FORWARDED, lb.LOOPBACK}, counted
     finally:

@@ -40,7 +40,7 @@ from tests.deploy._docker import (
 )
 
 PORT = 8641
-MAX_IMAGE_BYTES = 1.8e9  # aimed at 1.5 GB; 1.75 GB measured (docs/hosting.md)
+MAX_IMAGE_BYTES = 2.3e9  # 2.08 GB measured with the decoder's pack inside (0.27 GB), 2026-11-27 (README)
 
 
 def test_image_is_small_non_root_with_a_health_check(images):

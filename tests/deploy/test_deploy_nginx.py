@@ -110,7 +110,8 @@ def _wait(pg, js: str, arg=None, timeout: int = CLASS_MS) -> None:
 def _go_to(students: list[dict], label: str, stem: str) -> None:
     """Each student clicks the page ``label`` in the sidebar; then each one's page must chart, with no traceback."""
     for s in students:
-        s["pg"].locator("[data-testid='stSidebarNav'] a", has_text=label).first.click()
+        # a busy replica (15 students reconnecting to it at once) can take over Playwright's 30-s default to answer
+        s["pg"].locator("[data-testid='stSidebarNav'] a", has_text=label).first.click(timeout=CLASS_MS)
     for s in students:
         _wait(s["pg"], f"() => location.pathname.endsWith('/{stem}')")
         _wait(s["pg"], JS_CHARTS_OR_ERROR)
