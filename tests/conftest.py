@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,29 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 
 _hypothesis_settings.register_profile("context-lens", derandomize=True, database=None)
 _hypothesis_settings.load_profile("context-lens")
+
+
+SHOTS_ENV = "CONTEXT_LENS_SHOTS_DIR"
+
+
+def pytest_configure(config):
+    """One folder for the browser tests' screenshots, made before pytest-xdist starts its workers (they inherit
+    the environment), so the run's summary can list every worker's pictures."""
+    if not hasattr(config, "workerinput") and not os.environ.get(SHOTS_ENV):
+        os.environ[SHOTS_ENV] = tempfile.mkdtemp(prefix="context-lens-shots-")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if hasattr(config, "workerinput") or not os.environ.get(SHOTS_ENV):
+        return
+    folder = Path(os.environ[SHOTS_ENV])
+    shots = sorted(folder.glob("*.png"), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
+    if shots:
+        terminalreporter.section("browser screenshots")
+        for p in shots:
+            terminalreporter.write_line(str(p))
+    elif folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
 
 
 @pytest.fixture(scope="session")

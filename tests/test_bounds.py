@@ -179,19 +179,25 @@ def test_a_page_run_leaves_its_namespace_to_the_collector():
 
     from tests.conftest import seed
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
-    seed(at, preset=BANK.id)
-    at.run()
-    for page in RESULT_PAGES:
-        at.switch_page(f"pages/{page}.py").run()
-        assert not at.exception, (page, [e.value for e in at.exception])
-        gc.collect()
-        alive = [
+    def namespaces(page: str) -> list[dict]:
+        return [
             o for o in gc.get_objects()
             if isinstance(o, dict) and o.get("__name__") == "__main__"
             and str(o.get("__file__", "")).endswith(f"pages/{page}.py")
         ]  # fmt: skip
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    seed(at, preset=BANK.id)
+    at.run()
+    for page in RESULT_PAGES:
+        gc.collect()
+        earlier = namespaces(page)  # another test in this process may still hold its own run's (not this run's)
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        gc.collect()
+        alive = [o for o in namespaces(page) if not any(o is e for e in earlier)]
         assert not alive, page
+        del earlier
 
 
 # ------------------------------------------------------------------------ what a learner sees

@@ -1,12 +1,13 @@
 """Real-browser fixtures: one `streamlit run app.py` server per test session, headless Debian Chromium.
 
 Under CI=true a missing Chromium or Playwright fails the tests; elsewhere they are skipped with a reason
-that says how to install them. Screenshots go to a temporary folder; their paths are printed at the end.
+that says how to install them. Screenshots go to one temporary folder per run; their paths are printed at the end (tests/conftest.py).
 Helpers live in tests/browser/_browser.py (also used by benchmarks/bench.py).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -15,11 +16,11 @@ import pytest
 from tests.browser._browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
-    SHOTS,
     require_browser,
     start_server,
     stop_server,
 )
+from tests.conftest import SHOTS_ENV
 
 
 @pytest.fixture(scope="session")
@@ -80,11 +81,7 @@ def page(browser_context):
 
 @pytest.fixture(scope="session")
 def shots_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="context-lens-shots-"))
-
-
-def pytest_terminal_summary(terminalreporter):
-    if SHOTS:
-        terminalreporter.section("browser screenshots")
-        for p in SHOTS:
-            terminalreporter.write_line(p)
+    """The run's screenshot folder (made in tests/conftest.py, shared by pytest-xdist's workers)."""
+    folder = Path(os.environ.get(SHOTS_ENV) or tempfile.mkdtemp(prefix="context-lens-shots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
