@@ -90,6 +90,8 @@ rows = {
 st.dataframe(
     pd.DataFrame({"top 3 next words (probability)": rows}), width="stretch", height=360
 )
+st.caption("“␣” is the space a word piece starts with: “␣bank” (a word of its own) and “bank” (joined to what "
+           "comes before it) are two different pieces of the model's vocabulary.")  # fmt: skip
 final_tok, final_p = lens.top_tokens[L][0], float(lens.top_probs[L][0])
 settled = lens.settled_from
 prose(

@@ -168,7 +168,7 @@ def test_the_lens_readout_by_hand(decoder):
 def test_probability_and_token_text():
     assert probability_text(0.314) == "31%" and probability_text(0.0042) == "0.42%"
     assert probability_text(3.14e-6) == "3.1e-06"
-    assert shown_token("\n") == "↵" and shown_token(" ") == "␣" and shown_token(" river") == " river"
+    assert shown_token("\n") == "↵" and shown_token(" ") == "␣" and shown_token(" river") == "␣river"
 
 
 # ----------------------------------------------------------------------------------- pages

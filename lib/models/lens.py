@@ -158,9 +158,19 @@ def logit_lens(model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[st
 
 
 def shown_token(text: str) -> str:
-    """A token's text as a page can show it: a line break as "↵", a tab as "⇥", spaces alone as "␣"."""
+    """A token's text as a page can show it: a line break as "↵", a tab as "⇥", a space it starts with as "␣".
+
+    "␣bank" (a word of its own) and "bank" (glued to what comes before) are two pieces of the vocabulary; with
+    the space written plainly they would look the same.
+
+    >>> shown_token(" bank"), shown_token("bank"), shown_token("\\n"), shown_token("  ")
+    ('␣bank', 'bank', '↵', '␣␣')
+    """
     out = text.replace("\n", "↵").replace("\t", "⇥")
-    return out if out.strip() else "␣" * max(1, len(out))
+    if not out.strip():
+        return "␣" * max(1, len(out))
+    body = out.lstrip(" ")
+    return "␣" * (len(out) - len(body)) + body
 
 
 def probability_text(p: float) -> str:
