@@ -171,6 +171,7 @@ def test_result_pages_hand_their_widgets_no_function_of_their_own():
     assert not offenders, offenders
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_a_page_run_leaves_its_namespace_to_the_collector():
     """After a run through app.py, nothing the session keeps (its widgets' functions, the page's file) reaches
     the page's namespace: one full collection frees it with every result it named. (ui.work.end_run runs that

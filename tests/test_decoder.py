@@ -327,6 +327,7 @@ def test_what_layer_zero_holds_is_said_as_each_model_computes_it(decoder, encode
     assert len(at) == 2 and np.abs(b.hidden_states[0][0][at[0]] - b.hidden_states[0][0][at[1]]).max() > 1e-3
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_a_decoder_link_offers_the_way_back_to_the_encoder_from_its_first_run(decoder, monkeypatch):
     """The Model panel names the model in use on the run that opens the link, not one run later."""
     from tests.test_pack import _app

@@ -89,6 +89,7 @@ def test_the_special_token_share_names_the_start_token(decoder, encoder):
     assert decoder.sink.token != "[CLS]"
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_cue_gaps_by_hand_and_the_two_directions(decoder, encoder):
     _, ss, cues = _cue_set()
     got = {}
@@ -107,6 +108,7 @@ def test_cue_gaps_by_hand_and_the_two_directions(decoder, encoder):
     assert d.after.max() < SEPARATES <= d.before.max()
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_massive_values_by_hand(decoder):
     e = decoder.encode(list(load_reference_corpus().sentences[:DECODER_CORPUS_SENTENCES]), attentions=False)
     mv = massive_values(e.hidden_states, e.special, e.tokens)
@@ -128,6 +130,7 @@ def test_the_decoder_reads_a_bounded_corpus(decoder, encoder):
     assert bounded_corpus(encoder, corpus, "builtin-x") == (tuple(corpus), "builtin-x", None)
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_deleting_a_word_after_the_target_moves_it_by_exactly_zero(decoder):
     occ = occlusion(decoder, SENTENCE, "bank")
     assert occ.replacement == ""  # no mask token: each word is deleted

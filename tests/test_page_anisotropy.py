@@ -19,6 +19,7 @@ PAGE = "pages/anisotropy.py"
 
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_default_preset_with_builtin_corpus(encode_calls):
     at = page_test(PAGE, preset=default_preset().id).run()
     assert_page_ok(at, charts=4, finite=True)

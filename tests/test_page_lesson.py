@@ -239,6 +239,7 @@ def test_presenter_layout_scales_fonts_and_keeps_band_edges_invisible():
     assert fig.layout.font.size is None and fig.data[1].line.width == 2  # the original is unchanged
 
 
+@pytest.mark.slow  # over ~5 s of CPU
 def test_the_random_weights_step_reveals_the_random_copy_once_answered(questions):
     """A link to the step opens it; the chart shows the trained line only, then both lines and the probe."""
     k = lesson.STEP_IDS.index("random") + 1
