@@ -20,29 +20,19 @@ characters (~50 word pieces: 300 x 50 = 15,000 word pieces, 160 MB of every laye
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 
+from benchmarks import kit  # noqa: E402
 from lib import board as lb  # noqa: E402
-from tests.browser._browser import CHROMIUM, CHROMIUM_ARGS, LOAD_MS, start_server, stop_server  # noqa: E402
-from tests.browser._class_board import (  # noqa: E402
-    PHONE_VIEWPORT,
-    TEACHER_VIEWPORT,
-    cpu_seconds,
-    main_text,
-    peak_rss_mb,
-)
+from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text  # noqa: E402
 
 N_SENTENCES, N_STUDENTS, EVERY_S, AFTER_S, IDLE_S = 300, 100, 0.2, 60.0, 20.0
 WORDS = (
@@ -77,7 +67,7 @@ def run(app_root: Path) -> dict:
     code = new.board.code
     rng = random.Random(0)
     flood = [flood_sentence(i, rng) for i in range(N_SENTENCES)]
-    proc, base, log = start_server(cwd=app_root, env={"CONTEXT_LENS_DATA": folder})
+    proc, base, log = kit.start_server(cwd=app_root, env={"CONTEXT_LENS_DATA": folder})
     pid = proc.pid
     out: dict = {"sentences": N_SENTENCES, "students": N_STUDENTS, "chars_mean": round(sum(map(len, flood)) / len(flood))}
     samples: list[float] = []
@@ -89,31 +79,31 @@ def run(app_root: Path) -> dict:
 
     try:
         with tempfile.TemporaryDirectory() as profile, sync_playwright() as p:
-            ctx = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
-                                                       args=CHROMIUM_ARGS)  # fmt: skip
+            ctx = p.chromium.launch_persistent_context(profile, executable_path=kit.CHROMIUM, headless=True,
+                                                       args=kit.CHROMIUM_ARGS)  # fmt: skip
             projector = ctx.new_page()
             projector.set_viewport_size(TEACHER_VIEWPORT)
             projector.goto(base + new.teacher_link)
-            projector.wait_for_selector("text=On the board (0)", timeout=LOAD_MS)
+            projector.wait_for_selector("text=On the board (0)", timeout=kit.LOAD_MS)
             phone = ctx.new_page()
             phone.set_viewport_size(PHONE_VIEWPORT)
             phone.goto(base + new.teacher_link)
-            phone.wait_for_selector("text=On the board (0)", timeout=LOAD_MS)
+            phone.wait_for_selector("text=On the board (0)", timeout=kit.LOAD_MS)
             if phone.locator(".st-key-board_moderate").count():
                 phone.locator(".st-key-board_moderate label").first.click()
             warm = "The bank opened early for the warm-up."
             sent = store.send(code, "warm", "money", warm)
-            phone.wait_for_selector(f"text={warm}", timeout=LOAD_MS)  # encoded ahead: the model is loaded
+            phone.wait_for_selector(f"text={warm}", timeout=kit.LOAD_MS)  # encoded ahead: the model is loaded
             store.hide(code, new.key, [sent.id])
             time.sleep(10)
-            c0 = cpu_seconds(pid)
+            c0 = kit.cpu_seconds(pid)
             time.sleep(IDLE_S)
-            idle = (cpu_seconds(pid) - c0) * 60 / IDLE_S
+            idle = (kit.cpu_seconds(pid) - c0) * 60 / IDLE_S
             out["idle_cpu_per_min_s"] = round(idle, 2)
             out["rss_before_mb"] = round(rss_mb(pid))
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
-            c1, t1 = cpu_seconds(pid), time.monotonic()
+            c1, t1 = kit.cpu_seconds(pid), time.monotonic()
             refused = []
             for i, s in enumerate(flood):
                 try:
@@ -122,9 +112,9 @@ def run(app_root: Path) -> dict:
                     refused.append(str(err))
                 time.sleep(max(0.0, t1 + (i + 1) * EVERY_S - time.monotonic()))
             out["refused"] = len(refused)
-            c2, t2 = cpu_seconds(pid), time.monotonic()
+            c2, t2 = kit.cpu_seconds(pid), time.monotonic()
             time.sleep(AFTER_S)
-            c3 = cpu_seconds(pid)
+            c3 = kit.cpu_seconds(pid)
             flood_s = t2 - t1
             out["flood_wall_s"] = round(flood_s, 1)
             out["cpu_flood_s"] = round(c2 - c1, 2)
@@ -136,18 +126,18 @@ def run(app_root: Path) -> dict:
             out["phone_shows"] = sum(s in main_text(phone) for s in flood)
             button = phone.locator(".st-key-board_accept_all button")
             label = button.inner_text().strip().splitlines()[-1]
-            c4, t4 = cpu_seconds(pid), time.monotonic()
+            c4, t4 = kit.cpu_seconds(pid), time.monotonic()
             button.click()
-            projector.wait_for_function(f"() => ({JS_POINTS})() >= 3", timeout=LOAD_MS)
+            projector.wait_for_function(f"() => ({JS_POINTS})() >= 3", timeout=kit.LOAD_MS)
             points = projector.evaluate(JS_POINTS)
             projector.wait_for_timeout(3000)
             out["accept"] = {
                 "button": label, "points_charted": points, "to_map_s": round(time.monotonic() - t4 - 3, 1),
-                "cpu_s": round(cpu_seconds(pid) - c4, 2),
+                "cpu_s": round(kit.cpu_seconds(pid) - c4, 2),
             }  # fmt: skip
             stop.set()
             ctx.close()
-        out["peak_rss_mb"] = round(peak_rss_mb(pid))
+        out["peak_rss_mb"] = round(kit.peak_rss_mb(pid))
         out["rss_sampled_max_mb"] = round(max(samples)) if samples else None
         out["rss_end_mb"] = round(rss_mb(pid))
         text = Path(log).read_text(errors="replace")
@@ -155,31 +145,26 @@ def run(app_root: Path) -> dict:
     finally:
         stop.set()
         store.dispose()
-        stop_server(proc)
+        kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
     return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--app-root", default=str(ROOT), help="the checkout whose serve.py runs (default: this one)")
+    ap.add_argument("--app-root", default=str(kit.ROOT), help="the checkout whose serve.py runs (default: this one)")
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
     root = Path(args.app_root)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     load0 = os.getloadavg()[0]
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "commit": commit.strip() if root == ROOT else f"code of {root}",
+        "commit": kit.code_of(root),
         "load_average_start": round(load0, 1),
         **run(root),
         "load_average_end": round(os.getloadavg()[0], 1),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return result
+    return kit.report(result, args.out)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ within 10 s, every hostile tab answered, no traceback. Seconds are wall time on 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -38,22 +37,10 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 
-from benchmarks.hosting_bench import _cpu_seconds, _status  # noqa: E402
+from benchmarks import kit  # noqa: E402
 from lib.inputs.sentences import pack_text  # noqa: E402
-from tests.browser._browser import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    JS_CHARTS_DRAWN,
-    JS_IDLE,
-    _healthy,
-    start_server,
-    stop_server,
-    wait_charts,
-)
 
 LIMIT_S = 900.0  # the longest the scenario waits for every tab
 GOTO_MS = 120_000  # a hostile tab's navigation: it counts from the request, not the page's load (a busy server)
@@ -111,7 +98,7 @@ def warm_link() -> str:
 # ------------------------------------------------------------------------------------------ the run
 def _upload(pg, base: str, data: bytes, folder: Path, name: str) -> None:
     pg.goto(base + "/layers")
-    wait_charts(pg)
+    kit.wait_charts(pg)
     pg.get_by_text("Bring your own sentences").click()
     path = folder / name
     path.write_bytes(data)
@@ -134,19 +121,19 @@ KINDS = ("upload", "compare", "occlusion")
 def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder: bool = True) -> dict:
     from playwright.sync_api import sync_playwright
 
-    proc, base, log = start_server(port=port)
+    proc, base, log = kit.start_server(port=port)
     folder = Path(tempfile.mkdtemp(prefix="context-lens-crowd-"))
     result: dict = {"port": port, "decoder_tabs": decoder}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
             try:
                 warm = browser.new_page(viewport={"width": 1400, "height": 1000})
                 warm.goto(base + warm_link())
-                wait_charts(warm)
+                kit.wait_charts(warm)
                 warm.close()
-                result["rss_after_warmup_mb"] = round(_status(proc.pid, "VmRSS"))
-                cpu0 = _cpu_seconds(proc.pid)
+                result["rss_after_warmup_mb"] = round(kit.status_mb(proc.pid, "VmRSS"))
+                cpu0 = kit.cpu_seconds(proc.pid)
                 tabs: list[tuple[str, str, object, float]] = []
                 for k in range(3 if "upload" in kinds else 0):  # the uploads first: each needs its page drawn
                     pg = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -173,9 +160,9 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
                     pupil = browser.new_page(viewport={"width": 1400, "height": 1000})
                     t = time.perf_counter()
                     pupil.goto(base + "/")
-                    pupil.wait_for_function(JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
+                    pupil.wait_for_function(kit.JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
                     result["student_charted_s"] = round(time.perf_counter() - t, 2)
-                    pupil.wait_for_function(JS_IDLE, timeout=int(LIMIT_S * 1000), polling=100)
+                    pupil.wait_for_function(kit.JS_IDLE, timeout=int(LIMIT_S * 1000), polling=100)
                     result["student_done_s"] = round(time.perf_counter() - t, 2)
                     result["student_traceback"] = bool(pupil.evaluate(JS_STATE)["traces"])
                 answers: dict[str, dict] = {}
@@ -196,16 +183,16 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
                 for _, label, _, _ in tabs:
                     answers.setdefault(label, {"answer_s": None, "traceback": False, "messages": []})
                 result["tabs"] = answers
-                result["server_cpu_s"] = round(_cpu_seconds(proc.pid) - cpu0, 1)
+                result["server_cpu_s"] = round(kit.cpu_seconds(proc.pid) - cpu0, 1)
             finally:
                 browser.close()
-        result["server_alive"] = proc.poll() is None and _healthy(base)
-        result["peak_rss_mb"] = round(_status(proc.pid, "VmHWM"))
-        result["rss_end_mb"] = round(_status(proc.pid, "VmRSS"))
+        result["server_alive"] = proc.poll() is None and kit.healthy(base)
+        result["peak_rss_mb"] = round(kit.status_mb(proc.pid, "VmHWM"))
+        result["rss_end_mb"] = round(kit.status_mb(proc.pid, "VmRSS"))
         log_text = Path(log).read_text(errors="replace")
         result["tracebacks_in_server_log"] = log_text.count("Traceback (most recent call last)")
     finally:
-        stop_server(proc)
+        kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
     tabs = result.get("tabs", {})
     limit = 1400 if decoder else 1200
@@ -228,11 +215,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
     decoder = not args.no_decoder and not args.only
     result = run(args.port, tuple(args.only), student=False, decoder=decoder) if args.only else run(args.port, decoder=decoder)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return result
+    return kit.report(result, args.out)
 
 
 if __name__ == "__main__":

@@ -25,27 +25,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 
+from benchmarks import kit  # noqa: E402
 from benchmarks.crowd import JS_STATE, compare_link, warm_link  # noqa: E402
-from benchmarks.hosting_bench import _cpu_seconds, _status  # noqa: E402
 from lib import board as lb  # noqa: E402
-from tests.browser._browser import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    JS_CHARTS_DRAWN,
-    start_server,
-    stop_server,
-    wait_charts,
-)
 from tests.browser._class_board import PHONE_VIEWPORT, send  # noqa: E402
 
 LIMIT_S = 900.0
@@ -71,21 +60,21 @@ def one_case(heavy: int, app_root: Path) -> dict:
     folder = tempfile.mkdtemp(prefix="context-lens-fairness-")
     store = lb.BoardStore(f"sqlite:///{Path(folder) / 'boards.sqlite'}")
     board = store.create_board("bank", "money, river")
-    proc, base, log = start_server(cwd=app_root, env={"CONTEXT_LENS_DATA": folder, "CONTEXT_LENS_RUN_LOG": "1"})
+    proc, base, log = kit.start_server(cwd=app_root, env={"CONTEXT_LENS_DATA": folder, "CONTEXT_LENS_RUN_LOG": "1"})
     out: dict = {"heavy_tabs": heavy}
     try:
         with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
             niced = Path(tmp) / "chromium-niced"
-            niced.write_text(f'#!/bin/sh\nexec nice -n 19 "{CHROMIUM}" "$@"\n')
+            niced.write_text(f'#!/bin/sh\nexec nice -n 19 "{kit.CHROMIUM}" "$@"\n')
             niced.chmod(0o755)
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            others = p.chromium.launch(executable_path=str(niced), headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
+            others = p.chromium.launch(executable_path=str(niced), headless=True, args=kit.CHROMIUM_ARGS)
             try:
                 warm = browser.new_page(viewport={"width": 1400, "height": 1000})
                 warm.goto(base + warm_link())
-                wait_charts(warm)
+                kit.wait_charts(warm)
                 warm.close()
-                cpu0 = _cpu_seconds(proc.pid)
+                cpu0 = kit.cpu_seconds(proc.pid)
                 tabs = []
                 for k in range(heavy):
                     pg = others.new_page(viewport={"width": 1400, "height": 1000})
@@ -96,7 +85,7 @@ def one_case(heavy: int, app_root: Path) -> dict:
                 mark = Path(log).stat().st_size
                 t = time.perf_counter()
                 learner.goto(base + "/")
-                learner.wait_for_function(JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
+                learner.wait_for_function(kit.JS_CHARTS_DRAWN, timeout=int(LIMIT_S * 1000), polling=100)
                 out["learner_charted_s"] = round(time.perf_counter() - t, 2)
                 out["learner_script"] = script_runs(log, mark, "home")
                 phone = browser.new_page(viewport=PHONE_VIEWPORT)
@@ -115,15 +104,15 @@ def one_case(heavy: int, app_root: Path) -> dict:
                         time.sleep(0.5)
                     answered.append(round(time.perf_counter() - t0, 1))
                 out["heavy_tabs_charted_s"] = answered
-                out["server_cpu_s"] = round(_cpu_seconds(proc.pid) - cpu0, 1)
+                out["server_cpu_s"] = round(kit.cpu_seconds(proc.pid) - cpu0, 1)
             finally:
                 browser.close()
                 others.close()
-        out["peak_rss_mb"] = round(_status(proc.pid, "VmHWM"))
+        out["peak_rss_mb"] = round(kit.status_mb(proc.pid, "VmHWM"))
         out["tracebacks_in_server_log"] = Path(log).read_text(errors="replace").count("Traceback (most recent")
     finally:
         store.dispose()
-        stop_server(proc)
+        kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
     out["within_target"] = max(out.get("learner_charted_s", 1e9), out.get("board_send_confirmed_s", 1e9)) <= TARGET_S
     return out
@@ -133,11 +122,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heavy", default="0,1,3", help="numbers of heavy tabs, one case each")
     ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--app-root", default=str(ROOT), help="the checkout whose serve.py runs (default: this one)")
+    ap.add_argument("--app-root", default=str(kit.ROOT), help="the checkout whose serve.py runs (default: this one)")
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
     root = Path(args.app_root)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
     cases = []
     for _ in range(args.repeats):
         for k in (int(x) for x in args.heavy.split(",")):
@@ -148,14 +136,11 @@ def main(argv: list[str] | None = None) -> dict:
             cases.append(case)
     result = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "commit": commit.strip() if root == ROOT else f"code of {root}",
+        "commit": kit.code_of(root),
         "target_s": TARGET_S,
         "cases": cases,
     }
-    text = json.dumps(result, indent=2)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    return result
+    return kit.report(result, args.out, show=False)
 
 
 if __name__ == "__main__":

@@ -26,20 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 
-from tests.browser._browser import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    JS_CHARTS_DRAWN,
-    JS_IDLE,
-    _healthy,
-    exceptions,
-    start_server,
-    stop_server,
-    wait_charts,
-)
+from benchmarks import kit  # noqa: E402
 from tests.browser._oversized import (  # noqa: E402
     FOLDER_MODEL_LINK,
     big_corpus,
@@ -63,31 +52,6 @@ JS_CHANGED_MESSAGES = """(b) => JSON.stringify(Array.from(document.querySelector
     .map(a => a.textContent)) !== JSON.stringify(b)"""
 
 
-def _status(pid: int, field: str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process so far (/proc/<pid>/stat), robust to a busy machine."""
-    import os
-
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _wait_quiet(pid: int, limit_s: float = 180.0) -> None:
-    """Wait until the server uses under 0.2 CPU seconds in 2 s (the background UMAP warm-up is done)."""
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        c = _cpu_seconds(pid)
-        time.sleep(2.0)
-        if _cpu_seconds(pid) - c < 0.2:
-            return
-
-
 def _wait_answer(pg, t0: float) -> float:
     pg.wait_for_function(JS_ANSWER, timeout=TIMEOUT_MS, polling=50)
     return time.perf_counter() - t0
@@ -95,8 +59,8 @@ def _wait_answer(pg, t0: float) -> float:
 
 def _wait_done(pg, t0: float) -> float:
     """Every case ends on a page with charts: wait until they are drawn and the run has finished."""
-    pg.wait_for_function(JS_CHARTS_DRAWN, timeout=TIMEOUT_MS, polling=100)
-    pg.wait_for_function(JS_IDLE, timeout=TIMEOUT_MS, polling=100)
+    pg.wait_for_function(kit.JS_CHARTS_DRAWN, timeout=TIMEOUT_MS, polling=100)
+    pg.wait_for_function(kit.JS_IDLE, timeout=TIMEOUT_MS, polling=100)
     return time.perf_counter() - t0
 
 
@@ -137,7 +101,7 @@ def _upload(pg, data: bytes, name: str, apply_button: str | None):
         btn = pg.get_by_role("button", name=apply_button)
         btn.wait_for(timeout=TIMEOUT_MS)
         # the answer to the upload is its parse (a message and the button); applying it runs the model
-        pg.wait_for_function(JS_IDLE, timeout=TIMEOUT_MS)
+        pg.wait_for_function(kit.JS_IDLE, timeout=TIMEOUT_MS)
         before = pg.evaluate(JS_MESSAGES)
         t0 = time.perf_counter()
         btn.click()
@@ -147,14 +111,14 @@ def _upload(pg, data: bytes, name: str, apply_button: str | None):
 
 def case_csv(pg, base):
     pg.goto(base + "/layers")
-    wait_charts(pg)
+    kit.wait_charts(pg)
     pg.get_by_text("Bring your own sentences").click()
     return _upload(pg, big_csv(), "big.csv", apply_button="Use these")
 
 
 def case_corpus(pg, base):
     pg.goto(base + "/anisotropy?aniso_corpus=upload")
-    wait_charts(pg)
+    kit.wait_charts(pg)
     # 1.99 MB: Streamlit's uploader counts maxUploadSize = 2 as 2,000,000 bytes in the browser ("File must
     # be 2.0MB or smaller", and nothing reaches the server), while the server counts 2 × 1024². A file of
     # 2,000,890 bytes never left the browser, which is why this case once waited 300 s for an answer.
@@ -175,41 +139,41 @@ def run_case(key: str) -> dict:
     from playwright.sync_api import sync_playwright
 
     label, act = CASES[key]
-    proc, base, log = start_server()
+    proc, base, log = kit.start_server()
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
             try:
                 warm = browser.new_page(viewport={"width": 1400, "height": 1000})
                 t = time.perf_counter()
                 warm.goto(base + "/")
-                wait_charts(warm)
+                kit.wait_charts(warm)
                 warm_s = time.perf_counter() - t
                 warm.close()
-                _wait_quiet(proc.pid)
+                kit.wait_quiet(proc.pid)
                 floor = browser.new_page(viewport={"width": 1400, "height": 1000})
-                c = _cpu_seconds(proc.pid)
+                c = kit.cpu_seconds(proc.pid)
                 t = time.perf_counter()
                 floor.goto(base + "/")
-                wait_charts(floor)
+                kit.wait_charts(floor)
                 floor_s = time.perf_counter() - t
-                floor_cpu = _cpu_seconds(proc.pid) - c
+                floor_cpu = kit.cpu_seconds(proc.pid) - c
                 floor.close()
-                rss_warm = _status(proc.pid, "VmRSS")
+                rss_warm = kit.status_mb(proc.pid, "VmRSS")
                 pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                c = _cpu_seconds(proc.pid)
+                c = kit.cpu_seconds(proc.pid)
                 t0 = act(pg, base)
                 pg.wait_for_function(JS_SHOWN, timeout=TIMEOUT_MS, polling=50)
                 shown = time.perf_counter() - t0
                 answer = _wait_answer(pg, t0)
                 done = _wait_done(pg, t0)
-                case_cpu = _cpu_seconds(proc.pid) - c
+                case_cpu = kit.cpu_seconds(proc.pid) - c
                 messages = [m[:160] for m in pg.evaluate(JS_MESSAGES)]
                 charts = pg.locator("[data-testid='stPlotlyChart']").count()
-                errors = exceptions(pg)
+                errors = kit.exceptions(pg)
             finally:
                 browser.close()
-        alive = proc.poll() is None and _healthy(base)
+        alive = proc.poll() is None and kit.healthy(base)
         return {
             "case": key,
             "what": label,
@@ -221,15 +185,15 @@ def run_case(key: str) -> dict:
             "answer_s": round(answer, 2),
             "done_s": round(done, 2),
             "rss_after_warmup_mb": round(rss_warm),
-            "peak_rss_mb": round(_status(proc.pid, "VmHWM")),
-            "rss_end_mb": round(_status(proc.pid, "VmRSS")),
+            "peak_rss_mb": round(kit.status_mb(proc.pid, "VmHWM")),
+            "rss_end_mb": round(kit.status_mb(proc.pid, "VmRSS")),
             "charts": charts,
             "messages": messages,
             "exceptions": [e[:200] for e in errors],
             "server_alive": alive,
         }
     finally:
-        stop_server(proc)
+        kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
 
 

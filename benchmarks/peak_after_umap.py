@@ -22,21 +22,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 
-from benchmarks.hosting_bench import _cpu_seconds, _status, _wait_quiet  # noqa: E402
-from tests.browser._browser import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    JS_CHARTS_DRAWN,
-    JS_IDLE,
-    app_pages,
-    page_url,
-    start_server,
-    stop_server,
-    wait_charts,
-)
+from benchmarks import kit  # noqa: E402
+from tests.browser._browser import app_pages, page_url  # noqa: E402
 from tests.browser._oversized import oversized_link  # noqa: E402
 
 TIMEOUT_MS = 300_000
@@ -48,42 +37,42 @@ def measure(folder: Path) -> dict:
     from playwright.sync_api import sync_playwright
 
     entry = "serve.py" if (folder / "serve.py").exists() else "app.py"  # a checkout from before serve.py: app.py
-    proc, base, log = start_server(app=entry, cwd=folder)
+    proc, base, log = kit.start_server(app=entry, cwd=folder)
     out: dict = {"app": str(folder), "entry": entry}
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
             try:
                 pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                 for path, _title, default in app_pages():
                     pg.goto(page_url(base, path, default))
-                    wait_charts(pg)
+                    kit.wait_charts(pg)
                 pg.goto(base + "/projections?proj_method=umap")
                 pg.wait_for_function(JS_UMAP_SHOWN, timeout=TIMEOUT_MS)
-                wait_charts(pg)
+                kit.wait_charts(pg)
                 pg.close()
-                _wait_quiet(proc.pid)
-                out["rss_before_mb"] = round(_status(proc.pid, "VmRSS"))
-                out["peak_before_mb"] = round(_status(proc.pid, "VmHWM"))
+                kit.wait_quiet(proc.pid)
+                out["rss_before_mb"] = round(kit.status_mb(proc.pid, "VmRSS"))
+                out["peak_before_mb"] = round(kit.status_mb(proc.pid, "VmHWM"))
                 pg = browser.new_page(viewport={"width": 1400, "height": 1000})
-                cpu, t0 = _cpu_seconds(proc.pid), time.perf_counter()
+                cpu, t0 = kit.cpu_seconds(proc.pid), time.perf_counter()
                 pg.goto(base + oversized_link())
-                pg.wait_for_function(JS_CHARTS_DRAWN, timeout=TIMEOUT_MS, polling=100)
-                pg.wait_for_function(JS_IDLE, timeout=TIMEOUT_MS, polling=100)
+                pg.wait_for_function(kit.JS_CHARTS_DRAWN, timeout=TIMEOUT_MS, polling=100)
+                pg.wait_for_function(kit.JS_IDLE, timeout=TIMEOUT_MS, polling=100)
                 out["link_s"] = round(time.perf_counter() - t0, 1)
-                out["link_server_cpu_s"] = round(_cpu_seconds(proc.pid) - cpu, 1)
-                out["peak_after_mb"] = round(_status(proc.pid, "VmHWM"))
-                out["rss_end_mb"] = round(_status(proc.pid, "VmRSS"))
+                out["link_server_cpu_s"] = round(kit.cpu_seconds(proc.pid) - cpu, 1)
+                out["peak_after_mb"] = round(kit.status_mb(proc.pid, "VmHWM"))
+                out["rss_end_mb"] = round(kit.status_mb(proc.pid, "VmRSS"))
             finally:
                 browser.close()
     finally:
-        stop_server(proc)
+        kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
     return out
 
 
 def main(argv: list[str]) -> None:
-    for folder in argv or [str(ROOT)]:
+    for folder in argv or [str(kit.ROOT)]:
         print(json.dumps(measure(Path(folder).resolve())), flush=True)
 
 

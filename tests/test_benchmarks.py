@@ -47,3 +47,42 @@ def test_the_kept_results_files_are_named_by_date_and_commit_and_say_their_runs(
         assert set(sections) <= set(SECTIONS)
         for name, entry in sections.items():
             assert entry["meta"].get("git_commit") or entry["meta"].get("date"), name
+
+
+IMPORT_AS_FILES = r"""
+import runpy, sys
+bench, scripts = sys.argv[1], sys.argv[2:]
+base = [p for p in sys.path if p and not p.startswith(bench.rsplit("/", 1)[0] + "/")]
+failed = []
+for script in scripts:
+    sys.path[:] = [bench, *base]  # what `python benchmarks/<script>` has: its own folder, not the project's
+    for name in [m for m in sys.modules if m.split(".")[0] in ("benchmarks", "lib", "tests", "ui")]:
+        del sys.modules[name]
+    sys.argv = [f"{bench}/{script}"]  # a script that reads its options at the top gets none
+    try:
+        runpy.run_path(f"{bench}/{script}", run_name="imported")
+    except Exception as err:
+        failed.append(f"{script}: {err!r}")
+print("\n".join(failed))
+"""
+
+
+def test_every_script_imports_when_run_as_a_file():
+    """``python benchmarks/<script>.py`` (how ``python -m benchmarks`` runs them) has only benchmarks/ on its path:
+    each script finds the project's folder itself before it imports the shared helpers (benchmarks/kit.py)."""
+    import os
+    import subprocess
+    import sys
+
+    scripts = sorted(
+        p.name
+        for p in (ROOT / "benchmarks").glob("*.py")
+        if p.name != "__main__.py" and 'if __name__ == "__main__"' in p.read_text(encoding="utf-8")
+    )  # the scripts (benchmarks/__main__.py is the runner, started with -m)
+    assert {"crowd.py", "fairness.py", "board_flood.py", "hosting_bench.py"} <= set(scripts)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORT_AS_FILES, str(ROOT / "benchmarks"), *scripts],
+        cwd="/", env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr[-3000:]

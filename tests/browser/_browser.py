@@ -207,6 +207,36 @@ def stop_server(proc: subprocess.Popen) -> None:
             proc.wait(timeout=20)
 
 
+# ------------------------------------------------------------------------------- a server process, from /proc
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (its threads included), from /proc: steady on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_mb(pid: int, field: str) -> float:
+    """A memory line of /proc/<pid>/status in MB of 1024² bytes: "VmRSS" (now), "VmHWM" (the peak)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    return status_mb(pid, "VmHWM")
+
+
+def wait_quiet(pid: int, limit_s: float = 180.0) -> None:
+    """Wait until the process uses under 0.2 CPU seconds in 2 s (a server's background warm-up is done)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        c = cpu_seconds(pid)
+        time.sleep(2.0)  # a rate over a window: the measurement itself, not a wait for a condition
+        if cpu_seconds(pid) - c < 0.2:
+            return
+
+
 # --------------------------------------------------------------------------------------------- helpers
 NETWORK_CHANGED = "ERR_NETWORK_CHANGED"
 

@@ -11,12 +11,10 @@ Python.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from tests.browser._browser import LOAD_MS, exceptions, wait_idle
+from tests.browser._browser import LOAD_MS, cpu_seconds, exceptions, peak_rss_mb, wait_idle
 
 TEACHER_VIEWPORT = {"width": 1280, "height": 720}
 PHONE_VIEWPORT = {"width": 390, "height": 844}
@@ -47,19 +45,6 @@ def sentences_of(i: int) -> list[tuple[str, str]]:
         ("river", f"Student {i} fished from the muddy river bank today."),
     ]
     return pair if i % 2 == 0 else pair[::-1]
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (its threads included), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main_text(pg) -> str:

@@ -10,6 +10,7 @@ from lib.serving import budget
 from tests.browser._browser import (
     _healthy,
     exceptions,
+    peak_rss_mb,
     start_server,
     stop_server,
     wait_charts,
@@ -17,13 +18,6 @@ from tests.browser._browser import (
 from tests.browser._oversized import oversized_link
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def test_oversized_link_on_a_fresh_server_gives_a_message_and_a_chart(browser_context):
@@ -47,7 +41,7 @@ def test_oversized_link_on_a_fresh_server_gives_a_message_and_a_chart(browser_co
         pg2.goto(base + "/?preset=bat")
         assert wait_charts(pg2) and not exceptions(pg2)
         if Path("/proc").exists():
-            print(f"server peak RSS: {_peak_rss_mb(proc.pid):.0f} MB")
+            print(f"server peak RSS: {peak_rss_mb(proc.pid):.0f} MB")
     finally:
         for pg in pages:
             pg.close()
