@@ -20,6 +20,7 @@ from lib.charts.common import (
     esc,
     figure,
     grid_axes,
+    level_line,
     subplot_grid,
 )
 from lib.models.attention import SpecialTokenShare, downsample_labels, pool_attention
@@ -357,15 +358,8 @@ def first_position_chart(curves, *, title: str) -> go.Figure:
             }
         )
         traces.append(
-            {
-                "type": "scatter",
-                "x": [x[0], x[-1]],
-                "y": [uniform, uniform],
-                "mode": "lines",
-                "name": esc(f"{label}: even spread"),
-                "line": {"color": color, "width": 1.5, "dash": "dot"},
-                "hovertemplate": f"even spread: {uniform:.1%}<extra></extra>",
-            }
+            level_line(x[0], x[-1], uniform, name=esc(f"{label}: even spread"), color=color,
+                       hovertemplate=f"even spread: {uniform:.1%}<extra></extra>")  # fmt: skip
         )
     layout = base_layout(title=esc(title), height=420)
     layout |= {

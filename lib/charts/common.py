@@ -430,3 +430,19 @@ def labelled_line(x, y, *, text: list[str], name: str, hovertemplate: str, color
         "name": name,
         "hovertemplate": hovertemplate,
     }
+
+
+def level_line(x0: float, x1: float, y: float, *, name: str, hovertemplate: str, color: str, width: float = 1.5,
+               dash: str = "dot", showlegend: bool = True) -> dict:  # fmt: skip
+    """A floor drawn level from ``x0`` to ``x1`` at ``y`` (an even spread, the commonest sense's share), as a
+    trace dict: unlike a shape, the legend names it and it has a hover."""
+    return {
+        "type": "scatter",
+        "x": [x0, x1],
+        "y": [y, y],
+        "mode": "lines",
+        "name": name,
+        "line": {"color": color, "width": width, "dash": dash},
+        "hovertemplate": hovertemplate,
+        **({} if showlegend else {"showlegend": False}),
+    }

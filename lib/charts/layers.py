@@ -33,6 +33,7 @@ from lib.charts.common import (
     hline,
     labelled_line,
     layer_mark,
+    level_line,
     merged,
     sense_ticks,
     subplot_grid,
@@ -593,15 +594,9 @@ def ethayarajh_chart(
 def majority_line(majority: float, right: float, *, color: str = BASELINE_COLOR, width: float = 2) -> dict:
     """The rate of always answering the most common sense, as a dashed line from x = -0.3 to ``right``
     (a trace, so the legend names it)."""
-    return {
-        "type": "scatter",
-        "x": [-0.3, right],
-        "y": [majority, majority],
-        "mode": "lines",
-        "line": {"color": color, "dash": "dash", "width": width},
-        "name": f"always the most common sense: {majority:.0%}",
-        "hovertemplate": f"always the most common sense: {majority:.1%}<extra></extra>",
-    }
+    return level_line(-0.3, right, majority, name=f"always the most common sense: {majority:.0%}", color=color,
+                      width=width, dash="dash",
+                      hovertemplate=f"always the most common sense: {majority:.1%}<extra></extra>")  # fmt: skip
 
 
 def readout_chart(

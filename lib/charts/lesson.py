@@ -28,6 +28,7 @@ from lib.charts.common import (
     figure,
     grid_axes,
     layer_dtick,
+    level_line,
     sense_color_map,
     subplot_grid,
 )
@@ -155,16 +156,9 @@ def readout_lines(
             }
         )
         traces.append(
-            {
-                "type": "scatter",
-                "x": [x[0], x[-1]],
-                "y": [maj, maj],
-                "mode": "lines",
-                "line": {"color": color, "width": 1.5, "dash": "dot"},
-                "name": f"{_esc(name)}: always the commonest sense",
-                "showlegend": False,
-                "hovertemplate": f"{_esc(name)}: always the commonest sense, {maj:.0%}<extra></extra>",
-            }
+            level_line(x[0], x[-1], maj, name=f"{_esc(name)}: always the commonest sense", color=color,
+                       hovertemplate=f"{_esc(name)}: always the commonest sense, {maj:.0%}<extra></extra>",
+                       showlegend=False)  # fmt: skip
         )
     n_layers = max(len(a) for a in accuracies) if accuracies else 1
     layout = base_layout(title=title, height=460)

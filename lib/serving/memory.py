@@ -47,22 +47,7 @@ def limit_arenas(environ_value: str | None = None) -> int | None:
     the app can (ui/cache.py at import, i.e. the server's first script run). Measured (benchmarks/README.md,
     a hosted server's memory): the server's memory after every page, 0.93 GB without a cap, 0.88 GB with two arenas.
     """
-    import os
-
-    if os.environ.get("MALLOC_ARENA_MAX"):
-        return None
-    raw = environ_value if environ_value is not None else os.environ.get("CONTEXT_LENS_MALLOC_ARENAS", "")
-    try:
-        n = int(raw) if raw.strip() else DEFAULT_ARENAS
-    except ValueError:
-        return None
-    if n <= 0 or not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return n if libc.mallopt(_M_ARENA_MAX, n) == 1 else None
-    except (OSError, AttributeError):
-        return None
+    return _mallopt(_M_ARENA_MAX, "MALLOC_ARENA_MAX", "CONTEXT_LENS_MALLOC_ARENAS", environ_value, DEFAULT_ARENAS)
 
 
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number (malloc.h)
@@ -81,20 +66,31 @@ def fix_mmap_threshold(environ_value: str | None = None) -> int | None:
     2026-11-27 with the crowd benchmark: 0.2 GB freed and held after the first minute, 0.6 GB by the end).
     Setting the threshold fixes it (no more raising). Called with :func:`limit_arenas`, as early as the app can.
     """
+    kb = _mallopt(
+        _M_MMAP_THRESHOLD, "MALLOC_MMAP_THRESHOLD_", "CONTEXT_LENS_MMAP_THRESHOLD_KB", environ_value,
+        DEFAULT_MMAP_THRESHOLD_KB, scale=1024,
+    )  # fmt: skip
+    return None if kb is None else kb * 1024
+
+
+def _mallopt(param: int, glibc_name: str, our_name: str, environ_value: str | None, default: int, *, scale: int = 1):
+    """Set glibc's ``mallopt(param, value * scale)`` from ``environ_value`` (else the environment's ``our_name``,
+    else ``default``); returns ``value``, or None when nothing was done: ``glibc_name`` already set for the
+    process (glibc read it at start), a value of 0 or below or not a number, not Linux, no glibc."""
     import os
 
-    if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
+    if os.environ.get(glibc_name):
         return None
-    raw = environ_value if environ_value is not None else os.environ.get("CONTEXT_LENS_MMAP_THRESHOLD_KB", "")
+    raw = environ_value if environ_value is not None else os.environ.get(our_name, "")
     try:
-        kb = int(raw) if raw.strip() else DEFAULT_MMAP_THRESHOLD_KB
+        value = int(raw) if raw.strip() else default
     except ValueError:
         return None
-    if kb <= 0 or not sys.platform.startswith("linux"):
+    if value <= 0 or not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return kb * 1024 if libc.mallopt(_M_MMAP_THRESHOLD, kb * 1024) == 1 else None
+        return value if libc.mallopt(param, value * scale) == 1 else None
     except (OSError, AttributeError):
         return None
 
