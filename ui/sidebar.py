@@ -215,25 +215,19 @@ def _use_model(name: str) -> None:
 
 def _offer_decoder(container, active: str | None) -> None:
     """A button naming the decoder (or back to the encoder when the decoder is in use), where the server offers it."""
-    in_use = base_model_id(active or DEFAULT_MODEL)
-    if in_use == DECODER_MODEL:
-        container.button(
-            "Back to the encoder (all-MiniLM-L6-v2)",
-            key="cl_use_encoder",
-            on_click=_use_model,
-            args=(DEFAULT_MODEL,),
-            icon=":material/swap_horiz:",
-        )
+    if base_model_id(active or DEFAULT_MODEL) == DECODER_MODEL:
+        label, key, name, icon, tip = (
+            "Back to the encoder (all-MiniLM-L6-v2)", "cl_use_encoder", DEFAULT_MODEL, ":material/swap_horiz:", None,
+        )  # fmt: skip
     elif model_allowed(DECODER_MODEL):
-        container.button(
-            "Use the decoder (SmolLM2-135M-Instruct)",
-            key="cl_use_decoder",
-            on_click=_use_model,
-            args=(DECODER_MODEL,),
-            icon=":material/east:",
-            help=f"{DECODER_MODEL}: a left-to-right language model (30 layers, 576 dimensions), "
-            f"{pack.DESCRIPTION}. Every page then shows it in place of the encoder.",
+        label, key, name, icon = "Use the decoder (SmolLM2-135M-Instruct)", "cl_use_decoder", DECODER_MODEL, ":material/east:"
+        tip = (
+            f"{DECODER_MODEL}: a left-to-right language model (30 layers, 576 dimensions), {pack.DESCRIPTION}. "
+            "Every page then shows it in place of the encoder."
         )
+    else:
+        return
+    container.button(label, key=key, on_click=_use_model, args=(name,), icon=icon, help=tip)
 
 
 def _download_panel(container) -> None:

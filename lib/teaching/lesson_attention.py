@@ -1,9 +1,7 @@
 """The lesson's steps on attention: where the word looks, one attention weight by hand, and which context
 word, masked, moves the word most.
 
-Each function takes the model's numbers as arrays and returns the step's result with its
-:class:`lib.teaching.lesson.Question`; the course content (steps, fixed sentences, answer checking) is in
-:mod:`lib.teaching.lesson`.
+Arrays in, each step's result with its question out (the step modules' convention: :mod:`lib.teaching`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The lesson's steps on the shape of the vector space: [CLS] against the mean as a sentence vector, the
 anisotropy floor, a 2-D projection, and single occurrences that sit nearer another sense ("polysemy is solved?").
 
-Each function takes the model's numbers as arrays and returns the step's result with its
-:class:`lib.teaching.lesson.Question`; the course content (steps, fixed sentences and choices, answer checking) is in
-:mod:`lib.teaching.lesson`.
+Arrays in, each step's result with its question out (the step modules' convention: :mod:`lib.teaching`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The lesson's steps on how far the senses of a word separate: static vs contextual, the apple exercise,
 layer by layer, "deeper is always better?", and trained against random weights.
 
-Each function takes the model's numbers as arrays and returns the step's result with its
-:class:`lib.teaching.lesson.Question`; the course content (steps, fixed choices, answer checking) is in
-:mod:`lib.teaching.lesson`.
+Arrays in, each step's result with its question out (the step modules' convention: :mod:`lib.teaching`).
 """
 
 from __future__ import annotations
