@@ -17,6 +17,7 @@ from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
 from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.models.keys import base_model_id
 from lib.serving import budget
 from lib.serving.budget import (
     ByteLRU,
@@ -257,10 +258,15 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
-    # random weights of a listed model (or of the default) are that model's architecture: allowed
-    assert model_allowed("bert-base-uncased#random-3", env) and model_allowed("#random-0", env)
-    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", env)
-    assert not model_allowed("org/missing#random-0", env) and not model_allowed("/etc#random-1", env)
+    # random weights of a listed model (or of the default) are that model's architecture: allowed, asked about
+    # by the key's model id (ui.cache.try_encoder); a key itself is no listed id
+    def key_allowed(key):
+        return model_allowed(base_model_id(key), env)
+
+    assert key_allowed("bert-base-uncased#random-3") and key_allowed("#random-0")
+    assert key_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0")
+    assert not key_allowed("org/missing#random-0") and not key_allowed("/etc#random-1")
+    assert not model_allowed("bert-base-uncased#random-3", env)
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):

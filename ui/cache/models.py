@@ -8,7 +8,7 @@ import streamlit as st
 
 from lib.models import load_model
 from lib.models.base import TransformerModel
-from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError, parse_model_key
+from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError, base_model_id, parse_model_key
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, ExpiringDict
 from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
@@ -46,7 +46,7 @@ def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:
     reason goes to the server's log. The one exception: the decoder pack (``DECODER_MODEL``) not fetched yet
     says so in its own sentence (lib.models.pack.MISSING), which tells nothing about the disk.
     """
-    if hosted_mode() and not model_allowed(model_name):
+    if hosted_mode() and not model_allowed(base_model_id(model_name)):
         return None, MODEL_REFUSAL
     failed = _failed_models.get(model_name)
     if failed is not None:
