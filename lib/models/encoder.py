@@ -107,7 +107,8 @@ class Encoder(TransformerModel):
     def __init__(self, name: str, model, tokenizer, **kw):
         super().__init__(name, model, tokenizer, **kw)
         types = int(getattr(model.config, "type_vocab_size", 0) or 0)  # BERT's segment embeddings (RoBERTa: 1)
-        self.layer_zero = "word piece + position + segment" if types > 1 else "word piece + position"
+        parts = ["word piece", "position" if self.positions == "absolute" else "", "segment" if types > 1 else ""]
+        self.layer_zero = " + ".join(p for p in parts if p)  # a relative-key BERT adds position in attention
 
     def _batch_pieces(self) -> int:
         return _BATCH_PIECES  # read at call time: a test may set a smaller one

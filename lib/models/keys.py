@@ -1,6 +1,6 @@
 """Model keys: one string that names a model *and* its weights, the one place that reads and writes them.
 
-Every cache keyed on a model name (ui/cache.py), every link (``?model=``) and every title goes through here::
+Every cache keyed on a model name (ui/cache/), every link (``?model=``) and every title goes through here::
 
     "sentence-transformers/all-MiniLM-L6-v2"             the trained weights
     "sentence-transformers/all-MiniLM-L6-v2#shuffled-0"  the trained weights, each tensor's entries permuted
