@@ -8,22 +8,10 @@ import pytest
 
 from lib.inputs.presets import preset_by_id
 from lib.inputs.sentences import parse_sentence_set
-from lib.models.encoder import (
-    DEFAULT_MODEL,
-    ModelLoadError,
-    load_encoder,
-    model_key,
-    model_label,
-    split_model_key,
-)
+from lib.models.encoder import DEFAULT_MODEL, load_encoder
 from lib.stats.probe import ProbeError, _fit_batch, _fold_space, _predict, probe_layers
 from lib.stats.projection import neighbour_check, neighbour_preservation, pca_projection
 from lib.stats.similarity import layer_cosine_matrices, sense_similarity
-
-
-@pytest.fixture(scope="module")
-def random_encoder():
-    return load_encoder(None, weights="random", seed=0)
 
 
 def preset_set(pid: str):
@@ -32,23 +20,6 @@ def preset_set(pid: str):
 
 
 # ----------------------------------------------------------------------------------- random weights
-def test_model_keys_round_trip():
-    key = model_key(None, "random", 7)
-    assert key == f"{DEFAULT_MODEL}#random-7"
-    assert split_model_key(key) == (DEFAULT_MODEL, "random", 7)
-    assert split_model_key(DEFAULT_MODEL) == (DEFAULT_MODEL, "trained", 0)
-    assert model_key(key) == key  # a key that already says random keeps its seed
-    assert model_label(key) == f"{DEFAULT_MODEL} (random weights, seed 7)"
-    assert model_label(DEFAULT_MODEL) == DEFAULT_MODEL
-    for bad in (f"{DEFAULT_MODEL}#random-x", f"{DEFAULT_MODEL}#random-", f"{DEFAULT_MODEL}#random-99999999999"):
-        with pytest.raises(ModelLoadError):
-            split_model_key(bad)
-    with pytest.raises(ModelLoadError):
-        model_key(None, "pretrained")
-    with pytest.raises(ModelLoadError):
-        model_key(None, "random", -1)
-
-
 def test_random_weights_same_architecture_and_tokenizer(encoder, random_encoder):
     r = random_encoder
     assert r.name == f"{DEFAULT_MODEL}#random-0" and r.weights == "random" and r.seed == 0

@@ -403,42 +403,18 @@ CASES = [
         (),
         checks=(shows_error,),  # e.g. "This file is not plain text"; today the PNG is read as sentences
     ),
-    # --- the toy calculator -----------------------------------------------------------------------------
-    Case(
-        "calculator-nan-cell",
-        lambda: page("pages/calculator.py", then=calc_cell("E", 1, 0, "nan")),
-        ("row 'cat', column 'dim 1'", "NaN"),
-        checks=(calc_last_good_state,),
-    ),
-    Case(
-        "calculator-inf-cell",
-        lambda: page("pages/calculator.py", then=calc_cell("P", 0, 1, "-inf")),
-        ("infinite",),
-        checks=(calc_last_good_state,),
-    ),
-    Case(
-        "calculator-text-cell",
-        lambda: page("pages/calculator.py", then=calc_cell("W_Q", 0, 0, "two")),
-        ("'two', which is not a number",),
-        checks=(calc_last_good_state,),
-    ),
-    Case(
-        "calculator-overflowing-numbers",
-        lambda: page("pages/calculator.py", then=calc_cell("E", 0, 0, "1e200")),
-        ("too large",),
-        checks=(calc_last_good_state,),
-    ),
-    Case(
-        "calculator-empty-tokens",
-        lambda: page("pages/calculator.py", then=calc_tokens("   ")),
-        ("Type 2 to 6 tokens",),
-        checks=(calc_last_good_state,),
-    ),
-    Case(
-        "calculator-too-many-tokens",
-        lambda: page("pages/calculator.py", then=calc_tokens("a b c d e f g h")),
-        ("Type 2 to 6 tokens", "got 8"),
-        checks=(calc_last_good_state,),
+    # --- the toy calculator: each bad entry is explained and the steps keep the last valid numbers -----------
+    *(
+        Case(f"calculator-{name}", lambda act=act: page("pages/calculator.py", then=act), expect,
+             checks=(calc_last_good_state,))  # fmt: skip
+        for name, act, expect in (
+            ("nan-cell", calc_cell("E", 1, 0, "nan"), ("row 'cat', column 'dim 1'", "NaN")),
+            ("inf-cell", calc_cell("P", 0, 1, "-inf"), ("infinite",)),
+            ("text-cell", calc_cell("W_Q", 0, 0, "two"), ("'two', which is not a number",)),
+            ("overflowing-numbers", calc_cell("E", 0, 0, "1e200"), ("too large",)),
+            ("empty-tokens", calc_tokens("   "), ("Type 2 to 6 tokens",)),
+            ("too-many-tokens", calc_tokens("a b c d e f g h"), ("Type 2 to 6 tokens", "got 8")),
+        )
     ),
 ]
 

@@ -23,15 +23,25 @@ from lib.stats.context import context_use
 from tests.conftest import ROOT
 
 
-def test_shuffled_keys_round_trip():
-    key = model_key(None, "shuffled", 5)
-    assert key == f"{DEFAULT_MODEL}#shuffled-5"
-    assert split_model_key(key) == (DEFAULT_MODEL, "shuffled", 5)
+@pytest.mark.parametrize("weights", ["shuffled", "random"])
+def test_control_keys_round_trip(weights):
+    key = model_key(None, weights, 7)
+    assert key == f"{DEFAULT_MODEL}#{weights}-7"
+    assert split_model_key(key) == (DEFAULT_MODEL, weights, 7)
     assert model_key(key) == key  # a key that already names a control keeps it
-    assert model_label(key) == f"{DEFAULT_MODEL} (shuffled weights, seed 5)"
-    for bad in (f"{DEFAULT_MODEL}#shuffled-x", f"{DEFAULT_MODEL}#shuffled-"):
+    assert model_label(key) == f"{DEFAULT_MODEL} ({weights} weights, seed 7)"
+    for bad in ("x", "", "99999999999"):
         with pytest.raises(ModelLoadError):
-            split_model_key(bad)
+            split_model_key(f"{DEFAULT_MODEL}#{weights}-{bad}")
+
+
+def test_trained_keys_and_refused_weights():
+    assert split_model_key(DEFAULT_MODEL) == (DEFAULT_MODEL, "trained", 0)
+    assert model_label(DEFAULT_MODEL) == DEFAULT_MODEL
+    with pytest.raises(ModelLoadError):
+        model_key(None, "pretrained")
+    with pytest.raises(ModelLoadError):
+        model_key(None, "random", -1)
     env = {"CONTEXT_LENS_MODELS": "bert-base-uncased"}
     # a control's key is allowed when its model id is (ui.cache.try_encoder asks about base_model_id(key))
     assert model_allowed(base_model_id("bert-base-uncased#shuffled-3"), env)
