@@ -16,6 +16,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One thread for torch's and BLAS's arithmetic in each test process, as the app's server runs (ui.startup): the
+# README's command runs a process per core, where a second OpenMP thread only spins against the other process
+# (100 CoarseWSD sentences through the encoder beside a busy machine: 6.2 s of CPU with two threads, 1.0 s with
+# one), and a test's numbers no longer depend on whether an earlier test in its process started the app.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 # Every figure a test builds is validated property by property (production builds skip it: lib.charts.common).
 os.environ.setdefault("CONTEXT_LENS_VALIDATE_FIGURES", "1")
 # A page's bug reaches the test (the app's page edge, ui.widgets.guarded, would show a message instead).
