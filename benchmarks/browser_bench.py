@@ -805,7 +805,7 @@ def _f(x, unit="", nd=2):
 
 
 def markdown(res: dict) -> str:
-    """The tables of benchmarks/README.md from what one run of this script measured (its --out JSON)."""
+    """The browser and class tables (Markdown) from what one run of this script measured (its --out JSON)."""
     out = []
     sec = res.get("sections", {})
     if "interactions" in sec:

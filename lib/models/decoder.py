@@ -17,7 +17,7 @@ word's vector cannot depend on anything to its right. What is particular to it h
   is the first word is refused with a sentence. ``Decoder.sink`` (:class:`lib.models.base.AttentionSink`)
   says which, for a page to show. The start token does not take all of it: in 5 of the reference corpus's
   first 120 sentences the first word after it (a word split into pieces: "Vol", "Cop") carried massive
-  values too (benchmarks/README.md); those positions are ordinary words and stay in.
+  values too (benchmarks/decoder_table.py, 2026-11-27); those positions are ordinary words and stay in.
 * **Normed last state.** ``hidden_states[-1]`` already has the model's final norm applied (Llama, Qwen and
   GPT-2 alike): the logit lens (lib/models/lens.py) norms every other layer and not that one.
 * **Grouped-query attention.** ``num_kv_heads`` key/value heads are shared by ``num_heads`` query heads

@@ -27,7 +27,7 @@ recorded hash it says so and fetches nothing. Missing pack and no network: one s
 (fraction 0..1, never decreasing), for a progress bar.
 
 Measured 2026-11-27 at commit 2851bbd on the shared two-core machine while other jobs ran (load average
-7-18; benchmarks/README.md): fetch 2.3 s (93 MB from PyPI); reading the GGUF and saving the copy 62-163 s
+7-18; benchmarks/decoder_table.py): fetch 2.3 s (93 MB from PyPI); reading the GGUF and saving the copy 62-163 s
 of wall time, 52-55 s of CPU, peak RSS ~1.0 GB; the pack 273 MB; a later load 10 s in a fresh process
 (3.9 s of it importing torch and transformers), 0.7 s again in the same process.
 """
