@@ -39,7 +39,7 @@ from lib.models.keys import DEFAULT_MODEL
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, set_state, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state, shared_chart
 
 OVERVIEW_MAX_TOKENS = 40
 
@@ -52,7 +52,7 @@ encoding = tv.encoding
 n_sent = len(ss)
 L, H = enc.num_layers, enc.num_heads
 word = escape_md(ss.target or "the target")
-sentence_label = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}.get  # kept by the widgets: data only
+sentence_label = ss.option_labels.get  # kept by the widgets: data only
 
 
 def md_token(label: str) -> str:
@@ -69,9 +69,7 @@ PARAMS = [
 ]
 link.init_params(PARAMS)
 c_sent, c_layer, c_head = st.columns([3, 1, 1])
-s_num = c_sent.selectbox(
-    "Sentence", options=list(range(1, n_sent + 1)), format_func=sentence_label, key="attn_sentence"
-)
+s_num = sentence_picker(c_sent, ss, "attn_sentence")
 layer_num = c_layer.slider("Layer", 1, L, key="attn_layer", help=f"1 = closest to the input, {L} = the last layer.")
 head_num = c_head.slider("Head", 1, H, key="attn_head", help=f"Each layer has {H} heads that attend independently.")
 i, layer, head = s_num - 1, layer_num - 1, head_num - 1

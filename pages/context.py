@@ -37,7 +37,7 @@ from lib.stats.context import (
 from ui import cache, link
 from ui.analysis import analysis
 from ui.session import model_display
-from ui.widgets import chart, escape_md, page_intro, prose, set_state
+from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state
 
 REPLACEMENTS = {
     "mask": "[MASK] (each word piece)",
@@ -73,8 +73,7 @@ PARAMS = [
 ]
 link.init_params(PARAMS)
 c_sent, c_layer = st.columns([3, 1])
-sentence_labels = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}  # a widget is handed data, no function
-s_num = c_sent.selectbox("Sentence", options=list(sentence_labels), format_func=sentence_labels.get, key="ctx_sentence")
+s_num = sentence_picker(c_sent, ss, "ctx_sentence")
 layer = c_layer.slider(
     "Layer", 0, L, key="ctx_layer", help=f"0 = {enc.layer_zero}, before any attention; {L} = last."
 )

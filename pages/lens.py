@@ -14,7 +14,7 @@ from lib.models.keys import DECODER_MODEL
 from lib.models.lens import LensError, probability_text, shown_token
 from ui import cache, link, session
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose
+from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker
 
 MAX_WORDS_TEXT = 120
 
@@ -49,8 +49,7 @@ PARAMS = [
 ]
 link.init_params(PARAMS)
 c_sent, c_words = st.columns([3, 2])
-sentence_labels = {k: ss.option_label(k - 1) for k in range(1, n_sent + 1)}  # a widget is handed data, no function
-s_num = c_sent.selectbox("Sentence", options=list(sentence_labels), format_func=sentence_labels.get, key="lens_sentence")
+s_num = sentence_picker(c_sent, ss, "lens_sentence")
 words_text = c_words.text_input(
     "Words to follow (commas between)",
     key="lens_words",

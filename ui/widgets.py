@@ -44,6 +44,13 @@ def escape_md(text: str) -> str:
     return escape_markdown(text)
 
 
+def sentence_picker(container, ss, key: str, label: str = "Sentence") -> int:
+    """A select box of the set's sentences by number (1-based, the widget's value), each labelled as
+    ``SentenceSet.option_label`` says; its labels are data (a dict's ``get``), never a function of the page."""
+    labels = ss.option_labels
+    return container.selectbox(label, options=list(labels), format_func=labels.get, key=key)
+
+
 def set_state(**values: object) -> None:
     """A widget's callback that sets session state: ``on_click=set_state, kwargs={"ctx_word": 3}``.
 

@@ -96,6 +96,11 @@ class SentenceSet:
         return self.labels[i] + (f"  · {sense}" if sense else "")
 
     @property
+    def option_labels(self) -> dict[int, str]:
+        """Sentence number (1-based, as a picker shows it) -> :meth:`option_label`, for every sentence."""
+        return {k: self.option_label(k - 1) for k in range(1, len(self.sentences) + 1)}
+
+    @property
     def clean_sentences(self) -> list[str]:
         """The sentences as encoded (brackets removed). Raises TargetError for a sentence without the target."""
         return list(clean_sentences(self.sentences, self.target))
