@@ -127,6 +127,17 @@ def page_test(
     return at
 
 
+def app_test(**query: str):
+    """An AppTest of app.py (the sidebar, the navigation, the start page) opened by a link with ``query`` (not yet
+    run): ``app_test(preset="bank", finetuned=key).run()``."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at
+
+
 # --------------------------------------------------------------------------- a page's session, for AppTest
 def _session(at):
     return getattr(at, "session_state", at)  # an AppTest, or its session_state

@@ -17,16 +17,13 @@ from streamlit.testing.v1 import AppTest
 from lib.inputs.presets import default_preset, preset_by_id
 from lib.inputs.sentences import pack_text, unpack_text
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import ROOT, page_test, seed
+from tests.conftest import ROOT, app_test, page_test, seed
 
 pytestmark = pytest.mark.slow
 
 
 def run_app(query: dict[str, str] | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
+    at = app_test(**(query or {})).run()
     assert not at.exception, [e.value for e in at.exception]
     return at
 

@@ -189,6 +189,11 @@ class Case:
     checks: tuple[Callable[[AppTest], None], ...] = field(default=())
 
 
+def typed(case_id: str, text: str, expect: tuple[str, ...], *, target: str = "bank", chart: bool | None = True) -> Case:
+    """A case typed into the sidebar: ``text`` with ``target``, through app.py's first run."""
+    return Case(case_id, lambda: app(text=text, target=target), expect, chart=chart)
+
+
 LONG = "The bank " + "and then a very long clause about nothing at all " * 100 + "ended."  # > 5,000 chars
 LATE = "It was " + "a long day of walking in the hills, " * 140 + "and then the bank."  # target past 128
 TWENTY_ONE_K = "\n".join(f"Bank {k}." for k in range(MAX_SENTENCES + 20))
@@ -199,75 +204,29 @@ HTML = (
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 
 CASES = [
-    # --- the sentence set (sidebar + start page) -------------------------------------------------------
-    Case("empty-text", lambda: app(text="", target="bank"), ("no usable sentences",), chart=False),
-    Case(
-        "only-spaces", lambda: app(text="   \n\t \n   ", target="bank"), ("no usable sentences",), chart=False
-    ),
-    Case(
-        "one-sentence-where-two-needed",
-        lambda: app(text="The bank opened.", target="bank"),
-        ("needs at least 2",),
-        chart=False,
-    ),
-    Case(
-        "more-than-max-sentences",
-        lambda: app(text=TWENTY_ONE_K, target="bank"),
-        (f"Only the first {MAX_SENTENCES} sentences are used",),
-    ),
-    Case(
-        "5000-char-sentence",
-        lambda: app(text=f"{LONG}\nThe bank opened.", target="bank"),
-        ("longer than 128 word pieces",),
-    ),
-    Case(
-        "target-beyond-the-limit",
-        lambda: app(text=f"{LATE}\nThe bank opened.\nWe sat on the bank.", target="bank"),
-        ("lies beyond the first 128 word pieces",),
-    ),
-    Case(
-        "target-absent-from-some-lines",
-        lambda: app(text="The bank opened.\nNo target here.\nWe sat on the bank.\nNor here.", target="bank"),
-        ("Left out 2 line(s)", "Line 2:", "Line 4:", "No target here."),
-    ),
-    Case(
-        "target-absent-everywhere",
-        lambda: app(text="No target here.\nNor here.", target="bank"),
-        ("Line 1:", "no usable sentences"),
-        chart=False,
-    ),
-    Case(
-        "unbalanced-brackets",
-        lambda: app(text="The [bank opened.\nThe bank closed.\nWe sat on the bank.", target="bank"),
-        ("Line 1:", "unbalanced square brackets"),
-    ),
-    Case(
-        "two-bracketed-spans",
-        lambda: app(text="The [bank] by the [bank].\nThe bank closed.\nWe sat on the bank.", target="bank"),
-        ("Line 1:", "marks 2 spans"),
-    ),
-    Case(
-        "label-with-no-sentence",
-        lambda: app(text="river |\nmoney | The bank closed.\nriver | We sat on the bank.", target="bank"),
-        ("Line 1:", "has a label but no sentence"),
-    ),
-    Case(
-        "label-too-long",
-        lambda: app(text="x" * 60 + " | The bank.\nThe bank closed.\nWe sat on the bank.", target="bank"),
-        ("Line 1:", "sense label is longer"),
-    ),
-    Case(
-        "no-target-and-no-brackets",
-        lambda: app(text="The bank opened.\nWe sat on the bank.", target=""),
-        ("No target word is set",),
-        chart=False,
-    ),
-    Case(
-        "regex-characters-in-target",
-        lambda: app(text="The b.nk( opened.\nThe bank closed.", target="b.nk("),
-        ("Line 2:",),
-        chart=False,
-    ),
+    # --- the sentence set (sidebar + start page): typed, with the target "bank" unless said ------------------
+    typed("empty-text", "", ("no usable sentences",), chart=False),
+    typed("only-spaces", "   \n\t \n   ", ("no usable sentences",), chart=False),
+    typed("one-sentence-where-two-needed", "The bank opened.", ("needs at least 2",), chart=False),
+    typed("more-than-max-sentences", TWENTY_ONE_K, (f"Only the first {MAX_SENTENCES} sentences are used",)),
+    typed("5000-char-sentence", f"{LONG}\nThe bank opened.", ("longer than 128 word pieces",)),
+    typed("target-beyond-the-limit", f"{LATE}\nThe bank opened.\nWe sat on the bank.",
+          ("lies beyond the first 128 word pieces",)),  # fmt: skip
+    typed("target-absent-from-some-lines", "The bank opened.\nNo target here.\nWe sat on the bank.\nNor here.",
+          ("Left out 2 line(s)", "Line 2:", "Line 4:", "No target here.")),  # fmt: skip
+    typed("target-absent-everywhere", "No target here.\nNor here.", ("Line 1:", "no usable sentences"), chart=False),
+    typed("unbalanced-brackets", "The [bank opened.\nThe bank closed.\nWe sat on the bank.",
+          ("Line 1:", "unbalanced square brackets")),  # fmt: skip
+    typed("two-bracketed-spans", "The [bank] by the [bank].\nThe bank closed.\nWe sat on the bank.",
+          ("Line 1:", "marks 2 spans")),  # fmt: skip
+    typed("label-with-no-sentence", "river |\nmoney | The bank closed.\nriver | We sat on the bank.",
+          ("Line 1:", "has a label but no sentence")),  # fmt: skip
+    typed("label-too-long", "x" * 60 + " | The bank.\nThe bank closed.\nWe sat on the bank.",
+          ("Line 1:", "sense label is longer")),  # fmt: skip
+    typed("no-target-and-no-brackets", "The bank opened.\nWe sat on the bank.", ("No target word is set",),
+          target="", chart=False),  # fmt: skip
+    typed("regex-characters-in-target", "The b.nk( opened.\nThe bank closed.", ("Line 2:",), target="b.nk(",
+          chart=False),  # fmt: skip
     Case(
         "emoji-and-cjk",
         lambda: app(

@@ -16,7 +16,7 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.models.encoder import DEFAULT_MODEL
-from tests.conftest import page_test, seed, url_notes, url_written
+from tests.conftest import app_test, page_test, seed, url_notes, url_written
 
 pytestmark = pytest.mark.slow
 
@@ -392,19 +392,13 @@ def _bank_recipe(**settings):
 def test_a_fine_tuned_model_link_carries_the_recipe_and_trains_it_again(encoder):
     """``?finetuned=<recipe>`` opens the fine-tuned model on every page: a server that never trained it trains it
     (the link carries no weights), and the weights are those of the same recipe trained outside the app, bit for bit."""
-    from streamlit.testing.v1 import AppTest
-
     from lib.finetune.run import finetune
     from lib.models import load_model
     from lib.models.keys import model_key
-    from tests.conftest import ROOT
 
     ss, recipe = _bank_recipe(epochs=2, seed=7)  # a recipe no other test trains
     key = model_key(DEFAULT_MODEL, "finetuned", recipe.key)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.query_params["preset"] = "bank"
-    at.query_params["finetuned"] = recipe.key
-    at.run()
+    at = app_test(preset="bank", finetuned=recipe.key).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["cl_model_active"] == key
     assert at.query_params["finetuned"] == recipe.key and "weights" not in at.query_params
@@ -419,15 +413,8 @@ def test_a_fine_tuned_model_link_carries_the_recipe_and_trains_it_again(encoder)
 
 
 def test_a_fine_tuned_model_link_on_other_sentences_says_why_it_cannot_open():
-    from streamlit.testing.v1 import AppTest
-
-    from tests.conftest import ROOT
-
     _, recipe = _bank_recipe(epochs=2, seed=8)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
-    at.query_params["preset"] = "kiwi"
-    at.query_params["finetuned"] = recipe.key
-    at.run()
+    at = app_test(preset="kiwi", finetuned=recipe.key).run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["cl_model_active"] == DEFAULT_MODEL
     assert "trained on other sentences" in " ".join(e.value for e in at.sidebar.error)
