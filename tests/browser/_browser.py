@@ -14,6 +14,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -39,6 +40,10 @@ JS_CHARTS_DRAWN = """() => { const boxes = document.querySelectorAll('[data-test
     if (boxes.length === 0) return false;
     return Array.from(boxes).every(b => { const g = b.querySelector('.js-plotly-plot');
         return g !== null && Array.isArray(g.data) && g.data.length > 0; }); }"""
+# every chart drawn at its box's width: plotly's responsive resize after the first draw has happened
+JS_SIZED = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')).every(g => {
+    const svg = g.querySelector('.main-svg'), w = g.getBoundingClientRect().width;
+    return g._fullLayout && svg && Math.abs(g._fullLayout.width - w) <= 1 && Math.abs(+svg.getAttribute('width') - w) <= 1; })"""
 JS_CHART_DATA = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
     .map(g => JSON.stringify(g.data || []))"""
 JS_CHANGED = """(before) => { const now = Array.from(
@@ -135,9 +140,27 @@ def chart_pages() -> list[tuple[str, str, bool]]:
     return [p for p in app_pages() if Path(p[0]).stem not in CHARTLESS]
 
 
+def outside_request(url: str) -> bool:
+    """True for a request a tab sends off this machine (not the app's own server, a file, data or blob)."""
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in ("127.0.0.1", "localhost")
+
+
 def page_url(base: str, path: str, default: bool) -> str:
     """The URL of a page: the default page at /, the others at /<file stem>."""
     return base + "/" if default else f"{base}/{Path(path).stem}"
+
+
+# The two screens every page must fit: a phone (Streamlit stacks the columns) and a projector, in presenter mode.
+SCREENS = {"phone": {"width": 390, "height": 844}, "projector": {"width": 1280, "height": 720}}
+
+
+def open_on(pg, screen: str, url: str) -> None:
+    """Open ``url`` in ``pg`` sized as :data:`SCREENS` ``[screen]``; on the projector with ``presenter=1`` added."""
+    pg.set_viewport_size(SCREENS[screen])
+    if screen == "projector":
+        url += ("&" if "?" in url else "?") + "presenter=1"
+    pg.goto(url)
 
 
 def _free_port() -> int:
@@ -237,6 +260,52 @@ def wait_quiet(pid: int, limit_s: float = 180.0) -> None:
             return
 
 
+def done_with_log(log: str) -> None:
+    """A stopped server's log: kept, and its path printed, only when it holds a traceback."""
+    path = Path(log)
+    if "Traceback" in path.read_text(errors="replace"):
+        print(f"\nServer log with a traceback: {path}")
+    else:
+        path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def served(app: str = "serve.py", **kwargs):
+    """A server of the block's own (:func:`start_server`'s arguments): ``with served() as (proc, base, log):``,
+    stopped after the block, its log kept only when it holds a traceback. For a test that needs a server nobody
+    else has used (a first visitor, a restart); the others share the session's (``server``, ``servers``)."""
+    proc, base, log = start_server(app, **kwargs)
+    try:
+        yield proc, base, log
+    finally:
+        stop_server(proc)
+        done_with_log(log)
+
+
+class ServerPool:
+    """The test session's servers, one per entry and environment, each started on first use: tests that need the
+    same kind of server (the default one, a class board's folder, ``app.py``) share it; all stop at the end."""
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._servers: dict[tuple, tuple] = {}
+
+    def get(self, app: str = "serve.py", env: dict[str, str] | None = None) -> str:
+        """The base URL of the session's server for ``app`` with ``env`` (started now if it is the first ask)."""
+        key = (app, tuple(sorted((env or {}).items())))
+        if key not in self._servers:
+            self._servers[key] = self._stack.enter_context(served(app, env=env))
+        return self._servers[key][1]
+
+    def pid(self, base: str) -> int:
+        """The process id of the session's server at ``base`` (its CPU and memory: :func:`cpu_seconds`)."""
+        return next(proc.pid for proc, b, _ in self._servers.values() if b == base)
+
+    def close(self) -> None:
+        self._stack.close()
+        self._servers.clear()
+
+
 # --------------------------------------------------------------------------------------------- helpers
 NETWORK_CHANGED = "ERR_NETWORK_CHANGED"
 
@@ -330,6 +399,12 @@ def wait_charts(pg, timeout_ms: int = LOAD_MS) -> list[str]:
             return pg.evaluate(JS_CHART_DATA)
         if time.monotonic() > deadline:
             raise AssertionError(f"the page's charts did not settle within {timeout_ms / 1000:.0f} s")
+
+
+def wait_sized(pg, timeout_ms: int = CHANGE_MS) -> None:
+    """Wait until every chart is drawn at its box's width (after plotly's responsive resize), before a layout check
+    or a screenshot."""
+    pg.wait_for_function(JS_SIZED, timeout=timeout_ms)
 
 
 def wait_chart_count(pg, n: int, timeout_ms: int = LOAD_MS) -> list[str]:

@@ -30,8 +30,7 @@ from tests.browser._browser import (
     LOAD_MS,
     ROOT,
     exceptions,
-    start_server,
-    stop_server,
+    served,
     wait_idle,
 )
 from tests.browser._class_board import PHONE_VIEWPORT, TEACHER_VIEWPORT, main_text, moderate, send
@@ -48,18 +47,12 @@ ERROR = "[data-testid='stAlertContentError']"
 def board_server():
     """One server (serve.py, as the README and the image start it) on a SQLite board folder of its own."""
     folder = tempfile.mkdtemp(prefix="context-lens-board-promises-")
-    proc, base, log = start_server(env={"CONTEXT_LENS_DATA": folder})
-    store = lb.BoardStore(f"sqlite:///{Path(folder) / 'boards.sqlite'}")
-    try:
-        yield base, store
-    finally:
-        store.dispose()
-        stop_server(proc)
-        text = Path(log).read_text(errors="replace")
-        if "Traceback" in text:
-            print(f"\nServer log with a traceback: {log}")
-        else:
-            Path(log).unlink(missing_ok=True)
+    with served(env={"CONTEXT_LENS_DATA": folder}) as (_proc, base, _log):
+        store = lb.BoardStore(f"sqlite:///{Path(folder) / 'boards.sqlite'}")
+        try:
+            yield base, store
+        finally:
+            store.dispose()
 
 
 def new_page(browser, viewport=TEACHER_VIEWPORT, **context):
@@ -306,25 +299,23 @@ def test_a_hosts_proxy_header_names_the_client(tmp_path, chromium):
         env=env, capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # fmt: skip
     student = out[0].removeprefix("student: ")
-    proc, base, log = start_server(env={"CONTEXT_LENS_DATA": str(tmp_path), "CONTEXT_LENS_CLIENT_HEADER": "X-Real-IP"})
-    pages = []
-    try:
-        def open_as(address: str, forged: str, link: str) -> str:
-            pg = new_page(chromium, PHONE_VIEWPORT, extra_http_headers={"X-Real-IP": address, "X-Forwarded-For": forged})
-            pages.append(pg)
-            pg.goto(base + link)
-            pg.wait_for_selector(f"{ERROR}, .st-key-board_text input", timeout=LOAD_MS)
-            return main_text(pg)
+    with served(env={"CONTEXT_LENS_DATA": str(tmp_path), "CONTEXT_LENS_CLIENT_HEADER": "X-Real-IP"}) as (_proc, base, _log):
+        pages = []
+        try:
+            def open_as(address: str, forged: str, link: str) -> str:
+                pg = new_page(chromium, PHONE_VIEWPORT, extra_http_headers={"X-Real-IP": address, "X-Forwarded-For": forged})
+                pages.append(pg)
+                pg.goto(base + link)
+                pg.wait_for_selector(f"{ERROR}, .st-key-board_text input", timeout=LOAD_MS)
+                return main_text(pg)
 
-        for i in range(2):
-            assert lb.NOT_FOUND in open_as("198.51.100.1", f"10.0.0.{i}", "/board?room=ZZZZZZ")
-        store = lb.BoardStore(f"sqlite:///{tmp_path / 'boards.sqlite'}")
-        assert clients(store) == ["198.51.100.1"] * 2  # the proxy's word, not the browser's
-        use_up(store, "198.51.100.1")
-        store.dispose()
-        assert lb.TOO_MANY_GUESSES in open_as("198.51.100.1", "10.0.0.99", student)
-        assert "Your sentence with" in open_as("198.51.100.2", "198.51.100.1", student)
-    finally:
-        close(*pages)
-        stop_server(proc)
-        Path(log).unlink(missing_ok=True)
+            for i in range(2):
+                assert lb.NOT_FOUND in open_as("198.51.100.1", f"10.0.0.{i}", "/board?room=ZZZZZZ")
+            store = lb.BoardStore(f"sqlite:///{tmp_path / 'boards.sqlite'}")
+            assert clients(store) == ["198.51.100.1"] * 2  # the proxy's word, not the browser's
+            use_up(store, "198.51.100.1")
+            store.dispose()
+            assert lb.TOO_MANY_GUESSES in open_as("198.51.100.1", "10.0.0.99", student)
+            assert "Your sentence with" in open_as("198.51.100.2", "198.51.100.1", student)
+        finally:
+            close(*pages)

@@ -18,21 +18,20 @@ from lib.models import DECODER_MODEL
 from tests.browser._browser import (
     DECODER_ONLY,
     JS_CUT_TEXT,
+    SCREENS,
     app_pages,
     chart_pages,
     exceptions,
+    open_on,
     page_url,
     screenshot,
     wait_charts,
+    wait_sized,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PAGES = chart_pages() + [p for p in app_pages() if Path(p[0]).stem in DECODER_ONLY]
-SCREENS = {
-    "phone": {"width": 390, "height": 844, "query": ""},
-    "projector": {"width": 1280, "height": 720, "query": "&presenter=1"},
-}
 JS_STATE = """() => {
     const de = document.documentElement;
     const main = document.querySelector('[data-testid="stMain"]');
@@ -58,11 +57,9 @@ def decoder_pack():
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
 def test_every_page_charts_with_the_decoder(decoder_pack, page, server, shots_dir, path, title, default, screen):
-    size = SCREENS[screen]
-    page.set_viewport_size({"width": size["width"], "height": size["height"]})
-    page.goto(page_url(server, path, default) + f"?model={quote(DECODER_MODEL)}" + size["query"])
+    open_on(page, screen, page_url(server, path, default) + f"?model={quote(DECODER_MODEL)}")
     wait_charts(page)
-    page.wait_for_timeout(500)  # plotly's responsive resize after the first draw
+    wait_sized(page)  # plotly's responsive resize after the first draw
     state = page.evaluate(JS_STATE)
     screenshot(page, shots_dir, f"decoder-{Path(path).stem}-{screen}")
     assert not exceptions(page), exceptions(page)
@@ -73,7 +70,6 @@ def test_every_page_charts_with_the_decoder(decoder_pack, page, server, shots_di
     cut = page.evaluate(JS_CUT_TEXT)
     if screen == "phone":  # a second picture with the main chart in view
         page.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").first.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
         screenshot(page, shots_dir, f"decoder-{Path(path).stem}-{screen}-chart")
     assert not cut, f"{title} ({screen}): chart text cut at a chart's edge or overlapping: {cut}"
     assert not page.errors, page.errors

@@ -1,8 +1,9 @@
 """"Download this page" in a real browser: the saved file opens with the network cut and shows the page's charts.
 
-For every page: press the button, open the downloaded file with every request aborted and counted (none may be
-made), wait until every chart is drawn, and compare each chart's data with the page's. The guided lesson's
-whole-lesson file holds every step; a hostile sentence set's file runs none of the learner's script.
+For every page (in tests/browser/test_browser_pages.py's sweep, through :func:`saved_opens_offline_and_reopens`):
+press the button, open the downloaded file with every request aborted and counted (none may be made), wait until
+every chart is drawn, and compare each chart's data with the page's. Here: the guided lesson's whole-lesson file
+holds every step; a hostile sentence set's file runs none of the learner's script.
 
 Run:  python -m pytest tests/browser/test_browser_export.py -q
 """
@@ -19,9 +20,6 @@ from lib.inputs.sentences import pack_text
 from lib.teaching import lesson
 from tests.browser._browser import (
     JS_CHART_DATA,
-    chart_pages,
-    exceptions,
-    page_url,
     wait_chart_count,
     wait_charts,
     wait_idle,
@@ -31,8 +29,6 @@ from tests.test_page_export import HOSTILE_SET
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PAGES = chart_pages()  # the glossary and an unopened class board save files too: tests/test_page_export_pages.py
-OPEN_TIMES: dict[str, float] = {}
 
 
 def _traces(data_json: str) -> list[dict]:
@@ -58,14 +54,13 @@ def download(pg, label: str) -> str:
     return Path(dl.value.path()).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
-def test_saved_page_opens_offline_with_the_pages_charts(page, server, browser_context, path, title, default):
-    page.goto(page_url(server, path, default))
-    shown = wait_charts(page)
-    assert not exceptions(page), exceptions(page)
+def saved_opens_offline_and_reopens(page, context, url: str, title: str, shown: list[str]) -> None:
+    """"Download this page" on ``page`` (at ``url``, showing the charts ``shown``): the file opens with every request
+    stopped and none made, draws the same charts, and its link reopens the same view in a new session (a new tab).
+    Every page goes through it (tests/browser/test_browser_pages.py)."""
     html = download(page, "Download this page")
     assert len(html.encode()) <= 6_000_000
-    saved = open_offline(browser_context, html)
+    saved = open_offline(context, html)
     try:
         assert saved["requests"] == [], saved["requests"]
         assert not saved["errors"], saved["errors"]
@@ -75,13 +70,12 @@ def test_saved_page_opens_offline_with_the_pages_charts(page, server, browser_co
         main_text = page.locator("[data-testid='stMain'] h1").first.inner_text().strip()
         assert main_text.split("\n")[0] in saved["text"]
         link = saved["page"].locator("dl.meta a").first.get_attribute("href")
-        assert link.startswith(page_url(server, path, default) + "?"), link
-        OPEN_TIMES[Path(path).stem] = saved["ms"]
-        print(f"{Path(path).stem}: {len(html.encode()) / 1e6:.2f} MB, drawn {saved['ms']:.0f} ms after opening")
+        assert link.startswith(url + "?"), link
+        print(f"{title}: {len(html.encode()) / 1e6:.2f} MB, drawn {saved['ms']:.0f} ms after opening")
     finally:
         saved["page"].close()
     # the file's link reopens the same view: the same charts with the same data
-    reopened = browser_context.new_page()  # a new tab: a new session, as a student opening the link
+    reopened = context.new_page()  # a new tab: a new session, as a student opening the link
     try:
         reopened.goto(link)
         again = wait_chart_count(reopened, len(shown)) if shown else wait_charts(reopened)

@@ -14,18 +14,19 @@ import pytest
 
 from tests.browser._browser import (
     JS_CUT_TEXT,
+    SCREENS,
     exceptions,
     screenshot,
     wait_chart_count,
     wait_charts,
     wait_idle,
+    wait_sized,
 )
 from tests.browser.test_browser_controls import chart_titles
 from tests.browser.test_browser_screens import JS_LAYOUT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SCREENS = {"phone": {"width": 390, "height": 844}, "projector": {"width": 1280, "height": 720}}
 CHARTS = 8  # loss, accuracy, layer change, held-out readout, anisotropy, same-minus-different, two maps
 PROGRESS = "[data-testid='stProgress']"
 
@@ -55,7 +56,7 @@ def test_train_shows_progress_then_charts_that_fit(page, server, shots_dir, scre
     progress = page.locator(PROGRESS).inner_text()
     assert re.search(r"Epoch \d+ of 20: training loss \d\.\d{3}, held-out loss \d\.\d{3}", progress), progress
     wait_chart_count(page, CHARTS, timeout_ms=300_000)
-    page.wait_for_timeout(500)  # plotly's responsive resize after the first draw
+    wait_sized(page)  # plotly's responsive resize after the first draw
     assert not exceptions(page), exceptions(page)
     text = _main_text(page)
     assert "train " in text and "held-out " in text and "Weights changed in: L5, L6" in text

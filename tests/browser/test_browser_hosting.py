@@ -11,8 +11,7 @@ from tests.browser._browser import (
     _healthy,
     exceptions,
     peak_rss_mb,
-    start_server,
-    stop_server,
+    served,
     wait_charts,
 )
 from tests.browser._oversized import oversized_link
@@ -23,27 +22,25 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def test_oversized_link_on_a_fresh_server_gives_a_message_and_a_chart(browser_context):
     # The session's one browser (a second sync_playwright() inside the first one's loop is refused);
     # the server is fresh, started for this test alone.
-    proc, base, log = start_server()
-    pages = []
-    try:
-        pg = browser_context.new_page()
-        pages.append(pg)
-        pg.goto(base + oversized_link())
-        data = wait_charts(pg)
-        assert data and not exceptions(pg)
-        text = pg.locator("[data-testid='stMain']").inner_text()
-        assert f"the {budget.MAX_SET_PIECES:,} word pieces one set may use" in text  # the set was cut ...
-        assert f"longer than {budget.MAX_PIECES_PER_SENTENCE} word pieces" in text  # ... and each line
-        # the server survives and still serves a second student
-        assert proc.poll() is None and _healthy(base)
-        pg2 = browser_context.new_page()
-        pages.append(pg2)
-        pg2.goto(base + "/?preset=bat")
-        assert wait_charts(pg2) and not exceptions(pg2)
-        if Path("/proc").exists():
-            print(f"server peak RSS: {peak_rss_mb(proc.pid):.0f} MB")
-    finally:
-        for pg in pages:
-            pg.close()
-        stop_server(proc)
-        Path(log).unlink(missing_ok=True)
+    with served() as (proc, base, _log):
+        pages = []
+        try:
+            pg = browser_context.new_page()
+            pages.append(pg)
+            pg.goto(base + oversized_link())
+            data = wait_charts(pg)
+            assert data and not exceptions(pg)
+            text = pg.locator("[data-testid='stMain']").inner_text()
+            assert f"the {budget.MAX_SET_PIECES:,} word pieces one set may use" in text  # the set was cut ...
+            assert f"longer than {budget.MAX_PIECES_PER_SENTENCE} word pieces" in text  # ... and each line
+            # the server survives and still serves a second student
+            assert proc.poll() is None and _healthy(base)
+            pg2 = browser_context.new_page()
+            pages.append(pg2)
+            pg2.goto(base + "/?preset=bat")
+            assert wait_charts(pg2) and not exceptions(pg2)
+            if Path("/proc").exists():
+                print(f"server peak RSS: {peak_rss_mb(proc.pid):.0f} MB")
+        finally:
+            for pg in pages:
+                pg.close()

@@ -8,7 +8,7 @@ import pytest
 
 from lib.inputs.presets import preset_by_id
 from lib.inputs.sentences import pack_text
-from tests.browser._browser import exceptions, screenshot, wait_charts, wait_idle
+from tests.browser._browser import LOAD_MS, exceptions, screenshot, wait_charts, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -90,7 +90,7 @@ def test_html_in_a_sentence_shows_as_text(page, server, shots_dir):
     )
     page.goto(f"{server}/?target=bank&text={quote(pack_text(text))}")
     wait_charts(page)
-    page.wait_for_timeout(1000)
+    page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")  # an onerror has fired by now
     assert not exceptions(page)
     assert not dialogs, f"user text ran as code: {dialogs}"
     injected = page.evaluate(
@@ -118,19 +118,19 @@ def test_a_bad_page_parameter_in_a_link_is_explained(page, server):
 
 def test_a_link_straight_to_a_page_on_a_fresh_server_gets_the_app_shell(browser_context):
     """The first visitor after a restart may arrive through a shared link to any page, not only /."""
-    from tests.browser._browser import start_server, stop_server
+    from tests.browser._browser import served
 
-    proc, base, _log = start_server()
-    pg = browser_context.new_page()
-    try:
-        pg.goto(base + "/calculator?calc_causal=1")
-        wait_charts(pg)
-        pg.wait_for_timeout(2000)  # a rerun through app.py may follow
-        wait_charts(pg)
-        assert not exceptions(pg)
-        nav = sidebar(pg).inner_text()
-        assert "Start here" in nav and "Attention by hand" in nav, nav[:500]
-        assert sidebar(pg).get_by_role("combobox", name="Preset").count() == 1
-    finally:
-        pg.close()
-        stop_server(proc)
+    with served() as (_proc, base, _log):
+        pg = browser_context.new_page()
+        try:
+            pg.goto(base + "/calculator?calc_causal=1")
+            wait_charts(pg)
+            # the navigation comes with app.py's run (a rerun through it may follow the page's first run)
+            sidebar(pg).locator("[data-testid='stSidebarNav']").get_by_text("Attention by hand").wait_for(timeout=LOAD_MS)
+            wait_charts(pg)
+            assert not exceptions(pg)
+            nav = sidebar(pg).inner_text()
+            assert "Start here" in nav and "Attention by hand" in nav, nav[:500]
+            assert sidebar(pg).get_by_role("combobox", name="Preset").count() == 1
+        finally:
+            pg.close()

@@ -1,4 +1,5 @@
-"""Every page in a real browser: it loads, raises nothing, draws its charts, and reacts to a control.
+"""Every page in a real browser: it loads, raises nothing, draws its charts, saves a file that opens offline with
+the same charts (tests/browser/test_browser_export.py's helpers), and reacts to a control.
 
 Run:  python -m pytest tests/browser -q  (skips with install hints without Chromium/Playwright; CI=true fails)
 """
@@ -19,6 +20,7 @@ from tests.browser._browser import (
     wait_charts,
     wait_idle,
 )
+from tests.browser.test_browser_export import saved_opens_offline_and_reopens
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -57,7 +59,11 @@ def change_control(pg, control: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
-def test_page_loads_draws_and_reacts(page, server, shots_dir, path, title, default):
+def test_page_draws_saves_a_file_that_opens_offline_and_reacts(page, server, browser_context, shots_dir, path, title,
+                                                                default):  # fmt: skip
+    """Each page in one tab: it loads and draws; a control redraws a chart; then "Download this page" saves a file
+    that opens with the network cut and shows the page's charts, and whose link reopens that view (the control's
+    new value too) in a new session."""
     stem = Path(path).stem
     page.goto(page_url(server, path, default))
     before = wait_charts(page)
@@ -76,6 +82,8 @@ def test_page_loads_draws_and_reacts(page, server, shots_dir, path, title, defau
     assert changed or len(after) != len(before), f"{title}: no chart changed after {control}"
     screenshot(page, shots_dir, f"{stem}-2-after-{control[0]}")
     assert not page.errors, page.errors  # no JavaScript errors either
+
+    saved_opens_offline_and_reopens(page, browser_context, page_url(server, path, default), title, after)
 
 
 def test_every_listed_page_is_in_the_navigation(page, server):

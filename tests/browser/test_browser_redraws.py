@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser._browser import JS_IDLE, LOAD_MS, exceptions, screenshot, wait_charts, wait_idle
+from tests.browser._browser import LOAD_MS, exceptions, screenshot, wait_charts, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,10 +51,9 @@ def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server
     slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text="Layer").first
     slider.get_by_role("slider").first.focus()
     page.keyboard.press("ArrowLeft")
-    page.wait_for_timeout(300)
-    page.wait_for_function(JS_IDLE)
     page.wait_for_function(
-        "() => !!Array.from(document.querySelectorAll('h1, h2, h3, p')).find(e => /layer 5/.test(e.textContent))"
+        "() => !!Array.from(document.querySelectorAll('h1, h2, h3, p')).find(e => /layer 5/.test(e.textContent))",
+        timeout=LOAD_MS,
     )
     wait_charts(page)
     charts, tagged = page.evaluate(JS_CHARTS), page.evaluate(JS_TAGGED)
@@ -70,9 +69,6 @@ def _move_slider(page, label: str, key: str = "ArrowLeft") -> None:
     slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
     slider.get_by_role("slider").first.focus()
     page.keyboard.press(key)
-    page.wait_for_timeout(300)
-    page.wait_for_function(JS_IDLE)
-    wait_charts(page)
 
 
 def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_lengths_drawn(page, server, shots_dir):
@@ -90,8 +86,10 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
     _move_slider(page, "Layer")
     page.wait_for_function(
         "() => !!Array.from(document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .js-plotly-plot'))"
-        ".find(g => g.layout.title && /Layer 2/.test(JSON.stringify(g.layout)))"
+        ".find(g => g.layout.title && /Layer 2/.test(JSON.stringify(g.layout)))",
+        timeout=LOAD_MS,
     )
+    wait_charts(page)
     charts, tagged = page.evaluate(JS_CHARTS), page.evaluate(JS_TAGGED)
     for key in ("aniso_curves", "aniso_norms"):
         assert charts[key]["shown"] == [2], (key, charts[key])  # the mark moved...

@@ -20,12 +20,15 @@ from lib.teaching.lesson import STEP_IDS
 from tests.browser._browser import (
     JS_CUT_TEXT,
     ROOT,
+    SCREENS,
     chart_pages,
     exceptions,
     on_ci,
+    open_on,
     page_url,
     screenshot,
     wait_charts,
+    wait_sized,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -34,10 +37,6 @@ AXE_VERSION = "4.14.1"
 AXE_JS = ROOT / "tests" / "browser" / ".axe" / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 PAGES = chart_pages()  # the class board charts once a board is open: tests/browser/test_browser_board.py
-SCREENS = {
-    "phone": {"width": 390, "height": 844, "query": ""},
-    "projector": {"width": 1280, "height": 720, "query": "?presenter=1"},
-}
 
 JS_LAYOUT = """() => {
     const de = document.documentElement;
@@ -100,11 +99,9 @@ def axe_violations(pg) -> list[dict]:
 @pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
 def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, title, default, screen):
-    size = SCREENS[screen]
-    page.set_viewport_size({"width": size["width"], "height": size["height"]})
-    page.goto(page_url(server, path, default) + size["query"])
+    open_on(page, screen, page_url(server, path, default))
     wait_charts(page)
-    page.wait_for_timeout(500)  # plotly's responsive resize after the first draw
+    wait_sized(page)  # plotly's responsive resize after the first draw
     assert not exceptions(page), exceptions(page)
     layout = page.evaluate(JS_LAYOUT)
     screenshot(page, shots_dir, f"{Path(path).stem}-{screen}")
@@ -124,7 +121,6 @@ def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, titl
     assert keyboard["checked"] > 0 and not keyboard["unreachable"], f"{title}: not reachable by Tab: {keyboard}"
     if screen == "phone":  # a second picture with the main chart in view
         page.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").first.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
         screenshot(page, shots_dir, f"{Path(path).stem}-{screen}-chart")
     violations = axe_violations(page)
     assert not violations, f"{title} ({screen}): axe-core found {violations}"
@@ -141,7 +137,7 @@ def test_every_lesson_chart_fits_a_phone(page, server, step):
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(f"{server}/lesson?lesson_step={step}")
     wait_charts(page)
-    page.wait_for_timeout(500)
+    wait_sized(page)
     assert not exceptions(page), exceptions(page)
     cut = page.evaluate(JS_CUT_TEXT)
     assert not cut, f"lesson step {step} ({lesson.STEP_IDS[step - 1]}): chart text cut or overlapping: {cut}"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from streamlit import file_util
 
-from tests.browser._browser import exceptions, start_server, stop_server, wait_charts
+from tests.browser._browser import exceptions, served, wait_charts
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,12 +47,10 @@ def test_serve_py_sends_streamlits_front_end_gzipped_and_unchanged(server):
 
 
 def test_plain_app_py_entry_still_draws_the_start_page(browser_context):
-    proc, base, log = start_server(app="app.py")
-    pg = browser_context.new_page()
-    try:
-        pg.goto(base + "/?preset=bat")
-        assert wait_charts(pg) and not exceptions(pg)
-    finally:
-        pg.close()
-        stop_server(proc)
-        Path(log).unlink(missing_ok=True)
+    with served(app="app.py") as (_proc, base, _log):
+        pg = browser_context.new_page()
+        try:
+            pg.goto(base + "/?preset=bat")
+            assert wait_charts(pg) and not exceptions(pg)
+        finally:
+            pg.close()

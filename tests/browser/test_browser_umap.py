@@ -14,10 +14,8 @@ import pytest
 from tests.browser._browser import (
     LOAD_MS,
     exceptions,
-    require_browser,
     screenshot,
-    start_server,
-    stop_server,
+    served,
     wait_charts,
 )
 
@@ -55,32 +53,30 @@ def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_d
     ``import umap`` imported scikit-learn at the same moment, both failed (``partially initialized module
     'sklearn.base'``), and the page then computed UMAP itself. lib.serving.lazy serialises those first imports.
     """
-    require_browser()
-    proc, base, log = start_server()
-    pg = browser_context.new_page()
-    pg.add_init_script(JS_RECORD_HEADINGS)
-    try:
-        pg.goto(base + "/projections?proj_method=umap")
-        wait_charts(pg)
-        assert not exceptions(pg)
-        # the learner's choice stays UMAP (radio and link), only the picture waits
-        assert "proj_method=umap" in pg.url
-        # ... then UMAP, without any input
-        pg.wait_for_function(
-            "() => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] h2'))"
-            ".some(h => h.innerText.includes('at layer') && h.innerText.includes('UMAP'))",
-            timeout=LOAD_MS,
-        )
-        wait_charts(pg)
-        assert not exceptions(pg)
-        assert pg.evaluate(JS_MAP_AXIS) == "UMAP 1"
-        assert "switches to UMAP by itself" not in pg.locator("[data-testid='stMain']").inner_text()
-        screenshot(pg, shots_dir, "projections-umap-after-warm-up")
-        headings = pg.evaluate("() => window.__mapHeadings")
-        server_log = Path(log).read_text(errors="replace")
-        assert "Traceback" not in server_log, server_log[-3000:]
-        assert headings and "PCA" in headings[0] and "UMAP" in headings[-1], (headings, server_log[-3000:])
-        assert pg.evaluate("() => window.__pcaNote === true")  # the PCA map said that UMAP follows
-    finally:
-        pg.close()
-        stop_server(proc)
+    with served() as (proc, base, log):
+        pg = browser_context.new_page()
+        pg.add_init_script(JS_RECORD_HEADINGS)
+        try:
+            pg.goto(base + "/projections?proj_method=umap")
+            wait_charts(pg)
+            assert not exceptions(pg)
+            # the learner's choice stays UMAP (radio and link), only the picture waits
+            assert "proj_method=umap" in pg.url
+            # ... then UMAP, without any input
+            pg.wait_for_function(
+                "() => Array.from(document.querySelectorAll('[data-testid=\"stMain\"] h2'))"
+                ".some(h => h.innerText.includes('at layer') && h.innerText.includes('UMAP'))",
+                timeout=LOAD_MS,
+            )
+            wait_charts(pg)
+            assert not exceptions(pg)
+            assert pg.evaluate(JS_MAP_AXIS) == "UMAP 1"
+            assert "switches to UMAP by itself" not in pg.locator("[data-testid='stMain']").inner_text()
+            screenshot(pg, shots_dir, "projections-umap-after-warm-up")
+            headings = pg.evaluate("() => window.__mapHeadings")
+            server_log = Path(log).read_text(errors="replace")
+            assert "Traceback" not in server_log, server_log[-3000:]
+            assert headings and "PCA" in headings[0] and "UMAP" in headings[-1], (headings, server_log[-3000:])
+            assert pg.evaluate("() => window.__pcaNote === true")  # the PCA map said that UMAP follows
+        finally:
+            pg.close()
