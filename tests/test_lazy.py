@@ -88,16 +88,16 @@ def test_a_module_already_imported_does_not_wait_for_the_lock():
     def hold():
         with lazy._LOCK:
             held.set()
-            release.wait(10)
+            release.wait(300)  # held until the check below is done
 
     t = threading.Thread(target=hold)
     t.start()
     try:
-        assert held.wait(10)
+        assert held.wait(300)
         got = {}
         reader = threading.Thread(target=lambda: got.update(m=lazy.load("json")))
         reader.start()
-        reader.join(2)
+        reader.join(300)  # the lock is held until after this check: a reader that waited for it never ends here
         assert got.get("m") is json, "load() of an imported module waited for the lock"
     finally:
         release.set()

@@ -11,6 +11,7 @@ from lib.serving.work import DEFAULT_WORK_JOBS, DEFAULT_WORK_MB, WorkQueue
 from tests.conftest import wait_until
 
 MB = 2**20
+LONG = 300  # seconds a thread may take to get its turn on a busy machine: a bound, never a pause
 
 
 def run_threads(targets):
@@ -18,7 +19,7 @@ def run_threads(targets):
     for t in threads:
         t.start()
     for t in threads:
-        t.join(10)
+        t.join(LONG)
     assert not any(t.is_alive() for t in threads)
 
 
@@ -68,7 +69,7 @@ def test_small_work_goes_before_waiting_large_work_and_keeps_a_lane():
     def large_first():
         with q.job(100 * MB):
             started.set()
-            release.wait(5)
+            release.wait(LONG)
 
     def large(name):
         def run():
@@ -83,19 +84,19 @@ def test_small_work_goes_before_waiting_large_work_and_keeps_a_lane():
 
     t0 = threading.Thread(target=large_first)
     t0.start()
-    started.wait(5)
+    assert started.wait(LONG)
     others = [threading.Thread(target=large("large-1")), threading.Thread(target=large("large-2"))]
     for t in others:
         t.start()
-    assert wait_until(lambda: q.waiting == 2)
+    assert wait_until(lambda: q.waiting == 2, LONG)
     assert order == []  # the second slot is kept for small work
     ts = threading.Thread(target=small)
     ts.start()
-    ts.join(5)
+    ts.join(LONG)
     assert order == ["small"]  # it ran while the large one still holds its slot
     release.set()
     for t in [t0, *others]:
-        t.join(5)
+        t.join(LONG)
     assert order == ["small", "large-1", "large-2"]  # large work in arrival order
 
 
@@ -109,7 +110,7 @@ def test_work_marked_large_keeps_to_the_large_lane_whatever_its_bytes():
     def first():
         with q.job(1000, large=True):
             started.set()
-            release.wait(5)
+            release.wait(LONG)
 
     def second():
         with q.job(1000, large=True):
@@ -117,16 +118,16 @@ def test_work_marked_large_keeps_to_the_large_lane_whatever_its_bytes():
 
     t0 = threading.Thread(target=first)
     t0.start()
-    started.wait(5)
+    assert started.wait(LONG)
     t1 = threading.Thread(target=second)
     t1.start()
-    assert wait_until(lambda: q.waiting == 1)  # the second large job queues behind the first
+    assert wait_until(lambda: q.waiting == 1, LONG)  # the second large job queues behind the first
     assert q.running == 1 and order == []
     with q.job(1000):  # the same bytes, not marked: small work, in the lane kept for it
         order.append("small")
     release.set()
     for t in (t0, t1):
-        t.join(5)
+        t.join(LONG)
     assert order == ["small", "large"]
     with q.job(500 * MB, large=False):  # and the other way round: declared small whatever its bytes
         assert q.running == 1
@@ -151,15 +152,15 @@ def test_the_waiting_caller_is_told_its_place_and_can_leave():
     def hold():
         with q.job(0):
             holding.set()
-            release.wait(5)
+            release.wait(LONG)
 
     other = threading.Thread(target=hold)
     other.start()
-    holding.wait(5)
+    assert holding.wait(LONG)
     with pytest.raises(Left), q.job(0, wait=wait):
         pass
     release.set()
-    other.join(5)
+    other.join(LONG)
     assert heard[0] == (1, 0)  # busy with 1 other request; yours is next
     assert q.stats().cancelled == 1 and q.waiting == 0 and q.running == 0
     with q.job(0):  # nothing left behind
@@ -215,7 +216,7 @@ def test_a_lease_whose_thread_ended_is_let_go():
 
     t = threading.Thread(target=leave_a_lease)
     t.start()
-    t.join(5)
+    t.join(LONG)
     with q.job(90 * MB, slot=False):  # would wait for ever behind the lost lease
         assert q.held_bytes == 90 * MB
 
@@ -232,7 +233,7 @@ def test_a_job_closed_from_another_thread_gives_its_slot_back():
 
     t = threading.Thread(target=enter)
     t.start()
-    t.join(5)
+    t.join(LONG)
     assert q.running == 1 and q.held_bytes == 20 * MB
     for job in jobs.values():
         job.gen.close()  # here, not on the thread that entered it: GeneratorExit runs the job's cleanup
