@@ -13,7 +13,7 @@ import pytest
 
 from lib import board as lb
 from tests._postgres import postgres_cluster
-from tests.browser._browser import exceptions, start_server, stop_server
+from tests.browser._browser import LOAD_MS, exceptions, start_server, stop_server
 from tests.browser._class_board import (
     PHONE_VIEWPORT,
     TEACHER_VIEWPORT,
@@ -49,12 +49,12 @@ def test_students_on_two_replicas_reach_one_board(chromium):
                 sense, sentence = sentences_of(i)[0]
                 send(pg, sense, sentence)
                 sent.append(sentence)
-            teacher.wait_for_selector("text=Waiting for you (4)", timeout=30_000)  # refreshes by itself
+            teacher.wait_for_selector("text=Waiting for you (4)", timeout=LOAD_MS)  # refreshes by itself
             text = main_text(teacher)
             assert all(s in text for s in sent)
             teacher.locator(".st-key-board_accept_all button").click()
             # the moderation view is the queue alone: it counts the board, whose charts are the projector's
-            teacher.wait_for_selector("text=4 on the board", timeout=60_000)
+            teacher.wait_for_selector("text=4 on the board", timeout=LOAD_MS)
             assert sorted(e.sentence for e in store.accepted(new.board.code)) == sorted(sent)
             assert len({e.student for e in store.entries(new.board.code, new.key)}) == 4
             # a student's cookie, signed by one replica, is the same student on the other (one key in the database)
