@@ -61,7 +61,9 @@ def test_students_on_two_replicas_reach_one_board(chromium):
             again = pages[1].context.new_page()
             pages.append(again)
             again.goto(servers[1][1] + new.student_link)  # student 0 was on the first replica
-            again.wait_for_selector("text=Your sentences", timeout=300_000)
+            again.wait_for_selector("text=Your sentences", timeout=LOAD_MS)
+            # the list under the heading comes from the database a moment later (the student's list refreshes)
+            again.get_by_text(sentences_of(0)[0][1]).first.wait_for(timeout=LOAD_MS)
             assert sentences_of(0)[0][1] in main_text(again)
             assert not any(exceptions(pg) for pg in pages)
         finally:
