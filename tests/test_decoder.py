@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from lib.models import DECODER_MODEL, ModelLoadError, load_model
-from lib.models.attention import recompute_attention
 from lib.models.base import TransformerModel
 from lib.models.decoder import Decoder
 from lib.models.encoder import Encoder, load_encoder
 from lib.models.lens import LensError, lens_logits, logit_lens
 from lib.models.loading import family_of
+from lib.models.recompute import recompute_attention
 from lib.models.targets import TargetError
 
 RIVER = "The bank of the river flooded."
@@ -274,7 +274,7 @@ def _tiny_decoder_folder(decoder, tmp_path, config):
 def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
     from transformers import GPT2Config, Qwen2Config
 
-    from lib.models.attention import UnsupportedArchitectureError
+    from lib.models.recompute import UnsupportedArchitectureError
 
     vocab = decoder.model.config.vocab_size
     if kind == "qwen2":  # biases on Q, K, V; 4 query heads sharing 2 key/value heads
@@ -287,7 +287,7 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
     tv = model.target_vectors([RIVER, CITY], "bank")
     assert np.abs(tv.vectors[0] - tv.vectors[1]).max() <= 1e-6  # causal, whatever the weights
     enc = model.encode([RIVER], attentions=True)
-    from lib.models.attention import llama_layout, projection_bias
+    from lib.models.recompute import llama_layout, projection_bias
 
     # what the Attention page's formula and the start page's layer 0 say of each
     assert llama_layout(model) == (kind == "qwen2") and projection_bias(model)
@@ -308,7 +308,7 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
 def test_what_layer_zero_holds_is_said_as_each_model_computes_it(decoder, encoder):
     """The decoder's hidden state 0 is the word piece's embedding row alone (Llama adds position inside
     attention), so a piece has the same vector wherever it stands; the encoder's adds position (and segment)."""
-    from lib.models.attention import llama_layout, projection_bias
+    from lib.models.recompute import llama_layout, projection_bias
 
     assert decoder.layer_zero.startswith("the word piece alone")
     assert llama_layout(decoder) and not projection_bias(decoder)  # SmolLM2's q_proj has no bias

@@ -325,7 +325,7 @@ def test_decoder_pages_keep_to_600_words(decoder, page, preset):
 
 def test_the_attention_formula_is_the_decoders_own(decoder):
     """RMSNorm before attention, rotary positions, no Q/K/V bias in SmolLM2, and the causal mask: the formula the
-    page shows for the decoder is the arithmetic lib.models.attention recomputes (to the model's precision)."""
+    page shows for the decoder is the arithmetic lib.models.recompute recomputes (to the model's precision)."""
     at = page_test("pages/attention.py", model=DECODER_MODEL)
     at.run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
