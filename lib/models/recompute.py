@@ -56,9 +56,9 @@ class AttentionRecomputation:
       scores:         (H, n, n)    or (n, n)     QKᵀ/√d_k, before the softmax
       weights:        (H, n, n)    or (n, n)     softmax of `scores` over keys; every row sums to 1
       model_weights:  (H, n, n)    or (n, n)     the attention the model itself returned
-      max_abs_diff:   float                      max |weights - model_weights|; ~1e-7 in float32, ~1e-2 for a
-                                                 bfloat16 decoder (the model rounds its own arithmetic and the
-                                                 weights it returns to 8 significant bits)
+      max_abs_diff:   float                      max |weights - model_weights|; ~1e-7 to 1e-6 in float32, ~1e-2
+                                                 for a decoder computing in bfloat16 (it rounds its arithmetic
+                                                 and the weights it returns to 8 significant bits)
       causal:         True when every key after the query was masked (weights above the diagonal are 0;
                       ``scores`` are kept unmasked, before the mask and the softmax)
       rotary:         True when Q and K were rotated by position (RoPE) before the dot products
@@ -173,8 +173,9 @@ def recompute_attention(encoder, encoding, sentence_index: int, layer: int, head
 
     The attention mask is all ones: per-sentence arrays hold only that sentence's real word pieces (padding
     keys get exactly zero weight in the model, so dropping them changes nothing).
-    Computed in float64, so `max_abs_diff` measures the model's own rounding: ~1e-7 for a float32 encoder,
-    ~1e-2 for a bfloat16 decoder. A decoder's layer is recomputed with its causal mask, RoPE and
+    Computed in float64, so `max_abs_diff` measures the model's own rounding: ~1e-7 for the encoder, ~1e-6
+    for the decoder (float32 arithmetic), ~1e-2 for a decoder computing in bfloat16
+    (``CONTEXT_LENS_DECODER_DTYPE=bfloat16``). A decoder's layer is recomputed with its causal mask, RoPE and
     grouped-query attention (`causal`, `rotary`, `num_kv_heads` on the result).
     Returns an `AttentionRecomputation`. Raises `UnsupportedArchitectureError` for unknown layouts.
     """
