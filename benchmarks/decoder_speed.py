@@ -111,6 +111,7 @@ def speed(models: dict, sets: dict[str, list[str]], repeats: int, threads: int) 
                 "decoder_runs": [round(x, 2) for x in runs[("decoder", way)]],
                 "loadavg_before": load, "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             })  # fmt: skip
+            print(json.dumps({k: v for k, v in rows[-1].items() if not k.endswith("_runs")}), flush=True)
     return rows
 
 
