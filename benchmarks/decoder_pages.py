@@ -6,8 +6,8 @@
 
 Needs the decoder pack and Chromium. For each model and repeat a fresh server: the start page first (it loads
 the model and encodes the default preset: "first page"), then every page that draws charts, each in a new tab
-on the same server (its first visit: what the page computes for the model, on a server whose model is loaded),
-then a few of the guided lesson's steps. Per page: seconds from opening it to its first chart drawn ("main
+on the same server (its first visit: what the page computes for the model, on a server whose model is loaded;
+the Logit lens with the decoder only), then a few of the guided lesson's steps. Per page: seconds from opening it to its first chart drawn ("main
 chart", the learner's first answer), to a settled page (the run finished, every chart drawn, their number
 steady for 0.6 s), and the server's CPU seconds in between (/proc). The floor is the same page with the encoder
 on its own fresh server in the same run; the goal is <= 5 s to the main chart on the presets, quiet machine.
@@ -32,7 +32,9 @@ from benchmarks.runs import git_commit, median  # noqa: E402  (the repository ro
 from tests.browser._browser import (  # noqa: E402
     CHROMIUM,
     CHROMIUM_ARGS,
+    DECODER_ONLY,
     JS_CHARTS_DRAWN,
+    app_pages,
     chart_pages,
     exceptions,
     start_server,
@@ -113,11 +115,13 @@ def main() -> None:
     wanted = [x for x in a.pages.split(",") if x]
     pages = [(Path(f).stem, title) for f, title, default in chart_pages() if not default]
     pages = [(s, t) for s, t in pages if s != "lesson" and (not wanted or s in wanted)]
+    only_decoder = [(Path(f).stem, t) for f, t, _ in app_pages() if Path(f).stem in DECODER_ONLY]
+    only_decoder = [(s, t) for s, t in only_decoder if not wanted or s in wanted]  # the Logit lens
     steps = [int(k) for k in a.lesson_steps.split(",") if k]
     result = {"git_commit": git_commit(), "loadavg_start": [round(x, 2) for x in os.getloadavg()], "rows": []}
     for _ in range(a.repeats):
         for model in (None, DECODER_MODEL):
-            result["rows"] += run_model(model, pages, steps, a.port)
+            result["rows"] += run_model(model, pages + (only_decoder if model else []), steps, a.port)
     result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
 
     def med(page: str, model: str, key: str):

@@ -28,22 +28,29 @@ word's vector cannot depend on anything to its right. What is particular to it h
   layer 0 depends on.
 * **No mask token**: ``mask_token`` is None (lib.stats.context masks words another way for a decoder).
 
-**Arithmetic.** The weights stay in bfloat16, as the pack holds them (0.27 GB resident for SmolLM2), and every
-product is computed in float32: a linear layer's weight is turned into float32 as it is used (one matrix at a
-time, a few MB), the norms, positions and the residual stream are float32, and the embedding table's rows
-become float32 as they are read. bfloat16 → float32 is exact, so the vectors are those of a float32 copy of the
-same weights (0.54 GB), bit for bit (tests/test_decoder.py compares them with one at every layer); the output
-head (the embedding table, tied) is read the same way, a block of the vocabulary at a time, where the logit
-lens asks for it. Each linear layer's weight is stored input-major (its transpose made contiguous): float32
-products of a few word pieces ran 1.2–2.5× faster that way here (one sentence at a time), and a batch as fast.
-Measured 2026-11-27 at commit 57e9733 on the shared two-core machine (one torch thread, load average 15–19,
-CPU per sentence, 16 reference-corpus sentences; benchmarks/decoder_speed.py): the encoder 4.6 ms batched /
-16 ms one by one, this decoder ~40 / ~115 ms, 8–9× / ~7× the encoder. Doing the products in bfloat16
+**Arithmetic.** The weights stay in bfloat16, as the pack holds them (0.27 GB for SmolLM2), and every product is
+computed in float32: a linear layer's weight is turned into float32 as it is used (one matrix at a time, a few
+MB), the norms, the rotary positions and the residual stream are float32, and the embedding table's rows become
+float32 as they are read. bfloat16 → float32 is exact, so the vectors are those of a float32 copy of the same
+weights (0.54 GB) to float32 rounding (tests/test_decoder.py holds every hidden state against the pack read by
+plain transformers in float32: cosine 1.000000). The output head (the embedding table, tied) is read the same
+way, a block of the vocabulary at a time, where the logit lens asks for it. Each linear layer's weight is
+stored input-major (its transpose made contiguous): float32 products of a few word pieces ran up to 2× faster
+that way here and a batch's as fast, so a sentence alone costs ~25 % less. Loading reads each weight from the
+pack's file once (:func:`compute_in_float32`'s ``read``), so no second copy of the file passes through memory.
+
+Measured 2026-11-27 at commit 3ae0cd3 (benchmarks/decoder_speed.py, one torch thread as the server runs, CPU
+per sentence, load average 19–41): 46–48 ms in a batch and 153–158 ms one by one, against the encoder's 4.6–5.2
+and 16–18 ms, 8.6–10× (7.6–8.9× at load 15–17 the same day): the ratio of their arithmetic, ~107 M multiply-adds
+a word piece against ~11 M. A fresh process held 668 MB after loading it, 675 MB after the default preset, 710
+MB at its peak (bfloat16 arithmetic: 424, 635, 659 MB). Doing the products in bfloat16
 (``CONTEXT_LENS_DECODER_DTYPE=bfloat16``, the arithmetic before) is ~3× faster on a CPU with bfloat16 matrix
-instructions (AMX, as this machine now has) and ~5× slower on one without them (AVX2 only, where it was
-measured at 47× the encoder); it rounds every layer's input to 8 significant bits, and its vectors drift from
-float32's (cosine down to 0.989 at some layers): the pages' numbers would not be the model's.
-``CONTEXT_LENS_DECODER_DTYPE=float32`` (once the fast setting) now means the default. Padding is on the right
+instructions (AMX, as this machine has now) and ~5× slower on one without (AVX2 only, where it cost 47× the
+encoder); it rounds each product's inputs to 8 significant bits, and the vectors drift (cosine to float32 down
+to 0.9886 for an ordinary word piece of the corpus's first 24 sentences): a page would show the rounding, not
+the model. ONNX Runtime 1.31.1 in float32 was 1.2–1.4× faster in a batch and 1.7× one by one, for a second
+runtime and a 0.54 GB float32 copy of the weights in memory and in the image: not taken.
+``CONTEXT_LENS_DECODER_DTYPE=float32`` (once the fast setting, float32 weights) now means the default. Padding is on the right
 (a real position never sees a later one, so padding changes nothing); a tokenizer without a pad token pads
 with its end token.
 """
