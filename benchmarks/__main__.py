@@ -11,6 +11,7 @@
     python -m benchmarks run --section export           # "Download this page": each page's file, its size and open time
     python -m benchmarks run --section control          # the weights controls against the trained model
     python -m benchmarks run --section finetune         # fine-tuning: speed on a preset, accuracy on CoarseWSD-20
+    python -m benchmarks run --section decoder          # the decoder beside the encoder: CPU, cosine, RSS, pages
     python -m benchmarks run --section model --section server --repeats 3
     python -m benchmarks list                           # the sections and the scripts each runs
 
@@ -50,9 +51,11 @@ SECTIONS: dict[str, list[tuple[str, list[str], bool]]] = {
     "export": [("page_export_bench.py", [], True)],
     "control": [("control_candidates.py", [], False)],
     "finetune": [("finetune_bench.py", [], True)],
+    "decoder": [("decoder_speed.py", [], True), ("decoder_pages.py", [], True)],
 }
 # the scripts that take --repeats (the others run their scenario once)
-TAKES_REPEATS = {"bench.py", "browser_bench.py", "rerun_profile.py", "page_export_bench.py", "finetune_bench.py"}
+TAKES_REPEATS = {"bench.py", "browser_bench.py", "rerun_profile.py", "page_export_bench.py", "finetune_bench.py",
+                 "decoder_speed.py", "decoder_pages.py"}
 
 
 def _printed(stdout: str) -> dict:

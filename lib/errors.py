@@ -5,7 +5,7 @@
   (``lib.inputs.upload.UploadError``), an unusable corpus (``lib.inputs.corpus.CorpusError``), a projection with too few
   points (``lib.stats.projection.ProjectionError``), bad numbers in the attention calculator
   (``lib.teaching.toy_attention.ToyAttentionError``), a model that cannot be loaded (``lib.models.encoder.ModelLoadError``),
-  a model whose attention cannot be recomputed (``lib.models.attention.UnsupportedArchitectureError``), a sentence
+  a model whose attention cannot be recomputed (``lib.models.recompute.UnsupportedArchitectureError``), a sentence
   the "What moves the word" experiment cannot use (``lib.stats.context.ContextError``).
 * :class:`StepNotApplicable` says that the data in hand cannot support one lesson step (a model without a
   [CLS] token, a set with too few senses); the lesson page shows its message and moves on.

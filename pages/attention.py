@@ -20,14 +20,10 @@ from lib.charts.attention import (
     target_attention_by_layer,
 )
 from lib.models.attention import (
-    UnsupportedArchitectureError,
     contrast_sentence_index,
     first_position_share,
-    llama_layout,
     most_attended,
     pool_attention,
-    projection_bias,
-    recompute_attention,
     shown_token,
     special_token_share,
     strongest_keys,
@@ -36,6 +32,12 @@ from lib.models.attention import (
     weight_above_diagonal,
 )
 from lib.models.keys import DEFAULT_MODEL
+from lib.models.recompute import (
+    UnsupportedArchitectureError,
+    llama_layout,
+    projection_bias,
+    recompute_attention,
+)
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis

@@ -87,7 +87,8 @@ def random_encoder():
 
 @pytest.fixture(scope="session")
 def decoder():
-    """The real decoder, a 4-bit copy of SmolLM2-135M-Instruct (eager attention, bf16), shared by all tests.
+    """The real decoder, a 4-bit copy of SmolLM2-135M-Instruct (eager attention, bfloat16 weights computing in
+    float32), shared by all tests.
 
     Fetched and converted once per machine when its pack is missing (``python -m lib.models download``,
     which CI runs first); never mocked.

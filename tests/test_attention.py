@@ -1,4 +1,4 @@
-"""lib/models/attention.py: hand-computed tiny cases, then the real bundled model (fixture `encoder`)."""
+"""lib/models/attention.py and recompute.py: hand-computed tiny cases, then the real bundled model (fixture `encoder`)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ import numpy as np
 import pytest
 
 from lib.models.attention import (
-    UnsupportedArchitectureError,
     contrast_sentence_index,
     downsample_labels,
     is_punctuation,
     mean_over_heads,
     most_attended,
     pool_attention,
-    recompute_attention,
-    softmax,
     special_attention,
     special_token_share,
     strongest_keys,
@@ -24,6 +21,7 @@ from lib.models.attention import (
     token_labels,
 )
 from lib.models.encoder import SpecialRoles
+from lib.models.recompute import UnsupportedArchitectureError, recompute_attention, softmax
 
 # ----------------------------------------------------------------------------- hand-computed cases
 
@@ -391,7 +389,7 @@ def test_most_attended_averages_the_targets_rows_and_skips_its_own_pieces():
 
 
 def test_rows_summing_to_one_counts_rows_by_hand():
-    from lib.models.attention import AttentionRecomputation
+    from lib.models.recompute import AttentionRecomputation
 
     weights = np.array([[0.5, 0.5], [0.7, 0.2]])
     z = np.zeros((2, 2))

@@ -14,7 +14,7 @@ from benchmarks.runs import RESULTS_DIR, ROOT, results_path, save_section
 def test_every_section_runs_scripts_that_exist():
     assert set(SECTIONS) == {
         "model", "server", "browser", "class", "hosting", "memory", "crowd", "board", "export", "control",
-        "finetune",
+        "finetune", "decoder",
     }  # fmt: skip
     for scripts in SECTIONS.values():
         for script, args, _ in scripts:

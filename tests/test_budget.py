@@ -300,7 +300,7 @@ def test_parameter_estimate_and_size_limit(encoder, monkeypatch):
 
 
 def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
-    from lib.models.attention import recompute_attention
+    from lib.models.recompute import recompute_attention
 
     cheap = encoder.encode(["The bank raised its rates."], attentions=False)
     with pytest.raises(ValueError, match="attentions=True"):

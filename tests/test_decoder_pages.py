@@ -26,6 +26,19 @@ from tests.conftest import page_test
 SENTENCE = "The bank of the river flooded after the storm."
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Torch on one thread while the test runs, as the server runs it (ui.startup.limit_torch_threads). On two,
+    the float32 products of a batch may be split between the threads otherwise than those of one sentence, so
+    a word's vector in a batch and alone agree to float32 rounding (~1e-4 of 25,000), not to the last bit."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _texts(at) -> str:
     """Every markdown and caption of a run, glossary links read as their text."""
     out = "\n".join([str(m.value) for m in at.markdown] + [str(c.value) for c in at.caption])
@@ -131,7 +144,7 @@ def test_the_decoder_reads_a_bounded_corpus(decoder, encoder):
 
 
 @pytest.mark.slow  # over ~5 s of CPU
-def test_deleting_a_word_after_the_target_moves_it_by_exactly_zero(decoder):
+def test_deleting_a_word_after_the_target_moves_it_by_exactly_zero(decoder, one_torch_thread):
     occ = occlusion(decoder, SENTENCE, "bank")
     assert occ.replacement == ""  # no mask token: each word is deleted
     assert occ.after_target == tuple(j for j, w in enumerate(occ.words) if SENTENCE.index("bank") < occ.spans[j][0])
@@ -197,7 +210,7 @@ def test_the_attention_page_states_the_decoders_numbers(decoder, encoder):
 
 
 @pytest.mark.slow
-def test_the_context_page_says_a_later_word_moves_the_target_by_zero(decoder):
+def test_the_context_page_says_a_later_word_moves_the_target_by_zero(decoder, one_torch_thread):
     at = page_test("pages/context.py", model=DECODER_MODEL)
     at.run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]
@@ -325,7 +338,7 @@ def test_decoder_pages_keep_to_600_words(decoder, page, preset):
 
 def test_the_attention_formula_is_the_decoders_own(decoder):
     """RMSNorm before attention, rotary positions, no Q/K/V bias in SmolLM2, and the causal mask: the formula the
-    page shows for the decoder is the arithmetic lib.models.attention recomputes (to the model's precision)."""
+    page shows for the decoder is the arithmetic lib.models.recompute recomputes (to the model's precision)."""
     at = page_test("pages/attention.py", model=DECODER_MODEL)
     at.run(timeout=300)
     assert not at.exception, [e.value for e in at.exception]

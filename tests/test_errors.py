@@ -8,8 +8,8 @@ from lib.errors import ContextLensError, StepNotApplicable
 from lib.inputs.corpus import CorpusError, parse_corpus_text
 from lib.inputs.sentences import unpack_text
 from lib.inputs.upload import UploadError, parse_upload
-from lib.models.attention import UnsupportedArchitectureError
 from lib.models.encoder import ModelLoadError
+from lib.models.recompute import UnsupportedArchitectureError
 from lib.models.targets import (
     MarkupError,
     TargetError,

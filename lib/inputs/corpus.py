@@ -44,8 +44,8 @@ from lib.stats.geometry import (
 )
 
 DEFAULT_CORPUS_PATH = ASSETS / "reference_corpus.txt"
-# A decoder's statistics come from the corpus's first sentences only: it costs ~7x the encoder per word piece
-# (bf16 emulated on an AVX2-only CPU), and the 381-sentence reference corpus took minutes of CPU
+# A decoder's statistics come from the corpus's first sentences only: it costs ~8-9x the encoder per sentence
+# in a batch (benchmarks/decoder_speed.py), so the 381-sentence reference corpus would take it ~15 s of CPU
 DECODER_CORPUS_SENTENCES = 24
 MAX_SENTENCES = 1000  # an uploaded corpus is cut here (the model runs once over all of it)
 MAX_SENTENCE_CHARS = 2_000  # a corpus sentence is cut here before anything tokenizes it: the model reads at

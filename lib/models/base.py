@@ -33,8 +33,8 @@ only the hooks (``_body``, ``_forward_inputs``, ``_special_mask``, ``_vector_pie
 ``_batch_pieces``) and says its class attributes. Arrays out are always float32, whatever the weights' dtype.
 
 Invariants every family keeps (tests/test_encoder.py, tests/test_decoder.py): per-sentence arrays hold no
-padding; a sentence encoded alone or in a batch gives the same vectors (within float noise: 1e-4 for the
-encoder in float32, the bf16 rounding for the decoder); one lock guards tokenizer + forward pass, so threads
+padding; a sentence encoded alone or in a batch gives the same vectors (within float32 rounding: 1e-4 for
+the encoder, 1e-4 of a vector's largest value for the decoder); one lock guards tokenizer + forward pass, so threads
 may share one model; arrays are read-only, so encodings can be shared between sessions through the cache.
 """
 

@@ -12,8 +12,10 @@ norms every hidden state but the last; norming the last again would change it (R
 once its learned scale is applied) and give nonsense. At the last layer the lens is therefore exactly the
 model's own next-token logits (tests/test_decoder.py checks it against the model's forward pass).
 
-The norm and head run in the model's own modules and dtype (bfloat16), on the float32 vectors of an
-``Encoding`` (which hold the bfloat16 values exactly), so the readout is the model's own arithmetic.
+The norm and head run in the model's own modules and arithmetic (float32 products of its bfloat16 weights, the
+head a block of the vocabulary at a time: lib/models/decoder.py), on the float32 vectors of an ``Encoding``, so
+the readout is the model's own arithmetic. Logits are computed here only: ``encode`` runs the model's body
+without its head (the head alone is ~28 M multiply-adds a word piece).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def lens_logits(model, vectors: np.ndarray) -> np.ndarray:
     if v.ndim != 2 or v.shape != (model.num_hidden_states, model.hidden_size):
         raise ValueError(f"vectors must be ({model.num_hidden_states}, {model.hidden_size}); got {v.shape}")
     head, norm = model.output_head, model.final_norm
-    dtype = head.weight.dtype
+    dtype = norm.weight.dtype  # the dtype the model's vectors are computed in (float32, or bfloat16 throughout)
     with torch.inference_mode():
         h = torch.from_numpy(v.copy()).to(dtype)
         h = torch.cat([norm(h[:-1]), h[-1:]], dim=0) if model.final_norm_in_last_state else norm(h)

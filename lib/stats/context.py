@@ -146,7 +146,9 @@ class Occlusion:
     @property
     def after_target_change(self) -> float:
         """The largest change of any number of the target's vector, any layer, when a word after it is replaced:
-        exactly 0.0 for a left-to-right model (its target never sees a later word). NaN with no such word."""
+        exactly 0.0 for a left-to-right model (its target never sees a later word) on one torch thread, as the
+        server runs; on more, BLAS may split a batch's products otherwise than one sentence's, and it is float32
+        rounding (~1e-4 of the largest value). NaN with no such word."""
         after = list(self.after_target)
         if not after or self.moved is None:
             return float("nan")
@@ -300,6 +302,11 @@ def occlusion(
     Raises TargetError when the target is missing and ContextError (a ValueError) when the sentence has no
     context word or is longer than ``max_pieces`` word pieces / ``max_words`` words.
     """
+    return _occlusion(enc, sentence, target, replacement, max_words=max_words, max_pieces=max_pieces)[0]
+
+
+def _occlusion(enc: Encoder, sentence: str, target, replacement, *, max_words: int, max_pieces: int):
+    """:func:`occlusion`, and the original sentence's Encoding (with its attentions) it was measured on."""
     span = find_target(sentence, target)
     clean = span.sentence
     rep = resolve_replacement(enc, replacement)
@@ -340,7 +347,7 @@ def occlusion(
     rows = att[:, :, list(target_pieces), :].mean(axis=(1, 2))  # (L, T)
     attention = np.stack([rows[:, list(w.pieces)].sum(axis=1) for w in words], axis=1)  # (L, n)
 
-    return Occlusion(
+    result = Occlusion(
         sentence=clean,
         target=span.word,
         target_span=tspan,
@@ -356,6 +363,7 @@ def occlusion(
         base=base.astype(np.float32),
         moved=_frozen(moved),
     )
+    return result, original
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -387,11 +395,11 @@ def context_use(enc: Encoder, sentences: Sequence[str], target: str | None = Non
 
     entropies, shifts = [], []
     for s in sentences:
-        try:
-            occ = occlusion(enc, s, target)
+        try:  # the occlusion's own run of the sentence has its attentions: no second run for the entropy
+            occ, original = _occlusion(enc, s, target, None, max_words=MAX_WORDS, max_pieces=MAX_PIECES)
         except (TargetError, ContextError):
             continue
-        entropies.append(entropy_fraction(enc.encode([occ.sentence]).attentions[0]))
+        entropies.append(entropy_fraction(original.attentions[0]))
         shifts.append(float(np.nanmax(occ.shift[-1])))
     if not shifts:
         raise ContextError("None of the sentences can be measured: each needs the target and a few other words.")

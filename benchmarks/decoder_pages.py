@@ -1,0 +1,149 @@
+"""Each page with the decoder beside the same page with the encoder, in Chromium against `streamlit run serve.py`.
+
+    python benchmarks/decoder_pages.py                        # prints the table (--out FILE: JSON too)
+    python benchmarks/decoder_pages.py --repeats 3 --pages context,anisotropy --lesson-steps 3,7,11
+    python benchmarks/decoder_pages.py --port 9130            # a fixed port (else a free one)
+
+Needs the decoder pack and Chromium. For each model and repeat a fresh server: the start page first (it loads
+the model and encodes the default preset: "first page"), then every page that draws charts, each in a new tab
+on the same server (its first visit: what the page computes for the model, on a server whose model is loaded;
+the Logit lens with the decoder only), then a few of the guided lesson's steps. Per page: seconds from opening it to its first chart drawn ("main
+chart", the learner's first answer), to a settled page (the run finished, every chart drawn, their number
+steady for 0.6 s), and the server's CPU seconds in between (/proc). The floor is the same page with the encoder
+on its own fresh server in the same run; the goal is <= 5 s to the main chart on the presets, quiet machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from benchmarks.runs import git_commit, median  # noqa: E402  (the repository root is put on the path first)
+from tests.browser._browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DECODER_ONLY,
+    JS_CHARTS_DRAWN,
+    app_pages,
+    chart_pages,
+    exceptions,
+    start_server,
+    stop_server,
+    wait_charts,
+)
+
+JS_FIRST_CHART = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+    .some(g => Array.isArray(g.data) && g.data.length > 0)"""
+TICK = os.sysconf("SC_CLK_TCK")
+TIMEOUT_MS = 900_000
+
+
+def _server_cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _visit(context, url: str, pid: int) -> dict:
+    """Open ``url`` in a new tab: seconds to the first chart and to a settled page, the server's CPU meanwhile."""
+    pg = context.new_page()
+    cpu0, t0 = _server_cpu(pid), time.perf_counter()
+    out: dict = {"url": url}
+    try:
+        pg.goto(url)
+        pg.wait_for_function(JS_FIRST_CHART, timeout=TIMEOUT_MS, polling=100)
+        out["main_chart_s"] = round(time.perf_counter() - t0, 2)
+        wait_charts(pg, TIMEOUT_MS)
+        out["settled_s"] = round(time.perf_counter() - t0, 2)
+        out["charts"] = int(pg.evaluate("() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"]').length"))
+        out["all_drawn"] = bool(pg.evaluate(JS_CHARTS_DRAWN))
+        out["exceptions"] = [e[:200] for e in exceptions(pg)]
+    except Exception as err:  # noqa: BLE001 - a page that never charts is a row of the table, not the end of it
+        out["error"] = f"{type(err).__name__}: {str(err)[:200]}"
+    out["server_cpu_s"] = round(_server_cpu(pid) - cpu0, 2)
+    pg.close()
+    return out
+
+
+def run_model(model: str | None, pages: list[tuple[str, str]], steps: list[int], port: int | None) -> list[dict]:
+    """One fresh server for ``model`` (None: the encoder): the start page, each page, each lesson step."""
+    from playwright.sync_api import sync_playwright
+
+    query = f"?model={model}" if model else ""
+    proc, base, log = start_server(port=port)
+    rows = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            context = browser.new_context(viewport={"width": 1280, "height": 720})
+            visits = [("Start here (first page: loads the model, encodes the preset)", f"{base}/{query}")]
+            visits += [(title, f"{base}/{stem}{query}") for stem, title in pages]
+            sep = "&" if query else "?"
+            visits += [(f"Guided lesson, step {k}", f"{base}/lesson{query}{sep}lesson_step={k}") for k in steps]
+            for title, url in visits:
+                load = [round(x, 2) for x in os.getloadavg()]
+                row = {"page": title, "model": "decoder" if model else "encoder", "loadavg": load,
+                       **_visit(context, url, proc.pid)}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+            browser.close()
+    finally:
+        stop_server(proc)
+    return rows
+
+
+def main() -> None:
+    from lib.models import DECODER_MODEL
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--pages", default="", help="page file stems, comma-separated (default: every chart page)")
+    ap.add_argument("--lesson-steps", default="3,7,11", help="the guided lesson's steps to open (1-based)")
+    ap.add_argument("--port", type=int, default=None)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    wanted = [x for x in a.pages.split(",") if x]
+    pages = [(Path(f).stem, title) for f, title, default in chart_pages() if not default]
+    pages = [(s, t) for s, t in pages if s != "lesson" and (not wanted or s in wanted)]
+    only_decoder = [(Path(f).stem, t) for f, t, _ in app_pages() if Path(f).stem in DECODER_ONLY]
+    only_decoder = [(s, t) for s, t in only_decoder if not wanted or s in wanted]  # the Logit lens
+    steps = [int(k) for k in a.lesson_steps.split(",") if k]
+    result = {"git_commit": git_commit(), "loadavg_start": [round(x, 2) for x in os.getloadavg()], "rows": []}
+    for _ in range(a.repeats):
+        for model in (None, DECODER_MODEL):
+            result["rows"] += run_model(model, pages + (only_decoder if model else []), steps, a.port)
+    result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+
+    def med(page: str, model: str, key: str):
+        return median([r.get(key) for r in result["rows"] if r["page"] == page and r["model"] == model])
+
+    def fmt(x) -> str:
+        return "—" if x is None else f"{x:.1f}"
+
+    print("\n| page | main chart, encoder | main chart, decoder | settled, encoder | settled, decoder | "
+          "server CPU, encoder | server CPU, decoder |")  # fmt: skip
+    print("| --- | --: | --: | --: | --: | --: | --: |")
+    for page in dict.fromkeys(r["page"] for r in result["rows"]):
+        cells = [fmt(med(page, m, k)) for k in ("main_chart_s", "settled_s", "server_cpu_s") for m in ("encoder", "decoder")]
+        print(f"| {page} | " + " | ".join(cells) + " |")
+    failed = [r for r in result["rows"] if r.get("error") or r.get("exceptions")]
+    for r in failed:
+        print(f"{r['model']} {r['page']}: {r.get('error') or r['exceptions']}")
+    print(f"\nseconds (CPU: server's own); commit {result['git_commit']}, load average {result['loadavg_start']} -> "
+          f"{result['loadavg_end']}, median of {a.repeats}")  # fmt: skip
+    if a.out:
+        Path(a.out).write_text(json.dumps(result, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
