@@ -234,3 +234,33 @@ def test_small_jobs_run_while_a_training_run_holds_the_only_slot(encoder, monkey
     leave.set()
     t.join(60)
     assert live.done.wait(60) and not errors
+
+
+# ------------------------------------------------------------------------ warm presets
+@pytest.mark.slow
+def test_a_hosted_copy_warms_every_preset_so_the_first_class_runs_no_model(encoder, monkeypatch):
+    """The warm-up computes each preset on each served model once (a model it cannot load is skipped); the
+    Start page of a preset then runs no model at all. A local copy starts no warm-up."""
+    from lib.inputs.presets import load_presets
+    from lib.serving import budget
+    from lib.serving.budget import ByteLRU
+    from ui import cache, startup
+    from ui.cache import store
+
+    assert startup.warm_presets({}) is False  # hosted mode off: nothing starts
+    monkeypatch.setenv("CONTEXT_LENS_MODELS", "no-such/model-here")
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(store.RESULTS.max_bytes))  # room for the warm-up's share
+    monkeypatch.setattr(startup, "WARM_NICE", 0)  # on a machine shared with other work, the lowest would crawl
+    t = threading.Thread(target=startup._warm_presets, args=(300.0,))  # its own thread: it lowers its priority
+    t.start()
+    t.join(600)
+    assert startup.WARM_UP["presets"]["sets"] == len(load_presets())
+    for p in load_presets():
+        ss = parse_sentence_set(p.text, p.target, preset_id=p.id)
+        key = ("target_vectors", DEFAULT_MODEL, tuple(ss.sentences), ss.target, budget.MAX_PIECES_PER_SENTENCE)
+        assert key in store.RESULTS, p.id
+    runs = cache.ENCODE_CALLS[DEFAULT_MODEL]
+    at = page_test("pages/home.py", preset="kiwi")
+    at.run()
+    assert not at.exception and at.get("plotly_chart")
+    assert cache.ENCODE_CALLS[DEFAULT_MODEL] == runs  # every number of its first charts was ready

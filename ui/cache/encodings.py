@@ -21,7 +21,7 @@ from lib.serving.memory import release_memory
 from ui.cache import store
 from ui.cache.models import encoder
 from ui.cache.store import ENCODE_CALLS, _cached, _lock
-from ui.work import attention_floats, heavy, lease_for_run, pass_cost
+from ui.work import attention_floats, heavy, in_script_run, lease_for_run, pass_cost
 
 
 def _sentence_key(model_name: str, sentence: str) -> tuple:
@@ -94,7 +94,8 @@ def encoding(
     if new:
         cached = len(found) - len(new)
         report = None if progress is None else (lambda done, _n: progress(cached + done, len(found)))
-        with st.spinner("Running the model on your sentences…") if spinner else contextlib.nullcontext():
+        shown = spinner and in_script_run()  # a background thread (the warm-up) shows nothing
+        with st.spinner("Running the model on your sentences…") if shown else contextlib.nullcontext():
             store.RESULTS.get_or_compute(
                 ("encoded", model_name, new, cap), lambda: encode_new(new, report), budget.plain_nbytes
             )
