@@ -102,8 +102,9 @@ def render() -> None:
     _show_set_messages(sb, ss)
     active = st.session_state.get(K_ACTIVE_MODEL)
     wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
-    # open when another model is in use, or when the one asked for (e.g. by a link) was refused: say why
-    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active):
+    # open when another model is in use, or when the one asked for (e.g. by a link) was refused or waits for a click
+    pending = bool(st.session_state.get(K_RECIPE))
+    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active or pending):
         st.text_input(
             "Hugging Face id or local folder",
             key=K_MODEL,
