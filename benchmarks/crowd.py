@@ -188,6 +188,16 @@ def _wait_for_warm_up(log: str, proc, limit: float = WARM_S) -> float | None:
     return None
 
 
+def _queue_at_peak(log_text: str) -> list[str]:
+    """The server's work-queue lines (CONTEXT_LENS_WORK_LOG=1) around its highest resident memory."""
+    lines = [x.split("work queue: ", 1)[1] for x in log_text.splitlines() if "work queue: rss_mb=" in x]
+    if not lines:
+        return []
+    rss = [int(x.split()[0].split("=")[1]) for x in lines]
+    i = rss.index(max(rss))
+    return lines[max(0, i - 4) : i + 2]
+
+
 def _loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
@@ -196,7 +206,7 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
         finetune: bool = True, hosted: bool = True, cold: bool = False) -> dict:  # fmt: skip
     from playwright.sync_api import sync_playwright
 
-    env = {"CONTEXT_LENS_MODELS": DECODER} if hosted else {"CONTEXT_LENS_MODELS": ""}
+    env = {"CONTEXT_LENS_MODELS": DECODER if hosted else "", "CONTEXT_LENS_WORK_LOG": "1"}
     proc, base, log = start_server(port=port, env=env)
     folder = Path(tempfile.mkdtemp(prefix="context-lens-crowd-"))
     result: dict = {"port": port, "decoder_tabs": decoder, "finetune_tabs": finetune, "hosted": hosted,
@@ -287,6 +297,7 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
         result["rss_end_mb"] = round(_status(proc.pid, "VmRSS"))
         log_text = Path(log).read_text(errors="replace")
         result["tracebacks_in_server_log"] = log_text.count("Traceback (most recent call last)")
+        result["queue_at_peak"] = _queue_at_peak(log_text)
     finally:
         stop_server(proc)
         Path(log).unlink(missing_ok=True)

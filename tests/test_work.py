@@ -450,3 +450,41 @@ def test_the_wait_is_told_with_an_estimate_from_declared_and_measured_durations(
     with q.job(0):
         clock.now += 4.0
     assert q.expected_seconds("small") == pytest.approx(4.0)
+
+
+def test_a_job_over_the_budget_waits_for_other_requests_leases_whose_chunks_go_first():
+    """Request A leased its bytes; a job over the whole budget (an occlusion on the decoder, say) then waits for A
+    to finish (A's chunks go before it: they give A's bytes back), and a lease asked for after it waits behind it."""
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+    events: list[str] = []
+    leased, go = threading.Event(), threading.Event()
+
+    def request_a():
+        with q.job(80 * MB, slot=False):
+            leased.set()
+            go.wait(10)
+            for _ in range(2):
+                with q.job(10 * MB):
+                    events.append("A chunk")
+        events.append("A done")
+
+    def huge():
+        with q.job(150 * MB):
+            events.append("huge")
+
+    def request_b():
+        with q.job(80 * MB, slot=False):
+            events.append("B leased")
+
+    a = start(request_a)
+    assert leased.wait(5)
+    j = start(huge)
+    assert wait_until(lambda: q.waiting == 1)
+    b = start(request_b)
+    assert wait_until(lambda: q.waiting == 2)
+    assert events == []  # the huge job does not start beside A's lease; B's lease waits behind the huge job
+    go.set()
+    for th in (a, j, b):
+        th.join(5)
+    assert events == ["A chunk", "A chunk", "A done", "huge", "B leased"]
+    assert q.stats().peak_bytes <= 150 * MB

@@ -46,6 +46,9 @@ def start() -> bool:
     limit_blas_threads()
     limit_torch_threads()
     log_to_stderr()
+    from ui.work import log_queue
+
+    log_queue()  # CONTEXT_LENS_WORK_LOG=1 only
     models = allowed_models()
     logging.getLogger("context_lens").info(
         "hosted mode off: any model this machine has may be loaded"

@@ -20,6 +20,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
@@ -130,6 +131,35 @@ def _release(held: list) -> None:
 def models_per_set(n: int) -> None:
     """The current script run reads its sentence set through ``n`` models (a comparison: 2); see lease_for_run."""
     _run.models = max(1, int(n))
+
+
+def log_queue(every: float = 0.5) -> bool:
+    """With ``CONTEXT_LENS_WORK_LOG=1``, once per process: a daemon thread logs the queue and the process's
+    resident memory every ``every`` seconds while anything runs or waits (benchmarks/crowd.py reads it to say
+    what was running when memory peaked). Returns whether it started one."""
+    global _logging
+    if os.environ.get("CONTEXT_LENS_WORK_LOG", "").strip() != "1" or _logging:
+        return False
+    _logging = True
+    import logging
+    import time
+
+    log = logging.getLogger("context_lens")
+
+    def run() -> None:
+        while True:
+            snap = WORK.snapshot()
+            if snap["running"] or snap["waiting"] or snap["pages"]:
+                status = Path("/proc/self/status").read_text().splitlines()
+                rss = next((int(x.split()[1]) // 1024 for x in status if x.startswith("VmRSS")), 0)
+                log.info("work queue: rss_mb=%d %s", rss, snap)
+            time.sleep(every)
+
+    threading.Thread(target=run, name="context-lens-work-log", daemon=True).start()
+    return True
+
+
+_logging = False
 
 
 def lower_priority(n: int) -> None:

@@ -11,8 +11,8 @@ first*. Every job declares what it will hold (``cost``, bytes, estimated from it
   (``small_bytes`` per slot), so no heavy job, however large, makes a learner's first chart wait for memory;
 * **large** (heavy): everything else. Large work never takes the last slot (``max_jobs - 1`` of them at once), and
   the bytes of the large jobs and leases running together fit ``max_bytes`` (``CONTEXT_LENS_WORK_MB``, default
-  :data:`DEFAULT_WORK_MB`); a large job over the whole budget runs alone in the large lane, while small work goes
-  on beside it;
+  :data:`DEFAULT_WORK_MB`); a large job over the whole budget runs alone in the large lane (no other large job or
+  lease beside it: it waits its turn in line with the leases), while small work goes on beside it;
 * **background** (the warm-up a hosted copy does after it starts): only when nothing else waits and no large job
   runs, and only while the cores are free of the learners' work.
 
@@ -213,18 +213,34 @@ class WorkQueue:
             if state == "busy" and tid != exclude and tid not in self._slots and tid not in queued
         )
 
+    def _holds_lease(self, thread: int) -> bool:
+        return any(th.ident == thread for _, th in self._held.values())
+
     def _before(self, e: _Entry) -> int:
-        """Waiting tickets served before ``e``. Jobs and leases queue apart (a chunk of a request that holds a
-        lease never waits behind another request's lease); among jobs, small before large before background,
-        and within a lane first come, first served (a paused job keeps its place)."""
+        """Waiting tickets served before ``e``. Among jobs: small before large before background, and within a
+        lane first come, first served (a paused job keeps its place), except that the chunks of a request that
+        holds a lease go before other large jobs (they finish work already admitted, and give its bytes back).
+        A lease waits behind earlier large jobs of threads without a lease and they behind earlier leases (one
+        line for whatever adds bytes to the large lane); a chunk never waits behind another request's lease."""
         rank = _LANE_ORDER[e.lane]
-        return sum(
-            1
-            for o in self._waiting.values()
-            if o is not e
-            and o.slot == e.slot
-            and (_LANE_ORDER[o.lane] < rank or (_LANE_ORDER[o.lane] == rank and o.ticket < e.ticket))
-        )
+        holder = e.slot and e.lane == LARGE and self._holds_lease(e.thread)
+        adds = not e.slot or (e.lane == LARGE and not holder)  # it adds bytes to the large lane
+        n = 0
+        for o in self._waiting.values():
+            if o is e:
+                continue
+            if o.slot != e.slot:
+                o_adds = not o.slot or (o.lane == LARGE and not self._holds_lease(o.thread))
+                n += adds and o_adds and o.ticket < e.ticket
+                continue
+            if e.slot and e.lane == LARGE and o.lane == LARGE:
+                o_holder = self._holds_lease(o.thread)
+                if o_holder != holder:
+                    n += o_holder
+                    continue
+            o_rank = _LANE_ORDER[o.lane]
+            n += o_rank < rank or (o_rank == rank and o.ticket < e.ticket)
+        return n
 
     def _fits(self, e: _Entry, resuming: bool) -> bool:
         if not e.slot:
@@ -242,8 +258,12 @@ class WorkQueue:
             return False  # the last slot is kept for small work
         if e.lane == BACKGROUND and (heavy or self._paused or self._outside_busy(e.thread) or self._running):
             return False  # background work only on idle cores
-        if not resuming and heavy and self._large_bytes() + e.cost > self.max_bytes:
-            return False  # a job over the budget runs alone in the large lane
+        if not resuming and self._large_bytes() + e.cost > self.max_bytes:
+            if self._holds_lease(e.thread):
+                if heavy:
+                    return False  # a chunk of a leased request runs when no other large job does
+            elif self._large_bytes() > 0:
+                return False  # a job over the budget runs alone: no other large job nor lease beside it
         return self._cores_for(e)
 
     def _cores_for(self, e: _Entry) -> bool:
@@ -462,6 +482,19 @@ class WorkQueue:
             with self._cond:
                 if before is not None and tid in self._outside:
                     self._outside[tid] = before
+
+    def snapshot(self) -> dict:
+        """The queue now, for a log line: jobs running by lane, their MB, leases' MB, waiting, page runs."""
+        with self._cond:
+            lanes = [e.lane for e in self._running.values()]
+            return {
+                "running": {lane: lanes.count(lane) for lane in (SMALL, LARGE, BACKGROUND) if lane in lanes},
+                "paused": len(self._paused),
+                "jobs_mb": round(self._job_bytes(None) / 2**20),
+                "leases_mb": round(sum(c for c, _ in self._held.values()) / 2**20),
+                "waiting": len(self._waiting),
+                "pages": self._outside_busy(),
+            }
 
     def interactive_now(self) -> int:
         """Page runs computing outside the queue right now (benchmarks and tests read it)."""
