@@ -217,7 +217,7 @@ def sample_cross_sentence_pairs(
     return np.concatenate(kept_a), np.concatenate(kept_b)
 
 
-_PAIR_BLOCK = 128  # pairs gathered at once (128 x 33 x 576 float64: ~19 MB)
+_PAIR_BLOCK = 32  # pairs gathered at once (32 x 33 x 576 float64: ~5 MB)
 
 
 def random_token_baseline(
