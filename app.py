@@ -48,14 +48,15 @@ pages = [
     if (ROOT / path).exists()
 ]
 nav = st.navigation(pages)
-sidebar.render()
-style.apply()
-try:
-    with page_export.recording() as shown:  # what the page shows, for its "Download this page" button
-        guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
-    page_export.offer(shown)
-finally:
-    work.end_run()  # a large run's garbage collected, then its leases given back (ui/work.py)
-    session.finish_run()
-    startup.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
-    timing.stop(_timer, nav.url_path)
+with work.page_run():  # the work queue counts this run while it computes outside its jobs (ui/work.py)
+    sidebar.render()
+    style.apply()
+    try:
+        with page_export.recording() as shown:  # what the page shows, for its "Download this page" button
+            guarded(nav.run)  # the page edge: a bug is logged, the learner reads a message, never a traceback
+        page_export.offer(shown)
+    finally:
+        work.end_run()  # a large run's garbage collected, then its leases given back (ui/work.py)
+        session.finish_run()
+        startup.freeze_heap()  # once the model (and later UMAP) is loaded: full collections skip those objects
+        timing.stop(_timer, nav.url_path)

@@ -1,12 +1,17 @@
-"""A hostile crowd and one ordinary student on one fresh server, all at once.
+"""A hostile crowd and one ordinary student on one fresh hosted server, all at once.
 
-    python benchmarks/crowd.py               # prints a JSON summary; --out FILE writes it too
+    python benchmarks/crowd.py                  # decoder and fine-tuning tabs; prints a JSON summary
+    python benchmarks/crowd.py --runs 5 --out benchmarks/results/crowd.json   # five fresh servers, the spread
+    python benchmarks/crowd.py --no-decoder --no-finetune   # the crowd before the decoder and fine-tuning
     python benchmarks/crowd.py --only compare   # one kind of hostile tab alone (upload, compare, occlusion)
+    python benchmarks/crowd.py --cold           # the crowd arrives before the preset warm-up has finished
     python -c "from benchmarks.crowd import main; main([])"
 
-One fresh `streamlit run serve.py` on 127.0.0.1 (port CONTEXT_LENS_BENCH_PORT, default 8610). After the model
-is loaded once (a two-sentence link: the warm-up every hosted copy goes through, which leaves the default
-preset uncomputed), these tabs open together in headless Chromium:
+One fresh `streamlit run serve.py` on 127.0.0.1 (port CONTEXT_LENS_BENCH_PORT, default 8610), hosted
+(``CONTEXT_LENS_MODELS`` lists the decoder, as a class's server would; ``--local`` leaves hosted mode off). The
+benchmark waits for the hosted copy's preset warm-up (the server's log line "warm presets: ..."; ``--cold``
+does not), loads the model once more through a two-sentence link, then these tabs open together in headless
+Chromium:
 
 * **junk uploads** (3): Layer by layer, "Bring your own sentences", a 1.99 MB CSV of one good row and
   ~1 M junk lines;
@@ -16,15 +21,22 @@ preset uncomputed), these tabs open together in headless Chromium:
   each word of its sentence, then of three sentences of each other sense);
 * **decoder tabs** (2; ``--no-decoder`` leaves them out): the same 500 long sentences on Layer by layer and the
   same long occlusion set on What moves the word, both with ``?model=HuggingFaceTB/SmolLM2-135M-Instruct`` (its
-  weights, 0.27 GB, load in the middle of it all; its set is cut at its own budget, 31 × 576 numbers a piece);
+  set is cut at its own budget, 31 × 576 numbers a piece);
+* **fine-tuning tabs** (3; ``--no-finetune`` leaves them out): a link to train every weight for 200 epochs
+  (``ft_train=1``: hours of CPU), a link to that run's fine-tuned model on the glossary page
+  (``?finetuned=<recipe>``), and a teacher who opens a LoRA link and presses Train (a run within the hosted
+  limit, which trains while everything else goes on);
 
 and then an **ordinary student** opens the default preset's start page. Reported: the server's peak resident
 memory (VmHWM in /proc/<pid>/status) and at the end, its CPU seconds, whether it is alive, the student's
 seconds until every chart is drawn, and for each hostile tab the seconds until it answered (a chart or a
-message about its input) and whether it showed a traceback.
+message about its input; the teacher's run: its charts, or a message why not) and whether it showed a
+traceback; the load average before and after (the machine's other work).
 
-Targets: peak RSS <= 1.4 GB with the decoder tabs (<= 1.2 GB without them), server alive, the student charted
-within 10 s, every hostile tab answered, no traceback. Seconds are wall time on a shared machine: noisy; CPU seconds are the server's own.
+Targets: peak RSS <= 1.4 GB with the decoder or fine-tuning tabs (<= 1.2 GB without them), server alive, the
+student charted within 10 s, every hostile tab answered within 600 s, no traceback. Seconds are wall time on a
+shared machine: noisy; CPU seconds are the server's own. ``--runs N`` starts N fresh servers one after the
+other and adds the spread (min, median, max) of the student's seconds, the slowest tab and the peak memory.
 """
 
 from __future__ import annotations
@@ -43,6 +55,8 @@ from benchmarks import kit  # noqa: E402
 from lib.inputs.sentences import pack_text  # noqa: E402
 
 LIMIT_S = 900.0  # the longest the scenario waits for every tab
+ANSWER_S = 600.0  # every hostile tab answered within this
+WARM_S = 900.0  # the longest the benchmark waits for the server's preset warm-up
 GOTO_MS = 120_000  # a hostile tab's navigation: it counts from the request, not the page's load (a busy server)
 JS_STATE = """() => {
     const alerts = Array.from(document.querySelectorAll('[data-testid="stAlert"]')).map(a => a.textContent);
@@ -90,6 +104,34 @@ def decoder_occlusion_link(tab: int) -> str:
     return occlusion_link(100 + tab) + f"&model={quote(DECODER, safe='')}"
 
 
+def _bank_recipe(method: str, epochs: int) -> str:
+    """The recipe key of a run on the bank preset (what the Fine-tune page's link would train)."""
+    from lib.finetune.data import split_set
+    from lib.finetune.recipe import DEFAULT_LR, Recipe
+    from lib.inputs.presets import preset_by_id
+    from lib.inputs.sentences import parse_sentence_set
+
+    p = preset_by_id("bank")
+    ss = parse_sentence_set(p.text, p.target, preset_id=p.id)
+    digest = split_set(ss.target, ss.sentences, ss.senses, heldout=0.33, seed=0).digest
+    return Recipe.make(digest, method, num_layers=6, epochs=epochs, lr=DEFAULT_LR["top"]).key
+
+
+def train_everything_link() -> str:
+    """Fine-tune every weight for 200 epochs, the link asking to train at once (hours of CPU)."""
+    return "/finetune?preset=bank&ft_method=full&ft_epochs=200&ft_train=1"
+
+
+def finetuned_model_link() -> str:
+    """The glossary with that run's fine-tuned model: a server without its weights would have to train it."""
+    return f"/glossary?preset=bank&finetuned={_bank_recipe('full', 200)}"
+
+
+def teacher_link() -> str:
+    """LoRA on the bank preset for 150 epochs (~20 s of CPU): the teacher presses Train."""
+    return "/finetune?preset=bank&ft_method=lora&ft_lr=0.0005&ft_epochs=150&ft_train=1"
+
+
 def warm_link() -> str:
     text = "river | We sat on the bank.\nmoney | The bank lent money."
     return f"/?target=bank&text={quote(pack_text(text))}"
@@ -109,22 +151,58 @@ def _answered(kind: str, st: dict) -> bool:
     """A chart or a message about the tab's own input (a wait message is not an answer)."""
     if st["traces"] or st["traceback"]:
         return True
-    alerts = [a for a in st["alerts"] if "busy with" not in a]
+    alerts = [a for a in st["alerts"] if "busy with" not in a and "Waiting for the server" not in a]
     if kind == "upload":
         return any("usable sentence" in a or "could be used" in a or "file" in a.lower() for a in alerts)
+    if kind == "train":  # the teacher's run: its charts, or why it did not run (not the page's "press Train")
+        return st["idle"] and (st["charts"] > 0 or any("Press Train" not in a for a in alerts if "link" not in a))
     return st["idle"] and (st["charts"] > 0 or bool(alerts))
 
 
 KINDS = ("upload", "compare", "occlusion")
 
 
-def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder: bool = True) -> dict:
+def _wait_for_warm_up(log: str, proc, limit: float = WARM_S) -> float | None:
+    """Seconds until the server's log says its preset warm-up has ended (None: no warm-up, or not in time)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit and proc.poll() is None:
+        text = Path(log).read_text(errors="replace")
+        if "warm presets:" in text:
+            return round(time.monotonic() - t0, 1)
+        if "hosted mode off" in text:
+            return None
+        time.sleep(1.0)
+    return None
+
+
+def _queue_at_peak(log_text: str) -> list[str]:
+    """The server's work-queue lines (CONTEXT_LENS_WORK_LOG=1) around its highest resident memory."""
+    lines = [x.split("work queue: ", 1)[1] for x in log_text.splitlines() if "work queue: rss_mb=" in x]
+    if not lines:
+        return []
+    rss = [int(x.split()[0].split("=")[1]) for x in lines]
+    i = rss.index(max(rss))
+    return lines[max(0, i - 4) : i + 2]
+
+
+def _loadavg() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder: bool = True,
+        finetune: bool = True, hosted: bool = True, cold: bool = False) -> dict:  # fmt: skip
     from playwright.sync_api import sync_playwright
 
-    proc, base, log = kit.start_server(port=port)
+    env = {"CONTEXT_LENS_MODELS": DECODER if hosted else "", "CONTEXT_LENS_WORK_LOG": "1"}
+    proc, base, log = kit.start_server(port=port, env=env)
     folder = Path(tempfile.mkdtemp(prefix="context-lens-crowd-"))
-    result: dict = {"port": port, "decoder_tabs": decoder}
+    result: dict = {"port": port, "decoder_tabs": decoder, "finetune_tabs": finetune, "hosted": hosted,
+                    "loadavg_start": _loadavg()}  # fmt: skip
     try:
+        if hosted and not cold:
+            result["warm_up_s"] = _wait_for_warm_up(log, proc)
+            line = [x for x in Path(log).read_text(errors="replace").splitlines() if "warm presets:" in x]
+            result["warm_up"] = line[-1].split("context_lens: ")[-1] if line else None
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
             try:
@@ -155,6 +233,20 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
                         pg = browser.new_page(viewport={"width": 1400, "height": 1000})
                         pg.goto(base + link, wait_until="commit", timeout=GOTO_MS)
                         tabs.append((kind, label, pg, time.perf_counter()))
+                if finetune:
+                    for kind, label, link in (
+                        ("finetune", "train every weight for 200 epochs", train_everything_link()),
+                        ("finetune", "its fine-tuned model's link", finetuned_model_link()),
+                    ):
+                        pg = browser.new_page(viewport={"width": 1400, "height": 1000})
+                        pg.goto(base + link, wait_until="commit", timeout=GOTO_MS)
+                        tabs.append((kind, label, pg, time.perf_counter()))
+                    teacher = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    t_teacher = time.perf_counter()
+                    teacher.goto(base + teacher_link(), wait_until="commit", timeout=GOTO_MS)
+                    teacher.get_by_role("button", name="Train", exact=True).click(timeout=int(ANSWER_S * 1000))
+                    result["teacher_clicked_train_s"] = round(time.perf_counter() - t_teacher, 1)
+                    tabs.append(("train", "teacher's LoRA run (Train pressed)", teacher, t_teacher))
                 time.sleep(2.0)  # the hostile work is under way
                 if student:
                     pupil = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -187,23 +279,39 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
             finally:
                 browser.close()
         result["server_alive"] = proc.poll() is None and kit.healthy(base)
+        result["loadavg_end"] = _loadavg()
         result["peak_rss_mb"] = round(kit.status_mb(proc.pid, "VmHWM"))
         result["rss_end_mb"] = round(kit.status_mb(proc.pid, "VmRSS"))
         log_text = Path(log).read_text(errors="replace")
         result["tracebacks_in_server_log"] = log_text.count("Traceback (most recent call last)")
+        result["queue_at_peak"] = _queue_at_peak(log_text)
     finally:
         kit.stop_server(proc)
         Path(log).unlink(missing_ok=True)
     tabs = result.get("tabs", {})
-    limit = 1400 if decoder else 1200
+    limit = 1400 if (decoder or finetune) else 1200
+    answers = [t["answer_s"] for t in tabs.values()]
+    result["slowest_tab_answered_s"] = max(answers) if answers and None not in answers else None
     result["targets"] = {
         f"peak_rss_le_{limit}_mb": result.get("peak_rss_mb", 1e9) <= limit,
         "server_alive": bool(result.get("server_alive")),
         "student_charted_le_10_s": (result.get("student_charted_s") or 1e9) <= 10,
-        "every_tab_answered": bool(tabs) and all(t["answer_s"] is not None for t in tabs.values()),
-        "no_traceback_on_screen": not result.get("student_traceback") and not any(t["traceback"] for t in tabs.values()),
+        f"every_tab_answered_le_{ANSWER_S:.0f}_s": bool(tabs)
+        and all(t["answer_s"] is not None and t["answer_s"] <= ANSWER_S for t in tabs.values()),
+        "no_traceback": not result.get("student_traceback")
+        and not any(t["traceback"] for t in tabs.values())
+        and not result.get("tracebacks_in_server_log"),
     }
     return result
+
+
+def spread(values: list) -> dict | None:
+    """min, median and max of the runs' values (None when a run had none)."""
+    if not values or any(v is None for v in values):
+        return None
+    s = sorted(values)
+    return {"min": s[0], "median": s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2,
+            "max": s[-1], "runs": values}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -211,10 +319,31 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--port", type=int, default=int(os.environ.get("CONTEXT_LENS_BENCH_PORT", "8610")))
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
     ap.add_argument("--only", choices=KINDS, action="append", help="only these hostile tabs, and no student")
-    ap.add_argument("--no-decoder", action="store_true", help="leave the decoder tabs out (the scenario before them)")
+    ap.add_argument("--no-decoder", action="store_true", help="leave the decoder tabs out")
+    ap.add_argument("--no-finetune", action="store_true", help="leave the fine-tuning tabs out")
+    ap.add_argument("--local", action="store_true", help="hosted mode off (any model, no training limit)")
+    ap.add_argument("--cold", action="store_true", help="do not wait for the hosted copy's preset warm-up")
+    ap.add_argument("--runs", type=int, default=1, help="fresh servers one after the other; the spread")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
     decoder = not args.no_decoder and not args.only
-    result = run(args.port, tuple(args.only), student=False, decoder=decoder) if args.only else run(args.port, decoder=decoder)
+    finetune = not args.no_finetune and not args.only
+    runs = []
+    for _ in range(max(1, args.runs)):
+        if args.only:
+            runs.append(run(args.port, tuple(args.only), student=False, decoder=False, finetune=False,
+                            hosted=not args.local, cold=args.cold))  # fmt: skip
+        else:
+            runs.append(run(args.port, decoder=decoder, finetune=finetune, hosted=not args.local, cold=args.cold))
+    result = runs[0] if len(runs) == 1 else {
+        "decoder_tabs": decoder,
+        "finetune_tabs": finetune,
+        "student_charted_s": spread([r.get("student_charted_s") for r in runs]),
+        "slowest_tab_answered_s": spread([r.get("slowest_tab_answered_s") for r in runs]),
+        "peak_rss_mb": spread([r.get("peak_rss_mb") for r in runs]),
+        "server_cpu_s": spread([r.get("server_cpu_s") for r in runs]),
+        "targets_met_in_every_run": all(all(r["targets"].values()) for r in runs),
+        "runs": runs,
+    }  # fmt: skip
     return kit.report(result, args.out)
 
 

@@ -2,9 +2,11 @@
 
 The set is split into training and held-out sentences (lib.finetune.data), a method and its settings make a
 recipe (lib.finetune.recipe), and the run goes through ui.cache.finetune_run: once per process and recipe,
-shared by every session, in a slot of the work queue, stopped at the next epoch when the learner leaves or
-changes the input. The results are the run's own numbers (lib.finetune.compare, lib.finetune.verdict); the
-page computes none.
+shared by every session, in a slot of the work queue, stopped when nobody follows it any more. A run starts only
+with a click on Train (or a remedy, or the seeds button) in this session: a link that carries ``ft_train=1``
+shows its recipe, what training it costs and the button, and shows the run at once only when it is finished or
+under way already (or, on a local copy, when it is estimated at a few seconds: lib.serving.hosting). The results
+are the run's own numbers (lib.finetune.compare, lib.finetune.verdict); the page computes none.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from lib.finetune.methods import METHODS
 from lib.finetune.recipe import DEFAULT_HEAD_LR, DEFAULT_LR, MAX_EPOCHS, MAX_RANK, MAX_SEED, Recipe
 from lib.finetune.seeds import DEFAULT_SEEDS
 from lib.models.keys import parse_model_key
+from lib.serving.work import WorkRefused
 from ui import cache, link, session
 from ui.analysis import usable
 from ui.widgets import chart, escape_md, prose, set_state
+from ui.work import about
 
 HELDOUT = 33  # percent of each sense held out (a third: bank's 12 sentences -> 8 train, 4 held out)
 SPLIT_SEED = 0
@@ -67,7 +71,8 @@ def _remedy_state(recipe: Recipe) -> dict[str, object]:
     """The widgets' values that run a remedy's recipe (handed to ``set_state``: data, not a page function)."""
     m = recipe.parsed
     out: dict[str, object] = {"ft_method": m.kind, "ft_hlr": recipe.head_lr, "ft_epochs": recipe.epochs,
-                              "ft_early": bool(recipe.patience), "ft_train": True, "ft_seeds": False}  # fmt: skip
+                              "ft_early": bool(recipe.patience), "ft_train": True, "ft_seeds": False,
+                              "_ft_clicked": True}  # fmt: skip
     if m.kind == "top":
         out["ft_k"] = m.k
     if m.kind == "head":
@@ -151,8 +156,22 @@ def _recipe(split_digest: str, L: int) -> Recipe:
     )
 
 
-def _run(base: str, prepared, recipe: Recipe):
-    """Train (or find) the run, with live progress: the epoch, both losses."""
+def _armed(flag: str, key: str) -> bool:
+    """Whether this session clicked to start the run ``key``: a click sets ``flag`` for the run right after it,
+    which arms the recipe computed then; a setting changed since needs a new click."""
+    if st.session_state.pop(flag, False):
+        st.session_state[flag + "_key"] = key
+    return st.session_state.get(flag + "_key") == key
+
+
+def _cost_text(plan) -> str:
+    text = f"Training takes {about(plan.seconds)} of this server's CPU; learners' pages go first."
+    return text + (" " + cache.limit_text(plan.limit) if plan.limit is not None else "")
+
+
+def _run(base: str, prepared, recipe: Recipe, start: bool):
+    """Train (or find) the run, with live progress: the epoch, both losses. None when it is not there and
+    ``start`` is False; a refusal (over the server's limit) is said, and gives None."""
     bar = st.empty()
 
     def show(rep) -> None:
@@ -162,7 +181,12 @@ def _run(base: str, prepared, recipe: Recipe):
             f"{rep.heldout_loss:.3f}",
         )
 
-    result = cache.finetune_run(base, prepared, recipe, show)
+    try:
+        result = cache.finetune_run(base, prepared, recipe, show, start=start)
+    except WorkRefused as err:
+        bar.empty()
+        st.warning(escape_md(str(err)))
+        return None
     bar.empty()
     return result
 
@@ -259,17 +283,27 @@ def _projection(result, L: int) -> None:
 
 def _seeds(base: str, prepared, recipe: Recipe) -> None:
     st.subheader("The same run under three seeds")
-    if not st.session_state.get("ft_seeds"):
+    others = [s for s in DEFAULT_SEEDS if s != recipe.seed]
+    armed = _armed("_ft_seeds_clicked", recipe.key)
+    if not st.session_state.get("ft_seeds") or not armed:
+        plan = cache.finetune_plan(base, prepared, recipe, runs=len(others))
         st.button(f"Train under seeds {', '.join(map(str, DEFAULT_SEEDS))}", key="ft_seeds_go",
-                  on_click=set_state, kwargs={"ft_seeds": True})  # fmt: skip
-        prose("On a dozen sentences the result swings with the seed; one run is an anecdote.", caption=True)
+                  on_click=set_state, kwargs={"ft_seeds": True, "_ft_seeds_clicked": True},
+                  disabled=plan.refusal is not None)  # fmt: skip
+        prose("On a dozen sentences the result swings with the seed; one run is an anecdote. "
+              + (escape_md(plan.refusal) if plan.refusal else _cost_text(plan)), caption=True)  # fmt: skip
         return
     bar = st.empty()
 
     def show(seed, rep) -> None:
         bar.progress(rep.epoch / recipe.epochs, text=f"Seed {seed}: epoch {rep.epoch} of {recipe.epochs}")
 
-    spread = cache.finetune_seeds(base, prepared, recipe, DEFAULT_SEEDS, show)
+    try:
+        spread = cache.finetune_seeds(base, prepared, recipe, DEFAULT_SEEDS, show)
+    except WorkRefused as err:
+        bar.empty()
+        st.warning(escape_md(str(err)))
+        return
     bar.empty()
     prose(escape_md(spread.text()[0].upper() + spread.text()[1:]) + ".")
     chart(seed_chart(spread.seeds, spread.train_acc, spread.heldout_acc, title="Accuracy by seed"),
@@ -333,21 +367,37 @@ def main() -> None:
         link.sync_params(params)
         return
     name = recipe.describe(len(split.train), split.target)
+    plan = cache.finetune_plan(base, prepared, recipe)
+    refused = plan.refusal is not None and not plan.free
+    armed = _armed("_ft_clicked", recipe.key)
+    start = armed or plan.starts_by_itself  # a link alone never starts a run on a hosted copy
     c1, c2 = st.columns(2)
     c1.button("Train", key="ft_go", type="primary", on_click=set_state, icon=":material/play_arrow:",
-              kwargs={"ft_train": True, "ft_seeds": False, "_ft_stopped": False}, width="stretch")  # fmt: skip
+              kwargs={"ft_train": True, "ft_seeds": False, "_ft_stopped": False, "_ft_clicked": True},
+              width="stretch", disabled=refused)  # fmt: skip
     stop_box = c2.empty()  # Stop while the run trains, then Clear once its results are drawn
-    if st.session_state.get("ft_train"):
+    train = bool(st.session_state.get("ft_train"))
+    if train and (start or plan.state == "live"):
         stop_box.button("Stop", key="ft_stop", on_click=set_state, icon=":material/stop:", width="stretch",
                         kwargs={"ft_train": False, "ft_seeds": False, "_ft_stopped": True},
-                        help="Stops at the next epoch. Changing a setting or leaving the page stops it too.")  # fmt: skip
-    if not st.session_state.get("ft_train"):
+                        help="Stops at the next batch. Changing a setting or leaving the page stops it too.")  # fmt: skip
+    if refused:
+        st.warning(escape_md(plan.refusal))
+    if not train or refused or not (start or plan.free):
         if st.session_state.pop("_ft_stopped", False):
             st.info("Training stopped. Press Train to start again.")
-        prose(f"Ready: {escape_md(name)}.", caption=True)
+        if train and not refused:  # a link asked for this run: it waits for the click
+            st.info(f"This link asks to train {escape_md(name)}. {_cost_text(plan)} Press Train to start it.")
+        elif not refused:
+            prose(f"Ready: {escape_md(name)}. {_cost_text(plan)}", caption=True)
         link.sync_params(params)
         return
-    result = _run(base, prepared, recipe)
+    result = _run(base, prepared, recipe, start)
+    if result is None:
+        if not armed:
+            st.info(f"{_cost_text(plan)} Press Train to start it.")
+        link.sync_params(params)
+        return
     stop_box.button("Clear results", key="ft_clear", on_click=set_state, icon=":material/close:", width="stretch",
                     kwargs={"ft_train": False, "ft_seeds": False},
                     help="Hides this run's results. The run is kept: Train shows it again at once.")  # fmt: skip

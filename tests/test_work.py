@@ -142,8 +142,8 @@ def test_the_waiting_caller_is_told_its_place_and_can_leave():
     class Left(Exception):
         pass
 
-    def wait(running, queued):
-        heard.append((running, queued))
+    def wait(w):
+        heard.append((w.running, w.queued))
         if len(heard) >= 3:
             raise Left
 
@@ -240,3 +240,252 @@ def test_a_job_closed_from_another_thread_gives_its_slot_back():
     assert q.running == 0 and q.held_bytes == 0
     with q.job(10 * MB), q.job(10 * MB):  # this thread's nesting count was not touched by the other's
         assert q.running == 1
+
+
+# ------------------------------------------------------------------------ lanes: small work never waits for heavy
+class Clock:
+    """A clock a test moves by hand (the queue's estimates and its patience read it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def start(target) -> threading.Thread:
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    return t
+
+
+def holder(q, cost, entered: threading.Event, release: threading.Event, **kw):
+    """A thread's work: take a job, say so, hold it until released."""
+
+    def run():
+        with q.job(cost, **kw):
+            entered.set()
+            release.wait(10)
+
+    return run
+
+
+def test_small_jobs_run_beside_a_heavy_job_over_the_whole_budget():
+    """A job over the byte budget runs alone in the large lane; small work keeps a reserve of its own beside it,
+    so a learner's ordinary set does not wait for it (nor does a second large job start)."""
+    q = WorkQueue(max_jobs=2, max_bytes=10 * MB, small_bytes=1 * MB, poll=0.01)
+    inside, release = threading.Event(), threading.Event()
+
+    def huge():
+        with q.job(500 * MB):
+            inside.set()
+            release.wait(10)
+
+    t = start(huge)
+    assert inside.wait(5)
+    with q.job(1 * MB):  # would wait for the huge job before (its bytes filled the budget)
+        assert q.running == 2
+    second_in = threading.Event()
+    second = start(holder(q, 2 * MB, second_in, release, large=True))
+    assert wait_until(lambda: q.waiting == 1) and q.running == 1  # the large lane is the huge job's alone
+    release.set()
+    assert second_in.wait(5)
+    t.join(5)
+    second.join(5)
+
+
+def test_a_long_job_gives_its_slot_to_small_work_at_its_next_checkpoint():
+    """One slot only: a training-like job passes a checkpoint between steps; a small job that arrives waits
+    for the next checkpoint, not for the end, and the long job goes on after it (keeping its bytes)."""
+    q = WorkQueue(max_jobs=1, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+    steps = {"n": 0}
+    stop = threading.Event()
+
+    def train():
+        with q.job(50 * MB, large=True, yields=True) as job:
+            while not stop.is_set():
+                job.checkpoint()
+                steps["n"] += 1
+
+    t = start(train)
+    assert wait_until(lambda: steps["n"] > 3)
+    held: list[int] = []
+    with q.job(0):  # the one slot: given back at the long job's checkpoint
+        held.append(q.held_bytes)
+        mark = steps["n"]
+        assert q.running == 1 and t.is_alive()
+    assert held == [50 * MB]  # the paused job kept its bytes
+    assert wait_until(lambda: steps["n"] > mark)  # and went on afterwards
+    stop.set()
+    t.join(5)
+    assert q.stats().yielded >= 1 and q.running == 0 and q.held_bytes == 0
+
+
+def test_page_runs_the_queue_does_not_see_hold_large_work_back():
+    """Two page runs computing outside any job (figures, readouts) fill two cores: a large job waits for one of
+    them to end; a page run that only follows other work (idle) or works on a large set does not count."""
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01, patience=1e9)
+    gates = [threading.Event() for _ in range(4)]
+    entered = [threading.Event() for _ in range(4)]
+
+    def page(k, kind=None):
+        def run():
+            with q.interactive():
+                if kind == "large":
+                    q.mark_large()
+                if kind == "idle":
+                    with q.idle():
+                        entered[k].set()
+                        gates[k].wait(10)
+                    return
+                entered[k].set()
+                gates[k].wait(10)
+
+        return run
+
+    pages = [start(page(0)), start(page(2, "idle")), start(page(3, "large"))]
+    assert all(e.wait(5) for e in (entered[0], entered[2], entered[3]))
+    with q.job(10 * MB):  # one busy page: a core is free for large work
+        pass
+    pages.append(start(page(1)))
+    assert entered[1].wait(5)
+    assert q.interactive_now() == 2
+    ran, done = threading.Event(), threading.Event()
+    large = start(holder(q, 10 * MB, ran, done))
+    assert wait_until(lambda: q.waiting == 1) and not ran.is_set()
+    with q.job(0):  # small work is not held back
+        pass
+    gates[0].set()  # one page run ends: the large job starts
+    assert ran.wait(5)
+    done.set()
+    for g in gates:
+        g.set()
+    for t in [*pages, large]:
+        t.join(5)
+
+
+def test_large_work_waits_for_unseen_page_work_only_so_long():
+    """The page work it cannot see may itself wait for the large job: it waits at most ``patience`` seconds."""
+    clock = Clock()
+    q = WorkQueue(max_jobs=1, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01, patience=2.0, clock=clock)
+    release = threading.Event()
+    busy = threading.Event()
+
+    def page():
+        with q.interactive():
+            busy.set()
+            release.wait(10)
+
+    p = start(page)
+    assert busy.wait(5)
+    ran = threading.Event()
+    t = start(holder(q, 10 * MB, ran, release))
+    assert wait_until(lambda: q.waiting == 1) and not ran.is_set()
+    clock.now = 2.5
+    assert ran.wait(5)
+    release.set()
+    for th in (p, t):
+        th.join(5)
+
+
+def test_background_work_goes_last_and_only_on_idle_cores():
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+    order: list[str] = []
+    release = threading.Event()
+    inside = threading.Event()
+
+    def small_holding():
+        with q.job(0):
+            inside.set()
+            release.wait(10)
+            order.append("small")
+
+    def background():
+        with q.job(0, background=True):
+            order.append("background")
+
+    s = start(small_holding)
+    assert inside.wait(5)
+    b = start(background)
+    assert wait_until(lambda: q.waiting == 1)
+    assert order == []  # a core is free, but a learner's work runs: the warm-up waits
+    release.set()
+    for t in (s, b):
+        t.join(5)
+    assert order == ["small", "background"]
+
+
+def test_the_wait_is_told_with_an_estimate_from_declared_and_measured_durations():
+    """A job declared to take 30 s runs in the one slot: a small job waiting behind it is told ~30 s, then less
+    as the clock moves; a job that yields at checkpoints is expected to give its slot at once."""
+    clock = Clock()
+    q = WorkQueue(max_jobs=1, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01, clock=clock)
+    inside, release = threading.Event(), threading.Event()
+
+    def long():
+        with q.job(0, large=True, seconds=30.0):
+            inside.set()
+            release.wait(10)
+
+    t = start(long)
+    assert inside.wait(5)
+    heard: list = []
+
+    class Seen(Exception):
+        pass
+
+    def wait(w):
+        heard.append(w)
+        if len(heard) == 1:
+            clock.now = 20.0
+        else:
+            raise Seen
+
+    with pytest.raises(Seen), q.job(0, wait=wait):
+        pass
+    assert heard[0].seconds == pytest.approx(30.0) and heard[0].queued == 0 and heard[0].running == 1
+    assert heard[1].seconds == pytest.approx(10.0)
+    release.set()
+    t.join(5)
+    # a measured small job sets the lane's expectation for the next estimates
+    with q.job(0):
+        clock.now += 4.0
+    assert q.expected_seconds("small") == pytest.approx(4.0)
+
+
+def test_a_job_over_the_budget_waits_for_other_requests_leases_whose_chunks_go_first():
+    """Request A leased its bytes; a job over the whole budget (an occlusion on the decoder, say) then waits for A
+    to finish (A's chunks go before it: they give A's bytes back), and a lease asked for after it waits behind it."""
+    q = WorkQueue(max_jobs=2, max_bytes=100 * MB, small_bytes=1 * MB, poll=0.01)
+    events: list[str] = []
+    leased, go = threading.Event(), threading.Event()
+
+    def request_a():
+        with q.job(80 * MB, slot=False):
+            leased.set()
+            go.wait(10)
+            for _ in range(2):
+                with q.job(10 * MB):
+                    events.append("A chunk")
+        events.append("A done")
+
+    def huge():
+        with q.job(150 * MB):
+            events.append("huge")
+
+    def request_b():
+        with q.job(80 * MB, slot=False):
+            events.append("B leased")
+
+    a = start(request_a)
+    assert leased.wait(5)
+    j = start(huge)
+    assert wait_until(lambda: q.waiting == 1)
+    b = start(request_b)
+    assert wait_until(lambda: q.waiting == 2)
+    assert events == []  # the huge job does not start beside A's lease; B's lease waits behind the huge job
+    go.set()
+    for th in (a, j, b):
+        th.join(5)
+    assert events == ["A chunk", "A chunk", "A done", "huge", "B leased"]
+    assert q.stats().peak_bytes <= 150 * MB

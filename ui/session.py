@@ -177,6 +177,8 @@ def shared_params() -> dict[str, str]:
         out["model"] = model
     if weights == "finetuned":  # the recipe, not the weights: the set and the recipe make them again
         out["finetuned"] = str(seed)
+    elif weights == "trained" and st.session_state.get(K_RECIPE):  # waiting for the click that trains it
+        out["finetuned"] = st.session_state[K_RECIPE]
     elif weights != "trained":
         out["weights"] = weights
         out["seed"] = str(seed)

@@ -35,6 +35,8 @@ from ui.session import (
 )
 from ui.widgets import escape_md
 
+K_FT_ARMED = "_cl_finetuned_armed"  # the fine-tuned model key this session clicked to train again
+
 
 def _is_preset_text(text: str, target: str) -> bool:
     return any(p.text == text and p.target == target for p in load_presets())
@@ -100,8 +102,9 @@ def render() -> None:
     _show_set_messages(sb, ss)
     active = st.session_state.get(K_ACTIVE_MODEL)
     wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
-    # open when another model is in use, or when the one asked for (e.g. by a link) was refused: say why
-    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active):
+    # open when another model is in use, or when the one asked for (e.g. by a link) was refused or waits for a click
+    pending = bool(st.session_state.get(K_RECIPE))
+    with sb.expander("Model", expanded=active != DEFAULT_MODEL or wanted != active or pending):
         st.text_input(
             "Hugging Face id or local folder",
             key=K_MODEL,
@@ -172,9 +175,12 @@ def _resolve_model(container, ss: SentenceSet) -> None:
     except (ModelLoadError, TypeError, ValueError) as err:
         container.error(escape_md(str(err)) + "  \nStill using the previous model.")
         return
-    if recipe and weights == "trained" and not _finetuned_ready(container, wanted, ss):
-        use_finetuned("")
-        wanted = model_key(name, "trained")
+    if recipe and weights == "trained":
+        ready = _finetuned_ready(container, wanted, ss)
+        if not ready:
+            if ready is False:  # it cannot be made here: the link's recipe goes
+                use_finetuned("")
+            wanted = model_key(name, "trained")  # meanwhile (no click yet): the pretrained model, the recipe kept
     if wanted != st.session_state.get(K_ACTIVE_MODEL):
         running = pack.download_status().state == "running" and base_model_id(wanted) == DECODER_MODEL
         enc, err = (None, pack.MISSING) if running else cache.try_encoder(wanted)
@@ -265,14 +271,25 @@ def _download_progress() -> None:
         st.rerun(scope="app")  # done: the decoder loads; failed: its sentence shows
 
 
-def _finetuned_ready(container, key: str, ss: SentenceSet) -> bool:
+def _arm_finetuned(key: str) -> None:
+    st.session_state[K_FT_ARMED] = key
+
+
+def _finetuned_ready(container, key: str, ss: SentenceSet) -> bool | None:
     """Make the fine-tuned model ``key`` openable, training its recipe again on the current set when this server
-    no longer holds it (through the work queue, with a progress bar); False with a message when it cannot be."""
+    no longer holds it (through the work queue, with a progress bar). A link alone never starts that on a hosted
+    copy (nor on a local one when it would take more than a few seconds): the sidebar says what training it
+    again costs and offers the button; the pretrained model is used meanwhile and the link keeps the recipe.
+    True when it opens, None while it waits for the click (or the server's limit refuses it), False with a
+    message when it cannot be made here."""
     from lib.finetune.data import FineTuneError
     from lib.finetune.recipe import Recipe
+    from lib.serving.work import WorkRefused
+    from ui.work import about
 
     bar = None
-    epochs = Recipe.from_key(str(parse_model_key(key).value)).epochs
+    recipe = Recipe.from_key(str(parse_model_key(key).value))
+    epochs = recipe.epochs
 
     def show(rep) -> None:
         nonlocal bar
@@ -281,11 +298,37 @@ def _finetuned_ready(container, key: str, ss: SentenceSet) -> bool:
         bar.progress(min(1.0, rep.epoch / epochs), text=f"Training the fine-tuned model again: epoch {rep.epoch} of {epochs}")
 
     try:
-        cache.finetune_open(key, ss.target, ss.sentences, ss.senses, show)
+        plan = cache.finetune_open(key, ss.target, ss.sentences, ss.senses, show,
+                                   start=st.session_state.get(K_FT_ARMED) == key, where=container)  # fmt: skip
     except FineTuneError as err:
         container.error(escape_md(str(err)) + "  \nThe pretrained model is used.")
         return False
+    except WorkRefused as err:
+        container.warning(escape_md(str(err)) + "  \nThe pretrained model is used.")
+        return None
     finally:
         if bar is not None:
             bar.empty()
-    return True
+    if plan is None:
+        return True
+    name = escape_md(recipe.describe(_train_count(ss, recipe), ss.target))
+    if plan.refusal is not None:
+        container.warning(f"This link opens a model {name}. {escape_md(plan.refusal)}  \nThe pretrained model is used.")
+        return None
+    limit = f" {cache.limit_text(plan.limit)}" if plan.limit is not None else ""
+    container.info(
+        f"This link opens a model {name}. This server does not hold its weights now: training it again takes "
+        f"{about(plan.seconds)} of CPU.{limit} The pretrained model is used until then."
+    )
+    container.button(
+        "Train it again", key="cl_finetuned_train", on_click=_arm_finetuned, args=(key,), icon=":material/play_arrow:",
+        help="The same recipe on the same sentences gives the same weights, bit for bit.",
+    )  # fmt: skip
+    return None
+
+
+def _train_count(ss: SentenceSet, recipe) -> int:
+    """How many training sentences ``recipe``'s split of ``ss`` has (its name counts them)."""
+    from lib.finetune.data import split_set
+
+    return len(split_set(ss.target, ss.sentences, ss.senses, heldout=recipe.heldout / 100, seed=recipe.split_seed).train)

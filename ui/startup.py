@@ -5,6 +5,8 @@
 thread each, and the hosted-model policy written to the log. After each page run app.py calls
 :func:`freeze_heap` (``gc.freeze`` once the model, and later UMAP, is loaded). Pages start the background
 warm-ups they need (:func:`warm_up_in_background` for UMAP, :func:`warm_up_board` for the class board's map).
+A hosted copy computes every preset for every model it serves once after it starts (:func:`warm_presets`,
+from serve.py's start), so the first class of the day does not pay for it.
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ import logging
 import os
 import sys
 import threading
+import time
 
-from lib.serving.hosting import allowed_models
+from lib.serving.budget import _positive_env
+from lib.serving.hosting import allowed_models, hosted_mode
 from lib.serving.lazy import load
 from lib.serving.memory import fix_mmap_threshold, limit_arenas, release_memory
 
@@ -41,6 +45,10 @@ def start() -> bool:
     fix_mmap_threshold()  # large blocks in memory maps of their own, returned to the OS when freed (same module)
     limit_blas_threads()
     limit_torch_threads()
+    log_to_stderr()
+    from ui.work import log_queue
+
+    log_queue()  # CONTEXT_LENS_WORK_LOG=1 only
     models = allowed_models()
     logging.getLogger("context_lens").info(
         "hosted mode off: any model this machine has may be loaded"
@@ -48,6 +56,18 @@ def start() -> bool:
         else f"hosted mode: the bundled model and {', '.join(models) or 'no other'} (CONTEXT_LENS_MODELS)"
     )
     return True
+
+
+def log_to_stderr() -> None:
+    """The app's own log ("context_lens": why a model was refused, the hosted policy, the warm-up) at INFO on
+    the server's standard error, as Streamlit logs its own; Python would otherwise print only its warnings."""
+    log = logging.getLogger("context_lens")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
 
 
 # --------------------------------------------------------------------------- threads
@@ -183,3 +203,93 @@ def warm_up_board(model_name: str) -> None:
     import pandas  # noqa: F401  (imported here, not half-way in the thread while plotly reads it: warm_up_in_background)
 
     threading.Thread(target=_run, name="context-lens-board-warmup", daemon=True).start()
+
+
+# --------------------------------------------------------------------------- warm presets
+DEFAULT_WARM_SECONDS = 300.0  # CPU seconds the preset warm-up may use (CONTEXT_LENS_WARM_SECONDS)
+WARM_SHARE = 0.5  # the warm-up stops once the results cache is this full: the class's own sets need the rest
+WARM_NICE = 19  # the warm-up thread's OS priority: the lowest
+
+
+def warm_presets(environ: dict[str, str] | None = None) -> bool:
+    """On a hosted copy, once per process: compute every preset for every model it serves in a daemon thread
+    (``context-lens-warm-presets``), so that the first class of the day finds its first charts' numbers ready.
+
+    Per preset and model, what a learner's first charts need: the set's encodings (with each sentence's
+    attentions: ui.cache.encoding keeps them for small sets), the target's vectors, Layer by layer's profile
+    and the readouts against chance of the Start page and Layer by layer. The default model first, the default
+    preset first. Bounded: each preset is one job in the work queue's background lane (it starts only when no
+    learner's work waits or runs), the thread runs at the lowest OS priority, it stops after
+    ``CONTEXT_LENS_WARM_SECONDS`` of CPU (default :data:`DEFAULT_WARM_SECONDS`) or once the results cache is
+    :data:`WARM_SHARE` full, and a model that cannot be loaded is skipped. When it ends it logs
+    "warm presets: ..." and records its numbers in ``WARM_UP["presets"]``. Returns whether it started one."""
+    global _presets_started
+    if not hosted_mode(environ):
+        return False
+    with _lock:
+        if _presets_started:
+            return False
+        _presets_started = True
+    import pandas  # noqa: F401  (imported here, not half-way in the thread while plotly reads it: warm_up_in_background)
+
+    limit = _positive_env("CONTEXT_LENS_WARM_SECONDS", DEFAULT_WARM_SECONDS, environ)
+    threading.Thread(target=_warm_presets, args=(limit,), name="context-lens-warm-presets", daemon=True).start()
+    return True
+
+
+_presets_started = False
+
+
+def _warm_presets(limit: float) -> None:
+    from lib.inputs.presets import load_presets
+    from lib.inputs.sentences import parse_sentence_set
+    from lib.models.keys import DEFAULT_MODEL, ModelLoadError
+    from lib.models.targets import TargetError
+    from ui import cache, work
+
+    work.lower_priority(WARM_NICE)
+    log = logging.getLogger("context_lens")
+    cpu0, wall0 = time.thread_time(), time.monotonic()
+    models = list(dict.fromkeys([DEFAULT_MODEL, *(allowed_models() or ())]))
+    done, stopped = 0, ""
+    for model in models:
+        try:
+            cache.encoder(model)
+        except ModelLoadError as err:
+            log.info("warm presets: %s skipped (%s)", model, err)
+            continue
+        for p in load_presets():
+            if time.thread_time() - cpu0 > limit:
+                stopped = f", stopped at its limit of {limit:.0f} s of CPU"
+                break
+            if cache.RESULTS.total_bytes > WARM_SHARE * cache.RESULTS.max_bytes:
+                stopped = f", stopped with the results cache {100 * WARM_SHARE:.0f} % full"
+                break
+            try:
+                with work.heavy(0, background=True):  # every job inside runs in this background slot
+                    _warm_one(cache, model, parse_sentence_set(p.text, p.target, preset_id=p.id))
+                done += 1
+            except (TargetError, ValueError) as err:
+                log.info("warm presets: %s on %s skipped (%s)", p.id, model, err)
+        if stopped:
+            break
+    WARM_UP["presets"] = {"sets": done, "cpu_s": round(time.thread_time() - cpu0, 1),
+                          "wall_s": round(time.monotonic() - wall0, 1)}  # fmt: skip
+    log.info(
+        "warm presets: %d preset sets on %d model(s) in %.1f s of CPU (%.1f s)%s",
+        done, len(models), WARM_UP["presets"]["cpu_s"], WARM_UP["presets"]["wall_s"], stopped,
+    )  # fmt: skip
+
+
+def _warm_one(cache, model: str, ss) -> None:
+    """What the first charts of a preset need, computed (and cached) as the pages ask for it."""
+    tv = cache.target_vectors(model, ss.sentences, ss.target)
+    if len(tv.kept) < len(ss):
+        ss = ss.subset(tv.kept)
+    if len(ss) < 2:
+        return
+    senses = tuple(s or None for s in ss.senses)
+    prof = cache.layer_profile(model, tuple(ss.sentences), senses, ss.target, tv)
+    if ss.has_senses:
+        cache.readout_chance(model, tuple(ss.sentences), tuple(ss.senses), ss.target, "target", tv.vectors)
+        cache.readout_chance(model, tuple(ss.sentences), senses, ss.target, "layers", prof.vectors)

@@ -2,60 +2,93 @@
 
 ``with heavy(cost):`` around a model pass, a projection or an occlusion takes a slot of the process's one
 :data:`WORK` queue. While the job waits, the page shows "The server is busy with 3 other requests; yours is
-next." in place, updated a few times a second; the moment it starts the message goes. Each update is a
-Streamlit call, so when the learner leaves or changes the input (Streamlit stops the script run at its next
-call) the waiting job leaves the queue, and a chunked job stops between chunks.
+next, in about 10 s." in place, updated a few times a second; the moment it starts the message goes. Each update
+is a Streamlit call, so when the learner leaves or changes the input (Streamlit stops the script run at its next
+call) the waiting job leaves the queue, and a chunked job stops between chunks. Work started outside a script
+run (a training worker, the warm-up) waits without a message.
+
+app.py runs every page inside :func:`page_run`: the queue counts a page computing outside any job (building
+figures, reading out) as a core in use, so large work gives way to it (lib.serving.work).
 
 Cost estimates (bytes held while the job runs) are here too, from sizes known before the job starts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import streamlit as st
 
 from lib.serving.memory import collect_garbage, release_memory
-from lib.serving.work import WorkQueue
+from lib.serving.work import Job, Wait, WorkQueue
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
 
 
-def busy_message(running: int, queued: int) -> str:
-    """What a waiting learner reads: how many requests the server is busy with and whether theirs is next."""
-    n = running + queued
-    turn = "yours is next" if queued == 0 else f"{queued} of them wait before yours"
-    return f"The server is busy with {n} other request{'s' if n != 1 else ''}; {turn}. It starts by itself."
+def about(seconds: float) -> str:
+    """A duration as a learner reads it: "a few seconds", "about 20 s", "about 3 min"."""
+    if seconds < 5:
+        return "a few seconds"
+    if seconds < 90:
+        return f"about {5 * round(seconds / 5):.0f} s"
+    return f"about {max(2, round(seconds / 60)):.0f} min"
+
+
+def busy_message(w: Wait) -> str:
+    """What a waiting learner reads: how many requests the server is busy with, whether theirs is next, and
+    when it should start (the queue's estimate: lib.serving.work.WorkQueue's declared and measured durations)."""
+    n = w.running + w.queued
+    turn = "yours is next" if w.queued == 0 else f"{w.queued} of them wait before yours"
+    return (
+        f"The server is busy with {n} other request{'s' if n != 1 else ''}; {turn}, in {about(w.seconds)} by "
+        "its estimate. It starts by itself."
+    )
+
+
+def in_script_run() -> bool:
+    """Whether the calling thread runs a Streamlit script (a page), where a message can be shown."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True) is not None
 
 
 @contextmanager
-def heavy(cost: int, *, lease: bool = False, large: bool | None = None) -> Iterator[None]:
+def heavy(cost: int, *, lease: bool = False, large: bool | None = None, background: bool = False,
+          seconds: float | None = None, yields: bool = False) -> Iterator[Job]:  # fmt: skip
     """Hold a slot of :data:`WORK` for work holding ``cost`` bytes; show the wait message while it waits.
 
     ``lease=True``: hold the bytes only, across a request's chunks (each chunk takes its own slot inside).
     ``large``: large work whatever its bytes (lib.serving.work.WorkQueue.job), e.g. seconds of CPU on a large set;
     by default every job of a run that works on a large set (:func:`lease_for_run`) is large, the rest are
-    judged by their bytes.
+    judged by their bytes. ``background``, ``seconds``, ``yields``: as WorkQueue.job (the warm-up; a training
+    run's estimate and its checkpoints). Yields the :class:`lib.serving.work.Job` (``job.checkpoint()``).
     """
     _run.work_bytes = getattr(_run, "work_bytes", 0) + int(cost)
     if large is None and getattr(_run, "large", False):
         large = True
     box = None
+    shown = in_script_run()
 
-    def waiting(running: int, queued: int) -> None:
+    def waiting(w: Wait) -> None:
         nonlocal box
+        if not shown:
+            return
         if box is None:
             box = st.empty()
-        box.info(busy_message(running, queued), icon=":material/hourglass_top:")
+        box.info(busy_message(w), icon=":material/hourglass_top:")
 
     try:
-        with WORK.job(cost, wait=waiting, slot=not lease, large=large):
+        with WORK.job(cost, wait=waiting, slot=not lease, large=large, background=background, seconds=seconds,
+                      yields=yields) as job:  # fmt: skip
             if box is not None:
                 box.empty()
                 box = None
-            yield
+            yield job
     finally:
         if box is not None:
             box.empty()
@@ -81,6 +114,7 @@ def lease_for_run(cost: int) -> None:
     a run that holds a lease already passes (its second model does not wait for its first).
     """
     _run.large = True  # the run works on a large set: its jobs are large work, the small lane stays free
+    WORK.mark_large()  # and its computing outside the queue is not counted as a learner's interactive work
     held = getattr(_run, "leases", None)
     if held:
         return
@@ -97,6 +131,50 @@ def _release(held: list) -> None:
 def models_per_set(n: int) -> None:
     """The current script run reads its sentence set through ``n`` models (a comparison: 2); see lease_for_run."""
     _run.models = max(1, int(n))
+
+
+def log_queue(every: float = 0.5) -> bool:
+    """With ``CONTEXT_LENS_WORK_LOG=1``, once per process: a daemon thread logs the queue and the process's
+    resident memory every ``every`` seconds while anything runs or waits (benchmarks/crowd.py reads it to say
+    what was running when memory peaked). Returns whether it started one."""
+    global _logging
+    if os.environ.get("CONTEXT_LENS_WORK_LOG", "").strip() != "1" or _logging:
+        return False
+    _logging = True
+    import logging
+    import time
+
+    log = logging.getLogger("context_lens")
+
+    def run() -> None:
+        while True:
+            snap = WORK.snapshot()
+            if snap["running"] or snap["waiting"] or snap["pages"]:
+                status = Path("/proc/self/status").read_text().splitlines()
+                rss = next((int(x.split()[1]) // 1024 for x in status if x.startswith("VmRSS")), 0)
+                log.info("work queue: rss_mb=%d %s", rss, snap)
+            time.sleep(every)
+
+    threading.Thread(target=run, name="context-lens-work-log", daemon=True).start()
+    return True
+
+
+_logging = False
+
+
+def lower_priority(n: int) -> None:
+    """Lower the calling thread's OS priority by ``n`` (Linux keeps a nice value per thread): a background thread
+    (training, the warm-up) then gives way to the pages' threads at the OS too. Nothing where it cannot."""
+    if n > 0:
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), n)
+
+
+@contextmanager
+def page_run() -> Iterator[None]:
+    """A learner's page run (app.py): counted by the queue while it computes outside any job."""
+    with WORK.interactive():
+        yield
 
 
 def end_run() -> None:

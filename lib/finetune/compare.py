@@ -65,11 +65,25 @@ def weight_change(pretrained, finetuned, num_layers: int) -> np.ndarray:
         if layer is None or name not in pre:
             continue
         w0 = pre[name].detach()
-        norm2[layer] += float((w0.double() ** 2).sum())
+        norm2[layer] += _squares(w0)
         if w is not w0 and w.data_ptr() != w0.data_ptr():
-            diff2[layer] += float(((w.double() - w0.double()) ** 2).sum())
+            diff2[layer] += _squares(w0, w)
     np.divide(np.sqrt(diff2), np.sqrt(norm2), out=change, where=norm2 > 0)
     return change
+
+
+def _squares(a, b=None, rows: int = 4096) -> float:
+    """Σ a² (or Σ (b − a)²) in float64, a block of ``rows`` rows at a time: the word embeddings in float64 at
+    once would hold ~0.2 GB for a moment."""
+    a = a.reshape(a.shape[0], -1) if a.dim() > 1 else a.reshape(-1, 1)
+    b = None if b is None else b.detach().reshape(a.shape)
+    total = 0.0
+    for i in range(0, a.shape[0], rows):
+        d = a[i : i + rows].double()
+        if b is not None:
+            d = b[i : i + rows].double() - d
+        total += float((d * d).sum())
+    return total
 
 
 def pooled_vectors(encoding, pool) -> np.ndarray:

@@ -9,7 +9,13 @@ Set ``CONTEXT_LENS_MODELS="id1,id2"`` on a server a class reaches through links.
 
 Independently of hosted mode, a model's parameter count is estimated from its configuration
 (``AutoConfig``, a few kB) before its weights are read, and a model above ``CONTEXT_LENS_MAX_PARAMS``
-(default :data:`DEFAULT_MAX_PARAMS`) is refused. No streamlit here.
+(default :data:`DEFAULT_MAX_PARAMS`) is refused.
+
+**Heavy work starts with a click.** A link never starts training on a hosted copy: it carries the recipe, and
+the page shows what pressing Train will cost. A training run there is limited to ``CONTEXT_LENS_TRAIN_SECONDS``
+of CPU (default :data:`DEFAULT_TRAIN_SECONDS`), so that one tab cannot hold a core for hours beside a class. A
+local copy (one user, hosted mode off) has no limit unless it is set, and a link there trains on its own only
+when its estimate is at most :data:`AUTO_TRAIN_SECONDS`. No streamlit here.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from __future__ import annotations
 import os
 
 DEFAULT_MAX_PARAMS = 150_000_000  # bert-base (110 M) fits; bert-large (335 M) does not
+DEFAULT_TRAIN_SECONDS = 120.0  # CPU seconds of one training run on a hosted copy: the bank preset's top-2 run of
+# 20 epochs takes ~2 s, LoRA on 200 sentences ~70 s; every weight on 200 sentences for 20 epochs (~3 min) does not fit
+AUTO_TRAIN_SECONDS = 10.0  # on a local copy, a link whose run is estimated under this trains without a click
 HOSTED_REFUSAL = (
     "That model is not available on this server; the app keeps the current model. "
     "Ask whoever runs it which models it offers."
@@ -90,3 +99,23 @@ def estimate_parameters(config) -> int:
     embeddings = (vocab + positions + types) * h + 2 * h
     per_layer = 4 * h * h + 4 * h + 2 * h * inter + inter + h + 4 * h
     return embeddings + layers * per_layer
+
+
+def train_seconds_limit(environ: dict[str, str] | None = None) -> float | None:
+    """CPU seconds one training run may take: ``CONTEXT_LENS_TRAIN_SECONDS`` (a positive number) when set, else
+    :data:`DEFAULT_TRAIN_SECONDS` on a hosted copy and no limit (None) on a local one."""
+    env = os.environ if environ is None else environ
+    raw = (env.get("CONTEXT_LENS_TRAIN_SECONDS") or "").strip()
+    try:
+        value = float(raw) if raw else 0.0
+    except ValueError:
+        value = 0.0
+    if value > 0 and value != float("inf"):
+        return value
+    return DEFAULT_TRAIN_SECONDS if hosted_mode(environ) else None
+
+
+def starts_without_click(estimated_seconds: float, environ: dict[str, str] | None = None) -> bool:
+    """Whether work a link asks for may start as the page opens: never on a hosted copy; on a local one, when
+    it is estimated at most :data:`AUTO_TRAIN_SECONDS` of CPU."""
+    return not hosted_mode(environ) and estimated_seconds <= AUTO_TRAIN_SECONDS

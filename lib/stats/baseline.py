@@ -217,6 +217,9 @@ def sample_cross_sentence_pairs(
     return np.concatenate(kept_a), np.concatenate(kept_b)
 
 
+_PAIR_BLOCK = 32  # pairs gathered at once (32 x 33 x 576 float64: ~5 MB)
+
+
 def random_token_baseline(
     hidden_states: Sequence[np.ndarray],
     masks: Sequence[np.ndarray] | None = None,
@@ -246,7 +249,12 @@ def random_token_baseline(
         out = np.stack([np.asarray(hidden_states[s])[:, k, :] for s, k in cand[idx]]).astype(np.float64)
         return with_pooled(out) if pooled else out
 
-    cos = np.clip(np.einsum("pkh,pkh->pk", unit_rows(gather(a)), unit_rows(gather(b))), -1.0, 1.0)
+    # a block of pairs at a time: 2,000 pairs of a 31-layer, 576-wide model in float64 at once held ~1.1 GB
+    cos = np.concatenate([
+        np.einsum("pkh,pkh->pk", unit_rows(gather(a[i : i + _PAIR_BLOCK])), unit_rows(gather(b[i : i + _PAIR_BLOCK])))
+        for i in range(0, len(a), _PAIR_BLOCK)
+    ])  # fmt: skip
+    cos = np.clip(cos, -1.0, 1.0)
     return TokenBaseline(
         mean=cos.mean(axis=0),
         low=np.percentile(cos, 10, axis=0),

@@ -38,10 +38,13 @@ from ui.cache.encodings import (
 )
 from ui.cache.finetune import (
     FINETUNE_RUNS,
+    Plan,
     finetune_open,
+    finetune_plan,
     finetune_prepared,
     finetune_run,
     finetune_seeds,
+    limit_text,
 )
 from ui.cache.models import (
     MODELS,
@@ -87,6 +90,7 @@ __all__ = [
     "ENCODE_CALLS",
     "FINETUNE_RUNS",
     "MODELS",
+    "Plan",
     "RESULTS",
     "SharedFigure",
     "_failed_models",
@@ -103,11 +107,13 @@ __all__ = [
     "encoding",
     "evidence",
     "finetune_open",
+    "finetune_plan",
     "finetune_prepared",
     "finetune_run",
     "finetune_seeds",
     "layer_profile",
     "lesson_numbers",
+    "limit_text",
     "logit_lens",
     "occlusion",
     "parsed_upload",

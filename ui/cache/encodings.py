@@ -18,10 +18,11 @@ from lib.inputs.sentences import clean_sentences as _clean_sentences
 from lib.models.base import Encoding, TargetVectors, TransformerModel, concat_encodings
 from lib.serving import budget
 from lib.serving.memory import release_memory
+from ui import work
 from ui.cache import store
 from ui.cache.models import encoder
 from ui.cache.store import ENCODE_CALLS, _cached, _lock
-from ui.work import attention_floats, heavy, lease_for_run, pass_cost
+from ui.work import attention_floats, heavy, in_script_run, lease_for_run, pass_cost
 
 
 def _sentence_key(model_name: str, sentence: str) -> tuple:
@@ -94,7 +95,8 @@ def encoding(
     if new:
         cached = len(found) - len(new)
         report = None if progress is None else (lambda done, _n: progress(cached + done, len(found)))
-        with st.spinner("Running the model on your sentences…") if spinner else contextlib.nullcontext():
+        shown = spinner and in_script_run()  # a background thread (the warm-up) shows nothing
+        with st.spinner("Running the model on your sentences…") if shown else contextlib.nullcontext():
             store.RESULTS.get_or_compute(
                 ("encoded", model_name, new, cap), lambda: encode_new(new, report), budget.plain_nbytes
             )
@@ -133,6 +135,7 @@ def clean_sentences(sentences: tuple[str, ...], target: str | None) -> tuple[str
 
 
 CHUNK = 50  # sentences per model call: large sets are encoded (and cached) chunk by chunk
+LEASE_CHECK_CHARS = 2000  # a set of fewer sentences but more characters is weighed in bytes (target_vectors)
 
 
 def _chunks(clean: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -191,15 +194,18 @@ def target_vectors(model_name: str, sentences: tuple[str, ...], target: str | No
     key = ("target_vectors", model_name, sentences, target, budget.MAX_PIECES_PER_SENTENCE)
     clean = clean_sentences(sentences, target)
     enc = encoder(model_name)
-    if len(clean) > CHUNK:
-        # A large set's vectors (every word piece's, every layer: ~10.5 kB a piece) stay in the page's hands
-        # for its whole run, cached or not: a lease of their bytes for the run (ui.work), taken before the
-        # cache entry's lock, so a few tabs' large sets (and second models) are held one tab at a time.
+    if len(clean) > CHUNK or sum(map(len, clean)) > LEASE_CHECK_CHARS:
+        # A large set's vectors (every word piece's, every layer: ~10.5 kB a piece, 70 kB on the decoder) stay
+        # in the page's hands for its whole run, cached or not: a lease of their bytes for the run (ui.work),
+        # taken before the cache entry's lock, so a few tabs' large sets (and second models) are held one tab at
+        # a time. Large in sentences, or in bytes: 27 long sentences at the decoder's budget hold ~0.2 GB.
         pieces = _cached(
             ("set_pieces", model_name, clean, budget.MAX_PIECES_PER_SENTENCE),
             lambda: sum(min(n, budget.MAX_PIECES_PER_SENTENCE) for n in enc.piece_counts(clean)),
         )
-        lease_for_run(pass_cost(enc, pieces))
+        cost = pass_cost(enc, pieces)
+        if len(clean) > CHUNK or cost > work.WORK.small_bytes:
+            lease_for_run(cost)
     return _cached(key, run)
 
 

@@ -32,7 +32,7 @@ def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
         return hit
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-    spin = st.spinner("Loading the model (once per server)…") if get_script_run_ctx() else contextlib.nullcontext()
+    spin = st.spinner("Loading the model (once per server)…") if get_script_run_ctx(suppress_warning=True) else contextlib.nullcontext()
     with spin:
         return MODELS.get_or_compute(model_name, lambda: load_model(model_name))
 

@@ -23,6 +23,7 @@ import streamlit as st
 from lib.inputs.corpus import CorpusText, load_reference_corpus
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, cache_budget_bytes
+from ui.work import in_script_run
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
@@ -37,7 +38,7 @@ def _cached(key: tuple, compute: Callable[[], object], spinner: str | None = Non
     hit = RESULTS.get(key)
     if hit is not None:
         return hit
-    if spinner is None:
+    if spinner is None or not in_script_run():  # a background thread (the warm-up) shows nothing
         return RESULTS.get_or_compute(key, compute, size)
     with st.spinner(spinner):
         return RESULTS.get_or_compute(key, compute, size)
