@@ -73,6 +73,7 @@ from tests.browser._browser import (  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 FLOOR_APP = 'import streamlit as st\n\nst.title("Floor")\n'
 PAGES_ONLY: set[str] = set()  # --pages: measure only these page titles
+PORTS: list[int] = []  # --ports: the servers' ports, taken in turn (default: any free port)
 OUT: dict = {"sections": {}}
 
 # The configurations compared in the "config" section: (name, command-line options, environment).
@@ -104,7 +105,11 @@ class Server:
     """A `streamlit run` process: its CPU seconds, RSS and run log, read from /proc and its log file."""
 
     def __init__(self, app: str = "serve.py", cwd: Path = ROOT, extra_args=None, env=None):
-        self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env)
+        port = None
+        if PORTS:  # the next port of the range, in turn (a server stopped earlier has freed its port)
+            port = PORTS.pop(0)
+            PORTS.append(port)
+        self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env, port=port)
         self.pid = self.proc.pid
         self._peak = 0
         self._sampling = False
@@ -854,6 +859,7 @@ def main() -> None:
                          "emulated reverse proxy/CDN), or several: serve,server,proxy")  # fmt: skip
     ap.add_argument("--out", default=None, help="write the results here (python -m benchmarks passes its own file)")
     ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
+    ap.add_argument("--ports", default="", help="the servers' ports, e.g. 9170-9179 (default: any free port)")
     ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
     ap.add_argument("--table", nargs="?", const="latest", default=None,
                     help="print the README tables of a results file's browser and class sections (default: the "
@@ -872,6 +878,9 @@ def main() -> None:
         sys.exit(reason)
     sections = [s.strip() for s in a.only.split(",") if s.strip()]
     PAGES_ONLY.update(x.strip() for x in a.pages.split(",") if x.strip())
+    if a.ports:
+        lo, _, hi = a.ports.partition("-")
+        PORTS.extend(range(int(lo), int(hi or lo) + 1))
     OUT["meta"] = {
         "started_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),

@@ -42,7 +42,6 @@ from ui.widgets import (
     matrix_pair,
     page_intro,
     prose,
-    shared_chart,
 )
 
 CORPUS_CHOICES = {
@@ -278,7 +277,7 @@ st.header("2. Rogue dimensions and vector length")
 var = stats.variance[layer]
 rd = rogue_dimensions(stats.sample[layer], top=3)
 top3, share = top_variance_share(var, 3)  # over all the corpus's word pieces, not just the sample
-shared_chart(  # 3 x 384 dimensions: built once per corpus and layer, then reused by every rerun and session
+chart(  # 3 x 384 dimensions: built once per corpus and layer, then reused by every rerun and session
     cache.shared_figure(
         "aniso_dims",
         (model, stats_key, layer),

@@ -28,7 +28,7 @@ from lib.stats.projection import (
 )
 from ui import cache, controls, link, startup
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -346,7 +346,7 @@ else:
         f"layer {j}\n" + (f"{h}/{t} · " if t else "") + f"{kept_per_layer[j]:.0%}"
         for j, (h, t) in enumerate(counts)
     ]
-    shared_chart(  # does not change with the layer slider: built once per set, method and preparation
+    chart(  # does not change with the layer slider: built once per set, method and preparation
         cache.shared_figure(
             "proj_layers",
             (a.model, ss.sentences, ss.target, tuple(senses), method, prep, k if prep == "topk" else 0),

@@ -32,6 +32,13 @@ class Analysis:
         """The loaded model (cached once per server)."""
         return cache.encoder(self.model)
 
+    @property
+    def key(self) -> tuple:
+        """What the vectors are made from (the model, the usable sentences as written, their senses, the target and
+        the word-piece cap): the start of the key of every result a page makes from them (ui.cache.computed,
+        ui.cache.shared_figure)."""
+        return (self.model, self.set.sentences, self.set.senses, self.set.target, budget.MAX_PIECES_PER_SENTENCE)
+
 
 def usable(model: str, ss: SentenceSet) -> tuple[SentenceSet, TargetVectors]:
     """``ss`` without the sentences whose target cannot be used (each said), and their target vectors from the cache.
