@@ -129,28 +129,20 @@ def sub(values):
     return adjusted(values, base_mean) if adjust else values
 
 
-def view(kind: str, *what, compute=None, figure=None):
-    """This set's ``kind`` for the view ``what`` (the controls it depends on): numbers (``compute``) or a chart
-    (``figure``), made once and found again by every rerun and session."""
-    if figure is not None:
-        return cache.shared_figure(f"layers_{kind}", (*a.key, *what), figure)
-    return cache.computed(f"layers_{kind}", (*a.key, *what), compute)
-
-
-pair_means = view("pair_means", compute=lambda: prof.pair_means)  # (K + 2,)
+pair_means = a.computed("layers_pair_means", compute=lambda: prof.pair_means)  # (K + 2,)
 mark = min(r, K)  # the chosen layer's place on the per-layer charts (a pooled vector's: after the K layers)
-zrange = view("colour_range", adjust, compute=lambda: prof.colour_range(adjusted=adjust))  # one scale for every layer
+zrange = a.computed("layers_colour_range", adjust, compute=lambda: prof.colour_range(adjusted=adjust))  # one scale for every layer
 
 # ------------------------------------------------------------------------------------- 1. matrix
 st.header(f"1. How similar is “{word}” across the {n} sentences?")
 sims = prof.senses
 if matrix_view == "one":
     chart(
-        view(
-            "matrix",
+        a.figure(
+            "layers_matrix",
             r,
             adjust,
-            figure=lambda: similarity_heatmap(
+            build=lambda: similarity_heatmap(
                 shown(prof.cosines[r], r),
                 labels,
                 senses,
@@ -165,14 +157,14 @@ if matrix_view == "one":
     )
     sentence_table(ss.sentences, ss.senses)
 else:
-    sample = view("sample", compute=lambda: subsample(sense_order(senses), SMALL_MULTIPLES_MAX))
+    sample = a.computed("layers_sample", compute=lambda: subsample(sense_order(senses), SMALL_MULTIPLES_MAX))
     panels = list(range(K)) + ([r] if choice.is_pooled else [])
     chart(
-        view(
-            "small_multiples",
+        a.figure(
+            "layers_small_multiples",
             r,
             adjust,
-            figure=lambda: layer_small_multiples(
+            build=lambda: layer_small_multiples(
                 np.stack([shown(prof.cosines[i], i) for i in panels]),
                 senses,
                 [f"layer {names[i]}" if i < K else rep_names[i] for i in panels],
@@ -194,7 +186,7 @@ if labelled and sims.same is not None and sims.different is not None:
         + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
     )
 else:
-    vals_r, vals_0 = view("pair_values", r, compute=lambda: (pair_values(prof.cosines[r]), pair_values(prof.cosines[0])))
+    vals_r, vals_0 = a.computed("layers_pair_values", r, compute=lambda: (pair_values(prof.cosines[r]), pair_values(prof.cosines[0])))
     prose(
         f"Each cell is the cosine between “{word}” in two sentences. At **{rep}** the pairs range from "
         f"{vals_r.min():.2f} to {vals_r.max():.2f} (mean {vals_r.mean():.2f}); at the embedding layer from "
@@ -209,16 +201,16 @@ reps = [("static word piece (no position)", None), (zero, 0), (f"layer {L}: + co
 if r not in (0, L):
     reps.append((rep, r))
 chart(
-    view(
-        "static",
+    a.figure(
+        "layers_static",
         tuple(reps),
-        figure=lambda: static_contextual_chart(
+        build=lambda: static_contextual_chart(
             [x for x, _ in reps], prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)
         ),
     ),
     key="layers_static",
 )
-static_min = view("static_min", compute=lambda: float(pair_values(prof.static_cosines).min()))
+static_min = a.computed("layers_static_min", compute=lambda: float(pair_values(prof.static_cosines).min()))
 identical = static_min > 0.9999
 prose(
     (
@@ -235,7 +227,7 @@ st.header("3. Same sense vs different sense, layer by layer")
 show_pairs = st.toggle("Show individual pairs", key="layers_pairs", help="One thin line per sentence pair.")
 # all pairs, or those whose cosine changed most (half same-sense, half different-sense when labelled)
 drawn = (
-    view("pairs", compute=lambda: [tuple(int(x) for x in p) for p in most_changed_pairs(
+    a.computed("layers_pairs", compute=lambda: [tuple(int(x) for x in p) for p in most_changed_pairs(
         prof.cosines, senses if labelled else None, first=0, last=L, limit=PAIR_LINES_MAX
     )])  # fmt: skip
     if show_pairs or not labelled
@@ -273,7 +265,7 @@ def trajectories():
 
 
 layer_chart(
-    view("trajectories", bool(drawn), adjust, r if choice.is_pooled else None, figure=trajectories),
+    a.figure("layers_trajectories", bool(drawn), adjust, r if choice.is_pooled else None, build=trajectories),
     key="layers_trajectories",
     at=mark,
     download="context_lens_trajectories",
@@ -317,7 +309,7 @@ else:
 if st.toggle("Show the length of the word's vector per layer", key="layers_norms", help="What cosine leaves out."):
     nm = prof.norms
     layer_chart(
-        view("lengths", figure=lambda: norms_by_layer(
+        a.figure("layers_lengths", build=lambda: norms_by_layer(
             nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"
         )),  # fmt: skip
         key="layers_lengths",
@@ -344,10 +336,10 @@ ref_on = st.toggle(
     help="BERT-base has 12 layers; its curves use the top axis, stretched to the same depth.",
 )
 layer_chart(
-    view(
-        "ethayarajh",
+    a.figure(
+        "layers_ethayarajh",
         ref_on,
-        figure=lambda: ethayarajh_figure(
+        build=lambda: ethayarajh_figure(
             names,
             self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
             intra_sentence=prof.intra_sentence[:K],
@@ -385,10 +377,10 @@ else:
     rc = cache.readout_chance(model, tuple(ss.sentences), tuple(senses), ss.target, "layers", prof.vectors)
     best = int(np.argmax(ro.accuracy[:K]))
     layer_chart(
-        view(
-            "readout",
+        a.figure(
+            "layers_readout",
             r if choice.is_pooled else None,
-            figure=lambda: readout_chart(
+            build=lambda: readout_chart(
                 names,
                 ro.accuracy[:K],
                 ro.majority_baseline,
@@ -440,7 +432,7 @@ else:
     if m < n:
         prose(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.", caption=True)
     # two of the course's checks on this set: is deeper better, and [CLS] or the mean as a sentence vector?
-    readouts = view("vector_readouts", compute=lambda: vector_readouts(prof))
+    readouts = a.computed("layers_vector_readouts", compute=lambda: vector_readouts(prof))
     st.table(
         cache.frame(
             "layers_vector_readouts",
@@ -455,7 +447,7 @@ else:
             ),
         )
     )
-    depth_phrase = view("depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts))
+    depth_phrase = a.computed("layers_depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts))
     prose(depth_phrase)
 
 # ---------------------------------------------------------------------------------- controls (is it real?)
@@ -474,7 +466,7 @@ st.header("7. Nearest neighbours")
 pick_labels = {k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else "") for k in range(1, n + 1)}
 pick = st.selectbox("Sentence", list(pick_labels), key="layers_sentence", format_func=pick_labels.get)
 q = pick - 1
-nb = view("neighbours", r, q, compute=lambda: nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1)))
+nb = a.computed("layers_neighbours", r, q, compute=lambda: nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1)))
 st.dataframe(
     cache.frame(
         "layers_neighbours",

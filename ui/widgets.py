@@ -17,7 +17,7 @@ from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_c
 from lib.serving import lazy
 from lib.serving.export import escape_markdown
 from ui import page_export
-from ui.cache.store import SharedFigure, frame, glossary_links
+from ui.cache.store import SharedFigure, frame, glossary_links, shared_figure
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 PAGE_FAILED = (
@@ -171,20 +171,27 @@ def _sent_spec(fig: go.Figure | dict, note: str | None, presenting: bool, width:
 
 def matrix_pair(
     matrices: tuple, titles: tuple[str, str], keys: tuple[str, str], sentences, senses, *, zmin: float,
-    zmax: float = 1.0,
+    zmax: float = 1.0, made_from: tuple | None = None,
 ) -> None:
     """Two (n, n) cosine matrices as two charts in two columns on one colour range (``zmin``..``zmax``), the colour
     bar on the second, then the table of sentences behind their S1…Sn labels.
 
     Side by side on a laptop or projector, one under the other on a phone (one figure of two panels squeezed both
     into a few pixels there). ``titles`` are plain text (escaped here); ``keys`` the two charts' keys.
+    ``made_from``: what the matrices are made from (a set's key and the view), when they come from a cache: the
+    two charts are then built once and shared (ui.cache.shared_figure).
     """
     from lib.charts.home import similarity_heatmap
 
     for col, m, title, key, scale in zip(st.columns(2, gap="medium"), matrices, titles, keys, (False, True), strict=True):
         with col:
             st.markdown(f"**{escape_md(title)}**")
-            fig = similarity_heatmap(m, sentences, senses, None, zmin=zmin, zmax=zmax, show_scale=scale)
+            build = functools.partial(similarity_heatmap, m, sentences, senses, None, zmin=zmin, zmax=zmax,
+                                      show_scale=scale)  # fmt: skip
+            if made_from is not None:
+                fig = shared_figure("matrix_pair", (*made_from, key, tuple(sentences), tuple(senses), zmin, zmax), build)
+            else:
+                fig = build()
             chart(fig, key=key, share=0.5)
     sentence_table(sentences, senses)
 
