@@ -194,6 +194,10 @@ else:
         "Label the sentences with senses (“river | …”) to compare meanings."
     )
 
+cue_of = cues.preset_cues(ss)
+if cue_of:  # a preset whose sentences name the cue before or only after the word: the encoder beside the decoder
+    cues.cue_section("layers", ss, model, cue_of)
+
 # ------------------------------------------------------------------------------------- 2. static
 st.header("2. Static vs contextual")
 zero = "layer 0: + position" if enc.layer_zero.startswith("word piece + position") else "layer 0: as input"
@@ -507,6 +511,7 @@ evidence_section(
     chance=rc if ro is not None else None,
     comparison_notes=(depth_phrase,) if ro is not None else (),
 )
+st.divider()
 upload_section("layers", ss.target)
 
 link.sync_params(PARAMS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

@@ -64,12 +64,13 @@ def test_preset_shows_every_section():
 def test_the_similarity_chart_comes_first():
     """After the title and the introduction, the widgets and the section-1 chart come before any other text."""
     at = _app().run()
-    main = list(at.main)
+    main = list(at.main)  # every element and block, in page order
     kinds = [type(e).__name__ for e in main]
     chart_at = next(i for i, e in enumerate(main) if e.type == "plotly_chart")
     assert kinds.index("Title") < chart_at
-    before = [e for e in main[:chart_at] if e.type in ("markdown", "caption", "expandable", "alert")]
-    assert len(before) <= 1, [getattr(e, "value", e.type) for e in before]  # the introduction alone
+    text = ("Markdown", "Caption", "Expander", "Info", "Warning", "Success", "Error")
+    before = [e for e in main[:chart_at] if type(e).__name__ in text]
+    assert len(before) == 1 and "follows **one word" in before[0].value, before  # the introduction alone
 
 
 def test_controls_do_not_run_the_model_again():
@@ -460,3 +461,24 @@ def test_the_evidence_card_on_a_hostile_set_is_whole_and_says_what_it_cannot_che
     assert "(check)" in next(k for k in card if k.startswith("Failure check: domain mismatch"))
     raw = next(t.value for t in at.table if "on your sentences" in t.value.columns)["on your sentences"]
     assert not any("<b>" in v for v in raw)  # escaped for the table's Markdown
+
+
+def test_the_cue_preset_offers_the_decoder_without_running_it():
+    """The cue preset's encoder-and-decoder comparison waits in its expander: a learner on the encoder sees the
+    expander after the first chart, and the decoder runs only when it is opened."""
+    from lib.models.keys import DECODER_MODEL
+    from ui import cache
+
+    at = _app()
+    seed(at, preset="bank-cue")
+    runs = cache.ENCODE_CALLS[DECODER_MODEL]
+    at.run()
+    assert_page_ok(at, charts=5)
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Cue before, cue after") for label in labels), labels
+    assert cache.ENCODE_CALLS[DECODER_MODEL] == runs  # nothing heavy without a click
+    main = list(at.main)
+    first_chart = next(i for i, e in enumerate(main) if e.type == "plotly_chart")
+    cue_box = next(i for i, e in enumerate(main) if getattr(e, "label", "").startswith("Cue before"))
+    assert first_chart < cue_box  # the chart first
+    assert not [c for c in at.get("plotly_chart") if "-layers_cue_" in c.proto.id]
