@@ -388,7 +388,7 @@ def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: 
     left, right = st.columns([2, 3]) if n < 5 else (st.container(), st.container())
     with left:
         if frame is not None:
-            st.table(frame)
+            st.table(frame, hide_index=False)
     with right:
         prose(text)
         if worked:
@@ -432,7 +432,7 @@ qc = st.columns(3)
 for col, (name, M) in zip(qc, (("Q", steps.Q), ("K", steps.K), ("V", steps.V)), strict=True):
     with col:
         prose(f"**{name}**")
-        st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]))
+        st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]), hide_index=False)
 prose(qkv_text)
 st.code(work["QKV"], language="text", wrap_lines=True)
 
@@ -621,4 +621,4 @@ if block is not None:
     ):
         with col:
             prose(f"**{name}**")
-            st.table(table(M, labels, dcols))
+            st.table(table(M, labels, dcols), hide_index=False)

@@ -191,7 +191,8 @@ else:
             "ctx_words",
             (*a.key, *view, layer, i),
             lambda: pd.DataFrame(columns, index=[escape_md(occ.words[k]) for k in shown_words]),
-        )
+        ),
+        hide_index=False,
     )
     said = []
     if "mask" in by and "delete" in by:

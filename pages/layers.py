@@ -420,7 +420,8 @@ else:
                 },
                 index=[f"layer {i}" for i in shown_layers],
             ),
-        )
+        ),
+        hide_index=False,
     )
     prose(
         f"Always answering the commonest sense (“{escape_md(ro.majority_sense)}”): {ro.majority_baseline:.0%}; "
@@ -449,7 +450,8 @@ else:
                 },
                 index=list(readouts),
             ),
-        )
+        ),
+        hide_index=False,
     )
     depth_phrase = a.computed("layers_depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts))
     prose(depth_phrase)

@@ -94,7 +94,7 @@ def probe_section(
                                 f"{float(pp.shuffled_high[0]):.0%}"]  # fmt: skip
         return frame
 
-    st.table(cache.frame("probe", (*set_key, pooled[1] if pp is not None else None), table))
+    st.table(cache.frame("probe", (*set_key, pooled[1] if pp is not None else None), table), hide_index=False)
     st.caption(
         f"Most common sense: {p.chance:.0%}. Furthest above the null: {layer_word(best)}. "
         + (

@@ -339,7 +339,7 @@ def sentence_table(sentences, senses, *, label: str = "The sentences (S1, S2, â€
         if grid:
             st.dataframe(rows, width="stretch", height=360)
         else:
-            st.table(rows)
+            st.table(rows, hide_index=False)  # an Arrow table: say so, or Streamlit converts it back to look
 
 
 def _sentence_rows(sentences, senses):
