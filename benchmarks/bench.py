@@ -412,7 +412,7 @@ import json, resource, time, sys
 import pandas  # noqa: F401
 from tests.conftest import page_test
 data = open({path!r}, "rb").read()
-at = page_test("pages/layers.py")
+at = page_test("pages/layers.py", layers_upload_box=True)  # the upload's expander open
 t0 = time.perf_counter(); at.run(); first = time.perf_counter() - t0
 assert not at.exception, [e.value for e in at.exception]
 rss_base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -4,13 +4,16 @@
     python benchmarks/browser_bench.py                      # every section (--out FILE: JSON too)
     python benchmarks/browser_bench.py --only interactions  # some sections: config, interactions, big, class
     python benchmarks/browser_bench.py --repeats 5 --class-sizes 1,10,30
+    python benchmarks/browser_bench.py --only interactions --models encoder,decoder --ports 9170-9179
 
 What is measured (Playwright driving Debian's /usr/bin/chromium, `streamlit run` on a free port, the
 repository's .streamlit/config.toml):
 
 * **interactions**: on every page with the default preset, after the model is warm (UMAP is warmed up, in a
   tab of its own, just before Projections is measured, as the first learner to choose UMAP would): a rerun
-  (key "r") and changing each page's main controls (layer, head, method, pooling...).
+  (key "r") and changing each page's main controls (layer, head, method, pooling...). Once per model of
+  ``--models`` (default: the encoder, then the decoder, each in a session of its own on the same server, each
+  page visited once before it is measured).
   Per interaction: time from the input to the server's "script finished" message arriving in the browser
   (``input``), the same from the browser sending its rerun request (``request``, which leaves out the
   widgets' own client-side debounce), the server process's CPU seconds (/proc/<pid>/stat, user + system, read
@@ -73,6 +76,7 @@ from tests.browser._browser import (  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 FLOOR_APP = 'import streamlit as st\n\nst.title("Floor")\n'
 PAGES_ONLY: set[str] = set()  # --pages: measure only these page titles
+PORTS: list[int] = []  # --ports: the servers' ports, taken in turn (default: any free port)
 OUT: dict = {"sections": {}}
 
 # The configurations compared in the "config" section: (name, command-line options, environment).
@@ -104,7 +108,11 @@ class Server:
     """A `streamlit run` process: its CPU seconds, RSS and run log, read from /proc and its log file."""
 
     def __init__(self, app: str = "serve.py", cwd: Path = ROOT, extra_args=None, env=None):
-        self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env)
+        port = None
+        if PORTS:  # the next port of the range, in turn (a server stopped earlier has freed its port)
+            port = PORTS.pop(0)
+            PORTS.append(port)
+        self.proc, self.base, self.log = start_server(app=app, cwd=cwd, extra_args=extra_args, env=env, port=port)
         self.pid = self.proc.pid
         self._peak = 0
         self._sampling = False
@@ -497,56 +505,78 @@ def _line(title: str, name: str, m: dict) -> str:
             f"{m['bytes'] / 1e3:.0f} kB sent ({m['plotly_bytes'] / 1e3:.0f} kB plotly JSON)")  # fmt: skip
 
 
-def bench_interactions(browser, repeats: int) -> None:
-    print("interactions: every page, default preset, warm server", flush=True)
+def _model_link(model: str) -> str:
+    """The start page's query string that opens a session with ``model`` ("encoder": the default, no parameter)."""
+    from urllib.parse import quote
+
+    from lib.models.keys import DECODER_MODEL
+
+    return "" if model == "encoder" else "?model=" + quote(DECODER_MODEL if model == "decoder" else model, safe="")
+
+
+def bench_interactions(browser, repeats: int, models: tuple[str, ...] = ("encoder",)) -> None:
+    print(f"interactions: every page, default preset, warm server; models: {', '.join(models)}", flush=True)
     rows = []
+    rss_before_umap = None
     with floor_server(browser) as floor:
         srv = Server()
-        ctx = _context(browser)
         try:
-            tab = new_tab(ctx)
-            t0 = time.perf_counter()
-            open_page(tab, srv.base + "/")
-            print(f"  first chart after {time.perf_counter() - t0:.1f} s; waiting until the server is quiet", flush=True)
-            srv.wait_quiet(span=2.0, below=0.05, timeout=300)
-            rss_before_umap = None
-            for _path, title, _default in _pages():
-                if PAGES_ONLY and title not in PAGES_ONLY:
-                    continue
-                if title == "Projections" and rss_before_umap is None:
-                    # UMAP is compiled the first time anyone chooses it (not part of an interaction): choose
-                    # it once in a tab of its own and wait for the warm-up; the RSS before is every other page's
-                    srv.wait_quiet()
-                    rss_before_umap = srv.rss()
-                    print(f"  server RSS before UMAP is first chosen: {rss_before_umap:.2f} GB", flush=True)
-                    warm = new_tab(ctx)
-                    open_page(warm, srv.base + "/projections?proj_method=umap")
-                    srv.wait_quiet(span=2.0, below=0.05, timeout=300)
-                    warm.page.close()
+            for model in models:  # one session (a tab of its own) per model, on the same server
+                ctx = _context(browser)
                 try:
-                    goto_nav(tab, title)
-                except TimeoutError:
-                    rows.append({"page": title, "interaction": "open the page", "failed": "no answer in 600 s"})
-                    print(f"  {title}: the page did not finish within 600 s", flush=True)
-                    continue
-                tab.page.wait_for_timeout(200)
-                for name, action in PAGE_ACTIONS.get(title, [("rerun (r)", _rerun)]):
-                    m = measure(tab, srv, action, repeats, floor=floor)
-                    rows.append({"page": title, "interaction": name, **m})
-                    print(_line(title, name, m), flush=True)
-                    print("  ROW " + json.dumps({"page": title, "interaction": name, **m}), flush=True)
+                    rss_before_umap = _interactions(ctx, srv, floor, model, repeats, rows, rss_before_umap)
+                finally:
+                    ctx.close()
             srv.wait_quiet()
             rss, peak = srv.rss(), srv.hwm()
             print(f"  server RSS after every page: {rss:.2f} GB (peak {peak:.2f} GB)", flush=True)
         finally:
-            ctx.close()
             srv.stop()
     OUT["sections"]["interactions"] = {
         "rows": rows,
+        "models": list(models),
         "rss_after_every_page_gb": r3(rss),
         "rss_before_umap_gb": r3(rss_before_umap) if rss_before_umap is not None else None,
         "peak_rss_gb": r3(peak),
     }
+
+
+def _interactions(ctx, srv: Server, floor, model: str, repeats: int, rows: list, rss_before_umap):
+    """Every page's interactions in one tab whose session uses ``model``; appends to ``rows``."""
+    tab = new_tab(ctx)
+    t0 = time.perf_counter()
+    open_page(tab, srv.base + "/" + _model_link(model))
+    print(f"  {model}: first chart after {time.perf_counter() - t0:.1f} s; waiting until the server is quiet", flush=True)
+    srv.wait_quiet(span=2.0, below=0.05, timeout=600)
+    for _path, title, _default in _pages():
+        if PAGES_ONLY and title not in PAGES_ONLY:
+            continue
+        if title == "Projections" and rss_before_umap is None:
+            # UMAP is compiled the first time anyone chooses it (not part of an interaction): choose
+            # it once in a tab of its own and wait for the warm-up; the RSS before is every other page's
+            srv.wait_quiet()
+            rss_before_umap = srv.rss()
+            print(f"  server RSS before UMAP is first chosen: {rss_before_umap:.2f} GB", flush=True)
+            warm = new_tab(ctx)
+            open_page(warm, srv.base + "/projections?proj_method=umap")
+            srv.wait_quiet(span=2.0, below=0.05, timeout=300)
+            warm.page.close()
+        try:
+            goto_nav(tab, title)
+        except TimeoutError:
+            rows.append({"model": model, "page": title, "interaction": "open the page",
+                         "failed": "no answer in 600 s"})  # fmt: skip
+            print(f"  {model}: {title}: the page did not finish within 600 s", flush=True)
+            continue
+        srv.wait_quiet(span=1.0, below=0.05, timeout=600)  # a page's first visit with this model is done
+        tab.page.wait_for_timeout(200)
+        for name, action in PAGE_ACTIONS.get(title, [("rerun (r)", _rerun)]):
+            m = measure(tab, srv, action, repeats, floor=floor)
+            row = {"model": model, "page": title, "interaction": name, **m}
+            rows.append(row)
+            print(_line(f"{model[:3]}: {title}", name, m), flush=True)
+            print("  ROW " + json.dumps(row), flush=True)
+    return rss_before_umap
 
 
 # =========================================================================================== 500 sentences
@@ -804,20 +834,45 @@ def _f(x, unit="", nd=2):
     return "n/a" if x is None else f"{x:.{nd}f}{unit}"
 
 
+def _readme_table(rows: list[dict]) -> list[str]:
+    """README's speed table: each interaction once, the encoder's and the decoder's medians side by side (server CPU,
+    time from input, its ratio to the empty page's rerun measured at the same moments)."""
+    by = {}
+    for r in rows:
+        by.setdefault((r["page"], r["interaction"]), {})[r.get("model", "encoder")] = r
+    models = [m for m in ("encoder", "decoder") if any(m in v for v in by.values())]
+    head = "| page | interaction | " + " | ".join(f"{m}: server CPU | {m}: from input (ratio)" for m in models) + " |"
+    out = [head, "| --- | --- | " + " | ".join("--: | --:" for _ in models) + " |"]
+    for (page, name), per in by.items():
+        cells = []
+        for m in models:
+            r = per.get(m)
+            if r is None or "failed" in r:
+                cells += ["–" if r is None else "failed", ""]
+            else:
+                cells += [_f(r["cpu_s"], " s"), f"{_f(r['input_s'], ' s')} ({_f(r.get('ratio_input'), '', 1)})"]
+        out.append(f"| {page} | {name} | " + " | ".join(cells) + " |")
+    return out
+
+
 def markdown(res: dict) -> str:
     """The browser and class tables (Markdown) from what one run of this script measured (its --out JSON)."""
     out = []
     sec = res.get("sections", {})
     if "interactions" in sec:
-        out += ["| page | interaction | from input | from request | floor (same moments) | ratio | server CPU | "
-                "browser busy | kB sent (plotly JSON) |", "|---|---|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
+        out += _readme_table(sec["interactions"]["rows"]) + [""]
+        out += ["| model | page | interaction | from input (p50 / p95) | from request | floor (same moments) | ratio | "
+                "server CPU | browser busy | kB sent (plotly JSON) |", "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]  # fmt: skip
         for r in sec["interactions"]["rows"] + [{**x, "page": "500 sentences: " + x["page"]}
                                                for x in sec.get("big", {}).get("rows", [])]:  # fmt: skip
+            model = r.get("model", "encoder")
             if "failed" in r:
-                out.append(f"| {r['page']} | {r['interaction']} | failed | | | | | | |")
+                out.append(f"| {model} | {r['page']} | {r['interaction']} | failed | | | | | | |")
                 continue
             fl = r.get("floor", {})
-            out.append(f"| {r['page']} | {r['interaction']} | {_f(r['input_s'], ' s')} | {_f(r['request_s'], ' s')} | "
+            p95 = pct([x.get("input_s") for x in r.get("runs", [])], 0.95)
+            out.append(f"| {model} | {r['page']} | {r['interaction']} | {_f(r['input_s'], ' s')} / {_f(p95, ' s')} | "
+                       f"{_f(r['request_s'], ' s')} | "
                        f"{_f(fl.get('input_s'), ' s')} | {_f(r.get('ratio_input'), '', 1)} | {_f(r['cpu_s'], ' s')} | "
                        f"{_f(r.get('browser_busy_s'), ' s')} | {r['bytes'] / 1e3:.0f} ({r['plotly_bytes'] / 1e3:.0f}) |")  # fmt: skip
         out.append("")
@@ -854,6 +909,10 @@ def main() -> None:
                          "emulated reverse proxy/CDN), or several: serve,server,proxy")  # fmt: skip
     ap.add_argument("--out", default=None, help="write the results here (python -m benchmarks passes its own file)")
     ap.add_argument("--pages", default="", help="interactions: only these page titles (comma-separated)")
+    ap.add_argument("--models", default="encoder,decoder",
+                    help="interactions: the models whose sessions are measured, one after the other on one server "
+                         "(encoder, decoder, or a model key)")  # fmt: skip
+    ap.add_argument("--ports", default="", help="the servers' ports, e.g. 9170-9179 (default: any free port)")
     ap.add_argument("--configs", default="", help="config section: indexes of CONFIGS to run (default all)")
     ap.add_argument("--table", nargs="?", const="latest", default=None,
                     help="print the README tables of a results file's browser and class sections (default: the "
@@ -872,6 +931,9 @@ def main() -> None:
         sys.exit(reason)
     sections = [s.strip() for s in a.only.split(",") if s.strip()]
     PAGES_ONLY.update(x.strip() for x in a.pages.split(",") if x.strip())
+    if a.ports:
+        lo, _, hi = a.ports.partition("-")
+        PORTS.extend(range(int(lo), int(hi or lo) + 1))
     OUT["meta"] = {
         "started_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
@@ -892,7 +954,10 @@ def main() -> None:
                         which = [int(x) for x in a.configs.split(",")] if a.configs else None
                         bench_config(browser, a.repeats, which)
                     else:
-                        {"interactions": bench_interactions, "big": bench_big}[s](browser, a.repeats)
+                        if s == "interactions":
+                            bench_interactions(browser, a.repeats, tuple(x.strip() for x in a.models.split(",") if x.strip()))
+                        else:
+                            bench_big(browser, a.repeats)
             finally:
                 browser.close()
     if "class" in sections:

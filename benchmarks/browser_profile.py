@@ -204,13 +204,14 @@ def main() -> None:
     ap.add_argument("--css", default="", help="a style rule added to the page before measuring (an experiment)")
     ap.add_argument("--calls", action="store_true", help="also count plotly.js API calls (a separate pass)")
     ap.add_argument("--json", help="write the aggregates here")
+    ap.add_argument("--port", type=int, default=None, help="the server's port (default: any free port)")
     ap.add_argument("--big", type=int, default=0,
                     help="first send this many labelled sentences (browser_bench.big_text) from the start page")
     args = ap.parse_args()
 
     from playwright.sync_api import sync_playwright
 
-    proc, base, log = start_server()
+    proc, base, log = start_server(port=args.port)
     report = {}
     try:
         with sync_playwright() as p:

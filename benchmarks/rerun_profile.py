@@ -1,14 +1,15 @@
 """Server CPU of a page's rerun, measured inside Streamlit's script thread (target: ≤ 0.1 s).
 
     PYTHONPATH=. python benchmarks/rerun_profile.py [attention context calculator lesson projections
-        layers anisotropy home]
-        [--repeats 3] [--profile 25] [--lesson-steps]
+        layers anisotropy home lens]
+        [--repeats 3] [--profile 25] [--lesson-steps] [--model decoder]
 
 Each page runs in AppTest with the default preset: two warm-up runs, then ``--repeats`` plain reruns and
 ``--repeats`` interactions (one control changed per run). The figure is the CPU time (``time.thread_time``)
 of the script thread while it executes the page, i.e. around Streamlit's ``exec_func_with_error_handling``;
 it leaves out what AppTest and the server do after the script (no websocket here, no post-script gc).
 ``--profile N`` also prints the N most expensive functions (cumulative) over the measured reruns.
+``--model decoder`` (or a model key) runs the pages with that model in use, as a learner who switched to it.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ def _interactions(page: str):
         return lambda at, k: at.slider(key="layers_layer").set_value(3 + k % 2).run()
     if page == "anisotropy":
         return lambda at, k: at.slider(key="aniso_layer").set_value(3 + k % 2).run()
+    if page == "lens":
+        return lambda at, k: at.selectbox(key="lens_sentence").set_value(1 + k % 2).run()
     if page == "home":  # no control on the page itself: a plain rerun (the "r" key)
         return lambda at, k: at.run()
     raise ValueError(page)
@@ -64,11 +67,28 @@ PAGE_FILES = {
     "layers": "layers.py",
     "anisotropy": "anisotropy.py",
     "home": "home.py",
+    "lens": "lens.py",
 }
+MODEL: list[str] = []  # --model: the model key in use (none: the default encoder)
+
+
+def start(at) -> None:
+    """Start ``at``'s session on the default preset with the --model in use (as tests.conftest.seed does)."""
+    if not MODEL:
+        return
+    from lib.inputs.presets import default_preset
+    from ui import session as s
+
+    p = default_preset()
+    at.session_state[s.K_PRESET], at.session_state[s.K_TEXT], at.session_state[s.K_TARGET] = p.id, p.text, p.target
+    at.session_state[s.K_MODEL] = at.session_state[s.K_ACTIVE_MODEL] = MODEL[0]
+    at.session_state[s.K_PRESENTER] = False
+    at.session_state[s.K_INITIALISED] = True
 
 
 def measure(page: str, repeats: int, profile: int) -> dict:
-    at = AppTest.from_file(str(ROOT / "pages" / PAGE_FILES[page]), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "pages" / PAGE_FILES[page]), default_timeout=600)
+    start(at)
     at.run()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -95,7 +115,8 @@ def lesson_steps(repeats: int) -> None:
     """The lesson's rerun CPU on each step (a step draws its own charts)."""
     from lib.teaching.lesson import STEPS
 
-    at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=300)
+    at = AppTest.from_file(str(ROOT / "pages" / "lesson.py"), default_timeout=600)
+    start(at)
     print("| lesson step | rerun CPU (median) | runs |")
     print("| --- | ---: | --- |")
     for k, step in enumerate(STEPS, start=1):
@@ -116,14 +137,19 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=int, default=0)
     ap.add_argument("--lesson-steps", action="store_true", help="also each step of the guided lesson")
+    ap.add_argument("--model", default="", help="the model in use: decoder, or a model key (default: the encoder)")
     args = ap.parse_args()
+    if args.model:
+        from lib.models.keys import DECODER_MODEL
+
+        MODEL.append(DECODER_MODEL if args.model == "decoder" else args.model)
     floor = AppTest.from_string("import streamlit as st\nst.title('empty')")
     floor.run()
     CPU.clear()
     for _ in range(args.repeats):
         floor.run()
     print(f"floor (empty page): {statistics.median(CPU):.4f} s")
-    print(f"load average: {os.getloadavg()[0]:.2f}")
+    print(f"load average: {os.getloadavg()[0]:.2f}; model: {MODEL[0] if MODEL else 'the default encoder'}")
     print("| page | rerun CPU (median) | interaction CPU (median) | runs |")
     print("| --- | ---: | ---: | --- |")
     for page in args.pages:

@@ -5,6 +5,7 @@ The reference corpus runs through the model once per (model, corpus) and only it
 (a local cache below); moving the layer, treatment or k slider only redoes small matrix products.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -42,7 +43,6 @@ from ui.widgets import (
     matrix_pair,
     page_intro,
     prose,
-    shared_chart,
 )
 
 CORPUS_CHOICES = {
@@ -215,12 +215,17 @@ curves = cache.anisotropy_curves(model, stats_key, k, stats)
 names = {t: (f"top {k} components removed" if t == "topk" else TREATMENTS[t]) for t in TREATMENTS}
 m = len(stats.sample_tokens)
 is_default = model == DEFAULT_MODEL
+corpus_key = (model, stats_key)  # what the corpus's numbers are made from: a rerun finds what was made from them
 
 # ------------------------------------------------------------------------------------------- 1. curves
 st.header("1. How alike are two random words?")
 ref = ETHAYARAJH_2019_BERT_BASE.anisotropy if show_bert else None
 layer_chart(
-    anisotropy_by_layer(curves, names, reference=ref, title="Mean cosine of random word-piece pairs"),
+    cache.shared_figure(
+        "aniso_curves",
+        (*corpus_key, k, show_bert),
+        lambda: anisotropy_by_layer(curves, names, reference=ref, title="Mean cosine of random word-piece pairs"),
+    ),
     key="aniso_curves",
     at=layer,
     download="context_lens_anisotropy",
@@ -233,7 +238,7 @@ prose(
     "construction (same corpus); z-scoring "
     + ("gets most of the way." if abs(z) < abs(raw) / 2 else "does less here.")
 )
-strength = compare_anisotropy(curves[UNTREATED])
+strength = cache.computed("aniso_strength", (*corpus_key, k), lambda: compare_anisotropy(curves[UNTREATED]))
 prose(
     f"This model's raw peak, {fmt(strength.peak)} at layer {strength.peak_layer}, is {strength.strength} "
     f"BERT-base's {strength.reference_peak:.2f}."
@@ -276,9 +281,16 @@ if fit.note:
 # ------------------------------------------------------------------------------------------- 2. rogue dims
 st.header("2. Rogue dimensions and vector length")
 var = stats.variance[layer]
-rd = rogue_dimensions(stats.sample[layer], top=3)
-top3, share = top_variance_share(var, 3)  # over all the corpus's word pieces, not just the sample
-shared_chart(  # 3 x 384 dimensions: built once per corpus and layer, then reused by every rerun and session
+
+
+def _dimensions():
+    top3, share = top_variance_share(var, 3)  # over all the corpus's word pieces, not just the sample
+    n_const = int(constant_dimensions(stats.std[layer], stats.mean[layer]).sum())
+    return rogue_dimensions(stats.sample[layer], top=3), top3, share, n_const
+
+
+rd, top3, share, n_const = cache.computed("aniso_dims", (*corpus_key, layer), _dimensions)
+chart(  # 3 x 384 dimensions: built once per corpus and layer, then reused by every rerun and session
     cache.shared_figure(
         "aniso_dims",
         (model, stats_key, layer),
@@ -289,7 +301,6 @@ shared_chart(  # 3 x 384 dimensions: built once per corpus and layer, then reuse
 contrib = rd.cosine_contribution
 j_max = int(np.argmax(contrib))
 raw_here = float(contrib.sum())
-n_const = int(constant_dimensions(stats.std[layer], stats.mean[layer]).sum())
 text = (
     f"At layer {layer} the top three dimensions by variance ({', '.join(map(str, top3))}) hold "
     f"**{share:.1%}** of it (an even share: {3 / d:.1%}). The bottom chart splits the mean cosine of "
@@ -340,7 +351,13 @@ if enc.family == "decoder" and stats.massive is not None:
         f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
         "values stays far from all others) nor separate meanings a layer does not hold."
     )
-layer_chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer"), key="aniso_norms", at=layer)
+layer_chart(
+    cache.shared_figure(
+        "aniso_norms", corpus_key, lambda: norms_by_layer(stats.mean_norm, title="Mean vector length per layer")
+    ),
+    key="aniso_norms",
+    at=layer,
+)
 nm = stats.mean_norm
 prose(
     f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}. Cosine ignores "
@@ -353,20 +370,43 @@ a = analysis(min_sentences=2)
 ss, tv = a.set, a.vectors
 word = escape_md(ss.target or "the target")
 X = tv.vectors[:, layer, :]
-before = cosine_matrix(X)
-after = cosine_matrix(stats.treat(X, layer, treatment, k))
 t_name = names[treatment]
 titles = (f"Layer {layer}, raw cosine", f"Layer {layer}, {t_name}")
-lo, hi = before_after_range(before, after)  # one colour range for both
+fix_view = (*corpus_key, layer, treatment, k)  # with the set (a.key): what section 3's numbers are made from
+
+
+def _fix():
+    """Section 3's numbers, once per set, corpus, layer and fix: the two cosine matrices, their colour range and
+    means, the senses' similarity, the pair ranking and the readout before and after the fix."""
+    treated = np.asarray(stats.treat(X, layer, treatment, k))
+    before, after = cosine_matrix(X), cosine_matrix(treated)
+    both = np.stack([before, after])
+    labelled = ss.has_senses
+    return {
+        "before": before,
+        "after": after,
+        "range": before_after_range(before, after),
+        "means": (mean_offdiagonal(before), mean_offdiagonal(after)),
+        "sims": sense_similarity(both, ss.senses) if labelled else None,
+        "auc": pair_ranking_auc(both, ss.senses) if labelled else None,
+        "readouts": (
+            leave_one_out_readout(X[:, None, :], list(ss.senses)), leave_one_out_readout(treated[:, None, :], list(ss.senses))
+        ) if labelled else (None, None),
+    }  # fmt: skip
+
+
+fix = a.computed("aniso_fix", *fix_view, compute=_fix)
+before, after = fix["before"], fix["after"]
+lo, hi = fix["range"]  # one colour range for both
 keys = ("aniso_matrix_raw", "aniso_matrix_treated")
-matrix_pair((before, after), titles, keys, ss.sentences, ss.senses, zmin=lo, zmax=hi)
-download_figure(
-    similarity_before_after(before, after, ss.labels, ss.senses, titles),
+matrix_pair((before, after), titles, keys, ss.sentences, ss.senses, zmin=lo, zmax=hi, made_from=(*a.key, *fix_view))
+download_figure(  # made when the button is pressed
+    functools.partial(similarity_before_after, before, after, ss.labels, ss.senses, titles),
     "context_lens_anisotropy_before_after",
     key="aniso_matrices_download",
 )
-mb, ma = mean_offdiagonal(before), mean_offdiagonal(after)
-sims = sense_similarity(np.stack([before, after]), ss.senses) if ss.has_senses else None
+mb, ma = fix["means"]
+sims = fix["sims"]
 if sims is not None and sims.gap is not None:
     cols = st.columns(3)
     # deltas against raw, all neutral: a larger gap in cosine units is not by itself a better separation
@@ -389,10 +429,8 @@ if sims is not None and sims.gap is not None:
         delta_color="off",
     )
     # scale-free measures: the order of the pairs (AUC) and the per-sentence readout, before and after
-    auc = pair_ranking_auc(np.stack([before, after]), ss.senses)
-    treated = stats.treat(X, layer, treatment, k)
-    ro_b = leave_one_out_readout(X[:, None, :], list(ss.senses))
-    ro_a = leave_one_out_readout(np.asarray(treated)[:, None, :], list(ss.senses))
+    auc = fix["auc"]
+    ro_b, ro_a = fix["readouts"]
     c2 = st.columns(3)
     c2[0].metric(
         f"pair ranking (AUC), {t_name}",

@@ -41,9 +41,10 @@ from lib.models.recompute import (
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state
 
 OVERVIEW_MAX_TOKENS = 40
+STEP_COLUMNS = ("q·k", "q·k / √d_k", "softmax (recomputed)", "the model's weight")
 
 st.title("Attention")
 page_intro("attention")
@@ -77,12 +78,16 @@ head_num = c_head.slider("Head", 1, H, key="attn_head", help=f"Each layer has {H
 i, layer, head = s_num - 1, layer_num - 1, head_num - 1
 
 tokens = encoding.tokens[i]
-labels = token_labels(tokens)
 att_encoding = cache.sentence_attention(a.model, encoding.sentences[i])  # this sentence, with attentions
 att = att_encoding.attentions[0]  # (L, H, n, n)
 n = len(tokens)
 span = tv.spans[i]
 tpos = list(span.token_indices)
+# What the page reads from this sentence's attention is computed once per sentence (and per layer and head where
+# it depends on them) and found again by every rerun (ui.cache.computed); charts are built once per input and
+# shared (ui.cache.shared_figure), their sent specs too.
+fig_key = (a.model, encoding.sentences[i], tuple(tokens), budget.MAX_PIECES_PER_SENTENCE)
+labels = cache.computed("attn_labels", fig_key, lambda: token_labels(tokens))
 target_labels = ", ".join(md_token(labels[p]) for p in tpos)
 
 SHOW_PIECES = 60
@@ -102,14 +107,15 @@ if encoding.truncated[i]:
 # ------------------------------------------------------------------------------------------- 1. heatmap
 st.header(f"Layer {layer_num}, head {head_num}: who looks at whom")
 weights = att[layer, head]  # (n, n)
+title = f"Sentence {s_num}, layer {layer_num}, head {head_num}"
 chart(
-    attention_heatmap(weights, labels, title=f"Sentence {s_num}, layer {layer_num}, head {head_num}"),
+    cache.shared_figure("attn_heatmap", (*fig_key, layer, head, title), lambda: attention_heatmap(weights, labels, title=title)),
     key="attn_heatmap",
     download="context_lens_attention",
 )
 qpos = tpos[-1] if enc.causal else tpos[0]  # a decoder's word is its last piece (it has seen the whole word)
 row = weights[qpos]
-top = strongest_keys(row, 3)
+top = cache.computed("attn_strongest", (*fig_key, layer, head, qpos), lambda: strongest_keys(row, 3))
 prose(
     "Each **row** is one word piece looking (the query); its colours show how it shares its attention over "
     "all word pieces (the keys), and every row adds up to 1. "
@@ -120,7 +126,8 @@ prose(
 if enc.causal:
     prose(
         "Nothing lies **above the diagonal**: a word piece sees only itself and what came before (the **causal "
-        f"mask**; largest weight there, any layer and head: {weight_above_diagonal(att):.1f})."
+        f"mask**; largest weight there, any layer and head: "
+        f"{cache.computed('attn_above_diagonal', fig_key, lambda: weight_above_diagonal(att)):.1f})."
     )
 if n > MAX_TICK_LABELS:
     prose(caption=True, text=
@@ -130,23 +137,21 @@ if n > MAX_TICK_LABELS:
 
 # ------------------------------------------------------------------------------------------- 2. overview
 st.header("All layers and heads at once")
-# Charts that depend on the sentence only are built once per sentence (ui.cache.shared_figure) and reused by
-# every rerun and every session. The overview carries no mark of the chosen head: unchanged, it goes to the
-# browser as a short reference and is not redrawn when a slider moves (78 heatmaps; 170 kB of JSON).
-fig_key = (a.model, encoding.sentences[i], tuple(tokens))
+# The overview carries no mark of the chosen head: unchanged, it goes to the browser as a short reference and is
+# not redrawn when a slider moves (78 heatmaps; 170 kB of JSON).
 overview = cache.shared_figure(
     "attn_overview",
     fig_key,
     lambda: attention_overview(att, labels, selected=None, max_tokens=OVERVIEW_MAX_TOKENS),
 )
-shared_chart(overview, key="attn_overview")
+chart(overview, key="attn_overview")
 prose(
     f"One square per head: rows are layers 1–{L}, columns heads 1–{H}, the last column their **mean**. The "
     f"head enlarged above, layer {layer_num}, head {head_num}, is row {layer_num}, column {head_num}. Look for "
     "a bright diagonal beside the main one (each word looks at its neighbour) and a bright first column "
     f"(everyone looks at {'[CLS]' if not enc.causal else escape_md(tokens[0])})."
 )
-if pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled:
+if cache.computed("attn_pooled", fig_key, lambda: pool_attention(att[:1, :1], OVERVIEW_MAX_TOKENS).pooled):
     prose(caption=True, text=
         f"With {n} word pieces the small squares group neighbouring word pieces into {OVERVIEW_MAX_TOKENS} "
         "blocks (the attention of an average query in a block, so rows still add up to 1). The big heatmaps "
@@ -160,18 +165,23 @@ use_mean = st.toggle(
     key="attn_target_mean",
     help=f"Off: only head {head_num}, the head chosen above.",
 )
-ta = target_attention(att, tpos)
+ta = cache.computed("attn_target", (*fig_key, tuple(tpos)), lambda: target_attention(att, tpos))
 to_now = ta.attends_to_mean[layer] if use_mean else ta.attends_to[layer, head]
 by_now = ta.attended_by_mean[layer] if use_mean else ta.attended_by[layer, head]
 which = f"layer {layer_num}, mean over heads" if use_mean else f"layer {layer_num}, head {head_num}"
+bars_title = f"The target {target_labels} in {which}"
 chart(
-    target_attention_bars(to_now, by_now, labels, tpos, title=f"The target {target_labels} in {which}"),
+    cache.shared_figure(
+        "attn_target_bars",
+        (*fig_key, tuple(tpos), bars_title),
+        lambda: target_attention_bars(to_now, by_now, labels, tpos, title=bars_title),
+    ),
     key="attn_target_bars",
 )
 others = [k for k in range(n) if k not in tpos]
 if others:
-    k_to = max(others, key=lambda k: to_now[k])
-    k_by = max(others, key=lambda k: by_now[k])
+    k_to = max(others, key=to_now.__getitem__)
+    k_by = max(others, key=by_now.__getitem__)
     prose(
         f"In {which}, apart from itself, {target_labels} gives most attention to "
         f"{md_token(labels[k_to])} ({to_now[k_to]:.2f}), and the word piece that looks at it most is "
@@ -185,7 +195,7 @@ if others:
     )
 else:
     prose("This sentence has only the target itself (and special tokens) to look at.")
-shared_chart(
+chart(
     cache.shared_figure(
         "attn_target_layers",
         (*fig_key, tuple(tpos)),
@@ -195,9 +205,13 @@ shared_chart(
 )
 prose(caption=True, text="The same two views for every layer (mean over heads): read a row to follow one layer.")
 
-share = special_token_share(
-    att, tokens, encoding.special[i], ids=encoding.token_ids[i], roles=enc.special_roles
+share = cache.computed(
+    "attn_special",
+    fig_key,
+    lambda: special_token_share(att, tokens, encoding.special[i], ids=encoding.token_ids[i], roles=enc.special_roles),
 )
+
+
 def md_special(label: str) -> str:
     """A special token's text for Markdown: "[CLS]" as written (the glossary links it), anything else escaped."""
     return label if label in ("[CLS]", "[SEP]") else escape_md(label)
@@ -209,7 +223,7 @@ st.subheader(
     if not enc.causal
     else f"Attention that goes to the start token {share.opening_label} and punctuation"
 )
-shared_chart(
+chart(
     cache.shared_figure("attn_special", fig_key, lambda: special_token_share_chart(share)), key="attn_special"
 )
 spec = share.cls_sep_mean
@@ -226,10 +240,15 @@ else:
     if n < 3:
         st.info("This sentence is too short to show where later word pieces look: write a longer one.")
     else:
-        own = first_position_share(att, causal=True)
-        bert_att = cache.sentence_attention(DEFAULT_MODEL, encoding.sentences[i])
-        bert = first_position_share(bert_att.attentions[0], causal=False)
-        shared_chart(
+        own = cache.computed("attn_first_position", fig_key, lambda: first_position_share(att, causal=True))
+        bert = cache.computed(  # the encoder's [CLS], on the same sentence
+            "attn_first_position",
+            (DEFAULT_MODEL, *fig_key[1:]),
+            lambda: first_position_share(
+                cache.sentence_attention(DEFAULT_MODEL, encoding.sentences[i]).attentions[0], causal=False
+            ),
+        )
+        chart(
             cache.shared_figure(
                 "attn_first_position",
                 fig_key,
@@ -278,7 +297,8 @@ else:
     )
     j = compare - 1
     tokens_b = encoding.tokens[j]
-    labels_b = token_labels(tokens_b)
+    key_b = (a.model, encoding.sentences[j], tuple(tokens_b), budget.MAX_PIECES_PER_SENTENCE)
+    labels_b = cache.computed("attn_labels", key_b, lambda: token_labels(tokens_b))
     weights_b = cache.sentence_attention(a.model, encoding.sentences[j]).attentions[0][layer, head]
     tpos_b = list(tv.spans[j].token_indices)
 
@@ -289,18 +309,26 @@ else:
     # two charts in two columns, not one figure of two panels: Streamlit stacks the columns on a phone, where two
     # heatmaps side by side in one figure were too narrow to read; both on the same fixed 0–1 scale
     left, right = st.columns(2)
-    with left:
-        chart(attention_heatmap(weights, labels, title=title_for(i)), key="attn_side_a", share=0.5)
-    with right:
-        chart(attention_heatmap(weights_b, labels_b, title=title_for(j)), key="attn_side_b", share=0.5)
+    for col, k, key_k, w, labs, side in ((left, i, fig_key, weights, labels, "a"), (right, j, key_b, weights_b, labels_b, "b")):
+        with col:
+            chart(
+                cache.shared_figure(
+                    "attn_heatmap",
+                    (*key_k, layer, head, title_for(k)),
+                    lambda w=w, labs=labs, k=k: attention_heatmap(w, labs, title=title_for(k)),
+                ),
+                key=f"attn_side_{side}",
+                share=0.5,
+            )
 
-    def top_other(w, pos: list[int], labs: list[str]) -> str:
-        k, weight = most_attended(w, pos)
+    def top_other(w, key_k: tuple, pos: list[int], labs: list[str]) -> str:
+        k, weight = cache.computed("attn_most_attended", (*key_k, layer, head, tuple(pos)), lambda: most_attended(w, pos))
         return f"{md_token(labs[k])} ({weight:.2f})"
 
     prose(
         f"At layer {layer_num}, head {head_num}, “{word}” in sentence {i + 1} looks most at "
-        f"{top_other(weights, tpos, labels)}, in sentence {j + 1} at {top_other(weights_b, tpos_b, labels_b)}. "
+        f"{top_other(weights, fig_key, tpos, labels)}, in sentence {j + 1} at "
+        f"{top_other(weights_b, key_b, tpos_b, labels_b)}. "
         "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ."
     )
 
@@ -332,8 +360,10 @@ else:
         r"\begin{aligned} Q &= H W_Q + b_Q,\quad K = H W_K + b_K,\quad V = H W_V + b_V \\"
         r"\alpha &= \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) \end{aligned}"
     )
-try:
-    rec = recompute_attention(enc, att_encoding, 0, layer, head)
+try:  # the layer's input through the weights: once per sentence, layer and head
+    rec = cache.computed(
+        "attn_recomputed", (*fig_key, layer, head), lambda: recompute_attention(enc, att_encoding, 0, layer, head)
+    )
 except UnsupportedArchitectureError as err:
     st.info(escape_md(str(err)))
 else:
@@ -345,28 +375,32 @@ else:
     m1, m2, m3 = st.columns(3)
     m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")
     m2.metric("Rows × columns compared", f"{n} × {n}")
-    m3.metric("Rows adding up to 1", f"{rec.rows_summing_to_one()} of {n}")
+    summing = cache.computed("attn_rows_summing", (*fig_key, layer, head), rec.rows_summing_to_one)
+    m3.metric("Rows adding up to 1", f"{summing} of {n}")
     prose(
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
         "everywhere: the tiny rest is rounding in the model's arithmetic."
     )
     q_row = tpos[0]
-    table = pd.DataFrame(
-        {
-            "key": labels,
-            "q·k": rec.dot_products(q_row),
-            "q·k / √d_k": rec.scores[q_row],
-            "softmax (recomputed)": rec.weights[q_row],
-            "the model's weight": rec.model_weights[q_row],
-        }
-    )
-    shown = table if n <= 20 else table.nlargest(15, "softmax (recomputed)")
+
+    def steps() -> pd.DataFrame:
+        table = pd.DataFrame(
+            {
+                "key": labels,
+                "q·k": rec.dot_products(q_row),
+                "q·k / √d_k": rec.scores[q_row],
+                "softmax (recomputed)": rec.weights[q_row],
+                "the model's weight": rec.model_weights[q_row],
+            }
+        )
+        return table if n <= 20 else table.nlargest(15, "softmax (recomputed)")
+
     prose(f"The target's row, {md_token(labels[q_row])}, step by step:")
     st.dataframe(
-        shown,
+        cache.frame("attn_steps", (*fig_key, layer, head, q_row), steps),
         hide_index=True,
         width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in table.columns if c != "key"},
+        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in STEP_COLUMNS},
     )
     if n > 20:
         prose(caption=True, text=f"The 15 largest of {n} weights in this row.")

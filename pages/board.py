@@ -38,7 +38,7 @@ from lib.stats.projection import ProjectionError
 from lib.stats.similarity import cosine_matrix
 from ui import cache, link, page_export, session, startup
 from ui.student_cookie import SECRET_NAME
-from ui.widgets import chart, escape_md, page_intro, sentence_table, shared_chart
+from ui.widgets import chart, escape_md, page_intro, sentence_table
 
 MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
@@ -352,7 +352,7 @@ def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
                 title=f"Every accepted sentence at layer {last} (PCA)",
             ),
         )  # fmt: skip
-        shared_chart(shared, key="board_projection")
+        chart(shared, key="board_projection")
     if note:
         st.caption(escape_md(note))
     first_cos, last_cos = cosine_matrix(tv.vectors[:, 0, :]), cosine_matrix(tv.vectors[:, last, :])
@@ -367,7 +367,7 @@ def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
                 name, fig_key,
                 lambda m=m, scale=scale: similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=floor, show_scale=scale),
             )  # fmt: skip
-            shared_chart(shared, key=name, share=0.5, name_model=False)
+            chart(shared, key=name, share=0.5, name_model=False)
     sentence_table(ss.sentences, ss.senses)
     rc = cache.readout_chance(MODEL, ss.sentences, ss.senses, ss.target, "target", tv.vectors)
     if rc is None:
@@ -380,7 +380,7 @@ def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
                                   chance=(rc.shuffled_mean, rc.shuffled_p95)),
         )  # fmt: skip
         st.markdown("**Does each sentence sit nearest its own sense? Layer by layer, against chance**")
-        shared_chart(shared, key="board_readout")
+        chart(shared, key="board_readout")
         st.markdown(
             f"Each accepted sentence gets the sense whose average vector (without it) is nearest: at layer 0 "
             f"{chance_phrase(rc, 0)}; at layer {last} {chance_phrase(rc, last)}."

@@ -2,7 +2,8 @@
 
 Reads the widgets, calls `lib.teaching.toy_attention`, draws `lib.charts` figures and explains each step with the
 numbers on screen. Needs no model. The last valid inputs live in `st.session_state["calc_valid"]` (a `ToyInputs`), so a bad
-cell shows a message and the steps keep showing the last numbers that worked.
+cell shows a message and the steps keep showing the last numbers that worked. The steps, their tables and charts are
+made once per inputs and switches (ui.cache, keyed by the numbers themselves): a rerun that changes nothing finds them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from lib.charts.attention import attention_heatmap
 from lib.charts.toy import vector_arrows, warmup_arrows
 from lib.models.encoder import default_head_width
 from lib.teaching import toy_attention as ta
-from ui import link
+from ui import cache, link
 from ui.widgets import chart, page_intro, prose
 from ui.widgets import escape_md as md
 
@@ -63,10 +64,20 @@ def vec(v) -> str:
     return ta.format_vector(v)
 
 
-def table(M: np.ndarray, rows, cols) -> pd.DataFrame:
-    """A matrix as strings for st.table (masked cells read 'masked', never inf)."""
+def table(M: np.ndarray, rows, cols):
+    """A matrix as strings for st.table (masked cells read 'masked', never inf), made once per numbers and labels."""
     M = np.atleast_2d(np.asarray(M, dtype=float))
-    return pd.DataFrame([[num(x) for x in r] for r in M], index=list(rows), columns=list(cols))
+    return cache.frame(
+        "calc_table",
+        (M.shape, M.tobytes(), tuple(rows), tuple(cols)),
+        lambda: pd.DataFrame([[num(x) for x in r] for r in M], index=list(rows), columns=list(cols)),
+    )
+
+
+def inputs_key(inputs: ta.ToyInputs) -> tuple:
+    """What a ToyInputs holds, as a cache key: its tokens and its arrays' shapes and bytes."""
+    arrays = (inputs.embeddings, inputs.positions, inputs.W_q, inputs.W_k, inputs.W_v, inputs.W1, inputs.W2)
+    return (inputs.tokens, *((None if x is None else (x.shape, np.asarray(x, dtype=float).tobytes())) for x in arrays))
 
 
 def cells(M, rows, cols) -> pd.DataFrame:
@@ -178,14 +189,18 @@ for pos, row in enumerate(warm_edit.to_dict("records")):
 warm_chart, warm_text = st.columns([3, 2])
 with warm_chart:
     if warm_rows:
-        fig_warm = warmup_arrows(
-            [r[0] for r in warm_rows],
-            [r[1] for r in warm_rows],
-            np.array([r[2] for r in warm_rows]),
-            np.array([r[4] if r[4] is not None else [np.nan, np.nan] for r in warm_rows]),
-            references=WARMUP_REFERENCES
-            | (APPLE_REFERENCES if any(r[0].lower() == "apple" for r in warm_rows) else {}),
-            height=420,
+        fig_warm = cache.shared_figure(  # once per rows typed
+            "calc_warmup",
+            tuple((w, c, tuple(b), None if r is None else tuple(r.tolist())) for w, c, b, _, r in warm_rows),
+            lambda: warmup_arrows(
+                [r[0] for r in warm_rows],
+                [r[1] for r in warm_rows],
+                np.array([r[2] for r in warm_rows]),
+                np.array([r[4] if r[4] is not None else [np.nan, np.nan] for r in warm_rows]),
+                references=WARMUP_REFERENCES
+                | (APPLE_REFERENCES if any(r[0].lower() == "apple" for r in warm_rows) else {}),
+                height=420,
+            ),
         )
         chart(fig_warm, key="calc_warm_chart", width="stretch")
     else:
@@ -310,7 +325,12 @@ fresh = None
 if not errors and E_words is not None and P is not None and all(v is not None for v in Ws.values()):
     candidate = ta.ToyInputs.from_tables(tokens, words, E_words, P, Ws, ffn)
     try:
-        candidate.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature)
+        switches = (use_pos, scale, causal, temperature)
+        cache.computed(  # the steps, once per numbers and switches (the check: they can be computed)
+            "calc_steps",
+            (inputs_key(candidate), *switches),
+            lambda: candidate.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature),
+        )
         fresh = candidate
     except ta.ToyAttentionError as err:
         errors.append(str(err))
@@ -335,8 +355,11 @@ labels = ta.unique_labels(tokens)
 n = len(tokens)
 E_rows, P_rows = inputs.embeddings, inputs.positions
 X = inputs.x(use_positions=use_pos)
+view = (inputs_key(inputs), use_pos, scale, causal, temperature)  # what every step below is made from
 try:
-    steps = inputs.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature)
+    steps = cache.computed(
+        "calc_steps", view, lambda: inputs.steps(use_positions=use_pos, scale=scale, causal=causal, temperature=temperature)
+    )
 except ta.ToyAttentionError as err:  # e.g. a toggle pushes the last valid numbers out of range
     st.error(f"{err} Change the setting back, or press “Reset to the course example”.")
     st.stop()
@@ -349,7 +372,11 @@ s1, s2, _ = st.columns([1, 1, 2])
 i = s1.selectbox("Follow the query (row)", range(n), format_func=lambda k: labels[k], key="calc_row")
 j = s2.selectbox("… and the key (column)", range(n), format_func=lambda k: labels[k], key="calc_col")
 a, b = md(labels[i]), md(labels[j])
-work = ta.worked_cell(steps, labels, i, j, embeddings=E_rows, positions=P_rows if use_pos else None)
+work = cache.computed(
+    "calc_worked",
+    (*view, i, j),
+    lambda: ta.worked_cell(steps, labels, i, j, embeddings=E_rows, positions=P_rows if use_pos else None),
+)
 prose(caption=True, text=f"Each step shows its whole matrix and, below it, the arithmetic for row {a} / column {b}, "
            "rounded to 4 decimals.")
 
@@ -361,7 +388,7 @@ def step(title: str, latex: str, text: str, frame: pd.DataFrame | None, worked: 
     left, right = st.columns([2, 3]) if n < 5 else (st.container(), st.container())
     with left:
         if frame is not None:
-            st.table(frame)
+            st.table(frame, hide_index=False)
     with right:
         prose(text)
         if worked:
@@ -384,7 +411,7 @@ step("Step 1 · Input X = E + P" if use_pos else "Step 1 · Input X = E", r"X = 
      x_text, table(X, labels, dcols), work["X"])
 
 # Step 2: Q, K, V
-facts = ta.step_facts(steps, i)
+facts = cache.computed("calc_facts", (*view, i), lambda: ta.step_facts(steps, i))
 identity = facts.identity_projections
 if identity:
     qkv_text = (
@@ -405,7 +432,7 @@ qc = st.columns(3)
 for col, (name, M) in zip(qc, (("Q", steps.Q), ("K", steps.K), ("V", steps.V)), strict=True):
     with col:
         prose(f"**{name}**")
-        st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]))
+        st.table(table(M, labels, [f"{name.lower()}{c + 1}" for c in range(M.shape[1])]), hide_index=False)
 prose(qkv_text)
 st.code(work["QKV"], language="text", wrap_lines=True)
 
@@ -485,7 +512,11 @@ st.latex(
 )
 wl, wr = st.columns([2, 3]) if n < 5 else (st.container(), st.container())
 with wl:
-    fig_w = attention_heatmap(steps.weights, labels, title="Attention weights (rows sum to 1)", height=380)
+    fig_w = cache.shared_figure(
+        "calc_weights",
+        view,
+        lambda: attention_heatmap(steps.weights, labels, title="Attention weights (rows sum to 1)", height=380),
+    )
     chart(fig_w, key="calc_weights_chart", width="stretch")
 with wr:
     row_txt = ", ".join(f"{md(labels[k])} {num(steps.weights[i, k])}" for k in range(n))
@@ -508,7 +539,7 @@ step(
 
 # ---- 4. in words and in the plane ----------------------------------------------------------------------
 st.header("4. What happened, in words and in the plane")
-summaries = ta.token_summaries(steps, labels)
+summaries = cache.computed("calc_summaries", view, lambda: ta.token_summaries(steps, labels))
 lines = []
 for s in summaries:
     tops = " and ".join("itself" if t == s.label else f"**{md(t)}**" for t in s.top_labels)
@@ -524,7 +555,7 @@ prose("\n".join(lines))
 block = None
 if use_block:
     try:
-        block = inputs.block(steps.output, use_positions=use_pos)
+        block = cache.computed("calc_block", view, lambda: inputs.block(steps.output, use_positions=use_pos))
     except ta.ToyAttentionError as err:
         st.error(str(err))
 
@@ -536,7 +567,11 @@ with pic_l:
         if choice == "after the whole block":
             outputs, out_name = block.output, "after the block"
     if outputs.shape[1] >= 2 and d_now >= 2:
-        fig = vector_arrows(X, outputs, labels, input_name="input X", output_name=out_name, height=560)
+        fig = cache.shared_figure(
+            "calc_arrows",
+            (*view, out_name),
+            lambda: vector_arrows(X, outputs, labels, input_name="input X", output_name=out_name, height=560),
+        )
         chart(fig, key="calc_arrows_chart", width="stretch", download="context_lens_attention_by_hand")
     else:
         st.info("The picture needs at least two numbers per vector; give W_V two or more columns.")
@@ -586,4 +621,4 @@ if block is not None:
     ):
         with col:
             prose(f"**{name}**")
-            st.table(table(M, labels, dcols))
+            st.table(table(M, labels, dcols), hide_index=False)

@@ -1,7 +1,9 @@
 """What moves the word: mask each context word in turn, or edit the sentence, and watch the target respond.
 
 The maths is lib/stats/context.py (occlusion, attention vs effect, sense centroids); the occlusion of a sentence
-is cached per (model, sentence, replacement) in ui/cache/; the figures are lib/charts/context.py.
+is cached per (model, sentence, replacement) in ui/cache/; the figures are lib/charts/context.py. What the page
+reads from an occlusion for one view, and its charts, are made once per view (ui.analysis.Analysis.computed and
+.figure): a rerun that changes nothing finds them.
 """
 
 import html
@@ -103,6 +105,14 @@ i = None if own else s_num - 1
 sentence = own or ss.sentences[i]
 own_sense = None if i is None else ss.senses[i]
 
+
+def centroids():
+    """Each sense's mean target vector in the set, without sentence ``i`` (None without senses); once per set."""
+    if not ss.has_senses:
+        return None
+    return a.computed("ctx_centroids", i, compute=lambda: sense_centroids(tv.vectors, ss.senses, exclude=i))
+
+
 try:
     occ = cache.occlusion(a.model, sentence, target_word, REPLACEMENT_TEXT[rep_key])
 except ContextError as err:
@@ -112,6 +122,7 @@ except TargetError as err:
     st.error(escape_md(str(err)))
     st.stop()
 
+view = (sentence, target_word, rep_key)  # what the occlusion on screen is made from (with the set: a.key)
 word = escape_md(occ.target)
 t_html = html.escape(occ.target, quote=False)  # plotly titles read a little HTML
 where = "layer 0 (input)" if layer == 0 else f"layer {layer}"
@@ -128,16 +139,21 @@ prose(caption=True, text=
     f"The sentence as the model reads it, {n_words} context word(s) and the target in bold: {marked_md}"
 )
 chart(
-    shift_bars(
-        occ.words,
-        shift_now,
-        occ.attention[layer - 1] if layer >= 1 else None,
-        title=f"How far “{t_html}” moves at {where}<br>when each word is {DONE[rep_key]}",
+    a.figure(
+        "ctx_bars",
+        *view,
+        layer,
+        build=lambda: shift_bars(
+            occ.words,
+            shift_now,
+            occ.attention[layer - 1] if layer >= 1 else None,
+            title=f"How far “{t_html}” moves at {where}<br>when each word is {DONE[rep_key]}",
+        ),
     ),
     key="ctx_bars",
     download="context_lens_what_moves_the_word",
 )
-order = occ.ranking(layer)
+order = a.computed("ctx_ranking", *view, layer, compute=lambda: occ.ranking(layer))
 top, low = int(order[0]), int(order[-1])
 if layer == 0 and rep_key != "delete":
     prose(
@@ -165,11 +181,18 @@ else:
         except (ContextError, TargetError):
             continue
         columns[f"shift, {DONE[key]}"] = [f"{by[key].shift[layer, k]:.3f}" for k in shown_words]
-    sense_cents = sense_centroids(tv.vectors, ss.senses, exclude=i) if ss.has_senses and own_sense else None
+    sense_cents = centroids() if own_sense else None
     if sense_cents is not None and own_sense in sense_cents.names:
-        pull = sense_pull(occ, sense_cents, own_sense, layer)
+        pull = a.computed("ctx_pull", *view, layer, i, compute=lambda: sense_pull(occ, sense_cents, own_sense, layer))
         columns[f"pull towards “{escape_md(own_sense)}” (+: towards)"] = [f"{pull[k]:+.3f}" for k in shown_words]
-    st.table(pd.DataFrame(columns, index=[escape_md(occ.words[k]) for k in shown_words]))  # cells read Markdown
+    st.table(  # cells read Markdown
+        cache.frame(
+            "ctx_words",
+            (*a.key, *view, layer, i),
+            lambda: pd.DataFrame(columns, index=[escape_md(occ.words[k]) for k in shown_words]),
+        ),
+        hide_index=False,
+    )
     said = []
     if "mask" in by and "delete" in by:
         m, d = by["mask"].shift[layer], by["delete"].shift[layer]
@@ -190,7 +213,7 @@ else:
         prose(" ".join(said), caption=True)
 after = occ.after_target
 if enc.causal and after:
-    change = occ.after_target_change
+    change = a.computed("ctx_after", *view, compute=lambda: occ.after_target_change)
     prose(
         ("This model has no [MASK] token, so each word is deleted. " if no_mask and rep_key == "delete" else "")
         + f"{what.capitalize()} any of the **{len(after)}** word(s) after “{word}” moves it by "
@@ -201,18 +224,22 @@ if enc.causal and after:
         "can reach it."
     )
 chart(
-    shift_strip(occ.words, occ.shift, names, title="Every word at every layer, in sentence order"),
+    a.figure(
+        "ctx_strip", *view, build=lambda: shift_strip(occ.words, occ.shift, names, title="Every word at every layer, in sentence order")
+    ),
     key="ctx_strip",
 )
-k_top = int(occ.ranking(occ.num_layers)[0])  # the word with the largest effect at the last layer
-start = occ.half_effect_layer(k_top)
+# the word with the largest effect at the last layer, and the layer where it reaches half of it
+k_top, start = a.computed(
+    "ctx_top", *view, compute=lambda: (k := int(occ.ranking(occ.num_layers)[0]), occ.half_effect_layer(k))
+)
 prose(
     f"Read a column upwards to see where a word starts to matter. {q(occ.words[k_top])}, the word with "
     f"the largest effect at the last layer, reaches half of it at layer {start}."
 )
 st.download_button(
     "Download the shifts and attentions (CSV)",
-    data=occ.to_csv(),
+    data=occ.to_csv,  # made when the button is pressed
     file_name="context_lens_what_moves_the_word.csv",
     mime="text/csv",
     key="ctx_csv",
@@ -221,18 +248,29 @@ st.download_button(
 
 # ------------------------------------------------------------------------------------------- 2. attention
 st.header("Attention vs effect")
-rho = attention_effect_correlation(occ)
+rho = a.computed("ctx_rho", *view, compute=lambda: attention_effect_correlation(occ))
 prose(f"**Does “{word}” attend most to the words that move it?**")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone
 left, right = st.columns([3, 2], gap="medium")
 with left:
     chart(
-        attention_vs_shift(occ.words, occ.attention[att_layer - 1], occ.shift[att_layer], layer=att_layer),
+        a.figure(
+            "ctx_attention",
+            *view,
+            att_layer,
+            build=lambda: attention_vs_shift(
+                occ.words, occ.attention[att_layer - 1], occ.shift[att_layer], layer=att_layer
+            ),
+        ),
         key="ctx_attention",
         share=0.6,
     )
 with right:
-    chart(correlation_by_layer(rho, layer=att_layer), key="ctx_correlation", share=0.4)
+    chart(
+        a.figure("ctx_correlation", *view, att_layer, build=lambda: correlation_by_layer(rho, layer=att_layer)),
+        key="ctx_correlation",
+        share=0.4,
+    )
 r_now = rho[att_layer - 1]
 if np.isfinite(r_now):
     prose(
@@ -265,8 +303,12 @@ if ss.has_senses:
                 others.append((sense, cache.occlusion(a.model, s_other, target_word, None)))
             except (TargetError, ContextError):
                 continue
-swaps = suggested_swaps(occ, others, target=target_word)
-k_edit = top_content_word(occ, target_word)
+swaps, k_edit = a.computed(
+    "ctx_swaps",
+    *view,
+    own_sense,
+    compute=lambda: (suggested_swaps(occ, others, target=target_word), top_content_word(occ, target_word)),
+)
 k_edit = k_top if k_edit is None else k_edit
 sent_key = (occ.sentence, occ.target_span)
 if st.session_state.get("_ctx_for") not in (None, sent_key):  # another sentence: start the edit afresh
@@ -329,13 +371,22 @@ except (TargetError, ContextError) as err:
 
 if tv_edit is not None:
     v_edit = tv_edit.vectors[0]
-    cos = layer_cosines(occ.base, v_edit[None])[:, 0]  # (L + 1,)
-    cents = sense_centroids(tv.vectors, ss.senses, exclude=i) if ss.has_senses else None
-    before = cents.nearest(occ.base) if cents else None
-    after = cents.nearest(v_edit) if cents else None
+    cents = centroids()
+
+    def compare_edit():
+        cos = layer_cosines(occ.base, v_edit[None])[:, 0]  # (L + 1,)
+        return cos, cents.nearest(occ.base) if cents else None, cents.nearest(v_edit) if cents else None
+
+    cos, before, after = a.computed("ctx_edit", *view, i, edited, compute=compare_edit)
     chart(
-        edit_by_layer(
-            cos, names, before, after, cents.names if cents else (), title=f"“{t_html}” after the edit"
+        a.figure(
+            "ctx_edit",
+            *view,
+            i,
+            edited,
+            build=lambda: edit_by_layer(
+                cos, names, before, after, cents.names if cents else (), title=f"“{t_html}” after the edit"
+            ),
         ),
         key="ctx_edit",
     )
@@ -360,16 +411,19 @@ if tv_edit is not None:
             "Sense averages (centroids) are the mean target vector of each sense in the current set"
             + (", leaving out this sentence itself." if i is not None else ".")
         )
-        table = pd.DataFrame(
-            {
-                "layer": names,
-                "cosine with the original": cos,
-                "nearest sense (original)": before,
-                "nearest sense (edited)": after,
-            }
-        )
         st.dataframe(
-            table,
+            cache.frame(
+                "ctx_edit",
+                (*a.key, *view, i, edited),
+                lambda: pd.DataFrame(
+                    {
+                        "layer": names,
+                        "cosine with the original": cos,
+                        "nearest sense (original)": before,
+                        "nearest sense (edited)": after,
+                    }
+                ),
+            ),
             hide_index=True,
             column_config={"cosine with the original": st.column_config.NumberColumn(format="%.4f")},
         )

@@ -1,5 +1,7 @@
 """Start here: what the app teaches, and the current word's similarity before and after context."""
 
+import functools
+
 import numpy as np
 import streamlit as st
 
@@ -8,12 +10,12 @@ from lib.stats.similarity import cosine_matrix, pair_values, sense_similarity
 from ui import cache, session
 from ui.analysis import analysis
 from ui.widgets import (
+    chart,
     download_figure,
     escape_md,
     page_intro,
     prose,
     sentence_table,
-    shared_chart,
     weights_note,
 )
 
@@ -23,20 +25,27 @@ page_intro("home")
 a = analysis(min_sentences=2)
 ss, tv, enc = a.set, a.vectors, a.encoder
 last = enc.num_layers
-first_cos = cosine_matrix(tv.vectors[:, 0, :])
-last_cos = cosine_matrix(tv.vectors[:, last, :])
+
+
+def _numbers():
+    first, final = cosine_matrix(tv.vectors[:, 0, :]), cosine_matrix(tv.vectors[:, last, :])
+    senses = sense_similarity(np.stack([first, final]), ss.senses) if ss.has_senses else None
+    return first, final, pair_values(first), pair_values(final), senses
+
+
+# computed once per set and model: a rerun finds them (ui.cache.computed)
+first_cos, last_cos, first_pairs, last_pairs, sims = cache.computed("home", a.key, _numbers)
 word = escape_md(ss.target or "the target")
 
 st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone; each
 # figure is built once per set and model and shared by reruns and sessions (ui.cache.shared_figure)
-floor = shared_floor(first_cos, last_cos)
 note = weights_note()  # the headings name random weights once; the untitled heatmaps below add nothing
 titles = tuple(
     t + (f" · {note}" if note else "")
     for t in (f"Layer 0: embeddings ({enc.layer_zero})", f"Layer {last}: after {last} layers (attention + feed-forward)")
 )
-fig_key = (a.model, ss.sentences, ss.target, ss.senses, tuple(ss.labels))
+fig_key = (*a.key, tuple(ss.labels), note)
 for col, m, title, name, scale in zip(
     st.columns(2, gap="medium"),
     (first_cos, last_cos),
@@ -51,19 +60,19 @@ for col, m, title, name, scale in zip(
         shared = cache.shared_figure(
             name,
             fig_key,
-            lambda m=m, scale=scale: similarity_heatmap(m, ss.sentences, ss.senses, None, zmin=floor, show_scale=scale),
+            lambda m=m, scale=scale: similarity_heatmap(
+                m, ss.sentences, ss.senses, None, zmin=shared_floor(first_cos, last_cos), show_scale=scale
+            ),
         )
-        shared_chart(shared, key=name, share=0.5, name_model=False)
+        chart(shared, key=name, share=0.5, name_model=False)
 sentence_table(ss.sentences, ss.senses)
-both = cache.shared_figure(
-    "home_heatmaps", fig_key, lambda: before_after_heatmaps(first_cos, last_cos, ss.labels, ss.senses, titles)
+download_figure(  # made when the button is pressed (data and a lib function: nothing of the page is kept)
+    functools.partial(before_after_heatmaps, first_cos, last_cos, ss.labels, ss.senses, titles),
+    "context_lens_before_after",
+    key="home_heatmaps_download",
 )
-download_figure(both.fig, "context_lens_before_after", key="home_heatmaps_download")
-
-first_pairs, last_pairs = pair_values(first_cos), pair_values(last_cos)
 lo0, hi0 = float(first_pairs.min()), float(first_pairs.max())
 if ss.has_senses:
-    sims = sense_similarity(np.stack([first_cos, last_cos]), ss.senses)
     if sims.same is not None and sims.different is not None:
         separated = sims.gap[1] > sims.gap[0] + 0.01
         text = (

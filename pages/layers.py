@@ -1,10 +1,11 @@
 """Layer by layer: how one word's vectors across sentences start identical and separate by sense.
 
-Over 600 lines and still one concept: one page's script (its sections share the profile and widgets).
-
 The model runs once per sentence set (large sets in chunks, with a progress bar); every statistic is
 computed once per set into a LayerProfile (lib.stats.layer_profile). Moving the layer slider, the pooling choice
-or the view only slices that profile.
+or the view only slices that profile; what the page reads from it for one view (a range, the pairs drawn, the
+neighbours) is computed once per view (ui.cache.computed), and each chart is built once per view and shared
+(ui.cache.shared_figure), so a rerun that changes nothing finds everything made. The upload, the cue comparison
+and the evidence card are expanders that run only while open (ui.upload, ui.cues, ui.evidence).
 """
 
 from __future__ import annotations
@@ -30,225 +31,29 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
-from lib.errors import ContextLensError
-from lib.inputs.corpus import CorpusError
-from lib.inputs.presets import preset_by_id
-from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
-from lib.models.encoder import split_model_key
-from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
-from lib.stats.direction import cue_gaps
-from lib.stats.evidence import card_facts, evidence_card
 from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
-from lib.stats.similarity import (
-    layer_cosine_matrices,
-    mean_pair_cosines,
-    most_changed_pairs,
-    nearest_neighbours,
-    pair_values,
-    sense_similarity,
-)
-from ui import cache, controls, link, session
+from lib.stats.similarity import most_changed_pairs, nearest_neighbours, pair_values
+from ui import cache, controls, cues, link, session
 from ui.analysis import analysis
+from ui.evidence import evidence_section
+from ui.upload import upload_section
 from ui.widgets import chart, escape_md, layer_chart, page_intro, prose, sentence_table
 
 SMALL_MULTIPLES_MAX = 80  # sentences drawn per panel in the all-layers view
 PAIR_LINES_MAX = 30
 
-
-def _analysis():
-    """(sentence set aligned with the vectors, target vectors, model) or a clear message and stop.
-
-    Large sets are encoded chunk by chunk through ui.cache, with a progress bar (see ui.analysis).
-    """
-    a = analysis(min_sentences=2)
-    return a.set, a.vectors, a.model
-
-
-# ------------------------------------------------------------------------------------- upload
-def upload_section(current_target: str) -> None:
-    with st.expander("Bring your own sentences: upload a CSV or TSV file", icon=":material/upload_file:"):
-        prose(
-            FORMAT_HELP
-            + " Bad rows are listed and left out:"
-        )
-        st.code(
-            "sense,sentence\nmoney,The bank approved the loan.\n"
-            'river,"We sat on the bank, watching the boats."\nrely,You can [bank] on her.',
-            language="text",
-        )
-        if "layers_upload_target" not in st.session_state:
-            st.session_state["layers_upload_target"] = current_target
-        c1, c2 = st.columns([3, 1])
-        up = c1.file_uploader(
-            "CSV or TSV file", type=["csv", "tsv", "tab", "txt"], key="layers_upload", max_upload_size=MAX_UPLOAD_MB
-        )
-        target = c2.text_input(
-            "Target word",
-            key="layers_upload_target",
-            max_chars=100,
-            help="The word to follow in every row; a row may mark another form in [brackets].",
-        )
-        if up is None:
-            return
-        try:
-            res = cache.parsed_upload(
-                f"set|{target}|{up.name}", up.getvalue(), lambda data: parse_upload(data, target, up.name)
-            )
-        except UploadError as err:
-            st.error(escape_md(str(err)))
-            return
-        senses = res.senses
-        st.success(
-            f"{len(res)} usable sentence(s) in {escape_md(up.name)}"
-            + (f", senses: {escape_md(', '.join(senses[:8]))}" if senses else ", no sense labels")
-            + (f"; {res.left_out:,} row(s) left out (below)." if res.left_out else ".")
-        )
-        for note in res.notes:
-            st.info(escape_md(note))
-        if res.problems:  # the first MAX_LISTED of them (lib.inputs.upload), and how many more
-            st.dataframe(
-                pd.DataFrame(
-                    {"line": [p.line for p in res.problems], "problem": [p.message for p in res.problems]}
-                ),
-                hide_index=True,
-                width="stretch",
-                height=min(300, 36 * len(res.problems) + 40),
-            )
-            if res.left_out > len(res.problems):
-                st.caption(f"The first {len(res.problems)} of {res.left_out:,} rows left out are listed.")
-        st.button(
-            f"Use these {len(res)} sentences (on every page)",
-            key="layers_upload_apply",
-            type="primary",
-            on_click=session.set_sentences,
-            args=(res.to_text(), " ".join(target.split()), f"the {len(res)} sentences uploaded from {up.name}"),
-        )
-
-
-def controls_layers_compare(ss, tv, model, prof, senses, labelled, L) -> None:
-    """Is the separation in the architecture or learned? The same sentences through a second model."""
-    st.header("Trained or shuffled? The same sentences through two models")
-    other = controls.compare_picker(
-        "layers",
-        model,
-        off_note="Switch on to compare with a second model (default: the shuffled-weights control).",
-    )
-    if other is None:
-        return
-    tv2 = cache.target_vectors(other, ss.sentences, ss.target)
-    senses2 = [senses[i] for i in tv2.kept]
-    V2 = tv2.vectors
-    K1 = L + 1
-    cos2 = layer_cosine_matrices(V2)
-    if labelled:
-        s2 = sense_similarity(cos2, senses2)
-        if s2.gap is None or prof.senses.gap is None:
-            st.info("The second model's sentences have too few senses to compare.")
-            return
-        y1, y2, what = prof.senses.gap[:K1], s2.gap, "same-sense minus different-sense cosine"
-    else:
-        y1 = prof.pair_means[:K1]
-        y2, what = mean_pair_cosines(cos2), "mean cosine over all pairs"
-    n1, n2 = controls.label(model), controls.label(other)
-    fig, relative = controls.two_model_figure(
-        [(n1, y1, "solid"), (n2, y2, "dash")],
-        title=f"“{ss.target}”: {what}, {controls.pair_title(model, other)}",
-        y_title=what,
-        zero_line=labelled,
-    )
-    chart(fig, key="layers_compare_chart", name_model=False)
-    prose(
-        f"Blue: **{escape_md(n1)}**; red, dashed: **{escape_md(n2)}**. The {what} goes from {y1[0]:+.3f} to "
-        f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
-        "the second. "
-        + (
-            "What grows with depth only in the trained model came with training. A flat control line does not "
-            "show what the architecture could do with other weights: the control may take in less context "
-            "(table below)."
-            if "trained" not in (split_model_key(model)[1], split_model_key(other)[1])
-            or split_model_key(model)[1] != split_model_key(other)[1]
-            else "Both are trained models: compare where each one separates the senses."
-        )
-        + (" The models have different depths, so the x axis is the relative depth." if relative else "")
-    )
-    controls.control_card(model, other, tv.encoding.sentences, ss.target)
-
-
-def cue_preset_cues(ss) -> list[str | None] | None:
-    """Each sentence's cue ("before"/"after") when the set comes from a preset that says so, else None."""
-    preset = preset_by_id(ss.preset_id) if ss.preset_id else None
-    if preset is None or not preset.cues:
-        return None
-    cues = preset.cue_of(ss.sentences)
-    return cues if any(cues) else None
-
-
-def cue_section(ss, model: str, cues: list[str | None]) -> None:
-    """The same set through the encoder and the decoder, side by side: which half does each separate?"""
-    st.header("Cue before, cue after: encoder and decoder side by side")
-    models = [(DEFAULT_MODEL, "encoder"), (DECODER_MODEL, "decoder")]
-    results = {}
-    for name, family in models:
-        loaded, err = cache.try_encoder(name) if name != model else (cache.encoder(model), None)
-        if loaded is None:
-            st.info(f"The {family} is not available here: " + escape_md(err or "it could not be loaded."))
-            return
-        tv_m = cache.target_vectors(loaded.name, ss.sentences, ss.target)
-        try:
-            results[family] = cue_gaps(
-                tv_m.vectors, [ss.senses[i] or None for i in tv_m.kept], [cues[i] for i in tv_m.kept]
-            )
-        except ContextLensError as err:
-            st.info(escape_md(str(err)))
-            return
-    columns = st.columns(2)
-    every = np.concatenate([np.r_[g.before, g.after] for g in results.values()])
-    pad = 0.05 * float(every.max() - every.min())
-    y_range = (float(every.min()) - pad, float(every.max()) + pad)  # one scale: the two charts compare by eye
-    for col, (_, family) in zip(columns, models, strict=True):
-        g = results[family]
-        fig, _ = controls.two_model_figure(
-            [(f"cue before “{ss.target}”", g.before, "solid"), ("cue only after", g.after, "dash")],
-            title=f"The {family}: same − different sense",
-            y_title="same − different sense cosine",
-            zero_line=True,
-            y_range=y_range,
-        )
-        with col:
-            chart(fig, key=f"layers_cue_{family}", share=0.5, name_model=False)
-
-    def peak(gap) -> str:
-        k = int(np.argmax(gap))
-        return f"{gap[k]:+.2f} at layer {k}"
-
-    e, d = results["encoder"], results["decoder"]
-    verdict = (
-        "The decoder separates the senses only when the cue comes first; the encoder separates both halves."
-        if d.separates_before and not d.separates_after and e.separates_before and e.separates_after
-        else "Here the halves do not split as the course expects; look at the curves."
-    )
-    prose(
-        f"Half the {e.n_before + e.n_after} sentences name the cue **before** “{escape_md(ss.target)}”, half only "
-        "**after** it, with the same openings for both senses. Same − different sense cosine: **encoder**, cue "
-        f"before peaks at {peak(e.before)}, cue after at {peak(e.after)}; **decoder** (a 4-bit copy of SmolLM2), "
-        f"cue before peaks at {peak(d.before)}, cue after stays between {d.after.min():+.2f} and "
-        f"{d.after.max():+.2f} at every layer. **{verdict}** Reading left to right, the decoder makes the "
-        "word's vector before it reads what follows."
-    )
-
-
 # ------------------------------------------------------------------------------------- page
 st.title("Layer by layer")
 page_intro("layers")
 
-_cues_first = cue_preset_cues(session.sentence_set())
-session.models_per_set(2 if controls.compare_requested("layers") or _cues_first else 1)  # two models: half each
-upload_section(session.sentence_set().target)
+two_models = controls.compare_requested("layers") or (cues.preset_cues(session.sentence_set()) and cues.is_open("layers"))
+session.models_per_set(2 if two_models else 1)  # two models: half the budget each
 
-ss, tv, model = _analysis()
+a = analysis(min_sentences=2)  # large sets are encoded chunk by chunk, with a progress bar (ui.analysis)
+ss, tv, model = a.set, a.vectors, a.model
 enc = cache.encoder(model)
 L = enc.num_layers
 K = L + 1
@@ -261,9 +66,6 @@ prof = cache.layer_profile(model, tuple(ss.sentences), tuple(senses), ss.target,
 word = escape_md(ss.target or "the target")
 names = layer_names(L)
 labels = ss.labels  # a computed property: read once
-cues = cue_preset_cues(ss)
-if cues:
-    cue_section(ss, model, cues)
 
 # ------------------------------------------------------------------------------------- widgets
 POOLINGS = list(POOLING_NAMES)
@@ -296,7 +98,7 @@ layer = c1.slider(
     disabled=pooling != "layer",
     help=f"0 = the embedding layer ({enc.layer_zero}), {L} = the last layer.",
 )
-view = c3.radio(
+matrix_view = c3.radio(
     "Similarity view",
     VIEWS,
     key="layers_view",
@@ -322,48 +124,60 @@ def shown(cos: np.ndarray, idx: int) -> np.ndarray:
     return adjusted(cos, base_mean[idx]) if adjust else cos
 
 
-pair_means = prof.pair_means  # (K + 2,)
+def sub(values):
+    """A curve over the representations as drawn (minus the baseline in adjusted mode)."""
+    return adjusted(values, base_mean) if adjust else values
+
+
+pair_means = a.computed("layers_pair_means", compute=lambda: prof.pair_means)  # (K + 2,)
 mark = min(r, K)  # the chosen layer's place on the per-layer charts (a pooled vector's: after the K layers)
-zrange = prof.colour_range(adjusted=adjust)  # one scale for every layer, so layers compare by colour
+zrange = a.computed("layers_colour_range", adjust, compute=lambda: prof.colour_range(adjusted=adjust))  # one scale for every layer
 
 # ------------------------------------------------------------------------------------- 1. matrix
 st.header(f"1. How similar is “{word}” across the {n} sentences?")
 sims = prof.senses
-if view == "one":
+if matrix_view == "one":
     chart(
-        similarity_heatmap(
-            shown(prof.cosines[r], r),
-            labels,
-            senses,
-            title=f"Cosine similarity of “{html.escape(ss.target)}” at {rep}"
-            + (" minus the baseline" if adjust else ""),
-            zrange=zrange,
-            adjusted=adjust,
+        a.figure(
+            "layers_matrix",
+            r,
+            adjust,
+            build=lambda: similarity_heatmap(
+                shown(prof.cosines[r], r),
+                labels,
+                senses,
+                title=f"Cosine similarity of “{html.escape(ss.target)}” at {rep}"
+                + (" minus the baseline" if adjust else ""),
+                zrange=zrange,
+                adjusted=adjust,
+            ),
         ),
         key="layers_matrix",
         download="context_lens_similarity",
     )
     sentence_table(ss.sentences, ss.senses)
 else:
-    order = sense_order(senses)
-    sample = subsample(order, SMALL_MULTIPLES_MAX)
+    sample = a.computed("layers_sample", compute=lambda: subsample(sense_order(senses), SMALL_MULTIPLES_MAX))
     panels = list(range(K)) + ([r] if choice.is_pooled else [])
     chart(
-        layer_small_multiples(
-            np.stack([shown(prof.cosines[i], i) for i in panels]),
-            senses,
-            [f"layer {names[i]}" if i < K else rep_names[i] for i in panels],
-            selected=panels.index(r),
-            zrange=zrange,
-            adjusted=adjust,
-            order=sample,
+        a.figure(
+            "layers_small_multiples",
+            r,
+            adjust,
+            build=lambda: layer_small_multiples(
+                np.stack([shown(prof.cosines[i], i) for i in panels]),
+                senses,
+                [f"layer {names[i]}" if i < K else rep_names[i] for i in panels],
+                selected=panels.index(r),
+                zrange=zrange,
+                adjusted=adjust,
+                order=sample,
+            ),
         ),
         key="layers_matrix",
     )
     if len(sample) < n:
         prose(f"Each panel draws {len(sample)} of the {n} sentences, evenly spread over the senses.", caption=True)
-vals_r = pair_values(prof.cosines[r])
-vals_0 = pair_values(prof.cosines[0])
 if labelled and sims.same is not None and sims.different is not None:
     prose(
         f"Each cell: the cosine between “{word}” in two sentences, grouped by sense. Bright blocks on the "
@@ -372,6 +186,7 @@ if labelled and sims.same is not None and sims.different is not None:
         + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
     )
 else:
+    vals_r, vals_0 = a.computed("layers_pair_values", r, compute=lambda: (pair_values(prof.cosines[r]), pair_values(prof.cosines[0])))
     prose(
         f"Each cell is the cosine between “{word}” in two sentences. At **{rep}** the pairs range from "
         f"{vals_r.min():.2f} to {vals_r.max():.2f} (mean {vals_r.mean():.2f}); at the embedding layer from "
@@ -379,15 +194,27 @@ else:
         "Label the sentences with senses (“river | …”) to compare meanings."
     )
 
+cue_of = cues.preset_cues(ss)
+if cue_of:  # a preset whose sentences name the cue before or only after the word: the encoder beside the decoder
+    cues.cue_section("layers", ss, model, cue_of)
+
 # ------------------------------------------------------------------------------------- 2. static
 st.header("2. Static vs contextual")
 zero = "layer 0: + position" if enc.layer_zero.startswith("word piece + position") else "layer 0: as input"
 reps = [("static word piece (no position)", None), (zero, 0), (f"layer {L}: + context", L)]
 if r not in (0, L):
     reps.append((rep, r))
-kinds = prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)
-chart(static_contextual_chart([x for x, _ in reps], kinds), key="layers_static")
-static_min = float(pair_values(prof.static_cosines).min())
+chart(
+    a.figure(
+        "layers_static",
+        tuple(reps),
+        build=lambda: static_contextual_chart(
+            [x for x, _ in reps], prof.static_vs_contextual([idx for _, idx in reps], by_sense=labelled)
+        ),
+    ),
+    key="layers_static",
+)
+static_min = a.computed("layers_static_min", compute=lambda: float(pair_values(prof.static_cosines).min()))
 identical = static_min > 0.9999
 prose(
     (
@@ -402,44 +229,54 @@ prose(
 # ------------------------------------------------------------------------------------- 3. trajectories
 st.header("3. Same sense vs different sense, layer by layer")
 show_pairs = st.toggle("Show individual pairs", key="layers_pairs", help="One thin line per sentence pair.")
-def sub(values):
-    """A curve over the representations as drawn (minus the baseline in adjusted mode)."""
-    return adjusted(values, base_mean) if adjust else values
-
-
-pairs: list[PairLine] = []
-if show_pairs or not labelled:
-    # all pairs, or those whose cosine changed most (half same-sense, half different-sense when labelled)
-    drawn = most_changed_pairs(prof.cosines, senses if labelled else None, first=0, last=L, limit=PAIR_LINES_MAX)
-    for i, j in drawn:
-        same_sense = (senses[i] == senses[j]) if labelled else None
-        pairs.append(PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], same_sense))
-pooled_point = None
-if choice.is_pooled:
-    pooled_point = PooledPoint(
-        rep_names[r],
-        same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
-        different=float(sub(sims.different)[r]) if labelled and sims.different is not None else None,
-        all_pairs=None if labelled else float(sub(pair_means)[r]),
-        baseline=None if adjust or prof.baseline is None else float(base_mean[r]),
-    )
-band = None
-if prof.baseline is not None and not adjust:
-    band = (prof.baseline.mean[:K], prof.baseline.low[:K], prof.baseline.high[:K])
-fig = trajectory_chart(
-    names,
-    same=sub(sims.same)[:K] if labelled and sims.same is not None else None,
-    different=sub(sims.different)[:K] if labelled and sims.different is not None else None,
-    all_pairs=None if labelled else sub(pair_means)[:K],
-    baseline=band,
-    pairs=pairs,
-    pooled=pooled_point,
-    adjusted=adjust,
+# all pairs, or those whose cosine changed most (half same-sense, half different-sense when labelled)
+drawn = (
+    a.computed("layers_pairs", compute=lambda: [tuple(int(x) for x in p) for p in most_changed_pairs(
+        prof.cosines, senses if labelled else None, first=0, last=L, limit=PAIR_LINES_MAX
+    )])  # fmt: skip
+    if show_pairs or not labelled
+    else []
 )
-layer_chart(fig, key="layers_trajectories", at=mark, download="context_lens_trajectories")
-if pairs and len(pairs) < n * (n - 1) // 2:
+
+
+def trajectories():
+    pairs = [
+        PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], (senses[i] == senses[j]) if labelled else None)
+        for i, j in drawn
+    ]
+    pooled_point = None
+    if choice.is_pooled:
+        pooled_point = PooledPoint(
+            rep_names[r],
+            same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
+            different=float(sub(sims.different)[r]) if labelled and sims.different is not None else None,
+            all_pairs=None if labelled else float(sub(pair_means)[r]),
+            baseline=None if adjust or prof.baseline is None else float(base_mean[r]),
+        )
+    band = None
+    if prof.baseline is not None and not adjust:
+        band = (prof.baseline.mean[:K], prof.baseline.low[:K], prof.baseline.high[:K])
+    return trajectory_chart(
+        names,
+        same=sub(sims.same)[:K] if labelled and sims.same is not None else None,
+        different=sub(sims.different)[:K] if labelled and sims.different is not None else None,
+        all_pairs=None if labelled else sub(pair_means)[:K],
+        baseline=band,
+        pairs=pairs,
+        pooled=pooled_point,
+        adjusted=adjust,
+    )
+
+
+layer_chart(
+    a.figure("layers_trajectories", bool(drawn), adjust, r if choice.is_pooled else None, build=trajectories),
+    key="layers_trajectories",
+    at=mark,
+    download="context_lens_trajectories",
+)
+if drawn and len(drawn) < n * (n - 1) // 2:
     st.caption(
-        f"Thin lines: {len(pairs)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
+        f"Thin lines: {len(drawn)} of the {n * (n - 1) // 2} pairs, those whose cosine changed most between "
         f"layer 0 and layer {L}" + (" (half same-sense, half different-sense)." if labelled else ".")
     )
 if labelled and sims.gap is not None:
@@ -476,7 +313,9 @@ else:
 if st.toggle("Show the length of the word's vector per layer", key="layers_norms", help="What cosine leaves out."):
     nm = prof.norms
     layer_chart(
-        norms_by_layer(nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"),
+        a.figure("layers_lengths", build=lambda: norms_by_layer(
+            nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"
+        )),  # fmt: skip
         key="layers_lengths",
         at=mark,
         download="context_lens_lengths",
@@ -501,12 +340,16 @@ ref_on = st.toggle(
     help="BERT-base has 12 layers; its curves use the top axis, stretched to the same depth.",
 )
 layer_chart(
-    ethayarajh_figure(
-        names,
-        self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
-        intra_sentence=prof.intra_sentence[:K],
-        baseline=None if prof.baseline is None else prof.baseline.mean[:K],
-        reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
+    a.figure(
+        "layers_ethayarajh",
+        ref_on,
+        build=lambda: ethayarajh_figure(
+            names,
+            self_similarity=None if prof.self_similarity is None else prof.self_similarity[:K],
+            intra_sentence=prof.intra_sentence[:K],
+            baseline=None if prof.baseline is None else prof.baseline.mean[:K],
+            reference=ETHAYARAJH_2019_BERT_BASE if ref_on else None,
+        ),
     ),
     key="layers_ethayarajh",
     at=mark,
@@ -536,22 +379,25 @@ if ro is None:
     )
 else:
     rc = cache.readout_chance(model, tuple(ss.sentences), tuple(senses), ss.target, "layers", prof.vectors)
+    best = int(np.argmax(ro.accuracy[:K]))
     layer_chart(
-        readout_chart(
-            names,
-            ro.accuracy[:K],
-            ro.majority_baseline,
-            best=int(np.argmax(ro.accuracy[:K])),
-            pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
-            chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
+        a.figure(
+            "layers_readout",
+            r if choice.is_pooled else None,
+            build=lambda: readout_chart(
+                names,
+                ro.accuracy[:K],
+                ro.majority_baseline,
+                best=best,
+                pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
+                chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
+            ),
         ),
         key="layers_readout",
         at=mark,
     )
-    best = int(np.argmax(ro.accuracy[:K]))
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
     m = len(ro.evaluated)
-    chance_at = rc.chance_layers(K)
     prose(
         f"Each of the {m} sentences gets the sense whose centroid, built from the other sentences, is nearest "
         f"(leave-one-out; Coenen et al. 2019 used a training corpus). Best: **{'layer 0' if best == 0 else f'layer {best}'}, "
@@ -559,18 +405,23 @@ else:
         + (f" (layers {', '.join(str(i) for i in ties)} tie)" if len(ties) > 1 else "")
         + ". Grey: the chance band (labels shuffled)."
     )
-    shown_layers = sorted({0, best, L} | ({r} if r < K else set()))
+    shown_layers = tuple(sorted({0, best, L} | ({r} if r < K else set())))
     st.table(
-        pd.DataFrame(
-            {
-                "readout": [f"{rc.accuracy[i]:.0%}" for i in shown_layers],
-                "shuffled labels (mean)": [f"{rc.shuffled_mean[i]:.0%}" for i in shown_layers],
-                "shuffled, 95th percentile": [f"{rc.shuffled_p95[i]:.0%}" for i in shown_layers],
-                "shuffles as low or lower": [f"{rc.at_or_below[i]:.0%}" for i in shown_layers],
-                "above chance": ["no" if rc.within_chance[i] else "yes" for i in shown_layers],
-            },
-            index=[f"layer {i}" for i in shown_layers],
-        )
+        cache.frame(
+            "layers_chance",
+            (*a.key, shown_layers),
+            lambda: pd.DataFrame(
+                {
+                    "readout": [f"{rc.accuracy[i]:.0%}" for i in shown_layers],
+                    "shuffled labels (mean)": [f"{rc.shuffled_mean[i]:.0%}" for i in shown_layers],
+                    "shuffled, 95th percentile": [f"{rc.shuffled_p95[i]:.0%}" for i in shown_layers],
+                    "shuffles as low or lower": [f"{rc.at_or_below[i]:.0%}" for i in shown_layers],
+                    "above chance": ["no" if rc.within_chance[i] else "yes" for i in shown_layers],
+                },
+                index=[f"layer {i}" for i in shown_layers],
+            ),
+        ),
+        hide_index=False,
     )
     prose(
         f"Always answering the commonest sense (“{escape_md(ro.majority_sense)}”): {ro.majority_baseline:.0%}; "
@@ -586,18 +437,24 @@ else:
     if m < n:
         prose(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.", caption=True)
     # two of the course's checks on this set: is deeper better, and [CLS] or the mean as a sentence vector?
-    readouts = vector_readouts(prof)
+    readouts = a.computed("layers_vector_readouts", compute=lambda: vector_readouts(prof))
     st.table(
-        pd.DataFrame(
-            {
-                "best layer": [layer_runs(best_layers(acc)) for acc in readouts.values()],
-                "read right there": [f"{np.nanmax(acc):.0%}" for acc in readouts.values()],
-                f"at layer {L}": [f"{acc[L]:.0%}" for acc in readouts.values()],
-            },
-            index=list(readouts),
-        )
+        cache.frame(
+            "layers_vector_readouts",
+            a.key,
+            lambda: pd.DataFrame(
+                {
+                    "best layer": [layer_runs(best_layers(acc)) for acc in readouts.values()],
+                    "read right there": [f"{np.nanmax(acc):.0%}" for acc in readouts.values()],
+                    f"at layer {L}": [f"{acc[L]:.0%}" for acc in readouts.values()],
+                },
+                index=list(readouts),
+            ),
+        ),
+        hide_index=False,
     )
-    prose(depth_and_pooling_phrase(readouts))
+    depth_phrase = a.computed("layers_depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts))
+    prose(depth_phrase)
 
 # ---------------------------------------------------------------------------------- controls (is it real?)
 if labelled:
@@ -608,28 +465,31 @@ if labelled:
         names,
         pooled=(pooling, rep_names[r], prof.vectors[:, r, :]) if choice.is_pooled else None,
     )
-controls_layers_compare(ss, tv, model, prof, senses, labelled, L)
+controls.layers_compare_section(ss, tv, model, prof, names_key=a.key)
 
 # ------------------------------------------------------------------------------------- 7. neighbours
 st.header("7. Nearest neighbours")
 pick_labels = {k: labels[k - 1] + (f"  · {ss.senses[k - 1]}" if ss.senses[k - 1] else "") for k in range(1, n + 1)}
 pick = st.selectbox("Sentence", list(pick_labels), key="layers_sentence", format_func=pick_labels.get)
 q = pick - 1
-nb = nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1))
-table = pd.DataFrame(
-    {
-        "": [f"S{j + 1}" for j in nb.indices],
-        "sentence": [ss.sentences[j] for j in nb.indices],
-        "sense": [ss.senses[j] or "" for j in nb.indices],
-        f"cosine at {rep}": nb.cosines,
-        "cosine at layer 0": [prof.cosines[0][q, j] for j in nb.indices],
-    }
-)
+nb = a.computed("layers_neighbours", r, q, compute=lambda: nearest_neighbours(prof.vectors[:, r, :], q, k=min(5, n - 1)))
 st.dataframe(
-    table,
+    cache.frame(
+        "layers_neighbours",
+        (*a.key, r, q, rep),
+        lambda: pd.DataFrame(
+            {
+                "": [f"S{j + 1}" for j in nb.indices],
+                "sentence": [ss.sentences[j] for j in nb.indices],
+                "sense": [ss.senses[j] or "" for j in nb.indices],
+                f"cosine at {rep}": nb.cosines,
+                "cosine at layer 0": [prof.cosines[0][q, j] for j in nb.indices],
+            }
+        ),
+    ),
     hide_index=True,
     width="stretch",
-    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in table.columns if "cosine" in c},
+    column_config={c: st.column_config.NumberColumn(format="%.3f") for c in (f"cosine at {rep}", "cosine at layer 0")},
 )
 if labelled:
     agree = sum(senses[j] == senses[q] for j in nb.indices)
@@ -640,78 +500,20 @@ if labelled:
 
 # ------------------------------------------------------------------------------------- 8. evidence card
 st.header("8. Evidence card")
-
-
-def _reference_split():
-    try:
-        return cache.split_counts(model, cache.reference_corpus().sentences)
-    except CorpusError:  # the reference corpus is missing: the domain check says it cannot compare
-        return None
-
-
-def _card():
-    facts = card_facts(
-        prof,
-        tv,
-        r,
-        model=session.model_display(model),
-        chance=rc if ro is not None else None,
-        split=cache.split_counts(model, tuple(ss.clean_sentences)),
-        reference_split=_reference_split(),
-        comparison_notes=(depth_and_pooling_phrase(readouts),) if ro is not None else (),
-    )
-    return evidence_card(
-        prof.vectors[:, 0, :],
-        prof.vectors[:, r, :],
-        ss.clean_sentences,
-        senses,
-        target=ss.target,
-        first_name="layer 0",
-        chosen_name=rep,
-        cosines=(prof.cosines[0], prof.cosines[r]),
-        facts=facts,
-    )
-
-
-card = cache.evidence((model, tuple(ss.sentences), tuple(senses), ss.target, r, rep), _card)
-fields = card.fields()  # st.table reads Markdown: the set's words are escaped
-st.table(pd.DataFrame({"on your sentences": [escape_md(t) for _, t in fields]}, index=[f for f, _ in fields]))
-if card.rows:
-    rows = card.rows
-    marked = set(card.surprising_rows())
-    chosen_col = f"cosine at {rep}"
-    short_rep = {"last4": "last 4 (mean)", "all": "all (mean)"}.get(pooling, f"layer {layer}")
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "": ["★" if k in marked else "" for k in range(len(rows))],
-                "pair": [f"S{x.i + 1} – S{x.j + 1}" for x in rows],
-                "senses": [f"{x.sense_a} / {x.sense_b}" if x.sense_a else "" for x in rows],
-                "cosine at layer 0": [x.cosine_first for x in rows],
-                chosen_col: [x.cosine_chosen for x in rows],
-                "sentence A": [x.sentence_a for x in rows],
-                "sentence B": [x.sentence_b for x in rows],
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "cosine at layer 0": st.column_config.NumberColumn(
-                "layer 0", help="cosine at the embedding layer", format="%.3f", width="small"
-            ),
-            chosen_col: st.column_config.NumberColumn(
-                short_rep, help=f"cosine at {rep}", format="%.3f", width="small"
-            ),
-            "sentence A": st.column_config.TextColumn(width="large"),
-            "sentence B": st.column_config.TextColumn(width="large"),
-        },
-    )
-    d1, d2 = st.columns(2)
-    stem = f"evidence_{''.join(ch for ch in ss.target if ch.isalnum()) or 'word'}"
-    d1.download_button("Download CSV", card.to_csv(), f"{stem}.csv", "text/csv", key="layers_card_csv")
-    d2.download_button(
-        "Download Markdown", card.to_markdown(), f"{stem}.md", "text/markdown", key="layers_card_md"
-    )
-    prose(f"Each pair's cosine at layer 0 and at {rep}; ★ the pairs of a surprising result.", caption=True)
+evidence_section(
+    "layers",
+    a.key,
+    ss,
+    tv,
+    prof,
+    r,
+    rep,
+    {"last4": "last 4 (mean)", "all": "all (mean)"}.get(pooling, f"layer {layer}"),
+    model=model,
+    chance=rc if ro is not None else None,
+    comparison_notes=(depth_phrase,) if ro is not None else (),
+)
+st.divider()
+upload_section("layers", ss.target)
 
 link.sync_params(PARAMS, {"layers_adjust": adjust})  # adjust may have been switched off (no baseline)

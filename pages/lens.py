@@ -80,15 +80,21 @@ prose(
 
 # ------------------------------------------------------------------------------------------- 1. top guesses
 st.header("The top guesses after each layer")
-rows = {
-    ("input" if k == 0 else f"layer {k}"): ", ".join(
-        f"“{shown_token(t)}” {probability_text(p)}" for t, p in zip(lens.top_tokens[k][:3], lens.top_probs[k][:3], strict=True)
-    )
-    for k in range(L + 1)
-}
-st.dataframe(
-    pd.DataFrame({"top 3 next words (probability)": rows}), width="stretch", height=360
-)
+view = (a.model, sentence, ss.target, words)  # what the lens on screen is made from (ui.cache.logit_lens)
+
+
+def guesses() -> pd.DataFrame:
+    rows = {
+        ("input" if k == 0 else f"layer {k}"): ", ".join(
+            f"“{shown_token(t)}” {probability_text(p)}"
+            for t, p in zip(lens.top_tokens[k][:3], lens.top_probs[k][:3], strict=True)
+        )
+        for k in range(L + 1)
+    }
+    return pd.DataFrame({"top 3 next words (probability)": rows})
+
+
+st.dataframe(cache.frame("lens_guesses", view, guesses), width="stretch", height=360)
 st.caption("“␣” is the space a word piece starts with: “␣bank” (a word of its own) and “bank” (joined to what "
            "comes before it) are two different pieces of the model's vocabulary.")  # fmt: skip
 final_tok, final_p = lens.top_tokens[L][0], float(lens.top_probs[L][0])
@@ -109,8 +115,12 @@ if not words:
     prose("Name a few words above (e.g. river, account) to follow their probability layer by layer.")
 else:
     chart(
-        lens_word_chart(lens.word_probs, list(lens.words), lens.top_probs[:, 0],
-                        title=f"Probability as the next word after “{span.word}”"),
+        cache.shared_figure(
+            "lens_words",
+            (*view, span.word),
+            lambda: lens_word_chart(lens.word_probs, list(lens.words), lens.top_probs[:, 0],
+                                    title=f"Probability as the next word after “{span.word}”"),
+        ),  # fmt: skip
         key="lens_words_chart",
     )
     parts = []

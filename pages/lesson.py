@@ -7,6 +7,7 @@ in the URL (lesson_step, lesson_done).
 """
 
 import contextlib
+import functools
 
 import pandas as pd
 import streamlit as st
@@ -144,14 +145,21 @@ def ask(s: lesson.Step, q: lesson.Question) -> None:
 # ----------------------------------------------------------------------------------------- the steps
 def step_static() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson_senses.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target)
+    r, floor = cache.lesson_numbers(  # the model's numbers on a fixed preset: once per model (a rerun finds them)
+        "static",
+        model,
+        lambda: (
+            r := lesson_senses.static_vs_contextual(d.tv.static, d.tv.vectors, d.labels, d.senses, d.target),
+            shared_floor(r.static_cos, r.last_cos),
+        ),
+    )
     titles = ("Static: the model's input table", f"Contextual: after layer {L}")
     matrix_pair(
         (r.static_cos, r.last_cos), titles, ("lesson_chart_static", "lesson_chart_contextual"), d.sentences,
-        d.senses, zmin=shared_floor(r.static_cos, r.last_cos),
+        d.senses, zmin=floor, made_from=("lesson", model, "static"),
     )  # fmt: skip
-    download_figure(
-        before_after_heatmaps(r.static_cos, r.last_cos, d.labels, d.senses, titles),
+    download_figure(  # made when the button is pressed
+        functools.partial(before_after_heatmaps, r.static_cos, r.last_cos, d.labels, d.senses, titles),
         "context_lens_lesson_static",
         key="lesson_dl_static",
     )

@@ -1,7 +1,8 @@
 """Projections: the target word's vectors drawn in 2-D or 3-D with PCA, UMAP or t-SNE (course §8.3).
 
 Reads the cached target vectors (the model runs once per set); projections are cached per input array,
-so moving a control only recomputes the picture it changes. UMAP is compiled in the background the first
+so moving a control only recomputes the picture it changes, and what the page reads from a map (its counts,
+its checks, its chart) is made once per view (ui.analysis.Analysis.computed and .figure). UMAP is compiled in the background the first
 time a learner chooses it on this server (ui.startup.warm_up_in_background -> lib.stats.projection.warm_up_umap);
 its libraries (~0.3 GB) stay out of a server where nobody does.
 """
@@ -28,7 +29,7 @@ from lib.stats.projection import (
 )
 from ui import cache, controls, link, startup
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, shared_chart
+from ui.widgets import chart, escape_md, page_intro, prose
 
 MAX_CONTEXT_POINTS = 400
 PREP_CHOICES = {
@@ -141,21 +142,29 @@ def prepared(X: np.ndarray, at_layer: int) -> np.ndarray:
     return stats.treat(X, at_layer, prep, k).astype(np.float32)
 
 
-targets = tv.vectors[:, layer, :]  # (n, hidden)
 senses = list(ss.senses)
 hover = list(ss.sentences)
 numbers = [str(i + 1) for i in range(n)]
+prep_view = (prep, k if prep == "topk" else 0)  # the preparation, as it changes the vectors
+points_view = (layer, *prep_view, show_context)  # with the set (a.key): what the map's points are made from
 
-ctx_vectors = np.zeros((0, d), dtype=np.float32)
-ctx_hover: list[str] = []
-if show_context:
-    encoding = tv.encoding
-    masks = other_token_masks(encoding.special, [s.token_indices for s in tv.spans])
-    ctx = context_points(encoding.hidden_states, masks, layer, limit=MAX_CONTEXT_POINTS)
-    ctx_vectors = ctx.vectors
-    ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in ctx.where]
 
-X_all = prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer)
+def _points():
+    """The points to map (the target's vectors, then the other word pieces' when shown), prepared, and the
+    other word pieces' hover text."""
+    targets = tv.vectors[:, layer, :]  # (n, hidden)
+    ctx_vectors, ctx_hover = np.zeros((0, d), dtype=np.float32), []
+    if show_context:
+        encoding = tv.encoding
+        masks = other_token_masks(encoding.special, [s.token_indices for s in tv.spans])
+        ctx = context_points(encoding.hidden_states, masks, layer, limit=MAX_CONTEXT_POINTS)
+        ctx_vectors = ctx.vectors
+        ctx_hover = [f"“{encoding.tokens[i][p]}” in sentence {i + 1}: {encoding.sentences[i]}" for i, p in ctx.where]
+    return prepared(np.concatenate([targets, ctx_vectors]) if len(ctx_vectors) else targets, layer), ctx_hover
+
+
+X_all, ctx_hover = a.computed("proj_points", *points_view, compute=_points)
+n_ctx = len(X_all) - n
 if method == "umap":
     startup.warm_up_in_background()  # once per server; returns at once
 umap_waiting = method == "umap" and startup.umap_status() == "warming"
@@ -178,43 +187,62 @@ if method == "umap" and startup.umap_status() != "ready":
     spinner = "Computing UMAP (the first UMAP after a server start also compiles it, up to a minute)…"
 else:
     spinner = f"Computing {METHOD_LABELS[method]}…"
+view = (*points_view, method, dims)  # with the set: what the map is made from
 try:
     with st.spinner(spinner):
-        proj = cache.projection(X_all, method, dims)
+        proj = a.computed("proj_map", *view, compute=lambda: cache.projection(X_all, method, dims))
 except ProjectionError as err:
     st.error(escape_md(str(err)))
     st.stop()
 
 coords = proj.coords[:n]
-ctx_coords = proj.coords[n:] if len(ctx_vectors) else None
+ctx_coords = proj.coords[n:] if n_ctx else None
 
 # ------------------------------------------------------------------------------------------- 1. the map
 prep_txt = {UNTREATED: "", "zscore": ", z-scored", "topk": f", top {k} components removed"}[prep]
 st.header(f"“{word}” at layer {layer}: {METHOD_LABELS[method]}, {dims}-D{prep_txt}")
-axis_titles = (
-    explained_variance_titles(proj.explained_variance_ratio, dims)
-    if method == "pca"
-    else [f"{METHOD_LABELS[method]} {i + 1}" for i in range(dims)]
+
+
+def axis_titles() -> list[str]:
+    if method == "pca":
+        return explained_variance_titles(proj.explained_variance_ratio, dims)
+    return [f"{METHOD_LABELS[method]} {i + 1}" for i in range(dims)]
+
+
+chart(
+    a.figure(
+        "proj_map",
+        *view,
+        build=lambda: projection_scatter(
+            coords,
+            senses,
+            hover,
+            numbers,
+            context=ctx_coords,
+            context_hover=ctx_hover,
+            axis_titles=axis_titles(),
+            equal_axes=method == "pca",
+        ),
+    ),
+    key="proj_map",
+    config=PNG_CONFIG,
 )
-fig = projection_scatter(
-    coords,
-    senses,
-    hover,
-    numbers,
-    context=ctx_coords,
-    context_hover=ctx_hover,
-    axis_titles=axis_titles,
-    equal_axes=method == "pca",
-)
-chart(fig, key="proj_map", config=PNG_CONFIG)
 for note in proj.notes:
     prose(caption=True, text=escape_md(note))
-check = cache.projection_check(X_all, proj.coords)
-controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 
-hits_map, total = same_sense_neighbours(coords, senses)
-hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
-same_nn, _ = same_nearest_neighbour(coords, X_all[:n], senses)
+
+def _map_numbers():
+    """How faithful the map is (its neighbour check) and how many sentences have a same-sense nearest neighbour on
+    it, in the full space and the very same one; with the grey points, how many "word" points huddle."""
+    hits_map, total = same_sense_neighbours(coords, senses)
+    hits_full, _ = same_sense_neighbours(X_all[:n], senses, metric="cosine")
+    same_nn, _ = same_nearest_neighbour(coords, X_all[:n], senses)
+    huddle = group_neighbours(proj.coords, n) if n_ctx else None
+    return cache.projection_check(X_all, proj.coords), hits_map, total, hits_full, same_nn, huddle
+
+
+check, hits_map, total, hits_full, same_nn, near_target = a.computed("proj_numbers", *view, compute=_map_numbers)
+controls.neighbour_caption(check, f"{dims}-D {METHOD_LABELS[method]}")
 parts = []
 if method == "pca":
     kept = proj.variance_kept
@@ -250,10 +278,9 @@ if total:
     )
 else:
     parts.append("Label sentences with a sense (“river | …”) in the sidebar to colour the points by meaning.")
-if show_context and len(ctx_vectors):
-    near_target = group_neighbours(proj.coords, n)
+if show_context and n_ctx:
     parts.append(
-        f"The {len(ctx_vectors)} grey points are the other word pieces at the same layer (the map was fitted on "
+        f"The {n_ctx} grey points are the other word pieces at the same layer (the map was fitted on "
         f"all points together). {near_target} of the {n} “{word}” points have another “{word}” as their nearest "
         "neighbour: among other words, a word's identity weighs more than its sense, so its occurrences "
         "huddle together; switch the grey points off to spread them out."
@@ -264,23 +291,32 @@ prose(" ".join(parts))
 # ------------------------------------------------------------------------------------------- 3 seeds
 if seeds_view and method != "pca":
     st.subheader("The same map from three random starts")
+
+    def _seeds():
+        """The map from seeds 0, 1 and 2 (turned to match seed 0's), and how much of the neighbourhoods each keeps."""
+        runs = [proj] + [cache.projection(X_all, method, dims, seed=s) for s in (1, 2)]
+        seed_coords = [runs[0].coords[:n]] + [align_to(r.coords, runs[0].coords)[:n] for r in runs[1:]]
+        return seed_coords, [cache.projection_check(X_all, r.coords) for r in runs]
+
     try:
         with st.spinner(f"Computing {METHOD_LABELS[method]} with seeds 0, 1 and 2…"):
-            runs = [proj] + [cache.projection(X_all, method, dims, seed=s) for s in (1, 2)]
+            seed_coords, seed_checks = a.computed("proj_seeds", *view, compute=_seeds)
     except ProjectionError as err:
         st.error(escape_md(str(err)))
         st.stop()
-    seed_coords = [runs[0].coords[:n]] + [align_to(r.coords, runs[0].coords)[:n] for r in runs[1:]]
-    seed_checks = [cache.projection_check(X_all, r.coords) for r in runs]
     chart(
-        projection_small_multiples(
-            seed_coords,
-            senses,
-            hover,
-            numbers,
-            [f"seed {s}\nkeeps {c.preserved:.0%}" for s, c in enumerate(seed_checks)],
-            cols=3,
-            title=f"“{ss.target}” at layer {layer}: {METHOD_LABELS[method]} with three seeds",
+        a.figure(
+            "proj_seeds",
+            *view,
+            build=lambda: projection_small_multiples(
+                seed_coords,
+                senses,
+                hover,
+                numbers,
+                [f"seed {s}\nkeeps {c.preserved:.0%}" for s, c in enumerate(seed_checks)],
+                cols=3,
+                title=f"“{ss.target}” at layer {layer}: {METHOD_LABELS[method]} with three seeds",
+            ),
         ),
         key="proj_seeds_chart",
         config=PNG_CONFIG,
@@ -316,7 +352,7 @@ def coordinates_table() -> pd.DataFrame:
 
 st.download_button(
     "Download the coordinates (CSV)",
-    data=frame_csv(coordinates_table(), index=False),
+    data=a.computed("proj_csv", *view, compute=lambda: frame_csv(coordinates_table(), index=False)),
     file_name=f"projection_{method}_{dims}d_layer{layer}.csv",
     mime="text/csv",
     key="proj_csv",
@@ -328,29 +364,37 @@ st.header("Across layers")
 if not across:
     prose(caption=True, text="Switch on “Across layers” above to watch the senses separate layer by layer.")
 else:
-    H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
+
+    def _layers():
+        """Every layer's 2-D map (one layer at a time, a progress bar meanwhile), the same-sense neighbour counts on
+        each map and in the full space, and the share of neighbourhoods each map keeps."""
+        H = np.stack([prepared(tv.vectors[:, j, :], j) for j in range(L + 1)])  # (L+1, n, hidden)
+        bar = st.empty()  # one layer at a time (the server's work queue); gone when every layer is done
+        per_layer = cache.projection_layers(
+            H, method, lambda done, total: bar.progress(done / total, f"Layer {done} of {total} done")
+        )
+        bar.empty()
+        counts = [same_sense_neighbours(p.coords, senses) for p in per_layer]
+        full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
+        kept = [cache.projection_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
+        return per_layer, counts, full, kept
+
     try:
         with st.spinner(f"Computing {METHOD_LABELS[method]} for {L + 1} layers…"):
-            bar = st.empty()  # one layer at a time (the server's work queue); gone when every layer is done
-            per_layer = cache.projection_layers(
-                H, method, lambda done, total: bar.progress(done / total, f"Layer {done} of {total} done")
-            )
-            bar.empty()
+            per_layer, counts, full, kept_per_layer = a.computed("proj_layers", *prep_view, method, compute=_layers)
     except ProjectionError as err:
         st.error(escape_md(str(err)))
         st.stop()
-    counts = [same_sense_neighbours(p.coords, senses) for p in per_layer]
-    full = [same_sense_neighbours(H[j], senses, metric="cosine") for j in range(L + 1)]
-    kept_per_layer = [cache.projection_check(H[j], p.coords).preserved for j, p in enumerate(per_layer)]
     titles = [
         f"layer {j}\n" + (f"{h}/{t} · " if t else "") + f"{kept_per_layer[j]:.0%}"
         for j, (h, t) in enumerate(counts)
     ]
-    shared_chart(  # does not change with the layer slider: built once per set, method and preparation
-        cache.shared_figure(
+    chart(  # does not change with the layer slider: built once per set, method and preparation
+        a.figure(
             "proj_layers",
-            (a.model, ss.sentences, ss.target, tuple(senses), method, prep, k if prep == "topk" else 0),
-            lambda: projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
+            *prep_view,
+            method,
+            build=lambda: projection_small_multiples([p.coords for p in per_layer], senses, hover, numbers, titles),
         ),
         key="proj_layers",
         config=PNG_CONFIG,

@@ -250,7 +250,7 @@ def test_the_anisotropy_page_with_the_decoder_is_bounded_and_states_the_massive_
 
 @pytest.mark.slow
 def test_the_cue_view_on_layer_by_layer_states_both_models_numbers(decoder, encoder):
-    at = page_test("pages/layers.py", preset="bank-cue", model=DECODER_MODEL)
+    at = page_test("pages/layers.py", preset="bank-cue", model=DECODER_MODEL, layers_cue_box=True)  # opened
     at.run(timeout=400)
     assert not at.exception, [e.value for e in at.exception]
     text = _texts(at)

@@ -69,7 +69,7 @@ def test_a_paste_over_budget_says_so_and_keeps_the_rest(small_budget, encoder):
 
 
 def test_an_upload_over_budget_says_so_and_keeps_the_rest(small_budget, encoder):
-    at = page_test("pages/layers.py", preset=default_preset().id).run()
+    at = page_test("pages/layers.py", preset=default_preset().id, layers_upload_box=True).run()
     csv = "sense,sentence\n" + "\n".join(",".join(x.strip() for x in s.split("|")) for s in SENTENCES)
     at.file_uploader(key="layers_upload").set_value(("many.csv", csv.encode(), "text/csv")).run()
     at.button(key="layers_upload_apply").click().run()
@@ -157,7 +157,7 @@ def test_a_set_too_long_for_a_link_marks_the_link_and_the_link_says_so(monkeypat
 
 def test_an_upload_longer_than_the_sentence_box_keeps_whole_lines_and_says_so(monkeypatch):
     monkeypatch.setattr(session, "MAX_TEXT_CHARS", 400)
-    at = page_test("pages/layers.py", preset=default_preset().id).run()
+    at = page_test("pages/layers.py", preset=default_preset().id, layers_upload_box=True).run()
     rows = [f"river,The bank {k} of the wide and slow river was green." for k in range(20)]
     csv = ("sense,sentence\n" + "\n".join(rows)).encode()
     at.file_uploader(key="layers_upload").set_value(("long.csv", csv, "text/csv")).run()

@@ -141,6 +141,8 @@ _BEFORE: dict[int, list] = {}  # the charts an AppTest (by id) showed before an 
 def upload(name: str, data: bytes, mime: str = "text/csv") -> Callable[[AppTest], None]:
     def act(at: AppTest) -> None:
         _BEFORE[id(at)] = chart_json(at)
+        seed(at, layers_upload_box=True)  # the upload's expander, open (it runs only then)
+        at.run()
         at.file_uploader(key="layers_upload").set_value((name, data, mime)).run()
 
     return act

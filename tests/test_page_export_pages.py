@@ -190,11 +190,11 @@ def test_names_in_the_file():
 
 
 def test_the_layers_file_holds_the_whole_evidence_card(encoder):
-    """Layer by layer's evidence card, its five fields and the surprise its rule found, is in the saved page
-    as the page showed it; on a hostile set it stays text."""
+    """Layer by layer's evidence card (its expander open), its five fields and the surprise its rule found, is in
+    the saved page as the page showed it; on a hostile set it stays text."""
     from lib.stats.evidence import CHECKS
 
-    at, d, _ = export("layers")
+    at, d, _ = export("layers", layers_card_box=True)
     card = next(t.value for t in at.table if "on your sentences" in t.value.columns)
     fields = list(card.index)
     for name in ("Representation", "Comparison", "Interpretation: captures", "Interpretation: misses"):
@@ -206,7 +206,7 @@ def test_the_layers_file_holds_the_whole_evidence_card(encoder):
     unescaped = [re.sub(r"\\(.)", r"\1", str(v)) for v in card["on your sentences"]]
     for text in unescaped:
         assert " ".join(text.split()) in d.text, text
-    _, d, _ = export("layers", text=HOSTILE_SET, target="bank")
+    _, d, _ = export("layers", text=HOSTILE_SET, target="bank", layers_card_box=True)
     for tag, attrs in d.tags:
         assert tag not in ("img", "iframe", "object")
         assert not any(k.startswith("on") for k in attrs), (tag, attrs)

@@ -16,10 +16,13 @@ from tests.conftest import assert_page_ok, seed, url_written
 PAGE = str(Path(__file__).resolve().parents[1] / "pages" / "layers.py")
 
 
-def _app(text: str | None = None, target: str | None = None) -> AppTest:
+def _app(text: str | None = None, target: str | None = None, **params) -> AppTest:
+    """The page (not yet run), on ``text`` when given; ``params`` by key, e.g. ``layers_card_box=True`` (the
+    evidence card's expander open) or ``layers_upload_box=True`` (the upload's)."""
     at = AppTest.from_file(PAGE, default_timeout=240)
     if text is not None:
         seed(at, text=text, target=target)
+    seed(at, **params)
     return at
 
 
@@ -44,11 +47,30 @@ def test_preset_shows_every_section():
     pairs = re.search(r"([\d,]+) pairs sampled as Ethayarajh", "\n".join(c.value for c in at.caption))
     assert pairs and int(pairs.group(1).replace(",", "")) > 100  # the number of pairs, thousands and all
     downloads = {b.key for b in at.get("download_button")}
-    assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
     assert {"layers_matrix_download", "layers_trajectories_download"} <= downloads  # charts as HTML
     page_url = url_written(at)
     assert page_url["layers_layer"] == str(at.session_state["layers_layer"])
     assert page_url["layers_pooling"] == "layer"
+    # the evidence card and the upload wait in their expanders, run only when opened
+    assert not {"layers_card_csv", "layers_card_md"} & downloads
+    assert not at.get("file_uploader") and not [t for t in at.table if "on your sentences" in t.value.columns]
+    seed(at, layers_card_box=True)
+    at.run()
+    downloads = {b.key for b in at.get("download_button")}
+    assert {"layers_card_csv", "layers_card_md"} <= downloads  # evidence card as CSV and Markdown
+    _whole(_card(at))
+
+
+def test_the_similarity_chart_comes_first():
+    """After the title and the introduction, the widgets and the section-1 chart come before any other text."""
+    at = _app().run()
+    main = list(at.main)  # every element and block, in page order
+    kinds = [type(e).__name__ for e in main]
+    chart_at = next(i for i, e in enumerate(main) if e.type == "plotly_chart")
+    assert kinds.index("Title") < chart_at
+    text = ("Markdown", "Caption", "Expander", "Info", "Warning", "Success", "Error")
+    before = [e for e in main[:chart_at] if type(e).__name__ in text]
+    assert len(before) == 1 and "follows **one word" in before[0].value, before  # the introduction alone
 
 
 def test_controls_do_not_run_the_model_again():
@@ -133,7 +155,7 @@ def test_one_sentence_asks_for_more():
 
 
 def test_upload_keeps_good_rows_and_lists_bad_ones():
-    at = _app().run()
+    at = _app(layers_upload_box=True).run()
     data = (
         b"sense,sentence\n"
         b"money,The bank approved the loan.\n"
@@ -145,7 +167,7 @@ def test_upload_keeps_good_rows_and_lists_bad_ones():
     at.file_uploader(key="layers_upload").set_value(("mine.csv", data, "text/csv")).run()
     assert not at.exception
     assert any("4 usable sentence" in s.value for s in at.success)
-    problems = at.dataframe[0].value
+    problems = next(d.value for d in at.dataframe if "line" in d.value.columns)
     assert list(problems["line"]) == [6]
     at.button(key="layers_upload_apply").click().run()
     assert_page_ok(at, charts=5)
@@ -164,7 +186,7 @@ def test_upload_keeps_good_rows_and_lists_bad_ones():
     ],
 )
 def test_unusable_upload_gives_a_clear_error_and_the_page_still_works(name, data, words):
-    at = _app().run()
+    at = _app(layers_upload_box=True).run()
     at.file_uploader(key="layers_upload").set_value((name, data, "text/csv")).run()
     assert not at.exception
     assert any(words in e.value for e in at.error)
@@ -208,7 +230,7 @@ def test_500_uploaded_sentences_render_and_reuse_the_encoding(monkeypatch):
     # 500 sentences of ~13 word pieces (~6,500): within the default set budget of 20,000, set here anyway so
     # this test of drawing 500 sentences does not depend on it (tests/test_guards_app.py checks the cut)
     monkeypatch.setattr(budget, "MAX_SET_PIECES", 20_000)
-    at = _app().run()
+    at = _app(layers_upload_box=True).run()
     at.file_uploader(key="layers_upload").set_value(("big.csv", _many_sentences(500), "text/csv")).run()
     assert any("500 usable sentence" in s.value for s in at.success)
     at.button(key="layers_upload_apply").click().run()
@@ -359,7 +381,7 @@ def test_the_evidence_card_and_the_course_checks_follow_the_numbers(encoder, pre
     against the mean saying what they show."""
     from lib.inputs.presets import preset_by_id
 
-    at = _app()
+    at = _app(layers_card_box=True)
     seed(at, preset=preset)
     at.run()
     assert_page_ok(at, charts=5)
@@ -430,7 +452,7 @@ HOSTILE_CARD_SET = "\n".join(
 def test_the_evidence_card_on_a_hostile_set_is_whole_and_says_what_it_cannot_check():
     """Odd senses, short and jargon sentences, an unlabelled one: the card still has its five fields, shows
     the set's text as typed (escaped), and its checks follow the set: short text and domain mismatch flagged."""
-    at = _app(HOSTILE_CARD_SET, "bank")
+    at = _app(HOSTILE_CARD_SET, "bank", layers_card_box=True)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     card = _card(at)
@@ -439,3 +461,24 @@ def test_the_evidence_card_on_a_hostile_set_is_whole_and_says_what_it_cannot_che
     assert "(check)" in next(k for k in card if k.startswith("Failure check: domain mismatch"))
     raw = next(t.value for t in at.table if "on your sentences" in t.value.columns)["on your sentences"]
     assert not any("<b>" in v for v in raw)  # escaped for the table's Markdown
+
+
+def test_the_cue_preset_offers_the_decoder_without_running_it():
+    """The cue preset's encoder-and-decoder comparison waits in its expander: a learner on the encoder sees the
+    expander after the first chart, and the decoder runs only when it is opened."""
+    from lib.models.keys import DECODER_MODEL
+    from ui import cache
+
+    at = _app()
+    seed(at, preset="bank-cue")
+    runs = cache.ENCODE_CALLS[DECODER_MODEL]
+    at.run()
+    assert_page_ok(at, charts=5)
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Cue before, cue after") for label in labels), labels
+    assert cache.ENCODE_CALLS[DECODER_MODEL] == runs  # nothing heavy without a click
+    main = list(at.main)
+    first_chart = next(i for i, e in enumerate(main) if e.type == "plotly_chart")
+    cue_box = next(i for i, e in enumerate(main) if getattr(e, "label", "").startswith("Cue before"))
+    assert first_chart < cue_box  # the chart first
+    assert not [c for c in at.get("plotly_chart") if "-layers_cue_" in c.proto.id]

@@ -8,6 +8,7 @@ and stops the page with a clear message when too few sentences remain.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
@@ -31,6 +32,23 @@ class Analysis:
     def encoder(self) -> Encoder:
         """The loaded model (cached once per server)."""
         return cache.encoder(self.model)
+
+    @property
+    def key(self) -> tuple:
+        """What the vectors are made from (the model, the usable sentences as written, their senses, the target and
+        the word-piece cap): the start of the key of every result a page makes from them (ui.cache.computed,
+        ui.cache.shared_figure)."""
+        return (self.model, self.set.sentences, self.set.senses, self.set.target, budget.MAX_PIECES_PER_SENTENCE)
+
+    def computed(self, kind: str, *view, compute: Callable[[], object]):
+        """``compute()`` once per set (:attr:`key`) and ``view`` (whatever else it depends on: a layer, a sentence, a
+        switch), found again by every rerun and session (ui.cache.computed)."""
+        return cache.computed(kind, (*self.key, *view), compute)
+
+    def figure(self, kind: str, *view, build: Callable[[], object]) -> cache.SharedFigure:
+        """The chart ``build()`` returns, built once per set and ``view`` and shared (ui.cache.shared_figure): draw it
+        with ui.widgets.chart or layer_chart, which send it as made before."""
+        return cache.shared_figure(kind, (*self.key, *view), build)
 
 
 def usable(model: str, ss: SentenceSet) -> tuple[SentenceSet, TargetVectors]:

@@ -55,14 +55,19 @@ def probe_section(
         st.info(escape_md(str(err)))
         return
     K = len(p.accuracy)
-    chart(
-        probe_chart(
-            names[:K],
-            p.accuracy,
-            p.shuffled,
-            p.shuffled_high,
-            p.chance,
-            title="Sense probe per layer vs shuffled labels",  # short enough for a phone
+    set_key = (model, tuple(ss.sentences), senses, ss.target, tuple(names[:K]))
+    chart(  # built once per set and model (ui.cache.shared_figure)
+        cache.shared_figure(
+            "probe",
+            set_key,
+            lambda: probe_chart(
+                names[:K],
+                p.accuracy,
+                p.shuffled,
+                p.shuffled_high,
+                p.chance,
+                title="Sense probe per layer vs shuffled labels",  # short enough for a phone
+            ),
         ),
         key=key,
     )
@@ -73,18 +78,23 @@ def probe_section(
         f"Its **null**: the same probe trained on shuffled senses ({p.shuffles} times), scored on the true "
         "ones. A layer reads the sense when the probe beats the null and the most common sense's rate."
     )
-    rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
+    pp = None
     if pooled is not None:
         pid, pname, pv = pooled
         try:
             pp = cache.probe(model, tuple(ss.sentences), senses, ss.target, np.asarray(pv)[:, None, :], kind=pid)
         except ProbeError as err:
             st.info(escape_md(str(err)))
-            pp = None
-    frame = pd.DataFrame({k: [f"{x:.0%}" for x in v[:K]] for k, v in rows.items()}, index=list(names[:K]))
-    if pooled is not None and pp is not None:
-        frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}", f"{float(pp.shuffled_high[0]):.0%}"]
-    st.table(frame)
+
+    def table() -> pd.DataFrame:
+        rows = {"probe": p.accuracy, "null (mean)": p.shuffled, "null, 95 % of shuffles at most": p.shuffled_high}
+        frame = pd.DataFrame({k: [f"{x:.0%}" for x in v[:K]] for k, v in rows.items()}, index=list(names[:K]))
+        if pp is not None:
+            frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}",
+                                f"{float(pp.shuffled_high[0]):.0%}"]  # fmt: skip
+        return frame
+
+    st.table(cache.frame("probe", (*set_key, pooled[1] if pp is not None else None), table), hide_index=False)
     st.caption(
         f"Most common sense: {p.chance:.0%}. Furthest above the null: {layer_word(best)}. "
         + (
@@ -169,6 +179,73 @@ def control_card(model: str, other: str, sentences: Sequence[str], target: str |
     )
     if "trained" in uses:  # one model is the other's control: say what the numbers show
         prose(context_use_phrase(uses["trained"], uses[controls_[0]], "the control"))
+
+
+def layers_compare_section(ss, tv, model: str, prof, *, names_key: tuple) -> None:
+    """Layer by layer's "trained or shuffled?": the same sentences through a second model, its sense gap (or mean
+    pair cosine, without senses) per layer beside the first model's (``prof``, the page's LayerProfile).
+
+    ``names_key``: what the page's results are made from (ui.analysis.Analysis.key)."""
+    from lib.stats.similarity import layer_cosine_matrices, mean_pair_cosines, sense_similarity
+
+    st.header("Trained or shuffled? The same sentences through two models")
+    other = compare_picker(
+        "layers",
+        model,
+        off_note="Switch on to compare with a second model (default: the shuffled-weights control).",
+    )
+    if other is None:
+        return
+    senses = [s or None for s in ss.senses]
+    labelled = ss.has_senses
+    K1 = prof.num_hidden_states
+
+    def second():
+        tv2 = cache.target_vectors(other, ss.sentences, ss.target)
+        cos2 = layer_cosine_matrices(tv2.vectors)
+        if labelled:
+            return sense_similarity(cos2, [senses[i] for i in tv2.kept]).gap
+        return mean_pair_cosines(cos2)
+
+    y2 = cache.computed("layers_second_model", (*names_key, other), second)
+    if labelled:
+        if y2 is None or prof.senses.gap is None:
+            st.info("The second model's sentences have too few senses to compare.")
+            return
+        y1, what = prof.senses.gap[:K1], "same-sense minus different-sense cosine"
+    else:
+        y1, what = prof.pair_means[:K1], "mean cosine over all pairs"
+    n1, n2 = label(model), label(other)
+    title = f"“{ss.target}”: {what}, {pair_title(model, other)}"
+    relative = len(y1) != len(y2)
+    chart(
+        cache.shared_figure(
+            "layers_compare",
+            (*names_key, other, title),
+            lambda: two_model_figure(
+                [(n1, y1, "solid"), (n2, y2, "dash")], title=title, y_title=what, zero_line=labelled
+            )[0],
+        ),
+        key="layers_compare_chart",
+        name_model=False,
+    )
+    trained = "trained" not in (split_model_key(model)[1], split_model_key(other)[1]) or (
+        split_model_key(model)[1] != split_model_key(other)[1]
+    )
+    prose(
+        f"Blue: **{escape_md(n1)}**; red, dashed: **{escape_md(n2)}**. The {what} goes from {y1[0]:+.3f} to "
+        f"**{y1[-1]:+.3f}** at the last layer in the first model, and from {y2[0]:+.3f} to **{y2[-1]:+.3f}** in "
+        "the second. "
+        + (
+            "What grows with depth only in the trained model came with training. A flat control line does not "
+            "show what the architecture could do with other weights: the control may take in less context "
+            "(table below)."
+            if trained
+            else "Both are trained models: compare where each one separates the senses."
+        )
+        + (" The models have different depths, so the x axis is the relative depth." if relative else "")
+    )
+    control_card(model, other, tv.encoding.sentences, ss.target)
 
 
 def compare_requested(page: str) -> bool:

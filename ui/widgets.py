@@ -17,6 +17,7 @@ from lib.charts.fitting import ASSUMED_WIDTH_PX, PRESENTER_WIDTH_PX, cell_text_c
 from lib.serving import lazy
 from lib.serving.export import escape_markdown
 from ui import page_export
+from ui.cache.store import SharedFigure, frame, glossary_links, shared_figure
 from ui.plotly_look import SentFigure, themed_spec, wrap_title
 
 PAGE_FAILED = (
@@ -117,7 +118,7 @@ PLOTLY_CONFIG = {
 
 
 def chart(
-    fig: go.Figure | dict,
+    fig: go.Figure | dict | SharedFigure,
     *,
     key: str | None = None,
     download: str | None = None,
@@ -127,6 +128,8 @@ def chart(
 ) -> None:
     """Show a plotly figure full width, scaled up in presenter mode.
 
+    ``fig``: a figure, or a ui.cache.SharedFigure (built once per input and shared), whose spec as sent for this
+    screen is made once too: a rerun that draws it again costs Streamlit's own serialisation only.
     ``download``: a file name stem; adds a button that saves the figure as interactive HTML (made only
     when clicked, so reruns stay fast). With random weights in use, the title says so ("… (random
     weights, seed 0)"); ``name_model=False`` for a figure that names its models itself (two side by side).
@@ -135,81 +138,113 @@ def chart(
     A chart over the layers with the chosen layer marked: :func:`layer_chart`.
     """
     note = weights_note() if name_model else None
-    if note:
-        fig = name_weights(fig, note)
     presenting = bool(st.session_state.get("cl_presenter"))
     width = (PRESENTER_WIDTH_PX if presenting else ASSUMED_WIDTH_PX) * share
     # plotly's JSON encoder takes pandas from sys.modules as it finds it: on a cold server with a class arriving
     # at once, one learner's thread found it half-imported by another's and got a traceback ("partially
     # initialized module 'pandas' has no attribute 'NaT'", seen on a fresh replica behind nginx). Serialised here.
     lazy.load("pandas")
+    if isinstance(fig, SharedFigure):
+        shared = fig
+        sent = shared.memo(("sent", note, presenting, width), lambda: SentFigure(_sent_spec(shared.fig, note, presenting, width)))
+        fig = shared.fig
+    else:
+        sent = SentFigure(_sent_spec(fig, note, presenting, width))
+    kwargs.setdefault("config", PLOTLY_CONFIG)
+    # sent with Streamlit's look in the layout, theme=None and margins sized for this width, so the browser
+    # draws a changed chart once instead of three times (ui/plotly_look.py says why)
+    kwargs.setdefault("theme", None)
+    st.plotly_chart(sent, key=key, **kwargs)
+    if download:
+        download_figure((lambda: name_weights(fig, note)) if note else fig, download, key=f"{key or download}_download")
+
+
+def _sent_spec(fig: go.Figure | dict, note: str | None, presenting: bool, width: float) -> dict:
+    """The spec :func:`chart` sends for ``fig``: titled with the weights' ``note``, scaled for a projector when
+    ``presenting``, cell numbers fitted and margins sized for ``width`` px, the title wrapped for a phone."""
+    if note:
+        fig = name_weights(fig, note)
     if presenting:
         shown = fit_cell_text(presenter_layout(fig), width)
     elif isinstance(fig, go.Figure) and not cell_text_changes(fig, width):
         shown = fig  # nothing to adjust: drawn as it is (st.plotly_chart reads it, never changes it)
     else:
         shown = fit_cell_text(_copy(fig), width)
-    kwargs.setdefault("config", PLOTLY_CONFIG)
-    # sent with Streamlit's look in the layout, theme=None and margins sized for this width, so the browser
-    # draws a changed chart once instead of three times (ui/plotly_look.py says why)
-    kwargs.setdefault("theme", None)
     spec = themed_spec(shown, width)
     if not presenting:  # a projector is wide; on a phone this chart is ~358 px wide, whatever its share here
         spec = wrap_title(spec)
-    st.plotly_chart(SentFigure(spec), key=key, **kwargs)
-    if download:
-        download_figure(fig, download, key=f"{key or download}_download")
+    return spec
 
 
 def matrix_pair(
     matrices: tuple, titles: tuple[str, str], keys: tuple[str, str], sentences, senses, *, zmin: float,
-    zmax: float = 1.0,
+    zmax: float = 1.0, made_from: tuple | None = None,
 ) -> None:
     """Two (n, n) cosine matrices as two charts in two columns on one colour range (``zmin``..``zmax``), the colour
     bar on the second, then the table of sentences behind their S1…Sn labels.
 
     Side by side on a laptop or projector, one under the other on a phone (one figure of two panels squeezed both
     into a few pixels there). ``titles`` are plain text (escaped here); ``keys`` the two charts' keys.
+    ``made_from``: what the matrices are made from (a set's key and the view), when they come from a cache: the
+    two charts are then built once and shared (ui.cache.shared_figure).
     """
     from lib.charts.home import similarity_heatmap
 
     for col, m, title, key, scale in zip(st.columns(2, gap="medium"), matrices, titles, keys, (False, True), strict=True):
         with col:
             st.markdown(f"**{escape_md(title)}**")
-            fig = similarity_heatmap(m, sentences, senses, None, zmin=zmin, zmax=zmax, show_scale=scale)
+            build = functools.partial(similarity_heatmap, m, sentences, senses, None, zmin=zmin, zmax=zmax,
+                                      show_scale=scale)  # fmt: skip
+            if made_from is not None:
+                fig = shared_figure("matrix_pair", (*made_from, key, tuple(sentences), tuple(senses), zmin, zmax), build)
+            else:
+                fig = build()
             chart(fig, key=key, share=0.5)
     sentence_table(sentences, senses)
 
 
 def layer_chart(
-    fig: go.Figure, *, key: str, at: int | None, download: str | None = None, name_model: bool = True, **kwargs
+    fig: go.Figure | SharedFigure, *, key: str, at: int | None, download: str | None = None, name_model: bool = True,
+    **kwargs,
 ) -> None:
     """A chart over the layers with the chosen one marked: drawn, recorded for the page's file, offered as a download.
 
-    ``fig``: built without a mark; its x axis lists the layers (and a pooled representation) as ``tickvals``
-    (lib.charts.common.layer_positions). ``at``: the place in that list to mark (lib.charts.common.layer_mark);
-    None, or past the end (a pooled choice on a chart without one), marks nothing. ``download``: a file name
-    stem for the chart's HTML, with its mark.
+    ``fig``: built without a mark (a figure, or a ui.cache.SharedFigure); its x axis lists the layers (and a pooled
+    representation) as ``tickvals`` (lib.charts.common.layer_positions). ``at``: the place in that list to mark
+    (lib.charts.common.layer_mark); None, or past the end (a pooled choice on a chart without one), marks nothing.
+    ``download``: a file name stem for the chart's HTML, with its mark.
 
     The figure sent carries the mark at every place, all hidden, and a style rule shows the one at ``at``: the
     figure is then the same whatever layer is chosen, so the browser keeps the chart as drawn when only the
-    layer moves (Streamlit re-creates a chart whose figure changed). The page's file (ui.page_export) and the
-    download draw the chosen mark itself.
+    layer moves (Streamlit re-creates a chart whose figure changed), and a shared figure's marked copy and spec
+    are made once. The page's file (ui.page_export) and the download draw the chosen mark itself.
     """
-    spec = figure_dict(fig)
-    layout, positions = spec["layout"], layer_positions(spec)
-    others = list(layout.get("shapes") or ())
+    shared = fig if isinstance(fig, SharedFigure) else SharedFigure(fig)
+    marked_all, positions, others = shared.memo(("layer marks",), lambda: _hidden_marks(shared.fig))
     index = at if at is not None and 0 <= at < len(positions) else None
-    hidden = [{**layer_mark(x), "opacity": 0} for x in positions]  # shape i marks place i
-    chart(figure(spec["data"], {**layout, "shapes": hidden + others}), key=key, name_model=name_model, **kwargs)
+    chart(marked_all, key=key, name_model=name_model, **kwargs)
     rule = f'.st-key-{key} .shape-group[data-index="{index}"] path {{ opacity: 1 !important; }}'
     st.html(f"<style>{rule if index is not None else ''}</style>")  # a few hundred bytes: what changes
     page_export.mark_layer(key, index)
     if download:
-        mark = [layer_mark(positions[index])] if index is not None else []
-        marked = figure(spec["data"], {**layout, "shapes": mark + others})
         note = weights_note() if name_model else None
-        download_figure(name_weights(marked, note) if note else marked, download, key=f"{key}_download")
+
+        def marked():  # the chart with its chosen mark drawn, made when the button is pressed
+            spec = figure_dict(shared.fig)
+            mark = [layer_mark(positions[index])] if index is not None else []
+            out = figure(spec["data"], {**spec["layout"], "shapes": mark + others})
+            return name_weights(out, note) if note else out
+
+        download_figure(marked, download, key=f"{key}_download")
+
+
+def _hidden_marks(fig: go.Figure) -> tuple[SharedFigure, list, list]:
+    """(``fig`` with a hidden mark at each of its layers, the layers' places, its own shapes) for :func:`layer_chart`."""
+    spec = figure_dict(fig)
+    layout, positions = spec["layout"], layer_positions(spec)
+    others = list(layout.get("shapes") or ())
+    hidden = [{**layer_mark(x), "opacity": 0} for x in positions]  # shape i marks place i
+    return SharedFigure(figure(spec["data"], {**layout, "shapes": hidden + others})), positions, others
 
 
 def _copy(fig: go.Figure | dict) -> go.Figure:
@@ -225,30 +260,22 @@ def _copy(fig: go.Figure | dict) -> go.Figure:
     return go.Figure(fig)
 
 
-def download_figure(fig: go.Figure, name: str, *, key: str, label: str = "Download chart (HTML)") -> None:
+def download_figure(
+    fig: go.Figure | Callable[[], go.Figure], name: str, *, key: str, label: str = "Download chart (HTML)"
+) -> None:
     """A download button with the figure as a standalone interactive HTML file (plotly.js from a CDN).
 
-    The HTML is generated only when the button is clicked.
+    ``fig``: the figure, or a function that makes it. The HTML (and the figure) is made only when the button
+    is clicked.
     """
 
     def html() -> str:
-        return fig.to_html(include_plotlyjs="cdn", full_html=True)
+        shown = fig() if callable(fig) and not isinstance(fig, go.Figure) else fig
+        return shown.to_html(include_plotlyjs="cdn", full_html=True)
 
     st.download_button(
         label, data=html, file_name=f"{name}.html", mime="text/html", key=key, icon=":material/download:"
     )
-
-
-def shared_chart(shared, *, key: str, layout: dict | None = None, download: str | None = None, **kwargs) -> None:
-    """Draw a ui.cache.SharedFigure (built once per input), after setting ``layout`` (e.g. shapes) on it.
-
-    The layout change and Streamlit's copy of the figure happen under the figure's lock, so two sessions
-    drawing the same figure with different outlines never see each other's.
-    """
-    with shared.lock:
-        if layout:
-            shared.fig.update_layout(**layout)
-        chart(shared.fig, key=key, download=download, **kwargs)
 
 
 INTRO_DIR = Path(__file__).resolve().parents[1] / "assets" / "intro"
@@ -278,10 +305,8 @@ _K_GLOSSARY = "_cl_glossary_linked"  # the glossary anchors this run of the page
 
 def glossary_linked(text: str) -> str:
     """``text`` with the first use on this page of each glossary term linked to its entry (lib.teaching.glossary)."""
-    from lib.teaching.glossary import link_terms, load_glossary
-
     already = st.session_state.setdefault(_K_GLOSSARY, set())
-    out, linked = link_terms(text, load_glossary(), already)
+    out, linked = glossary_links(text, frozenset(already))  # found once per text and what was linked before
     already.update(linked)
     return out
 
@@ -315,6 +340,17 @@ def sentence_table(sentences, senses, *, label: str = "The sentences (S1, S2, �
     grid (st.dataframe) that draws only the rows in view; a 500-row HTML table is slow for the browser to lay
     out and for the server to build on every rerun.
     """
+    grid = len(sentences) > TABLE_MAX_ROWS
+    rows = frame("sentences", (tuple(sentences), tuple(senses)), functools.partial(_sentence_rows, sentences, senses))
+    with st.expander(label, expanded=expanded):
+        if grid:
+            st.dataframe(rows, width="stretch", height=360)
+        else:
+            st.table(rows, hide_index=False)  # an Arrow table: say so, or Streamlit converts it back to look
+
+
+def _sentence_rows(sentences, senses):
+    """:func:`sentence_table`'s rows: S1…Sn, the senses if any, the sentences (escaped for st.table's Markdown)."""
     import pandas as pd
 
     grid = len(sentences) > TABLE_MAX_ROWS
@@ -323,8 +359,4 @@ def sentence_table(sentences, senses, *, label: str = "The sentences (S1, S2, �
     if any(senses):
         rows["sense"] = [literal(s) if s else "–" for s in senses]
     rows["sentence"] = [literal(s) for s in sentences]
-    with st.expander(label, expanded=expanded):
-        if grid:
-            st.dataframe(pd.DataFrame(rows).set_index(""), width="stretch", height=360)
-        else:
-            st.table(pd.DataFrame(rows).set_index(""))
+    return pd.DataFrame(rows).set_index("")

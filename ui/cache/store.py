@@ -69,11 +69,41 @@ def reference_corpus() -> CorpusText:
     return load_reference_corpus()
 
 
-def evidence(key: tuple, compute: Callable[[], object]):
-    """The Layer by layer page's evidence card, once per ``key`` (model, sentences, senses, target and the
-    chosen representation): choosing its pairs among every pair of a large set costs tens of milliseconds,
-    and most reruns (a new pair view, a toggle) do not change it."""
-    return _cached(("evidence", *key), compute)
+def computed(kind: str, key: tuple, compute: Callable[[], object], spinner: str | None = None):
+    """``compute()`` once per (``kind``, ``key``) for the whole process: a page's numbers made from results cached
+    already (a statistic of the set's vectors, a sentence's attention summaries, the evidence card), so that a
+    rerun with nothing changed finds them instead of computing them again. ``key`` must name everything the
+    result is made from (the model, the sentences, their senses, the target, the controls it depends on); a
+    result that raises is not kept."""
+    return _cached(("computed", kind, *key), compute, spinner)
+
+
+def frame(kind: str, key: tuple, build: Callable[[], object]):
+    """The table ``build()`` returns (a pandas DataFrame) as the Arrow table Streamlit sends, made once per
+    (``kind``, ``key``): ``st.table`` and ``st.dataframe`` send an Arrow table as it is, where a DataFrame costs
+    its construction and a conversion (~2 ms each) on every rerun. ``key`` names everything the table shows."""
+
+    def run():
+        import pyarrow as pa
+        from streamlit.dataframe_util import convert_pandas_df_to_arrow_table
+
+        table = convert_pandas_df_to_arrow_table(build())  # Streamlit's own conversion: the bytes sent are the same
+        return table if isinstance(table, pa.Table) else pa.Table.from_pandas(table)
+
+    return _cached(("frame", kind, *key), run, size=lambda t: int(t.nbytes) + 512)
+
+
+def glossary_links(text: str, already: frozenset[str]) -> tuple[str, frozenset[str]]:
+    """lib.teaching.glossary.link_terms of ``text`` with the glossary, given the anchors the page linked before:
+    (the text with its links, the anchors it linked), once per text and ``already`` (every page's prose, every run:
+    ~1 ms each to find the terms)."""
+    from lib.teaching.glossary import link_terms, load_glossary
+
+    def run():
+        out, linked = link_terms(text, load_glossary(), set(already))
+        return out, frozenset(linked)
+
+    return _cached(("glossary", text, already), run)
 
 
 def _array_key(X: np.ndarray) -> tuple:
@@ -91,18 +121,27 @@ def _freeze(result):
 
 
 class SharedFigure:
-    """A plotly figure built once per input and shared by every session (see :func:`shared_figure`).
-
-    ``lock`` serialises the few runs that change its layout (e.g. an outline) just before drawing it.
+    """A plotly figure built once per input and shared by every session (see :func:`shared_figure`), with what is
+    made from it to draw it (:meth:`memo`): the spec sent to the browser for each screen, the figure with a layer
+    chart's marks. Neither the figure nor what is made from it is changed once made.
     """
 
     def __init__(self, fig) -> None:
         self.fig = fig
-        self.lock = threading.Lock()
+        self._memo: dict = {}
+
+    def memo(self, key: tuple, make: Callable[[], object]):
+        """``make()`` once per ``key`` for this figure (two sessions at once may both make it: the same value)."""
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = make()
+        return hit
 
 
 def _shared_figure_nbytes(shared: SharedFigure) -> int:
-    return budget.figure_nbytes(shared.fig)
+    # the figure, and what is made from it to draw it (ui.widgets.chart: the spec sent for a screen or two,
+    # which shares the figure's arrays; a layer chart's marked copy): counted as the figure once more
+    return 2 * budget.figure_nbytes(shared.fig)
 
 
 def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> SharedFigure:
@@ -110,8 +149,7 @@ def shared_figure(kind: str, key: tuple, _build: Callable[[], object]) -> Shared
 
     For charts that do not change with a page's controls: a rerun (a slider moved elsewhere on the page)
     then skips building the figure. ``key`` must name everything the figure is made from (model, sentences,
-    target, labels...); ``kind`` names the chart. Draw it with ui.widgets.shared_chart, never mutate it
-    elsewhere. The figures live in the same byte-bounded RESULTS cache as every other result, counted by
+    target, labels...); ``kind`` names the chart. Draw it with ui.widgets.chart or layer_chart, never change it. The figures live in the same byte-bounded RESULTS cache as every other result, counted by
     lib.serving.budget.figure_nbytes (their arrays, hover text and numbers), so a class's figures cannot grow the
     process past ``CONTEXT_LENS_CACHE_MB`` either.
     """
