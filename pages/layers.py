@@ -35,6 +35,7 @@ from lib.inputs.corpus import CorpusError
 from lib.inputs.presets import preset_by_id
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from lib.models.encoder import split_model_key
+from lib.models.facts import layer_zero_holds, layer_zero_shared
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
@@ -575,12 +576,7 @@ else:
     prose(
         f"Always answering the commonest sense (“{escape_md(ro.majority_sense)}”): {ro.majority_baseline:.0%}; "
         f"{rc.n_permutations} shuffles, each sense keeping its size."
-        + (
-            " Above chance at layer 0, with no context, means the word's position or form goes with its "
-            "sense in this set: compare the layers with layer 0, not only with chance."
-            if not rc.within_chance[0]
-            else " " + position_note(rc)
-        ),
+        + " " + position_note(rc, holds=layer_zero_holds(enc), shared=layer_zero_shared(enc)),
         caption=True,
     )
     if m < n:
@@ -659,6 +655,7 @@ def _card():
         split=cache.split_counts(model, tuple(ss.clean_sentences)),
         reference_split=_reference_split(),
         comparison_notes=(depth_and_pooling_phrase(readouts),) if ro is not None else (),
+        model_facts=enc,
     )
     return evidence_card(
         prof.vectors[:, 0, :],
