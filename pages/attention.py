@@ -35,6 +35,7 @@ from lib.models.attention import (
     token_labels,
     weight_above_diagonal,
 )
+from lib.models.facts import attention_columns, described
 from lib.models.keys import DEFAULT_MODEL
 from lib.serving import budget
 from ui import cache, link
@@ -245,11 +246,14 @@ else:
         lo, hi = float(own.per_layer[half:].min()), float(own.per_layer[half:].max())
         prose(
             f"Word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their attention on average in "
-            f"layers {half + 1}–{L} of this 4-bit copy of SmolLM2 (even spread: {own.uniform:.0%}); the "
+            f"layers {half + 1}–{L} of {escape_md(described(enc))} (even spread: {own.uniform:.0%}); the "
             f"encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer (even spread "
-            f"{bert.uniform:.0%}). Why? Position 0 is the one word piece every later one can see, and softmax must "
-            "put each row's weight somewhere: a head with nothing to find parks it there (the **attention "
-            "sink**)."
+            f"{bert.uniform:.0%}). Why both? Softmax must put each row's weight somewhere, and a head with nothing "
+            "to find parks it on a word piece that is always there, at the same place, in every sentence (the "
+            "**attention sink**): the encoder's [CLS] is such a piece although every word piece sees every other. "
+            "In a left-to-right model position 0 is moreover the one word piece every later one can see"
+            + (", and it has seen nothing but itself, so its vector is the same in every sentence."
+               if enc.sink is not None and enc.sink.token is not None else ".")  # fmt: skip
         )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
@@ -338,7 +342,7 @@ except UnsupportedArchitectureError as err:
     st.info(escape_md(str(err)))
 else:
     prose(
-        f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
+        f"{attention_columns(enc, head)}, so "
         f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
         "The softmax turns each row of scores into weights that add up to 1."
     )
@@ -350,7 +354,7 @@ else:
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
         "everywhere: the tiny rest is rounding in the model's arithmetic."
     )
-    q_row = tpos[0]
+    q_row = qpos  # the target's own row: its vector's piece (the last one for a left-to-right model)
     table = pd.DataFrame(
         {
             "key": labels,
@@ -376,7 +380,7 @@ else:
         "That is one layer (course §3.2)."
         if not enc.causal
         else "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, the output projection and a residual, then the "
-        "feed-forward block; this decoder norms before each block (RMSNorm)."
+        f"feed-forward block; this model norms before each block ({'RMSNorm' if llama_layout(enc) else 'LayerNorm'})."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")

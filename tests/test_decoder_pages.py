@@ -29,7 +29,8 @@ SENTENCE = "The bank of the river flooded after the storm."
 def _texts(at) -> str:
     """Every markdown and caption of a run, glossary links read as their text."""
     out = "\n".join([str(m.value) for m in at.markdown] + [str(c.value) for c in at.caption])
-    return re.sub(r"\[(\[[^\]]*\]|[^\]]*)\]\(glossary#[^)]*\)", r"\1", out)  # "[[CLS]](glossary#cls)" too
+    out = re.sub(r"\[(\[[^\]]*\]|[^\]]*)\]\(glossary#[^)]*\)", r"\1", out)  # "[[CLS]](glossary#cls)" too
+    return re.sub(r"\\([-.()\[\]*_:!#])", r"\1", out)  # Markdown escapes read as the characters ("4\-bit")
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -172,6 +173,26 @@ def test_probability_and_token_text():
     assert probability_text(0.314) == "31%" and probability_text(0.0042) == "0.42%"
     assert probability_text(3.14e-6) == "3.1e-06"
     assert shown_token("\n") == "↵" and shown_token(" ") == "␣" and shown_token(" river") == "␣river"
+    assert shown_token("\xa0") == "⍽" != shown_token(" ")  # a no-break space is another piece than a space
+
+
+def test_the_lens_follows_the_models_own_top_guesses_and_reads_the_tied_head(decoder):
+    """With no words named the lens follows the last layer's three most probable tokens (numpy: the argsort of
+    the last layer's probabilities); the tied head reads the input vector back as its own word piece."""
+    tv = decoder.target_vectors([SENTENCE], "bank")
+    lens = logit_lens(decoder, tv.vectors[0], follow_top=3)
+    assert lens.follows_top and len(lens.words) == 3
+    assert list(lens.word_ids) == list(lens.top_ids[-1, :3])
+    np.testing.assert_array_equal(lens.word_probs[-1], lens.top_probs[-1, :3])
+    assert not logit_lens(decoder, tv.vectors[0], words=("river",), follow_top=3).follows_top  # named words win
+    # layer 0 through a tied head: the row of the piece's own embedding scores highest against itself
+    table = decoder.model.get_input_embeddings().weight.detach().float().numpy().astype(np.float64)
+    piece = int(tv.encoding.token_ids[0][tv.spans[0].vector_indices[-1]])
+    assert decoder.tied_output_head and piece in set(lens.top_ids[0, :2].tolist())
+    v = tv.vectors[0, 0].astype(np.float64)
+    w = decoder.final_norm.weight.detach().float().numpy().astype(np.float64)
+    normed = v / np.sqrt((v**2).mean() + float(decoder.model.config.rms_norm_eps)) * w
+    assert int(np.argmax(table @ normed)) in set(lens.top_ids[0, :2].tolist())
 
 
 # ----------------------------------------------------------------------------------- pages
@@ -266,13 +287,13 @@ def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
     assert not at.exception, [e.value for e in at.exception]
     text = _texts(at)
     ss = preset_by_id("bank").sentence_set()
-    tv = decoder.target_vectors([ss.sentences[0]], "bank")
+    tv = decoder.target_vectors(list(ss.sentences), "bank")  # as the page encodes them: the whole set at once
     lens = logit_lens(decoder, tv.vectors[0], words=("river", "money"))
     L = decoder.num_layers
     assert (f"guesses “{shown_token(lens.top_tokens[L][0])}” with probability "
             f"**{probability_text(lens.top_probs[L][0])}**") in text  # fmt: skip
     assert (f"from layer {lens.settled_from} on" if lens.settled_from < L else "No earlier layer puts it on top") in text
-    assert "early layers' guesses as noise" in text and "a readout, not what the layer" in text
+    assert "as noise" not in text and "readings are not noise to dismiss" in text and "a readout, not what a layer" in text
     assert f"“river” is {probability_text(lens.word_probs[L, 0])} after the last layer" in text
     assert "4-bit copy of SmolLM2" in text
 
@@ -280,7 +301,7 @@ def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
     enc_at.run(timeout=120)
     assert not enc_at.exception
     text = _texts(enc_at)
-    assert "is an **encoder**" in text and "has no head that guesses the next word" in text
+    assert "reads **both directions**" in text and "has no head that guesses the next word" in text
     assert "lens?" in text and "model=HuggingFaceTB%2FSmolLM2-135M-Instruct" in text
 
 

@@ -616,8 +616,9 @@ _BYTE_MARKS = str.maketrans({"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥"})  # byte-lev
 
 def shown_token(token: str) -> str:
     """A word piece as a chart shows it: byte-level BPE (GPT-2, Llama 3, SmolLM2) writes the space before a word
-    as "Ġ" and a line break as "Ċ"; they are shown as "␣" and "↵". WordPiece tokens never hold those marks."""
-    return token.translate(_BYTE_MARKS)
+    as "Ġ" and a line break as "Ċ"; they are shown as "␣" and "↵", and a no-break space (its two bytes, "Âł") as
+    "⍽", so it does not pass for a space. WordPiece tokens never hold those marks."""
+    return token.replace("Âł", "⍽").translate(_BYTE_MARKS)
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:

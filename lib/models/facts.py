@@ -19,6 +19,7 @@ from __future__ import annotations
 
 __all__ = [
     "attention_columns",
+    "described",
     "final_norm_note",
     "hide_verb",
     "layer_zero_holds",
@@ -92,7 +93,18 @@ def hide_verb(model) -> str:
     return "mask" if getattr(model, "mask_token", None) else "delete"
 
 
-def attention_columns(model) -> str:
+def described(model) -> str:
+    """The model as a sentence names it: the decoder pack's own description ("a 4-bit copy of
+    SmolLM2-135M-Instruct") for the pack's model, else its display name; never a family's name."""
+    from lib.models.keys import DECODER_MODEL
+    from lib.models.pack import DESCRIPTION
+
+    if getattr(model, "base_name", None) == DECODER_MODEL and getattr(model, "weights", "trained") == "trained":
+        return DESCRIPTION
+    return str(getattr(model, "display_name", None) or getattr(model, "name", "this model"))
+
+
+def attention_columns(model, head: int | None = None) -> str:
     """Which columns of Q, K and V one attention head uses, in a sentence: with grouped-query attention
     (``num_kv_heads`` < ``num_heads``) K and V are narrower than Q and each of their slices serves several query
     heads."""
