@@ -5,7 +5,7 @@ import streamlit as st
 
 from lib.charts.home import before_after_heatmaps, shared_floor, similarity_heatmap
 from lib.models.attention import shown_token
-from lib.models.facts import hide_verb, layer_zero_holds, layer_zero_shared, pieces_phrase
+from lib.models.facts import final_norm_note, hide_verb, layer_zero_holds, layer_zero_shared, pieces_phrase
 from lib.stats.chance import verdict_phrase
 from lib.stats.evidence import signed
 from lib.stats.similarity import cosine_matrix, pair_values, sense_similarity
@@ -103,6 +103,7 @@ if ss.has_senses:
             f"**Reading it.** {layer0} After layer {last}, same-sense pairs average **{sims.same[1]:.2f}** and "
             f"different-sense pairs **{sims.different[1]:.2f}** (gap {signed(sims.gap[1])}; "
             f"{signed(sims.gap[0])} at layer 0){verdict}"
+            + (" " + final_norm_note(enc, last) if final_norm_note(enc, last) else "")
         )
         if rc is not None:
             text = (

@@ -35,11 +35,11 @@ from lib.inputs.corpus import CorpusError
 from lib.inputs.presets import preset_by_id
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from lib.models.encoder import split_model_key
-from lib.models.facts import layer_zero_holds, layer_zero_shared
+from lib.models.facts import described, final_norm_note, layer_zero_holds, layer_zero_shared
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
-from lib.stats.direction import cue_gaps
+from lib.stats.direction import cue_gaps, cue_phrase
 from lib.stats.evidence import card_facts, evidence_card
 from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
@@ -200,45 +200,26 @@ def cue_section(ss, model: str, cues: list[str | None]) -> None:
         tv_m = cache.target_vectors(loaded.name, ss.sentences, ss.target)
         try:
             results[family] = cue_gaps(
-                tv_m.vectors, [ss.senses[i] or None for i in tv_m.kept], [cues[i] for i in tv_m.kept]
+                tv_m.vectors, [ss.senses[i] or None for i in tv_m.kept], [cues[i] for i in tv_m.kept],
+                openings=[sp.sentence[: sp.end] for sp in tv_m.spans],
             )
         except ContextLensError as err:
             st.info(escape_md(str(err)))
             return
     columns = st.columns(2)
-    every = np.concatenate([np.r_[g.before, g.after] for g in results.values()])
-    pad = 0.05 * float(every.max() - every.min())
-    y_range = (float(every.min()) - pad, float(every.max()) + pad)  # one scale: the two charts compare by eye
     for col, (_, family) in zip(columns, models, strict=True):
         g = results[family]
-        fig, _ = controls.two_model_figure(
-            [(f"cue before “{ss.target}”", g.before, "solid"), ("cue only after", g.after, "dash")],
+        fig, _ = controls.two_model_figure(  # each model on its own scale: their cosine floors differ
+            [(f"cue before “{ss.target}”", g.before, "solid"), ("cue only after", g.after, "dash"),
+             ("shuffled senses (95th pct.)", np.maximum(g.before_null, g.after_null), "dot")],
             title=f"The {family}: same − different sense",
             y_title="same − different sense cosine",
             zero_line=True,
-            y_range=y_range,
-        )
+        )  # fmt: skip
         with col:
             chart(fig, key=f"layers_cue_{family}", share=0.5, name_model=False)
-
-    def peak(gap) -> str:
-        k = int(np.argmax(gap))
-        return f"{gap[k]:+.2f} at layer {k}"
-
-    e, d = results["encoder"], results["decoder"]
-    verdict = (
-        "The decoder separates the senses only when the cue comes first; the encoder separates both halves."
-        if d.separates_before and not d.separates_after and e.separates_before and e.separates_after
-        else "Here the halves do not split as the course expects; look at the curves."
-    )
-    prose(
-        f"Half the {e.n_before + e.n_after} sentences name the cue **before** “{escape_md(ss.target)}”, half only "
-        "**after** it, with the same openings for both senses. Same − different sense cosine: **encoder**, cue "
-        f"before peaks at {peak(e.before)}, cue after at {peak(e.after)}; **decoder** (a 4-bit copy of SmolLM2), "
-        f"cue before peaks at {peak(d.before)}, cue after stays between {d.after.min():+.2f} and "
-        f"{d.after.max():+.2f} at every layer. **{verdict}** Reading left to right, the decoder makes the "
-        "word's vector before it reads what follows."
-    )
+    prose(cue_phrase(results["encoder"], results["decoder"], escape_md(ss.target),
+                     escape_md(described(cache.encoder(DECODER_MODEL)))))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------- page
@@ -371,6 +352,7 @@ if labelled and sims.same is not None and sims.different is not None:
         f"diagonal mean the senses have separated: at **{rep}** the same-sense minus different-sense gap is "
         f"**{sims.gap[r]:+.2f}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {sims.gap[0]:+.2f})."
         + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
+        + (" " + final_norm_note(enc, r) if final_norm_note(enc, r) else "")
     )
 else:
     prose(
@@ -593,7 +575,7 @@ else:
             index=list(readouts),
         )
     )
-    prose(depth_and_pooling_phrase(readouts))
+    prose(depth_and_pooling_phrase(readouts, len(ro.evaluated)))
 
 # ---------------------------------------------------------------------------------- controls (is it real?)
 if labelled:
@@ -654,7 +636,7 @@ def _card():
         chance=rc if ro is not None else None,
         split=cache.split_counts(model, tuple(ss.clean_sentences)),
         reference_split=_reference_split(),
-        comparison_notes=(depth_and_pooling_phrase(readouts),) if ro is not None else (),
+        comparison_notes=(depth_and_pooling_phrase(readouts, len(ro.evaluated)),) if ro is not None else (),
         model_facts=enc,
     )
     return evidence_card(

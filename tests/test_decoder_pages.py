@@ -19,7 +19,7 @@ from lib.models import DECODER_MODEL
 from lib.models.attention import first_position_share, special_token_share, weight_above_diagonal
 from lib.models.lens import logit_lens, probability_text, shown_token
 from lib.stats.context import occlusion
-from lib.stats.direction import SEPARATES, cue_gaps
+from lib.stats.direction import cue_gaps, gap_null
 from lib.stats.geometry import MASSIVE_RATIO, massive_values
 from tests.conftest import page_test
 
@@ -106,7 +106,26 @@ def test_cue_gaps_by_hand_and_the_two_directions(decoder, encoder):
     d, e = got["decoder"], got["encoder"]
     assert d.separates_before and not d.separates_after
     assert e.separates_before and e.separates_after
-    assert d.after.max() < SEPARATES <= d.before.max()
+    assert d.after.max() <= d.after_cut < d.before.max()
+
+
+def test_the_gap_null_by_hand():
+    """The null shuffles the senses and recomputes the gap pair by pair; its cut-off is the 95th percentile of
+    each shuffle's best layer."""
+    rng = np.random.default_rng(1)
+    V = rng.normal(size=(8, 3, 5))
+    senses = ["a", "a", "a", "a", "b", "b", "b", "b"]
+    C = np.stack([[[_cos(V[i, k], V[j, k]) for j in range(8)] for i in range(8)] for k in range(3)])
+    per_layer, cut = gap_null(C, senses, n_permutations=50, seed=3)
+    perms = np.random.default_rng(3)
+    best, every = [], []
+    for _ in range(50):
+        lab = perms.permutation(np.array(senses))
+        g = _gap_by_hand(V, list(lab))
+        every.append(g)
+        best.append(g.max())
+    np.testing.assert_allclose(per_layer, np.percentile(every, 95, axis=0), atol=1e-9)
+    assert cut == pytest.approx(np.percentile(best, 95))
 
 
 @pytest.mark.slow  # over ~5 s of CPU
@@ -263,21 +282,31 @@ def test_the_cue_view_on_layer_by_layer_states_both_models_numbers(decoder, enco
     assert not at.exception, [e.value for e in at.exception]
     text = _texts(at)
     _, ss, cues = _cue_set()
+    verdicts = {}
     for name, model in (("Encoder", encoder), ("Decoder", decoder)):
-        V = model.target_vectors(list(ss.sentences), ss.target).vectors.astype(np.float64)
-        gaps = {}
+        tv = model.target_vectors(list(ss.sentences), ss.target)
+        V = tv.vectors.astype(np.float64)
         for half in ("before", "after"):
             idx = [i for i, c in enumerate(cues) if c == half]
-            gaps[half] = _gap_by_hand(V[idx], [ss.senses[i] for i in idx])
-        kb = int(np.argmax(gaps["before"]))
-        assert f"cue before peaks at {gaps['before'][kb]:+.2f} at layer {kb}" in text, name
-        if name == "Decoder":
-            a = gaps["after"]
-            assert f"cue after stays between {a.min():+.2f} and {a.max():+.2f} at every layer" in text
-        else:
-            ka = int(np.argmax(gaps["after"]))
-            assert f"cue after at {gaps['after'][ka]:+.2f} at layer {ka}" in text
-    assert "The decoder separates the senses only when the cue comes first; the encoder separates both" in text
+            gap = _gap_by_hand(V[idx], [ss.senses[i] for i in idx])
+            C = np.stack([[[_cos(V[i, k], V[j, k]) for j in idx] for i in idx] for k in range(V.shape[1])])
+            _, cut = gap_null(C, [ss.senses[i] for i in idx])
+            k = int(np.argmax(gap))
+            verdicts[name, half] = gap[k] > cut
+            said = "separates" if gap[k] > cut else "does not separate"
+            assert f"{said} ({gap[k]:+.2f} at layer {k}; shuffled senses reach {cut:+.2f})" in text, (name, half)
+        if name == "Decoder":  # pairs of different senses that read the same words up to "bank": one vector
+            after = [i for i, c in enumerate(cues) if c == "after"]
+            opening = {i: tv.spans[i].sentence[: tv.spans[i].end] for i in after}
+            same = [(a, b) for a in after for b in after if a < b and ss.senses[a] != ss.senses[b]
+                    and opening[a] == opening[b]]  # fmt: skip
+            one = [p for p in same if all(_cos(V[p[0], k], V[p[1], k]) >= 1 - 1e-4 for k in range(V.shape[1]))]
+            if one:
+                assert f"{len(one)} of the {len(same)} pairs of different senses that open with the same" in text
+    if verdicts == {("Encoder", "before"): True, ("Encoder", "after"): True, ("Decoder", "before"): True,
+                    ("Decoder", "after"): False}:  # fmt: skip
+        assert "The decoder separates the senses only when the cue comes first; the encoder separates both" in text
+    assert "not the two models' heights" in text
 
 
 @pytest.mark.slow

@@ -742,17 +742,19 @@ def test_the_direction_finding_is_filed_by_its_numbers():
     sense)."""
     import numpy as np
 
-    from lib.stats.direction import SEPARATES, CueGaps
+    from lib.stats.direction import CueGaps
     from lib.teaching.lesson import PREDICTED, SURPRISE, summary_findings
     from lib.teaching.lesson_senses import direction_result
 
+    CUT = 0.05  # each half's shuffled-sense null (its 95th percentile of the best layer's gap)
+
     def gaps(before, after):
-        return CueGaps(np.array([-0.03, before]), np.array([-0.03, after]), 8, 8)
+        return CueGaps(np.array([-0.03, before]), np.array([-0.03, after]), 8, 8, before_cut=CUT, after_cut=CUT)
 
     encoder = gaps(0.10, 0.07)
     as_read = direction_result(gaps(0.19, -0.02), encoder)
     assert as_read.as_predicted and "+0.19" in as_read.finding and "-0.02" in as_read.finding
     [finding] = summary_findings([as_read])
     assert finding.group == PREDICTED and "left-to-right" in finding.because
-    odd = direction_result(gaps(0.19, SEPARATES + 0.01), encoder)
+    odd = direction_result(gaps(0.19, CUT + 0.01), encoder)
     assert not odd.as_predicted and summary_findings([odd])[0].group == SURPRISE

@@ -733,6 +733,11 @@ def test_depth_and_pooling_phrase_by_hand():
     text = depth_and_pooling_phrase(r)
     assert text.startswith("Here the last layer reads the word's sense as well as any (80%)") and "they tie" in text
     assert depth_and_pooling_phrase({}) == ""
+    # 12 sentences: the last layer reads one fewer than the best is no evidence; three fewer is
+    r = {WORD_VECTOR: np.array([0.5, 1.0, 11 / 12])}
+    assert "one sentence of 12 fewer, too small a difference" in depth_and_pooling_phrase(r, 12)
+    r = {WORD_VECTOR: np.array([0.5, 1.0, 9 / 12])}
+    assert depth_and_pooling_phrase(r, 12).startswith("Deeper is not always better") and "3 sentences of 12 fewer" in depth_and_pooling_phrase(r, 12)
 
 
 def test_a_readout_of_identical_vectors_is_no_reading():

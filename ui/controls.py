@@ -66,7 +66,7 @@ def probe_section(
         ),
         key=key,
     )
-    best = p.best_layer
+    best = p.best_above_band  # never a layer the same caption lists as inside the band
     within = [i for i in range(K) if p.within_band[i]]
     prose(
         f"A **probe** reads the sense off the vectors (logistic regression, {p.folds}-fold cross-validated). "
@@ -86,7 +86,8 @@ def probe_section(
         frame.loc[pname] = [f"{float(pp.accuracy[0]):.0%}", f"{float(pp.shuffled[0]):.0%}", f"{float(pp.shuffled_high[0]):.0%}"]
     st.table(frame)
     st.caption(
-        f"Most common sense: {p.chance:.0%}. Furthest above the null: {layer_word(best)}. "
+        f"Most common sense: {p.chance:.0%}. "
+        + (f"Furthest above the null: {layer_word(best)}. " if best is not None else "")
         + (
             "Not above the null's band: " + ", ".join(layer_word(i) for i in within) + "."
             if within

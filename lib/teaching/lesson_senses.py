@@ -375,6 +375,8 @@ def deeper_check(
             for o in not_last
         ]
         parts.append("So the last layer is not the best one for " + ", ".join(by) + ".")
+        if all(o.n_evaluated and o.sentences(o.accuracy.max() - o.accuracy[last]) <= 1 for o in not_last):
+            parts.append("A single sentence is too small a difference to say that deeper is worse on these sets.")
         if intra_sentence is not None and len(intra_sentence) == last + 1:
             intra = np.asarray(intra_sentence, dtype=np.float64)
             if last > 0 and int(np.argmax(intra)) == last:
@@ -400,7 +402,7 @@ def deeper_check(
     )
     finding = None
     for o in curves:
-        if last not in o.best_layers:
+        if last not in o.best_layers and (not o.n_evaluated or o.sentences(o.accuracy.max() - o.accuracy[last]) > 1):
             k = o.sentences(o.accuracy.max() - o.accuracy[last])
             finding = (
                 f"The sense of '{o.name}' reads best at layer {o.best_layers[0]} ({o.accuracy.max():.0%}), not at "
@@ -586,8 +588,9 @@ def direction_check(decoder_gaps, encoder_gaps) -> Question:
     """Will a left-to-right decoder separate the senses when the cue comes only after the word?
 
     ``decoder_gaps``, ``encoder_gaps``: lib.stats.direction.CueGaps of the two models on the same set. The
-    answer is read from the decoder's numbers: "No" when its cue-after half never reaches
-    lib.stats.direction.SEPARATES, "Better" when its cue-after peak beats its cue-before peak, else "Yes".
+    answer is read from the decoder's numbers: "No" when its cue-after half never beats
+    its shuffled-sense null (``CueGaps.after_cut``), "Better" when its cue-after peak beats its cue-before
+    peak, else "Yes".
     """
     d, e = decoder_gaps, encoder_gaps
     before, after = float(np.max(d.before)), float(np.max(d.after))
@@ -604,9 +607,10 @@ def direction_check(decoder_gaps, encoder_gaps) -> Question:
         DIRECTION_OPTIONS,
         [right],
         f"The decoder's gap with the cue before peaks at {before:+.2f} (layer {kb}); with the cue only after "
-        f"it stays between {float(np.min(d.after)):+.2f} and {after:+.2f}. When it made the vector of “bank” it "
-        f"had not read the cue. The encoder reads both sides: its peaks are {float(np.max(e.before)):+.2f} "
-        f"(cue before) and {float(np.max(e.after)):+.2f} (cue after).",
+        f"it stays between {float(np.min(d.after)):+.2f} and {after:+.2f}, where shuffled senses reach "
+        f"{d.after_cut:+.2f}. When it made the vector of “bank” it had not read the cue. The encoder reads both "
+        f"sides: its peaks are {float(np.max(e.before)):+.2f} (cue before) and {float(np.max(e.after)):+.2f} "
+        "(cue after).",
         "Ask what the decoder has read when it makes the vector of “bank”.",
     )
 
