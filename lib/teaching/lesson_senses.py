@@ -223,8 +223,19 @@ class SenseSeparation:
     question: Question
 
 
-def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: str) -> SenseSeparation:
-    """At which layer the senses are pulled apart most (largest same-minus-different gap)."""
+def sense_separation(
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    target: str,
+    *,
+    layer_zero: str = "the word piece, its position and the segment",
+    shared: bool = False,
+) -> SenseSeparation:
+    """At which layer the senses are pulled apart most (largest same-minus-different gap).
+
+    ``layer_zero``: what the model's layer 0 holds (lib.models.facts.layer_zero_holds); ``shared``: a word piece
+    has the same layer-0 vector wherever it stands (lib.models.facts.layer_zero_shared), so only the word's
+    form can differ there."""
     v = np.asarray(vectors)
     names = sense_names(senses, v.shape[0])
     sims = sense_similarity(layer_cosine_matrices(v), senses)
@@ -235,9 +246,8 @@ def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: 
     expl = (
         f"The gap is largest at layer {top}: same-sense pairs {sims.same[top]:.2f}, different-sense pairs "
         f"{sims.different[top]:.2f} (gap {gap[top]:.3f}). At layer 0 the gap is {gap[0]:.3f}: the input vector "
-        f"is built from the word piece, its position and the segment, with no context, so the senses "
-        f"({' and '.join(names)}) can only differ there if the word's position or form happens to go with its "
-        "sense."
+        f"holds {layer_zero}, with no context, so the senses ({' and '.join(names)}) can only differ there if the "
+        f"word's {'form' if shared else 'position or form'} happens to go with its sense."
     )
     if top != last:
         expl += f" At the last layer, {last}, it is {gap[last]:.3f}."
