@@ -40,7 +40,7 @@ from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
 from lib.stats.direction import cue_gaps, cue_phrase
-from lib.stats.evidence import card_facts, evidence_card
+from lib.stats.evidence import card_facts, evidence_card, signed
 from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
 from lib.stats.similarity import (
@@ -350,7 +350,7 @@ if labelled and sims.same is not None and sims.different is not None:
     prose(
         f"Each cell: the cosine between “{word}” in two sentences, grouped by sense. Bright blocks on the "
         f"diagonal mean the senses have separated: at **{rep}** the same-sense minus different-sense gap is "
-        f"**{sims.gap[r]:+.2f}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {sims.gap[0]:+.2f})."
+        f"**{signed(sims.gap[r])}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {signed(sims.gap[0])})."
         + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
         + (" " + final_norm_note(enc, r) if final_norm_note(enc, r) else "")
     )
@@ -431,10 +431,10 @@ if labelled and sims.gap is not None:
     prose(
         f"Green: same-sense pairs ({sims.n_same_pairs}); red: different-sense pairs ({sims.n_different_pairs}). "
         + (
-            f"The gap between them is largest at layer 0 ({g[0]:+.2f}); {g[L]:+.2f} at layer {L}."
+            f"The gap between them is largest at layer 0 ({signed(g[0])}); {signed(g[L])} at layer {L}."
             if top == 0
-            else f"The gap between them is largest at **layer {top} ({g[top]:+.2f})**; layer 0: {g[0]:+.2f}"
-            + (f", layer {L}: {g[L]:+.2f}." if top != L else ".")
+            else f"The gap between them is largest at **layer {top} ({signed(g[top])})**; layer 0: {signed(g[0])}"
+            + (f", layer {L}: {signed(g[L])}." if top != L else ".")
         )
     )
 else:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lib.errors import ContextLensError
+from lib.stats.evidence import signed
 from lib.stats.similarity import layer_cosine_matrices, sense_similarity
 
 __all__ = ["NULL_PERMUTATIONS", "CueGaps", "cue_gaps", "cue_phrase", "gap_null"]
@@ -130,7 +131,7 @@ def cue_gaps(
 
 def _peak(gap: np.ndarray) -> str:
     k = int(np.argmax(gap))
-    return f"{gap[k]:+.2f} at layer {k}"
+    return f"{signed(float(gap[k]))} at layer {k}"
 
 
 def cue_phrase(encoder: CueGaps, decoder: CueGaps, target: str, decoder_name: str = "the decoder") -> str:
@@ -144,7 +145,7 @@ def cue_phrase(encoder: CueGaps, decoder: CueGaps, target: str, decoder_name: st
         gap, cut = (g.before, g.before_cut) if half == "before" else (g.after, g.after_cut)
         return (
             f"{'separates' if np.max(gap) > cut else 'does not separate'} ({_peak(gap)}; shuffled senses reach "
-            f"{cut:+.2f})"
+            f"{signed(cut)})"
         )
 
     expected = d.separates_before and not d.separates_after and e.separates_before and e.separates_after
