@@ -161,6 +161,7 @@ chart(
         shift_now,
         occ.attention[layer - 1] if layer >= 1 else None,
         title=f"How far “{t_html}” moves at {where}<br>when each word is {DONE[rep_key]}",
+        edit=DONE[rep_key],
     ),
     key="ctx_bars",
     download="context_lens_what_moves_the_word",
@@ -262,8 +263,10 @@ prose(f"**Does “{word}” attend most to the words that move it?**")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone
 left, right = st.columns([3, 2], gap="medium")
 with left:
+    seen = list(over) if over is not None else list(range(n_words))  # the words the target can see
     chart(
-        attention_vs_shift(occ.words, occ.attention[att_layer - 1], occ.shift[att_layer], layer=att_layer),
+        attention_vs_shift([occ.words[j] for j in seen], occ.attention[att_layer - 1, seen],
+                           occ.shift[att_layer, seen], layer=att_layer, edit=DONE[rep_key]),  # fmt: skip
         key="ctx_attention",
         share=0.6,
     )

@@ -87,6 +87,9 @@ def test_the_special_token_share_names_the_start_token(decoder, encoder):
         s = special_token_share(e.attentions[0], e.tokens[0], e.special[0], ids=e.token_ids[0],
                                 roles=model.special_roles)  # fmt: skip
         assert s.opening_label == opening
+        # a decoder's sentence has no closing special token: nothing is called [SEP] on its screen
+        assert s.closing_label == ("" if model is decoder else "[SEP]")
+        assert (float(s.sep_mean.max()) == 0.0) == (model is decoder)
     assert decoder.sink.token != "[CLS]"
 
 

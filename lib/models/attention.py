@@ -477,7 +477,8 @@ class SpecialTokenShare:
       *_mean (properties):            (L,)   averaged over heads; cls_sep_mean = cls_mean + sep_mean
       opening_label, closing_label:   what to call the two kinds of special key on a page: "[CLS]" / "[SEP]"
                                       for BERT, the start token's own text (e.g. "<|im_start|>") for a decoder,
-                                      taken from the tokens at the opening / closing positions
+                                      taken from the tokens at the opening / closing positions; closing_label
+                                      is "" when the sentence has no closing special token (a decoder's)
     """
 
     cls: np.ndarray
@@ -561,7 +562,7 @@ def special_token_share(
         punctuation=share(is_punct),
         other=share(is_other),
         opening_label=label(is_cls, "[CLS]"),
-        closing_label=label(is_sep, "[SEP]"),
+        closing_label=label(is_sep, ""),  # "": the sentence has no closing special token (a decoder's)
     )
 
 

@@ -17,6 +17,8 @@ functions never load or run it.
 
 from __future__ import annotations
 
+import functools
+
 __all__ = [
     "attention_columns",
     "described",
@@ -63,6 +65,12 @@ def pieces_phrase(model) -> str:
     return "the mean of its pieces"
 
 
+@functools.lru_cache(maxsize=16)  # asked once per tokenizer: a page asks on every rerun
+def _reads_unknown(tokenizer) -> bool:
+    ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize("\U0001f9a9"))  # no call that sets truncation state
+    return tokenizer.unk_token_id in ids
+
+
 def unknown_piece(tokenizer) -> str | None:
     """The tokenizer's unknown-word piece as typed in a sentence ("[UNK]"), or None when it never reads a word
     as unknown: a byte-level tokenizer spells any character in bytes, so its ``unk_token`` (SmolLM2's
@@ -71,8 +79,7 @@ def unknown_piece(tokenizer) -> str | None:
     unk, unk_id = getattr(tokenizer, "unk_token", None), getattr(tokenizer, "unk_token_id", None)
     if unk is None or unk_id is None:
         return None
-    ids = tokenizer("\U0001f9a9", add_special_tokens=False)["input_ids"]
-    return str(unk) if unk_id in ids else None
+    return str(unk) if _reads_unknown(tokenizer) else None
 
 
 def replacement_choices(model) -> tuple[str, ...]:
@@ -107,14 +114,22 @@ def described(model) -> str:
 def attention_columns(model, head: int | None = None) -> str:
     """Which columns of Q, K and V one attention head uses, in a sentence: with grouped-query attention
     (``num_kv_heads`` < ``num_heads``) K and V are narrower than Q and each of their slices serves several query
-    heads."""
+    heads. ``head``: the 0-based query head the sentence is about (None: any head).
+
+    >>> class GQA:
+    ...     head_dim, num_heads, num_kv_heads = 64, 9, 3
+    >>> print(attention_columns(GQA(), head=4))
+    Head 5 uses its own slice of 64 of Q's 576 columns; K and V have only 192 columns (3 slices of 64), each slice shared by 3 query heads (grouped-query attention), and head 5 reads slice 2 of them
+    """
     d, h, kv = int(model.head_dim), int(model.num_heads), int(model.num_kv_heads)
+    who = "Each head" if head is None else f"Head {head + 1}"
     if kv >= h:
-        return f"Each head uses its own slice of {d} of the {d * h} columns of Q, K and V"
-    return (
-        f"Each head uses its own slice of {d} of Q's {d * h} columns; K and V have only {d * kv} columns "
+        return f"{who} uses its own slice of {d} of the {d * h} columns of Q, K and V"
+    text = (
+        f"{who} uses its own slice of {d} of Q's {d * h} columns; K and V have only {d * kv} columns "
         f"({kv} slices of {d}), each slice shared by {h // kv} query heads (grouped-query attention)"
     )
+    return text + (f", and head {head + 1} reads slice {head // (h // kv) + 1} of them" if head is not None else "")
 
 
 def final_norm_note(model, layer: int) -> str:
