@@ -1,8 +1,8 @@
 """Server CPU of a page's rerun, measured inside Streamlit's script thread (target: ≤ 0.1 s).
 
     PYTHONPATH=. python benchmarks/rerun_profile.py [attention context calculator lesson projections
-        layers anisotropy home]
-        [--repeats 3] [--profile 25] [--lesson-steps]
+        layers anisotropy home lens]
+        [--repeats 3] [--profile 25] [--lesson-steps] [--model HuggingFaceTB/SmolLM2-135M-Instruct]
 
 Each page runs in AppTest with the default preset: two warm-up runs, then ``--repeats`` plain reruns and
 ``--repeats`` interactions (one control changed per run). The figure is the CPU time (``time.thread_time``)
@@ -50,7 +50,7 @@ def _interactions(page: str):
         return lambda at, k: at.slider(key="layers_layer").set_value(3 + k % 2).run()
     if page == "anisotropy":
         return lambda at, k: at.slider(key="aniso_layer").set_value(3 + k % 2).run()
-    if page == "home":  # no control on the page itself: a plain rerun (the "r" key)
+    if page in ("home", "lens"):  # no control that reruns cheaply: a plain rerun (the "r" key)
         return lambda at, k: at.run()
     raise ValueError(page)
 
@@ -64,11 +64,16 @@ PAGE_FILES = {
     "layers": "layers.py",
     "anisotropy": "anisotropy.py",
     "home": "home.py",
+    "lens": "lens.py",
 }
 
 
-def measure(page: str, repeats: int, profile: int) -> dict:
-    at = AppTest.from_file(str(ROOT / "pages" / PAGE_FILES[page]), default_timeout=300)
+def measure(page: str, repeats: int, profile: int, model: str | None = None) -> dict:
+    at = AppTest.from_file(str(ROOT / "pages" / PAGE_FILES[page]), default_timeout=900)
+    if model:  # the session as a learner who chose the model has it (tests.conftest.seed)
+        from tests.conftest import seed
+
+        seed(at, model=model)
     at.run()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
@@ -116,6 +121,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", type=int, default=0)
     ap.add_argument("--lesson-steps", action="store_true", help="also each step of the guided lesson")
+    ap.add_argument("--model", default=None, help="a model key for the pages (default: the bundled encoder)")
     args = ap.parse_args()
     floor = AppTest.from_string("import streamlit as st\nst.title('empty')")
     floor.run()
@@ -123,11 +129,11 @@ def main() -> None:
     for _ in range(args.repeats):
         floor.run()
     print(f"floor (empty page): {statistics.median(CPU):.4f} s")
-    print(f"load average: {os.getloadavg()[0]:.2f}")
+    print(f"load average: {os.getloadavg()[0]:.2f}; model: {args.model or 'the bundled encoder'}")
     print("| page | rerun CPU (median) | interaction CPU (median) | runs |")
     print("| --- | ---: | ---: | --- |")
     for page in args.pages:
-        r = measure(page, args.repeats, args.profile)
+        r = measure(page, args.repeats, args.profile, args.model)
         runs = " ".join(f"{v:.3f}" for v in r["rerun"] + r["interaction"])
         print(
             f"| {page} | {statistics.median(r['rerun']):.3f} s | {statistics.median(r['interaction']):.3f} s | {runs} |",
