@@ -386,7 +386,8 @@ def step_context() -> lesson.Question:
     """Predict which word moves "bat" most, then see the measurement (shown once answered)."""
     occ = cache.occlusion(model, lesson.CONTEXT_SENTENCE, "bat", None)
     r = lesson_attention.context_prediction(
-        occ.words, occ.shift, "bat", attention=occ.attention, replacement=occ.replacement
+        occ.words, occ.shift, "bat", attention=occ.attention, replacement=occ.replacement,
+        only=occ.before_target if enc.causal else None,  # a later word cannot move a left-to-right model's target
     )
     prose(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
     show(

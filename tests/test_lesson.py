@@ -815,3 +815,6 @@ def test_the_attention_step_with_a_left_to_right_model(decoder):
     assert float(e.attentions[0][0, :, max(pos), max(pos) + 1:].max()) == 0.0
     q = context_prediction(["Her", "new", "cricket"], np.array([[0, 0, 0], [0.1, 0.2, 0.3]]), "bat", replacement="")
     assert "Which word, deleted, moves" in q.question.prompt and "Deleting 'cricket'" in q.question.explanation
+    words = ["Her", "new", "cricket", "is", "made"]
+    q = context_prediction(words, np.array([[0] * 5, [0.1, 0.2, 0.3, 0, 0]]), "bat", replacement="", only=(0, 1, 2))
+    assert q.options == ("Her", "new", "cricket")  # the words after the target are not offered

@@ -191,21 +191,24 @@ def context_prediction(
     *,
     attention: np.ndarray | None = None,
     replacement: str = "[MASK]",
+    only: Sequence[int] | None = None,
 ) -> ContextPrediction:
     """The question "which word, masked, moves the target most at the last layer?".
 
     words: the context words of an occlusion (``lib.stats.context.Occlusion.words``); shift: (K, len(words)) its
     shifts; attention: (K - 1, len(words)) the target's attention to each word, to compare in the answer;
     replacement: what took each word's place (``Occlusion.replacement``: the mask token, or "" when each word
-    was deleted), so the question says what was done.
+    was deleted), so the question says what was done; only: the word indices to offer (a left-to-right model's
+    target cannot see the words after it, so ``Occlusion.before_target``), default all.
     """
     verb, done = ("Masking", f"replaced by {replacement}") if replacement else ("Deleting", "deleted")
     s = np.asarray(shift, dtype=np.float64)
     layer = s.shape[0] - 1
     first: dict[str, int] = {}
     best: dict[str, float] = {}
+    offered = set(range(len(words))) if only is None else {int(j) for j in only}
     for j, w in enumerate(words):
-        if not w.isalpha() or w.lower() == target.lower():
+        if not w.isalpha() or w.lower() == target.lower() or j not in offered:
             continue
         key = w.lower()
         first.setdefault(key, j)
