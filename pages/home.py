@@ -40,7 +40,12 @@ first_cos = cosine_matrix(tv.vectors[:, 0, :])
 last_cos = cosine_matrix(tv.vectors[:, last, :])
 word = escape_md(ss.target or "the target")
 
-st.subheader(f"“{word}” in {len(ss)} sentences: before and after context")
+given = len(session.sentence_set())  # the sidebar's count: a sentence whose target the model cannot read is left out
+st.subheader(
+    f"“{word}” in {len(ss)} sentences"
+    + (f" (of the sidebar's {given}: see above)" if given > len(ss) else "")
+    + ": before and after context"
+)
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone; each
 # figure is built once per set and model and shared by reruns and sessions (ui.cache.shared_figure)
 floor = shared_floor(first_cos, last_cos)
