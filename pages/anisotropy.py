@@ -230,9 +230,10 @@ layer_chart(
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
 wm = without_massive(stats, layer)  # the same numbers without the word pieces that carry massive values
 prose(
-    f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} (one occurrence of each "
-    f"distinct piece: the *corpus anisotropy*) have a mean cosine of **{fmt(raw)}** raw"
-    + (f" ({fmt(wm.cosine_without)} without the {wm.n} that carry massive values)" if wm is not None else "")
+    f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} (the *corpus anisotropy*) have "
+    f"a mean cosine of **{fmt(raw)}** raw"
+    + (f" ({fmt(wm.cosine_without)} without the {wm.n} with massive values)"
+       if wm is not None and fmt(wm.cosine_without) != fmt(raw) else "")  # fmt: skip
     + f", **{fmt(z)}** z-scored, **{fmt(w)}** whitened, **{fmt(t)}** without the top {k} "
     f"components. Random directions would give about 0: anything above is the cone. Whitening reaches 0 by "
     "construction (same corpus); z-scoring "
@@ -259,8 +260,7 @@ if show_bert:
         )
     else:
         text += (
-            "For a comparison, switch to the default model, all-MiniLM-L6-v2: it was fine-tuned for sentence "
-            "similarity, and its raw curve stays far below BERT-base's."
+            "The default model, all-MiniLM-L6-v2, fine-tuned for sentence similarity, stays far below it."
         )
     prose(text)
 twin_note = st.empty()  # filled by section 4 when it compares trained and random weights of one model
@@ -297,14 +297,14 @@ raw_here = float(contrib.sum())
 n_const = int(constant_dimensions(stats.std[layer], stats.mean[layer]).sum())
 text = (
     f"At layer {layer} the top three dimensions by variance ({', '.join(map(str, top3))}) hold "
-    f"**{share:.1%}** of it (an even share: {3 / d:.1%})"
+    f"**{share:.1%}** of it (even share: {3 / d:.1%})"
 )
 if wm is not None:
     carried = ", ".join(f"“{escape_md(t)}”" for t in wm.words[:3])
     text += (
-        f"; without the {wm.n} word piece{'s' if wm.n != 1 else ''} that carry massive values ({carried}), the top "
+        f"; without the {wm.n} word piece{'s' if wm.n != 1 else ''} with massive values ({carried}), the top "
         f"three ({', '.join(map(str, wm.top_dims_without))}) hold **{wm.top_share_without:.1%}**"
-        + (": those few pieces make that share" if wm.top_share - wm.top_share_without > 0.2 else "")
+        + (": those pieces make it" if wm.top_share - wm.top_share_without > 0.2 else "")
     )
 text += (
     f". The bottom chart splits the mean cosine of {fmt(raw_here, 3)} by dimension: dimension {j_max} gives "
@@ -313,16 +313,13 @@ text += (
 if raw_here > 0:
     text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
 if wm is not None:
-    text += (
-        f" (without the massive pieces: {fmt(wm.dim_cosine_without, 3)} of a mean cosine of "
-        f"{fmt(wm.cosine_without, 3)})"
-    )
+    text += f" (without them: {fmt(wm.dim_cosine_without, 3)} of {fmt(wm.cosine_without, 3)})"
 # whether the dimension leans to one sign, said of the numbers that decide it: without the massive pieces
 # when some carry them (two pieces of values in the tens of thousands make any mean and σ theirs)
 mu_j, sd_j = (wm.dim_mean_without, wm.dim_std_without) if wm is not None else (float(stats.mean[layer][j_max]), float(stats.std[layer][j_max]))
 c_j, c_all = (wm.dim_cosine_without, wm.cosine_without) if wm is not None else (float(contrib[j_max]), raw_here)
 share_j = c_j / c_all if c_all > 0 else 0.0
-which = " Without the massive pieces, its" if wm is not None else " Its"
+which = " Without them, its" if wm is not None else " Its"
 if share_j >= 0.1 and abs(mu_j) > sd_j:
     text += (
         f".{which} mean is {fmt(mu_j)}, its σ only {fmt(sd_j)}: a large *shared* value, added to every cosine, "
@@ -353,28 +350,27 @@ if enc.sink is not None and stats.massive is not None:  # a model with an attent
     zz = (float(np.min(curves["zscore"][1:])), float(np.max(curves["zscore"][1:])))
     carried = ", ".join(f"“{escape_md(t)}” ({v:,.0f})" for _, _, t, v in mv.words[:4])
     prose(
-        f"**Massive values.** In {escape_md(described(enc))} the start token, where spare attention goes (the "
-        f"**attention sink**), carries numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against "
-        f"{mv.typical:,.0f} for a typical word piece's largest number. "
+        f"**Massive values.** In {escape_md(described(enc))} the start token (the **attention sink**) carries "
+        f"numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against {mv.typical:,.0f} for a typical "
+        "word piece's largest. "
         + (
-            f"A few first words after it carry them too: {carried} (over five times typical; {len(mv.words)} "
-            f"of {mv.n_positions:,} word pieces). "
+            f"So do a few first words after it: {carried} ({len(mv.words)} of {mv.n_positions:,} word pieces over "
+            "five times typical). "
             if mv.words
-            else f"No word piece of these sentences passes five times typical ({mv.threshold:,.0f}); in longer "
-            "corpora a few first words after the start (split words like “Cop”) do. "
+            else f"No word piece here passes five times typical ({mv.threshold:,.0f}); in longer corpora a few "
+            "first words after the start (split words like “Cop”) do. "
         )
-        + f"Z-scoring fixes the cone: random pairs' mean cosine, {fmt(zr[0])} to {fmt(zr[1])} raw over layers "
-        f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
-        "values stays far from all others) nor separate meanings a layer does not hold."
+        + f"Z-scoring fixes the cone (over layers 1–{L}: {fmt(zr[0])} to {fmt(zr[1])} raw, {fmt(zz[0])} to "
+        f"{fmt(zz[1])} z-scored), not these outliers."
     )
 layer_chart(norms_by_layer(stats.mean_norm, title="Mean vector length per layer"), key="aniso_norms", at=layer)
 nm = stats.mean_norm
 prose(
     f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}"
     + (
-        f" (layer {L} comes after the model's final norm, which layers 0–{L - 1} do not: layer {L - 1}'s vectors "
-        f"are {fmt(float(nm[L - 1]), 1)} long, and the raw cone goes from {fmt(float(curves[UNTREATED][L - 1]))} "
-        f"to {fmt(float(curves[UNTREATED][L]))} across that one step)"
+        f" (after the final norm, which layers 0–{L - 1} skip: layer {L - 1}'s are {fmt(float(nm[L - 1]), 1)} "
+        f"long, its raw cone {fmt(float(curves[UNTREATED][L - 1]))} against layer {L}'s "
+        f"{fmt(float(curves[UNTREATED][L]))})"
         if enc.final_norm_in_last_state and L > 0
         else ""
     )

@@ -248,12 +248,11 @@ else:
             f"Word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their attention on average in "
             f"layers {half + 1}–{L} of {escape_md(described(enc))} (even spread: {own.uniform:.0%}); the "
             f"encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer (even spread "
-            f"{bert.uniform:.0%}). Why both? Softmax must put each row's weight somewhere, and a head with nothing "
-            "to find parks it on a word piece that is always there, at the same place, in every sentence (the "
-            "**attention sink**): the encoder's [CLS] is such a piece although every word piece sees every other. "
-            "In a left-to-right model position 0 is moreover the one word piece every later one can see"
-            + (", and it has seen nothing but itself, so its vector is the same in every sentence."
-               if enc.sink is not None and enc.sink.token is not None else ".")  # fmt: skip
+            f"{bert.uniform:.0%}). A head with nothing to find parks its weight on a piece that is always there "
+            "(the **attention sink**): the encoder's [CLS], though every piece sees every other; here position 0, "
+            "seen by every later piece"
+            + (" and one vector in every sentence." if enc.sink is not None and enc.sink.token is not None
+               else ".")  # fmt: skip
         )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
@@ -310,9 +309,9 @@ else:
 
 st.subheader("Why the target's vector changes with the context")
 prose(
-    "Q, K and V are made from each word piece's *current* vector, which from layer 2 on already holds a mix "
-    "of its neighbours; the matrices are shared. So the same word in two sentences gets a different mix, "
-    "layer after layer: “bank” by the river and at the money desk end up with different vectors."
+    "Q, K and V come from each word piece's *current* vector, which from layer 2 on already mixes in its "
+    "neighbours; the matrices are shared. So the same word gets a different mix in each sentence, layer after "
+    "layer, and ends up with a different vector."
 )
 
 # ------------------------------------------------------------------------------------------- 5. maths
@@ -343,8 +342,8 @@ except UnsupportedArchitectureError as err:
 else:
     prose(
         f"{attention_columns(enc, head)}, so "
-        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
-        "The softmax turns each row of scores into weights that add up to 1."
+        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}; the softmax makes each row "
+        "add up to 1."
     )
     m1, m2, m3 = st.columns(3)
     m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")

@@ -42,8 +42,8 @@ def test_q_k_and_v_columns_as_the_weights_have_them(encoder, decoder):
     q, k = attn.q_proj.weight.shape[0], attn.k_proj.weight.shape[0]
     assert (q, k) == (576, 192) and attn.v_proj.weight.shape[0] == k
     text = attention_columns(decoder, head=4)
-    assert f"of Q's {q} columns; K and V have only {k} columns" in text
-    assert f"shared by {q // k} query heads" in text and "reads slice 2" in text
+    assert f"uses 64 of Q's {q} columns and 64 of K's and V's {k}" in text
+    assert f"each shared by {q // k} heads (grouped-query attention)" in text and text.startswith("Head 5")
     enc = encoder.model.encoder.layer[0].attention.self
     assert enc.key.weight.shape[0] == enc.query.weight.shape[0] == 384
     assert attention_columns(encoder) == "Each head uses its own slice of 32 of the 384 columns of Q, K and V"

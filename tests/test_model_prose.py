@@ -160,8 +160,8 @@ def test_the_attention_page_says_how_a_head_uses_q_k_and_v(encoder, decoder):
         k = (attn.k_proj if kind == "decoder" else attn.key).weight.shape[0]
         text = screen(kind, "attention")
         if k < q:  # grouped-query attention: K and V are narrower than Q
-            assert f"of Q's {q} columns; K and V have only {k} columns" in text
-            assert f"each slice shared by {q // k} query heads" in text
+            assert f"of Q's {q} columns and {q // model.num_heads} of K's and V's {k}" in text
+            assert f"each shared by {q // k} heads" in text
         else:
             assert f"of the {q} columns of Q, K and V" in text
 

@@ -375,8 +375,8 @@ def bounded_corpus(model, sentences: Sequence[str], key: str) -> tuple[tuple[str
     if getattr(model, "family", None) != "decoder" or len(sentences) <= n:
         return sentences, key, None
     note = (
-        f"The decoder costs about seven times the encoder per word piece, so its statistics come from the "
-        f"corpus's first {n} of {len(sentences):,} sentences (a smaller sample: its numbers are rougher)."
+        f"This model's statistics come from the corpus's first {n} of {len(sentences):,} sentences (it costs "
+        "about seven times the encoder per word piece): a smaller sample, rougher numbers."
     )
     return sentences[:n], f"{key}-first{n}", note
 

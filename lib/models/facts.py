@@ -119,17 +119,13 @@ def attention_columns(model, head: int | None = None) -> str:
     >>> class GQA:
     ...     head_dim, num_heads, num_kv_heads = 64, 9, 3
     >>> print(attention_columns(GQA(), head=4))
-    Head 5 uses its own slice of 64 of Q's 576 columns; K and V have only 192 columns (3 slices of 64), each slice shared by 3 query heads (grouped-query attention), and head 5 reads slice 2 of them
+    Head 5 uses 64 of Q's 576 columns and 64 of K's and V's 192, each shared by 3 heads (grouped-query attention)
     """
     d, h, kv = int(model.head_dim), int(model.num_heads), int(model.num_kv_heads)
     who = "Each head" if head is None else f"Head {head + 1}"
     if kv >= h:
         return f"{who} uses its own slice of {d} of the {d * h} columns of Q, K and V"
-    text = (
-        f"{who} uses its own slice of {d} of Q's {d * h} columns; K and V have only {d * kv} columns "
-        f"({kv} slices of {d}), each slice shared by {h // kv} query heads (grouped-query attention)"
-    )
-    return text + (f", and head {head + 1} reads slice {head // (h // kv) + 1} of them" if head is not None else "")
+    return f"{who} uses {d} of Q's {d * h} columns and {d} of K's and V's {d * kv}, each shared by {h // kv} heads (grouped-query attention)"
 
 
 def final_norm_note(model, layer: int) -> str:
