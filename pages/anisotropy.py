@@ -26,9 +26,11 @@ from lib.inputs.corpus import (
     bounded_corpus,
     corpus_id,
     parse_corpus_file,
+    without_massive,
 )
 from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB, UploadError
 from lib.models.encoder import DEFAULT_MODEL, split_model_key, weights_label
+from lib.models.facts import described
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, compare_anisotropy
 from lib.stats.geometry import constant_dimensions, default_top_k, rogue_dimensions, top_variance_share
 from lib.stats.readout import leave_one_out_readout
@@ -231,9 +233,13 @@ layer_chart(
     download="context_lens_anisotropy",
 )
 raw, z, w, t = (float(curves[x][layer]) for x in (UNTREATED, "zscore", "whiten", "topk"))
+wm = without_massive(stats, layer)  # the same numbers without the word pieces that carry massive values
 prose(
-    f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} have a mean cosine of "
-    f"**{fmt(raw)}** raw, **{fmt(z)}** z-scored, **{fmt(w)}** whitened, **{fmt(t)}** without the top {k} "
+    f"At **layer {layer}**, two random word pieces from {escape_md(corpus_label)} (the *corpus anisotropy*) have "
+    f"a mean cosine of **{fmt(raw)}** raw"
+    + (f" ({fmt(wm.cosine_without)} without the {wm.n} with massive values)"
+       if wm is not None and fmt(wm.cosine_without) != fmt(raw) else "")  # fmt: skip
+    + f", **{fmt(z)}** z-scored, **{fmt(w)}** whitened, **{fmt(t)}** without the top {k} "
     f"components. Random directions would give about 0: anything above is the cone. Whitening reaches 0 by "
     "construction (same corpus); z-scoring "
     + ("gets most of the way." if abs(z) < abs(raw) / 2 else "does less here.")
@@ -259,8 +265,7 @@ if show_bert:
         )
     else:
         text += (
-            "For a comparison, switch to the default model, all-MiniLM-L6-v2: it was fine-tuned for sentence "
-            "similarity, and its raw curve stays far below BERT-base's."
+            "The default model, all-MiniLM-L6-v2, fine-tuned for sentence similarity, stays far below it."
         )
     prose(text)
 twin_note = st.empty()  # filled by section 4 when it compares trained and random weights of one model
@@ -303,26 +308,45 @@ j_max = int(np.argmax(contrib))
 raw_here = float(contrib.sum())
 text = (
     f"At layer {layer} the top three dimensions by variance ({', '.join(map(str, top3))}) hold "
-    f"**{share:.1%}** of it (an even share: {3 / d:.1%}). The bottom chart splits the mean cosine of "
-    f"{fmt(raw_here, 3)} by dimension: dimension {j_max} gives **{fmt(float(contrib[j_max]), 3)}**"
+    f"**{share:.1%}** of it (even share: {3 / d:.1%})"
+)
+if wm is not None:
+    carried = ", ".join(f"“{escape_md(t)}”" for t in wm.words[:3])
+    text += (
+        f"; without the {wm.n} word piece{'s' if wm.n != 1 else ''} with massive values ({carried}), the top "
+        f"three ({', '.join(map(str, wm.top_dims_without))}) hold **{wm.top_share_without:.1%}**"
+        + (": those pieces make it" if wm.top_share - wm.top_share_without > 0.2 else "")
+    )
+text += (
+    f". The bottom chart splits the mean cosine of {fmt(raw_here, 3)} by dimension: dimension {j_max} gives "
+    f"**{fmt(float(contrib[j_max]), 3)}**"
 )
 if raw_here > 0:
     text += f", {float(contrib[j_max]) / raw_here:.0%} of the total"
-mu_j, sd_j = float(stats.mean[layer][j_max]), float(stats.std[layer][j_max])
-share_j = float(contrib[j_max]) / raw_here if raw_here > 0 else 0.0
+if wm is not None:
+    text += f" (without them: {fmt(wm.dim_cosine_without, 3)} of {fmt(wm.cosine_without, 3)})"
+# whether the dimension leans to one sign, said of the numbers that decide it: without the massive pieces
+# when some carry them (two pieces of values in the tens of thousands make any mean and σ theirs)
+mu_j, sd_j = (wm.dim_mean_without, wm.dim_std_without) if wm is not None else (float(stats.mean[layer][j_max]), float(stats.std[layer][j_max]))
+c_j, c_all = (wm.dim_cosine_without, wm.cosine_without) if wm is not None else (float(contrib[j_max]), raw_here)
+share_j = c_j / c_all if c_all > 0 else 0.0
+which = " Without them, its" if wm is not None else " Its"
 if share_j >= 0.1 and abs(mu_j) > sd_j:
     text += (
-        f". Its mean is {fmt(mu_j)}, its σ only {fmt(sd_j)}: a large *shared* value, added to every cosine, "
+        f".{which} mean is {fmt(mu_j)}, its σ only {fmt(sd_j)}: a large *shared* value, added to every cosine, "
         "inflates cosine more than a large variance does."
     )
 elif share_j >= 0.1:
     text += (
-        f". Its mean is {fmt(mu_j)} and its spread σ {fmt(sd_j)}: its values lean to one sign often enough to "
+        f".{which} mean is {fmt(mu_j)} and its spread σ {fmt(sd_j)}: its values lean to one sign often enough to "
         "add to most cosines."
     )
 else:
     text += (
-        ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
+        f".{which} share of the mean cosine is {share_j:.0%}: no single dimension dominates the typical word "
+        "pieces at this layer."
+        if wm is not None
+        else ". No single dimension dominates at this layer: the parts are spread thin, as in an isotropic space."
     )
 text += " Z-scoring removes each dimension's mean and divides by its σ: then every dimension counts the same."
 if n_const:
@@ -331,25 +355,24 @@ if n_const:
         "instead of dividing by zero."
     )
 prose(text)
-if enc.family == "decoder" and stats.massive is not None:
+if enc.sink is not None and stats.massive is not None:  # a model with an attention sink at position 0
     mv = stats.massive
     zr = (float(np.min(curves[UNTREATED][1:])), float(np.max(curves[UNTREATED][1:])))
     zz = (float(np.min(curves["zscore"][1:])), float(np.max(curves["zscore"][1:])))
     carried = ", ".join(f"“{escape_md(t)}” ({v:,.0f})" for _, _, t, v in mv.words[:4])
     prose(
-        f"**Massive values.** In this 4-bit copy of SmolLM2 the start token, where spare attention goes (the "
-        f"**attention sink**), carries numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against "
-        f"{mv.typical:,.0f} for a typical word piece's largest number. "
+        f"**Massive values.** In {escape_md(described(enc))} the start token (the **attention sink**) carries "
+        f"numbers up to **{mv.first:,.0f}** (dimension {mv.first_dim}), against {mv.typical:,.0f} for a typical "
+        "word piece's largest. "
         + (
-            f"A few first words after it carry them too: {carried} (over five times typical; {len(mv.words)} "
-            f"of {mv.n_positions:,} word pieces). "
+            f"So do a few first words after it: {carried} ({len(mv.words)} of {mv.n_positions:,} word pieces over "
+            "five times typical). "
             if mv.words
-            else f"No word piece of these sentences passes five times typical ({mv.threshold:,.0f}); in longer "
-            "corpora a few first words after the start (split words like “Cop”) do. "
+            else f"No word piece here passes five times typical ({mv.threshold:,.0f}); in longer corpora a few "
+            "first words after the start (split words like “Cop”) do. "
         )
-        + f"Z-scoring fixes the cone: random pairs' mean cosine, {fmt(zr[0])} to {fmt(zr[1])} raw over layers "
-        f"1–{L}, becomes {fmt(zz[0])} to {fmt(zz[1])}. It does not fix the outliers (a vector with massive "
-        "values stays far from all others) nor separate meanings a layer does not hold."
+        + f"Z-scoring fixes the cone (over layers 1–{L}: {fmt(zr[0])} to {fmt(zr[1])} raw, {fmt(zz[0])} to "
+        f"{fmt(zz[1])} z-scored), not these outliers."
     )
 layer_chart(
     cache.shared_figure(
@@ -360,8 +383,15 @@ layer_chart(
 )
 nm = stats.mean_norm
 prose(
-    f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}. Cosine ignores "
-    "length; components every vector shares pull the directions together: that is the cone."
+    f"Vector length: {fmt(float(nm[0]), 1)} at layer 0, {fmt(float(nm[L]), 1)} at layer {L}"
+    + (
+        f" (after the final norm, which layers 0–{L - 1} skip: layer {L - 1}'s are {fmt(float(nm[L - 1]), 1)} "
+        f"long, its raw cone {fmt(float(curves[UNTREATED][L - 1]))} against layer {L}'s "
+        f"{fmt(float(curves[UNTREATED][L]))})"
+        if enc.final_norm_in_last_state and L > 0
+        else ""
+    )
+    + ". Cosine ignores length; components every vector shares pull the directions together: that is the cone."
 )
 
 # ------------------------------------------------------------------------------------------- 3. your word

@@ -31,6 +31,7 @@ from lib.models.attention import (
     token_labels,
     weight_above_diagonal,
 )
+from lib.models.facts import attention_columns, described
 from lib.models.keys import DEFAULT_MODEL
 from lib.models.recompute import (
     UnsupportedArchitectureError,
@@ -264,11 +265,13 @@ else:
         lo, hi = float(own.per_layer[half:].min()), float(own.per_layer[half:].max())
         prose(
             f"Word pieces after the start token give it **{lo:.0%}–{hi:.0%}** of their attention on average in "
-            f"layers {half + 1}–{L} of this 4-bit copy of SmolLM2 (even spread: {own.uniform:.0%}); the "
+            f"layers {half + 1}–{L} of {escape_md(described(enc))} (even spread: {own.uniform:.0%}); the "
             f"encoder's [CLS] gets {bert.per_layer.min():.0%}–{bert.per_layer.max():.0%} per layer (even spread "
-            f"{bert.uniform:.0%}). Why? Position 0 is the one word piece every later one can see, and softmax must "
-            "put each row's weight somewhere: a head with nothing to find parks it there (the **attention "
-            "sink**)."
+            f"{bert.uniform:.0%}). A head with nothing to find parks its weight on a piece that is always there "
+            "(the **attention sink**): the encoder's [CLS], though every piece sees every other; here position 0, "
+            "seen by every later piece"
+            + (" and one vector in every sentence." if enc.sink is not None and enc.sink.token is not None
+               else ".")  # fmt: skip
         )
 
 # ------------------------------------------------------------------------------------------- 4. side by side
@@ -334,9 +337,9 @@ else:
 
 st.subheader("Why the target's vector changes with the context")
 prose(
-    "Q, K and V are made from each word piece's *current* vector, which from layer 2 on already holds a mix "
-    "of its neighbours; the matrices are shared. So the same word in two sentences gets a different mix, "
-    "layer after layer: “bank” by the river and at the money desk end up with different vectors."
+    "Q, K and V come from each word piece's *current* vector, which from layer 2 on already mixes in its "
+    "neighbours; the matrices are shared. So the same word gets a different mix in each sentence, layer after "
+    "layer, and ends up with a different vector."
 )
 
 # ------------------------------------------------------------------------------------------- 5. maths
@@ -368,9 +371,9 @@ except UnsupportedArchitectureError as err:
     st.info(escape_md(str(err)))
 else:
     prose(
-        f"Head {head_num} uses its own slice of {rec.d_k} of the {enc.hidden_size} columns of Q, K and V, so "
-        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}. "
-        "The softmax turns each row of scores into weights that add up to 1."
+        f"{attention_columns(enc, head)}, so "
+        f"d_k = {rec.d_k} and the scores are divided by √{rec.d_k} ≈ {rec.scale:.2f}; the softmax makes each row "
+        "add up to 1."
     )
     m1, m2, m3 = st.columns(3)
     m1.metric("Largest difference from the model", f"{rec.max_abs_diff:.1e}")
@@ -381,7 +384,7 @@ else:
         f"The recomputed weights match what the model returned to within **{rec.max_abs_diff:.1e}** "
         "everywhere: the tiny rest is rounding in the model's arithmetic."
     )
-    q_row = tpos[0]
+    q_row = qpos  # the target's own row: its vector's piece (the last one for a left-to-right model)
 
     def steps() -> pd.DataFrame:
         table = pd.DataFrame(
@@ -410,7 +413,7 @@ else:
         "That is one layer (course §3.2)."
         if not enc.causal
         else "Each new vector is then the mix Σⱼ αᵢⱼ Vⱼ, the output projection and a residual, then the "
-        "feed-forward block; this decoder norms before each block (RMSNorm)."
+        f"feed-forward block; this model norms before each block ({'RMSNorm' if llama_layout(enc) else 'LayerNorm'})."
     )
 try:
     st.page_link("pages/calculator.py", label="Do it by hand: the toy attention calculator", icon=":material/calculate:")

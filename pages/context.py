@@ -20,6 +20,8 @@ from lib.charts.context import (
     shift_strip,
 )
 from lib.charts.layers import layer_names
+from lib.models.attention import shown_token
+from lib.models.facts import hide_verb, layer_zero_holds, replacement_choices, unknown_piece
 from lib.models.targets import TargetError, find_target
 from lib.stats.context import (
     MAX_PIECES,
@@ -30,31 +32,45 @@ from lib.stats.context import (
     edit,
     layer_cosines,
     mark,
+    pull_notes,
     sense_centroids,
     sense_flip,
     sense_pull,
     suggested_swaps,
     top_content_word,
 )
-from ui import cache, link
+from ui import cache, link, session
 from ui.analysis import analysis
 from ui.session import model_display
 from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state
 
-REPLACEMENTS = {
-    "mask": "[MASK] (each word piece)",
-    "unk": "[UNK] (each word piece)",
-    "delete": "nothing (delete it)",
-}
-REPLACEMENT_TEXT = {"mask": None, "unk": "[UNK]", "delete": ""}
-DONE = {"mask": "masked", "unk": "replaced by [UNK]", "delete": "deleted"}
+REPLACE_KEYS = ("mask", "unk", "delete")  # what a link's ctx_replace may say; the model decides what is offered
 MAX_TYPED = 300
 
 st.title("What moves the word")
-page_intro("context")
+_intro_model, _ = cache.try_encoder(session.model_name())  # the intro says how this model hides a word
+_mask = getattr(_intro_model, "mask_token", None) if _intro_model is not None else "[MASK]"
+page_intro(
+    "context",
+    how=(
+        f"And a masked word is not an absent one: {_mask} is the word piece this model was pre-trained to fill "
+        "in from the words on both sides (masked language modelling), so it reads it as a word to guess, and the "
+        "guess moves its neighbours too. The table under the bars puts the shift with the word masked beside the "
+        "shift with it deleted, and how far the word pulls the target towards its sense."
+        if _mask
+        else "This model was never taught a mask token, so a word is hidden by deleting it: the words after it move "
+        "one place to the left (and the target with them, when the word came before it). The table under the "
+        "bars puts each word's shift beside how far it pulls the target towards its sense."
+    ),
+)
 
 a = analysis(min_sentences=1)
 ss, tv, enc = a.set, a.vectors, a.encoder
+unk = unknown_piece(enc.tokenizer)  # the tokenizer's unknown-word piece, None for a byte-level one
+offered = replacement_choices(enc)
+REPLACEMENTS = {"mask": f"{enc.mask_token} (each word piece)", "unk": f"{unk} (each word piece)", "delete": "nothing (delete it)"}
+REPLACEMENT_TEXT = {"mask": None, "unk": unk, "delete": ""}
+DONE = {"mask": "masked", "unk": f"replaced by {unk}", "delete": "deleted"}
 L = enc.num_layers
 names = layer_names(L)
 n_sent = len(ss)
@@ -70,7 +86,7 @@ def q(text: str) -> str:
 PARAMS = [
     link.Param("ctx_sentence", "int", 1, lo=1, hi=n_sent),
     link.Param("ctx_layer", "int", L, lo=0, hi=L),
-    link.Param("ctx_replace", "choice", "mask", choices=tuple(REPLACEMENTS)),
+    link.Param("ctx_replace", "choice", "mask", choices=REPLACE_KEYS),
     link.Param("ctx_own", "text", "", max_chars=MAX_TYPED, omit_default=True),
 ]
 link.init_params(PARAMS)
@@ -79,6 +95,16 @@ s_num = sentence_picker(c_sent, ss, "ctx_sentence")
 layer = c_layer.slider(
     "Layer", 0, L, key="ctx_layer", help=f"0 = {enc.layer_zero}, before any attention; {L} = last."
 )
+# a link (or another model) may ask for an edit this model cannot make, e.g. "mask" without a mask token: the
+# page uses the model's own way and keeps the request, so the link still says it and another model honours it
+asked = st.session_state.get("_ctx_replace_asked") or st.session_state.get("ctx_replace")
+if asked in offered:
+    st.session_state["ctx_replace"] = asked
+    st.session_state["_ctx_replace_asked"] = None
+else:
+    st.session_state["ctx_replace"] = hide_verb(enc)
+    chosen = link.url_has("ctx_replace") or st.session_state.get("_ctx_replace_asked")
+    st.session_state["_ctx_replace_asked"] = asked if chosen else None
 c_own, c_rep = st.columns([3, 1])
 own = c_own.text_input(
     "Or type a sentence of your own",
@@ -87,18 +113,19 @@ own = c_own.text_input(
     help=f"Leave empty to use the sentence above. The target is the first “{escape_md(ss.target)}”, or mark another "
     f"word in [brackets]. At most {MAX_WORDS} words and {MAX_PIECES} word pieces.",
 )
-no_mask = enc.mask_token is None  # a decoder was never taught a mask token: "mask" deletes the word instead
 rep_key = c_rep.selectbox(
     "Replace each word by",
-    options=list(REPLACEMENTS),
+    options=list(offered),
     format_func=REPLACEMENTS.get,
     key="ctx_replace",
+    on_change=set_state,
+    kwargs={"_ctx_replace_asked": None},
 )
-if no_mask and rep_key == "mask":
-    rep_key = "delete"
+if st.session_state.get("_ctx_replace_asked"):
     prose(caption=True, text=
-        f"{escape_md(model_display(a.model))} has no mask token (a left-to-right model never learns one), so each "
-        "word is deleted instead."
+        f"{escape_md(model_display(a.model))} was never taught "
+        + ("a mask token" if asked == "mask" else "to read a word as unknown")
+        + f", so each word is {DONE[rep_key]} instead."
     )
 own = " ".join(own.split())
 i = None if own else s_num - 1
@@ -129,7 +156,7 @@ where = "layer 0 (input)" if layer == 0 else f"layer {layer}"
 n_words = len(occ.words)
 shift_now = occ.shift[layer]
 att_layer = max(layer, 1)  # attention exists in layers 1..L; layer 0 has none
-what = {"mask": "masking", "unk": "replacing by [UNK]", "delete": "deleting"}[rep_key]
+what = {"mask": "masking", "unk": f"replacing by {unk}", "delete": "deleting"}[rep_key]
 
 # ------------------------------------------------------------------------------------------- 1. ranking
 st.header(f"Which word moves “{word}”?")
@@ -148,6 +175,7 @@ chart(
             shift_now,
             occ.attention[layer - 1] if layer >= 1 else None,
             title=f"How far “{t_html}” moves at {where}<br>when each word is {DONE[rep_key]}",
+            edit=DONE[rep_key],
         ),
     ),
     key="ctx_bars",
@@ -157,9 +185,9 @@ order = a.computed("ctx_ranking", *view, layer, compute=lambda: occ.ranking(laye
 top, low = int(order[0]), int(order[-1])
 if layer == 0 and rep_key != "delete":
     prose(
-        f"At layer 0 nothing has moved: the target's vector is built from its word piece, its position and "
-        f"the segment alone, and {what} another word keeps every position. The context reaches “{word}” only through attention, "
-        "from layer 1 on. Move the layer slider to the right."
+        f"At layer 0 nothing has moved: the target's vector holds {layer_zero_holds(enc)}, and {what} another word "
+        f"keeps every position. The context reaches “{word}” only through attention, from layer 1 on. Move the "
+        "layer slider to the right."
     )
 else:
     prose(
@@ -173,9 +201,7 @@ else:
     shown_words = [int(k) for k in order[:5]]
     columns = {}
     by = {}
-    for key in ("mask", "delete") if rep_key != "unk" else ("unk", "mask", "delete"):
-        if no_mask and key == "mask":
-            continue  # no mask token: "mask" would delete the word again
+    for key in [k for k in ("unk", "mask", "delete") if k in offered and (k != "unk" or rep_key == "unk")]:
         try:
             by[key] = occ if key == rep_key else cache.occlusion(a.model, sentence, target_word, REPLACEMENT_TEXT[key])
         except (ContextError, TargetError):
@@ -209,16 +235,25 @@ else:
             f"other sense's) in the full sentence minus with the word {DONE[rep_key]}: positive means the word "
             "pulled the target towards its sense."
         )
+        said += pull_notes(occ, pull, shown_words, own_sense, rep_key == "delete", causal=enc.causal, layer=layer, quote=q)
+    changed = [k for k in shown_words if occ.target_changed and occ.target_changed[k]]
+    if changed:
+        said.append(
+            f"{what.capitalize()} {q(occ.words[changed[0]])} changes “{word}” itself: without it the tokenizer reads "
+            f"the target as another word piece ({escape_md(' + '.join(shown_token(occ.tokens[p]) for p in occ.target_pieces))} "
+            "in the full sentence), so that shift measures another piece, not only a missing word."
+        )
     if said:
         prose(" ".join(said), caption=True)
 after = occ.after_target
 if enc.causal and after:
     change = a.computed("ctx_after", *view, compute=lambda: occ.after_target_change)
+    later = float(occ.shift[:, list(after)].max())
     prose(
-        ("This model has no [MASK] token, so each word is deleted. " if no_mask and rep_key == "delete" else "")
-        + f"{what.capitalize()} any of the **{len(after)}** word(s) after “{word}” moves it by "
+        f"{what.capitalize()} any of the **{len(after)}** word(s) after “{word}” moves it by "
         + ("**exactly 0** at every layer (the largest change of any of its numbers: 0.0)." if change == 0.0 else
-           f"almost nothing at every layer (the largest change of any of its numbers: {change:.1e}, rounding).")
+           f"nothing but rounding at every layer (a shift of at most {later:.0e}: the edited sentences run through "
+           "the model together, and a batch's arithmetic rounds a little differently).")
         + f" When the model made the vector of “{word}” it had not read those "
         "words yet (it reads left to right): the causal mask hides every later word, so nothing after the target "
         "can reach it."
@@ -248,19 +283,20 @@ st.download_button(
 
 # ------------------------------------------------------------------------------------------- 2. attention
 st.header("Attention vs effect")
-rho = a.computed("ctx_rho", *view, compute=lambda: attention_effect_correlation(occ))
+over = occ.before_target if enc.causal else None  # later words: no attention, no effect, a tie at 0 on both sides
+rho = a.computed("ctx_rho", *view, compute=lambda: attention_effect_correlation(occ, over))
 prose(f"**Does “{word}” attend most to the words that move it?**")
 # two charts in two columns: side by side on a laptop or projector, one under the other on a phone
 left, right = st.columns([3, 2], gap="medium")
 with left:
+    seen = list(over) if over is not None else list(range(n_words))  # the words the target can see
     chart(
         a.figure(
             "ctx_attention",
             *view,
             att_layer,
-            build=lambda: attention_vs_shift(
-                occ.words, occ.attention[att_layer - 1], occ.shift[att_layer], layer=att_layer
-            ),
+            build=lambda: attention_vs_shift([occ.words[j] for j in seen], occ.attention[att_layer - 1, seen],
+                                             occ.shift[att_layer, seen], layer=att_layer, edit=DONE[rep_key]),  # fmt: skip
         ),
         key="ctx_attention",
         share=0.6,
@@ -277,6 +313,8 @@ if np.isfinite(r_now):
         f"At layer {att_layer}, the rank correlation between the target's attention to a word and the shift "
         f"caused by {what} it is **ρ = {r_now:.2f}** (Spearman: 1 = same order, 0 = unrelated, −1 = "
         f"reversed). Over the layers it ranges from {np.nanmin(rho):.2f} to {np.nanmax(rho):.2f}."
+        + (f" Only the {len(over)} word(s) before “{word}” count: it neither looks at nor is moved by a later word."
+           if over is not None else "")  # fmt: skip
     )
 else:
     prose(
@@ -432,4 +470,6 @@ if tv_edit is not None:
             "Label the sentences with senses (“sense | sentence”) to see which sense the edited word is nearest to."
         )
 
-link.sync_params(PARAMS, {"ctx_own": own, "ctx_edited": typed})  # as read, spaces folded
+link.sync_params(  # as read, spaces folded; an edit this model cannot make stays in the link as asked
+    PARAMS, {"ctx_own": own, "ctx_edited": typed, "ctx_replace": st.session_state.get("_ctx_replace_asked") or rep_key}
+)

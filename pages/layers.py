@@ -31,8 +31,10 @@ from lib.charts.layers import (
     trajectory_chart,
 )
 from lib.charts.layers import ethayarajh_chart as ethayarajh_figure
+from lib.models.facts import final_norm_note, layer_zero_holds, layer_zero_shared
 from lib.stats.baseline import ETHAYARAJH_2019_BERT_BASE, adjusted
 from lib.stats.chance import layer_runs, position_note
+from lib.stats.evidence import signed
 from lib.stats.layer_profile import best_layers, depth_and_pooling_phrase, vector_readouts
 from lib.stats.pooling import POOLING_NAMES, Representation
 from lib.stats.similarity import most_changed_pairs, nearest_neighbours, pair_values
@@ -182,8 +184,9 @@ if labelled and sims.same is not None and sims.different is not None:
     prose(
         f"Each cell: the cosine between “{word}” in two sentences, grouped by sense. Bright blocks on the "
         f"diagonal mean the senses have separated: at **{rep}** the same-sense minus different-sense gap is "
-        f"**{sims.gap[r]:+.2f}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {sims.gap[0]:+.2f})."
+        f"**{signed(sims.gap[r])}** ({sims.same[r]:.2f} vs {sims.different[r]:.2f}; layer 0: {signed(sims.gap[0])})."
         + (f" Colours: minus the random-pair baseline ({base_mean[r]:.2f}, section 4)." if adjust else "")
+        + (" " + final_norm_note(enc, r) if final_norm_note(enc, r) else "")
     )
 else:
     vals_r, vals_0 = a.computed("layers_pair_values", r, compute=lambda: (pair_values(prof.cosines[r]), pair_values(prof.cosines[0])))
@@ -285,10 +288,10 @@ if labelled and sims.gap is not None:
     prose(
         f"Green: same-sense pairs ({sims.n_same_pairs}); red: different-sense pairs ({sims.n_different_pairs}). "
         + (
-            f"The gap between them is largest at layer 0 ({g[0]:+.2f}); {g[L]:+.2f} at layer {L}."
+            f"The gap between them is largest at layer 0 ({signed(g[0])}); {signed(g[L])} at layer {L}."
             if top == 0
-            else f"The gap between them is largest at **layer {top} ({g[top]:+.2f})**; layer 0: {g[0]:+.2f}"
-            + (f", layer {L}: {g[L]:+.2f}." if top != L else ".")
+            else f"The gap between them is largest at **layer {top} ({signed(g[top])})**; layer 0: {signed(g[0])}"
+            + (f", layer {L}: {signed(g[L])}." if top != L else ".")
         )
     )
 else:
@@ -426,12 +429,7 @@ else:
     prose(
         f"Always answering the commonest sense (“{escape_md(ro.majority_sense)}”): {ro.majority_baseline:.0%}; "
         f"{rc.n_permutations} shuffles, each sense keeping its size."
-        + (
-            " Above chance at layer 0, with no context, means the word's position or form goes with its "
-            "sense in this set: compare the layers with layer 0, not only with chance."
-            if not rc.within_chance[0]
-            else " " + position_note(rc)
-        ),
+        + " " + position_note(rc, holds=layer_zero_holds(enc), shared=layer_zero_shared(enc)),
         caption=True,
     )
     if m < n:
@@ -453,7 +451,9 @@ else:
         ),
         hide_index=False,
     )
-    depth_phrase = a.computed("layers_depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts))
+    depth_phrase = a.computed(
+        "layers_depth_phrase", compute=lambda: depth_and_pooling_phrase(readouts, len(ro.evaluated))
+    )
     prose(depth_phrase)
 
 # ---------------------------------------------------------------------------------- controls (is it real?)

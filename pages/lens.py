@@ -4,14 +4,17 @@ lib.models.lens.logit_lens does the reading (cached per sentence and words in ui
 encoder the page says why it cannot and links to the same view with the decoder.
 """
 
+from collections import Counter
 from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
 
 from lib.charts.lens import lens_word_chart
+from lib.models.facts import described
 from lib.models.keys import DECODER_MODEL
 from lib.models.lens import LensError, probability_text, shown_token
+from lib.models.pack import DESCRIPTION
 from ui import cache, link, session
 from ui.analysis import analysis
 from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker
@@ -26,26 +29,28 @@ model, load_error = cache.try_encoder(model_name)
 if model is None:
     st.error(escape_md(load_error or "The model could not be loaded."))
     st.stop()
-if model.family != "decoder":
+if not model.causal:  # no next-word head to read through
     params = {**session.shared_params(), "model": DECODER_MODEL}
     params.pop("weights", None)
     params.pop("seed", None)
     prose(
-        f"The model in use, {escape_md(session.model_display())}, is an **encoder**: it was trained to fill in "
-        "hidden words from both sides, and has no head that guesses the next word, so there is nothing for a "
-        "logit lens to read. The lens needs a **decoder**, a model that reads left to right."
+        f"The model in use, {escape_md(session.model_display())}, reads **{model.reads}**"
+        + (f": it was trained to fill in hidden words ({escape_md(model.mask_token)}) from both sides" if model.mask_token else "")
+        + ", and has no head that guesses the next word, so there is nothing for a logit lens to read. The lens "
+        "needs a **decoder**, a model that reads left to right."
     )
-    st.markdown(f"[Open this page with the decoder (a 4-bit copy of SmolLM2)](lens?{urlencode(params)})")
+    st.markdown(f"[Open this page with the decoder ({DESCRIPTION})](lens?{urlencode(params)})")
     st.stop()
 
 a = analysis(min_sentences=1)
 ss, tv = a.set, a.vectors
 n_sent = len(ss)
-default_words = ", ".join(dict.fromkeys(s for s in ss.senses if s)) if ss.has_senses else ""
+enc = a.encoder
 
 PARAMS = [
     link.Param("lens_sentence", "int", 1, lo=1, hi=n_sent),
-    link.Param("lens_words", "text", default_words, max_chars=MAX_WORDS_TEXT, omit_default=True),
+    # empty: follow the model's own top guesses at its last layer (words it may predict next, not sense labels)
+    link.Param("lens_words", "text", "", max_chars=MAX_WORDS_TEXT, omit_default=True),
 ]
 link.init_params(PARAMS)
 c_sent, c_words = st.columns([3, 2])
@@ -54,7 +59,9 @@ words_text = c_words.text_input(
     "Words to follow (commas between)",
     key="lens_words",
     max_chars=MAX_WORDS_TEXT,
-    help="Each word's probability as the next word after the target, at every layer, e.g. river, account.",
+    help="Each word's probability as the next word after the target, at every layer, e.g. of, and. Leave it "
+    "empty to follow the model's own three top guesses after its last layer.",
+    placeholder="empty: the model's own top guesses",
 )
 i = s_num - 1
 words = tuple(w.strip() for w in words_text.split(",") if w.strip())
@@ -99,41 +106,61 @@ st.caption("“␣” is the space a word piece starts with: “␣bank” (a wo
            "comes before it) are two different pieces of the model's vocabulary.")  # fmt: skip
 final_tok, final_p = lens.top_tokens[L][0], float(lens.top_probs[L][0])
 settled = lens.settled_from
+middle = Counter(lens.top_tokens[k][0] for k in range(1, L))  # the top guess of each layer between input and last
+common, times = middle.most_common(1)[0]
+own_piece = int(tv.encoding.token_ids[i][span.vector_indices[-1]])
 prose(
-    f"After the last layer ({L}), this 4-bit copy of SmolLM2 guesses “{escape_md(shown_token(final_tok))}” with "
+    f"After the last layer ({L}), {escape_md(described(enc))} guesses “{escape_md(shown_token(final_tok))}” with "
     f"probability **{probability_text(final_p)}**: exactly its own next-word output. "
     + (f"That guess is on top from layer {settled} on. " if settled < L else "No earlier layer puts it on top. ")
-    + "Read the early layers' guesses as noise, however plausible a word among them looks. The head was trained "
-    "only on the last layer's vectors; earlier vectors live in other directions of the space, and what a "
-    "layer knows may be there in a form this head cannot read. The lens is a readout, not what the layer "
-    "“thinks”."
+    + "The lens is a readout, not what a layer “thinks”: the head was trained on the last layer's vectors, and a "
+    "layer may hold more than this head can read. Yet the middle layers' readings are not noise to dismiss: "
+    f"between the input and the last layer the commonest top guess is “{escape_md(shown_token(common))}” "
+    f"({times} of {L - 1} layers), and the chart below follows the last layer's own guesses down the layers."
+    + (
+        f" Layer 0 reads the word itself (“{escape_md(shown_token(lens.top_tokens[0][0]))}” "
+        f"{probability_text(lens.top_probs[0][0])}): this model's output head is its input embedding table (tied "
+        "embeddings), so the input vector, a row of that table, scores highest against itself."
+        if enc.tied_output_head and own_piece in {int(x) for x in lens.top_ids[0, :2]}
+        else ""
+    )
 )
 
 # ------------------------------------------------------------------------------------------- 2. named words
-st.header("The words you name")
-if not words:
-    prose("Name a few words above (e.g. river, account) to follow their probability layer by layer.")
-else:
-    chart(
-        cache.shared_figure(
-            "lens_words",
-            (*view, span.word),
-            lambda: lens_word_chart(lens.word_probs, list(lens.words), lens.top_probs[:, 0],
-                                    title=f"Probability as the next word after “{span.word}”"),
-        ),  # fmt: skip
-        key="lens_words_chart",
+st.header("Its last layer's guesses, layer by layer" if lens.follows_top else "The words you name")
+shown_words = [shown_token(w) if lens.follows_top else w for w in lens.words]
+chart(
+    cache.shared_figure(
+        "lens_words",
+        (*view, span.word),
+        lambda: lens_word_chart(lens.word_probs, shown_words, lens.top_probs[:, 0],
+                                title=f"Probability as the next word after “{span.word}”"),
+    ),  # fmt: skip
+    key="lens_words_chart",
+)
+parts = []
+for k, w in enumerate(shown_words):
+    peak = int(lens.word_probs[:, k].argmax())
+    parts.append(
+        f"“{escape_md(w)}” is {probability_text(lens.word_probs[L, k])} after the last layer (highest at "
+        f"layer {peak}: {probability_text(lens.word_probs[peak, k])})"
     )
-    parts = []
-    for k, w in enumerate(lens.words):
-        peak = int(lens.word_probs[:, k].argmax())
-        parts.append(
-            f"“{escape_md(w)}” is {probability_text(lens.word_probs[L, k])} after the last layer (highest at "
-            f"layer {peak}: {probability_text(lens.word_probs[peak, k])})"
-        )
-    prose(
-        "; ".join(parts) + ". The dotted grey line is the top guess, for scale; a probability below one in ten "
-        "million is drawn on the bottom line."
-    )
+together = lens.word_probs.sum(axis=1)
+mid = L // 2
+converge = (
+    f"the guesses converge: together they take {probability_text(together[mid])} at layer {mid} and "
+    f"{probability_text(together[L - 1])} at layer {L - 1}"
+    if together[L - 1] > together[mid]
+    else f"here they do not build up: together they take {probability_text(together[mid])} at layer {mid} and "
+    f"{probability_text(together[L - 1])} at layer {L - 1}"
+)
+prose(
+    (f"The lines follow the three pieces the model guesses after its last layer (name your own words above); {converge}. "
+     if lens.follows_top else "")  # fmt: skip
+    + "; ".join(parts) + ". The dotted grey line is the top guess, for scale; a probability below one in ten "
+    "million is drawn on the bottom line."
+)
+if not lens.follows_top:
     split = [escape_md(w) for w, s in zip(lens.words, lens.word_split, strict=True) if s]
     if split:
         prose(

@@ -23,6 +23,7 @@ from lib.charts.toy import vector_arrows
 from lib.errors import ContextLensError, StepNotApplicable
 from lib.inputs.presets import preset_by_id
 from lib.models.encoder import DEFAULT_MODEL, model_key, split_model_key
+from lib.models.facts import layer_zero_holds, layer_zero_shared
 from lib.models.keys import DECODER_MODEL
 from lib.serving.export import frame_csv
 from lib.stats.baseline import other_token_masks, random_token_baseline
@@ -62,7 +63,7 @@ def _move(delta: int) -> None:
     st.session_state[K_STEP] = min(max(st.session_state[K_STEP] + delta, 1), N)
 
 
-titles = {k: f"{k}. {s.title}" + (" ✓" if s.id in solved() else "") for k, s in enumerate(STEPS, start=1)}
+titles = {k: f"{k}. {lesson.step_title(s, enc)}" + (" ✓" if s.id in solved() else "") for k, s in enumerate(STEPS, start=1)}
 pick, progress = st.columns([3, 2], vertical_alignment="bottom")  # one row on a laptop, stacked on a phone
 pick.selectbox("Step", options=list(range(1, N + 1)), key=K_STEP, format_func=titles.get)
 k = st.session_state[K_STEP]
@@ -194,7 +195,8 @@ def step_attention() -> lesson.Question:
     tv = cache.target_vectors(model, (lesson.ATTENTION_SENTENCE,), "bat")
     enc_out, span = cache.sentence_attention(model, tv.encoding.sentences[0]), tv.spans[0]
     r = lesson_attention.attention_look(
-        enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0
+        enc_out.attentions[0], enc_out.tokens[0], enc_out.special[0], span.token_indices, "bat", layer=0,
+        causal=enc.causal,
     )
     prose(f"Sentence: *{escape_md(lesson.ATTENTION_SENTENCE)}*")
     fig = target_attention_bars(
@@ -214,7 +216,9 @@ def step_attention() -> lesson.Question:
 
 def step_layers() -> lesson.Question:
     d = LessonSet("bat")
-    r = lesson_senses.sense_separation(d.tv.vectors, d.senses, d.target)
+    r = lesson_senses.sense_separation(
+        d.tv.vectors, d.senses, d.target, layer_zero=layer_zero_holds(enc), shared=layer_zero_shared(enc)
+    )
     fig = trajectory_chart(
         layer_names(L), same=r.same, different=r.different, title="“bat” through the layers"
     )
@@ -282,14 +286,16 @@ def step_cls() -> lesson.Question:
     sentences = tuple(s for _, s in lesson.TOPIC_SENTENCES)
     enc_out = cache.encoding(model, sentences)
     r = cache.lesson_numbers(
-        "cls", model, lambda: lesson_geometry.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
-    )
+        "cls", model, lambda: lesson_geometry.pooling_comparison(
+            enc_out.hidden_states, enc_out.special, topics, causal=enc.causal)
+    )  # fmt: skip
     fig = pooling_panels(
         r.cls_same,
         r.cls_different,
         r.mean_same,
         r.mean_different,
         title="Two sentence vectors: same topic vs different topics",
+        single="[CLS] vector" if r.single == "[CLS]" else "last word piece",
     )
     show(fig, "cls")
     with st.expander("The fifteen sentences"):
@@ -387,7 +393,10 @@ def step_toy() -> lesson.Question:
 def step_context() -> lesson.Question:
     """Predict which word moves "bat" most, then see the measurement (shown once answered)."""
     occ = cache.occlusion(model, lesson.CONTEXT_SENTENCE, "bat", None)
-    r = lesson_attention.context_prediction(occ.words, occ.shift, "bat", attention=occ.attention)
+    r = lesson_attention.context_prediction(
+        occ.words, occ.shift, "bat", attention=occ.attention, replacement=occ.replacement,
+        only=occ.before_target if enc.causal else None,  # a later word cannot move a left-to-right model's target
+    )
     prose(f"Sentence: *{escape_md(lesson.CONTEXT_SENTENCE)}*")
     show(
         word_bars(
@@ -404,7 +413,8 @@ def step_context() -> lesson.Question:
                 occ.words,
                 occ.shift[-1],
                 occ.attention[-1],
-                title=f"The measurement: how far “bat” moves at layer {r.layer} when each word is masked",
+                title=f"The measurement: how far “bat” moves at layer {r.layer} when each word is "
+                + ("masked" if occ.replacement else "deleted"),
             ),
             "context_shift",
         )
@@ -541,8 +551,9 @@ def findings() -> list[lesson.Finding]:
         lesson_senses.centroid_reading(apple.tv.vectors, apple.senses, apple.labels, apple.target),
         deeper_result(curves),
         cache.lesson_numbers(
-            "cls", model, lambda: lesson_geometry.pooling_comparison(enc_out.hidden_states, enc_out.special, topics)
-        ),
+            "cls", model, lambda: lesson_geometry.pooling_comparison(
+                enc_out.hidden_states, enc_out.special, topics, causal=enc.causal)
+        ),  # fmt: skip
         lesson_geometry.hard_case(bat.tv.vectors, bat.senses, bat.labels, bat.target),
     ]
     with contextlib.suppress(ContextLensError):  # the control cannot be loaded (e.g. a hosted model list)
@@ -555,13 +566,13 @@ def findings() -> list[lesson.Finding]:
 
 
 def step_summary() -> None:
-    rows = lesson.report_rows(answers, tuple(solved()))
+    rows = lesson.report_rows(answers, tuple(solved()), enc)
     st.table(pd.DataFrame(rows).set_index("step"))
     n_right = sum(1 for r in rows if r["result"] in ("correct", "solved earlier"))
     prose(f"You have solved **{n_right} of {len(rows)}** questions.")
     st.download_button(
         "Download your answers (CSV)",
-        data=lesson.report_csv(answers, tuple(solved())),
+        data=lesson.report_csv(answers, tuple(solved()), enc),
         file_name="context_lens_lesson_answers.csv",
         mime="text/csv",
         key="lesson_dl_report",
@@ -584,8 +595,8 @@ def step_summary() -> None:
 
 def step_for_file(k: int, s: lesson.Step) -> None:
     """One step as the lesson's file shows it: its text and chart, the question, the learner's answer if given."""
-    st.header(f"Step {k} of {N}: {s.title}")
-    st.markdown(s.text)
+    st.header(f"Step {k} of {N}: {lesson.step_title(s, enc)}")
+    st.markdown(lesson.step_text(s, enc))
     try:
         q = RENDER[s.id]()
     except ContextLensError as err:
@@ -617,8 +628,8 @@ RENDER = {
 }
 
 # ----------------------------------------------------------------------------------------- the page
-st.header(f"Step {k} of {N}: {step.title}")
-intro(step.text, label="About this step")  # folded in presenter mode (beside the heading): the chart comes first
+st.header(f"Step {k} of {N}: {lesson.step_title(step, enc)}")
+intro(lesson.step_text(step, enc), label="About this step")  # folded in presenter mode (beside the heading): the chart comes first
 prose(caption=True, text=("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
 try:
     question = RENDER[step.id]()

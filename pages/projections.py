@@ -14,6 +14,7 @@ import streamlit as st
 
 from lib.charts.projection import explained_variance_titles, projection_scatter, projection_small_multiples
 from lib.inputs.corpus import UNTREATED, CorpusError, CorpusStats, bounded_corpus
+from lib.models.facts import final_norm_note, layer_zero_holds
 from lib.serving.export import frame_csv
 from lib.stats.baseline import other_token_masks
 from lib.stats.geometry import default_top_k
@@ -22,6 +23,7 @@ from lib.stats.projection import (
     MIN_POINTS,
     ProjectionError,
     align_to,
+    all_alike,
     context_points,
     group_neighbours,
     same_nearest_neighbour,
@@ -401,13 +403,20 @@ else:
     )
     if total:
         best = int(np.argmax([h for h, _ in full]))
+        start = (
+            f"is no count at layer 0, where all {n} vectors are one and the same ({layer_zero_holds(enc)}), so no "
+            f"sentence is nearer to one than to another; it is {full[L][0]} of {total} at layer {L}"
+            if a.computed("proj_zero_alike", *prep_view, compute=lambda: all_alike(prepared(tv.vectors[:, 0, :], 0)))
+            else f"goes from {full[0][0]} of {total} at layer 0 ({enc.layer_zero}, no context) to {full[L][0]} at "
+            f"layer {L}"
+        )
         prose(
             f"Each panel is a separate {METHOD_LABELS[method]} map of the {n} vectors of one layer, turned to "
             "match its neighbour so points do not jump for no reason. In the full space, the number of "
-            f"sentences whose nearest neighbour shares its sense goes from {full[0][0]} of {total} at layer 0 "
-            f"({enc.layer_zero}, no context) to {full[L][0]} at layer {L}, with the most, {full[best][0]}, "
+            f"sentences whose nearest neighbour shares its sense {start}, with the most, {full[best][0]}, "
             f"at layer {best}. Under each layer's name: the same count on that panel's map ({counts[best][0]}/"
             f"{counts[best][1]} at layer {best}), then the share of each point's neighbours the map keeps."
+            + (" " + final_norm_note(enc, layer) if final_norm_note(enc, layer) else "")
         )
     else:
         prose(

@@ -190,3 +190,15 @@ st.write(repr(url_notes(st.session_state)))
     notes = at.markdown[1].value
     for key in ("t_float", "t_choice", "t_bool"):
         assert key in notes
+
+
+def test_a_model_that_fails_is_said_under_its_box_and_the_box_goes_back():
+    """A link's model that cannot load: the message sits right under the model's box (before the weights and
+    the seed), names the name tried and the model still in use, and the box shows that model again."""
+    at = run_app({"model": "no-such-org/no-such-model"})
+    assert at.session_state["cl_model_active"] == DEFAULT_MODEL
+    assert at.sidebar.text_input(key="cl_model").value == DEFAULT_MODEL
+    (err,) = [e.value for e in at.sidebar.error]
+    assert "no\\-such\\-org/no\\-such\\-model" in err and "Still using the previous model" in err
+    order = [getattr(el, "key", None) or el.type for el in at.sidebar]
+    assert order.index("error") < order.index("cl_weights")  # under the box, above the other controls

@@ -108,6 +108,26 @@ def test_layer_list_and_chance_phrase():
     assert chance_phrase(rc, 1).startswith("100% ") and chance_phrase(rc, 1).endswith("above chance")
 
 
+def test_a_readout_shuffled_labels_also_reach_is_no_separation():
+    from lib.stats.chance import verdict_phrase
+
+    # 4 sentences: the real labels read 100 %, and so does the 95th percentile of shuffled ones
+    rc = ReadoutChance(np.array([0.25, 1.0]), 0.5, np.array([0.3, 0.6]), np.array([0.5, 1.0]), 200, 4)
+    assert verdict_phrase(rc, 0) == "within chance (shuffled labels reach 50%)"
+    assert verdict_phrase(rc, 1).startswith("within chance: with so few sentences, shuffled labels are read 100%")
+    above = ReadoutChance(np.array([0.9]), 0.5, np.array([0.5]), np.array([0.7]), 200, 12)
+    assert verdict_phrase(above, 0) == "above chance (shuffled labels reach 70%)"
+
+
+def test_the_layer_zero_note_says_what_this_models_layer_zero_holds():
+    rc = ReadoutChance(np.array([0.9, 1.0]), 0.5, np.array([0.5, 0.5]), np.array([0.7, 0.7]), 200, 12)
+    assert "the word's position in the sentence" in position_note(rc)
+    shared = position_note(rc, holds="the word piece's own row", shared=True)
+    assert "position" not in shared and "which form of the word it is" in shared
+    low = ReadoutChance(np.array([0.4, 1.0]), 0.5, np.array([0.5, 0.5]), np.array([0.7, 0.7]), 200, 12)
+    assert position_note(low, holds="the word piece's own row", shared=True).count("only the word piece's own row.") == 1
+
+
 @pytest.mark.parametrize("preset", ["apple", "bank"])
 def test_presets_layer0_readout_against_its_chance_band(encoder, preset):
     """Layer 0 has no context: apple reads 0 % there, inside its chance band; the page must say so."""
@@ -121,7 +141,7 @@ def test_presets_layer0_readout_against_its_chance_band(encoder, preset):
     if rc.within_chance[0]:
         assert "within chance" in note
     else:
-        assert "position happens to go with sense" in note
+        assert "so in this set it happens to go with sense" in note
     if preset == "apple":
         assert rc.within_chance[0] and rc.accuracy[0] < rc.majority
     best = int(np.argmax(rc.accuracy))

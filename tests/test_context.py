@@ -296,7 +296,9 @@ def test_a_masked_word_is_not_an_absent_word(encoder):
                     function_ratios.append(r)
     assert np.median(ratios) < 1 and np.median(function_ratios) < np.median(ratios)
     intro = " ".join((ROOT_INTRO / "context.md").read_text(encoding="utf-8").split())
-    assert "a masked word is not an absent one" in intro and "masked language modelling" in intro
+    assert "{how}" in intro  # the page fills it as the model hides a word (pages/context.py)
+    page = " ".join((ROOT / "pages" / "context.py").read_text(encoding="utf-8").split())
+    assert "a masked word is not an absent one" in page and "masked language modelling" in page
 
 
 def test_sense_pull_sign_on_a_hand_made_case():
@@ -365,3 +367,49 @@ def test_context_use_phrase_says_what_the_numbers_say():
     assert layer_runs([1, 2]) == "layers 1 and 2"
     with pytest.raises(ValueError):
         context_use_phrase(trained, ContextUse(np.ones(2), trained.shift))
+
+
+def test_pull_notes_say_what_a_rule_can_see():
+    """A word whose deletion leaves the target nearer its sense pulled it away (said, with the position move a
+    deletion before the target makes); the word that moves the target most but pulls it little is said too;
+    a left-to-right model's later words give the rounding a pull must beat."""
+    from lib.stats.context import pull_noise, pull_notes
+
+    occ = Occlusion(
+        sentence="sat river bank now", target="bank", target_span=(10, 14), target_pieces=(3,),
+        words=("sat", "river", "now"), spans=((0, 3), (4, 9), (15, 18)), pieces=((1,), (2,), (4,)),
+        tokens=("<s>", "sat", "river", "bank", "now"), replacement="", variants=("", "", ""),
+        shift=np.array([[0.0, 0.0, 0.0], [0.3, 0.05, 0.0001]]), attention=np.zeros((1, 3)),
+        base=np.zeros((2, 2)), moved=np.zeros((3, 2, 2)),
+    )  # fmt: skip
+    pull = np.array([0.004, -0.007, 0.0002])
+    assert occ.before_target == (0, 1) and occ.after_target == (2,)
+    assert pull_noise(occ, pull, causal=True) == pytest.approx(0.0002)
+    notes = pull_notes(occ, pull, [0, 1, 2], "river", True, causal=True, layer=1)
+    assert notes[0].startswith("Without “river” the target sits *nearer* the “river” average (pull -0.007)")
+    assert "one place to the left" in notes[0]  # deleted, and before the target
+    assert len(notes) == 1  # "sat" moves it most and pulls it most: nothing more to say
+    masked = pull_notes(occ, pull, [0, 1, 2], "river", False, causal=False, layer=1)
+    assert "one place to the left" not in masked[0]
+    # the word that moves it most pulls it least: the shift is mostly not a change of sense
+    notes = pull_notes(occ, np.array([0.001, 0.02, 0.0]), [0, 1], "river", True, causal=True, layer=1)
+    assert notes == ["“sat” moves the target most but pulls it only +0.001 towards “river”; “river” pulls it most "
+                     "(+0.020): the shift counts any change of the vector, and most of this one is not a change of "
+                     "sense."]  # fmt: skip
+
+
+def test_attention_effect_correlation_over_chosen_words(river):
+    idx = [0, 2, 3, 5]
+    rho = attention_effect_correlation(river, idx)
+    for k in range(river.num_layers):
+        ref = spearmanr(river.attention[k, idx], river.shift[k + 1, idx]).statistic
+        assert rho[k] == pytest.approx(ref, abs=1e-9)
+
+
+@pytest.mark.slow  # the decoder over a sentence's variants
+def test_deleting_the_first_word_changes_a_byte_level_targets_piece(decoder):
+    occ = occlusion(decoder, "The bank approved our loan.", "bank")
+    tok = decoder.tokenizer
+    # by hand: "bank" at the start of a text is another piece than " bank" after a word
+    assert tok.tokenize("bank approved") [0] != tok.tokenize("The bank approved")[1]
+    assert occ.target_changed == tuple(j == 0 for j in range(len(occ.words)))

@@ -206,3 +206,28 @@ def test_neighbour_check_on_a_real_map(encoder):
     assert c.k == 5 and c.chance == pytest.approx(5 / (len(V) - 1))
     assert c.trustworthiness is not None and 0 <= c.trustworthiness <= 1
     assert c.poor == (c.preserved < 0.5)
+
+
+def test_the_layer_named_furthest_above_the_null_is_above_its_band():
+    """Layer 0 is furthest above the null's mean but inside its band: it is never named as the best."""
+    from lib.stats.probe import ProbeResult
+
+    acc = np.array([0.50, 0.45, 0.90])
+    mean = np.array([0.20, 0.40, 0.70])
+    high = np.array([0.60, 0.50, 0.80])
+    p = ProbeResult(acc, mean, high, np.zeros((3, 3)), 0.5, ("a", "b"), 8, 3, 20)
+    assert p.best_layer == 0 and p.within_band.tolist() == [True, True, False]
+    assert p.best_above_band == 2
+    inside = ProbeResult(acc, mean, np.ones(3), np.zeros((3, 3)), 0.5, ("a", "b"), 8, 3, 20)
+    assert inside.best_above_band is None
+
+
+def test_a_long_accuracy_line_writes_a_value_where_it_changes():
+    from lib.charts.layers import LABEL_EVERY_POINT, accuracy_line
+
+    few = accuracy_line(list(range(4)), np.array([0.5, 0.5, 0.75, 0.75]), name="a", what="a")
+    assert list(few["text"]) == ["50%", "50%", "75%", "75%"]
+    acc = np.array([0.5] * 10 + [0.75] * 10 + [0.5] * 11)
+    assert len(acc) > LABEL_EVERY_POINT
+    text = list(accuracy_line(list(range(len(acc))), acc, name="a", what="a")["text"])
+    assert [i for i, t in enumerate(text) if t] == [0, 10, 20, 30]

@@ -115,6 +115,51 @@ def test_sample_uses_the_same_occurrences_in_every_layer():
     assert [tuple(st.sample[0, a]), tuple(st.sample[1, a])] in ([(1, 0), (0, 1)], [(5, 4), (4, 5)])
 
 
+def _massive_encoding() -> Encoding:
+    """Seven ordinary word pieces in 3-D, one of them with a massive value (900 in dimension 2, 100 times the
+    typical largest value); a special start token first in each sentence."""
+    rows = np.array(
+        [[1, 2, 0], [2, 1, 0], [1, 1, 1], [3, 1, 0], [1, 3, 0], [2, 2, 1], [1, 0, 900]], dtype=np.float32
+    )
+    hs = [np.stack([np.vstack([[5, 5, 5], rows[a:b]])] * 2) for a, b in ((0, 4), (4, 7))]  # 2 layers alike
+    toks = (["<s>", "a", "b", "c", "d"], ["<s>", "e", "f", "g"])
+    return Encoding(
+        model_name="hand",
+        sentences=("a b c d", "e f g"),
+        tokens=toks,
+        token_ids=tuple(np.arange(len(t)) + 10 * i for i, t in enumerate(toks)),
+        offsets=tuple(np.zeros((len(t), 2), dtype=np.int64) for t in toks),
+        special=tuple(np.array([True] + [False] * (len(t) - 1)) for t in toks),
+        hidden_states=tuple(hs),
+        attentions=None,
+        truncated=(False, False),
+    )
+
+
+def test_statistics_with_and_without_the_massive_word_pieces_by_hand():
+    from lib.inputs.corpus import without_massive
+    from lib.stats.geometry import top_variance_share
+
+    st = corpus_statistics(_massive_encoding(), sample_size=100)
+    rows = np.array([[1, 2, 0], [2, 1, 0], [1, 1, 1], [3, 1, 0], [1, 3, 0], [2, 2, 1], [1, 0, 900]], dtype=float)
+    typical = rows[:6]
+    assert st.n_massive == 1 and st.massive.words[0][2] == "g"
+    np.testing.assert_allclose(st.mean[0], rows.mean(axis=0))
+    np.testing.assert_allclose(st.typical_mean[0], typical.mean(axis=0))
+    np.testing.assert_allclose(st.typical_std[0], typical.std(axis=0))
+    assert st.sample_massive.tolist() == [t == "g" for t in st.sample_tokens]
+    wm = without_massive(st, 0)
+    dims, share = top_variance_share(typical.var(axis=0), 3)
+    assert wm.top_dims_without == dims and wm.top_share_without == pytest.approx(share)
+    assert wm.top_share == pytest.approx(1.0) and wm.top_dims[0] == 2  # every variance is the 900's...
+    assert rows.var(axis=0)[2] / rows.var(axis=0).sum() > 0.99  # ...almost all of it in dimension 2
+    u = typical / np.linalg.norm(typical, axis=1, keepdims=True)
+    cos = u @ u.T
+    assert wm.cosine_without == pytest.approx(cos[np.triu_indices(6, 1)].mean())
+    # a corpus without massive values has one way to say its numbers
+    assert without_massive(corpus_statistics(_hand_encoding()), 0) is None
+
+
 def test_one_distinct_token_is_rejected():
     enc = _hand_encoding()
     only_a = Encoding(

@@ -19,7 +19,7 @@ from lib.models import DECODER_MODEL
 from lib.models.attention import first_position_share, special_token_share, weight_above_diagonal
 from lib.models.lens import logit_lens, probability_text, shown_token
 from lib.stats.context import occlusion
-from lib.stats.direction import SEPARATES, cue_gaps
+from lib.stats.direction import cue_gaps, gap_null
 from lib.stats.geometry import MASSIVE_RATIO, massive_values
 from tests.conftest import page_test
 
@@ -42,7 +42,8 @@ def one_torch_thread():
 def _texts(at) -> str:
     """Every markdown and caption of a run, glossary links read as their text."""
     out = "\n".join([str(m.value) for m in at.markdown] + [str(c.value) for c in at.caption])
-    return re.sub(r"\[(\[[^\]]*\]|[^\]]*)\]\(glossary#[^)]*\)", r"\1", out)  # "[[CLS]](glossary#cls)" too
+    out = re.sub(r"\[(\[[^\]]*\]|[^\]]*)\]\(glossary#[^)]*\)", r"\1", out)  # "[[CLS]](glossary#cls)" too
+    return re.sub(r"\\([-.()\[\]*_:!#])", r"\1", out)  # Markdown escapes read as the characters ("4\-bit")
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
@@ -99,6 +100,9 @@ def test_the_special_token_share_names_the_start_token(decoder, encoder):
         s = special_token_share(e.attentions[0], e.tokens[0], e.special[0], ids=e.token_ids[0],
                                 roles=model.special_roles)  # fmt: skip
         assert s.opening_label == opening
+        # a decoder's sentence has no closing special token: nothing is called [SEP] on its screen
+        assert s.closing_label == ("" if model is decoder else "[SEP]")
+        assert (float(s.sep_mean.max()) == 0.0) == (model is decoder)
     assert decoder.sink.token != "[CLS]"
 
 
@@ -118,7 +122,26 @@ def test_cue_gaps_by_hand_and_the_two_directions(decoder, encoder):
     d, e = got["decoder"], got["encoder"]
     assert d.separates_before and not d.separates_after
     assert e.separates_before and e.separates_after
-    assert d.after.max() < SEPARATES <= d.before.max()
+    assert d.after.max() <= d.after_cut < d.before.max()
+
+
+def test_the_gap_null_by_hand():
+    """The null shuffles the senses and recomputes the gap pair by pair; its cut-off is the 95th percentile of
+    each shuffle's best layer."""
+    rng = np.random.default_rng(1)
+    V = rng.normal(size=(8, 3, 5))
+    senses = ["a", "a", "a", "a", "b", "b", "b", "b"]
+    C = np.stack([[[_cos(V[i, k], V[j, k]) for j in range(8)] for i in range(8)] for k in range(3)])
+    per_layer, cut = gap_null(C, senses, n_permutations=50, seed=3)
+    perms = np.random.default_rng(3)
+    best, every = [], []
+    for _ in range(50):
+        lab = perms.permutation(np.array(senses))
+        g = _gap_by_hand(V, list(lab))
+        every.append(g)
+        best.append(g.max())
+    np.testing.assert_allclose(per_layer, np.percentile(every, 95, axis=0), atol=1e-9)
+    assert cut == pytest.approx(np.percentile(best, 95))
 
 
 @pytest.mark.slow  # over ~5 s of CPU
@@ -185,6 +208,26 @@ def test_probability_and_token_text():
     assert probability_text(0.314) == "31%" and probability_text(0.0042) == "0.42%"
     assert probability_text(3.14e-6) == "3.1e-06"
     assert shown_token("\n") == "↵" and shown_token(" ") == "␣" and shown_token(" river") == "␣river"
+    assert shown_token("\xa0") == "⍽" != shown_token(" ")  # a no-break space is another piece than a space
+
+
+def test_the_lens_follows_the_models_own_top_guesses_and_reads_the_tied_head(decoder):
+    """With no words named the lens follows the last layer's three most probable tokens (numpy: the argsort of
+    the last layer's probabilities); the tied head reads the input vector back as its own word piece."""
+    tv = decoder.target_vectors([SENTENCE], "bank")
+    lens = logit_lens(decoder, tv.vectors[0], follow_top=3)
+    assert lens.follows_top and len(lens.words) == 3
+    assert list(lens.word_ids) == list(lens.top_ids[-1, :3])
+    np.testing.assert_array_equal(lens.word_probs[-1], lens.top_probs[-1, :3])
+    assert not logit_lens(decoder, tv.vectors[0], words=("river",), follow_top=3).follows_top  # named words win
+    # layer 0 through a tied head: the row of the piece's own embedding scores highest against itself
+    table = decoder.model.get_input_embeddings().weight.detach().float().numpy().astype(np.float64)
+    piece = int(tv.encoding.token_ids[0][tv.spans[0].vector_indices[-1]])
+    assert decoder.tied_output_head and piece in set(lens.top_ids[0, :2].tolist())
+    v = tv.vectors[0, 0].astype(np.float64)
+    w = decoder.final_norm.weight.detach().float().numpy().astype(np.float64)
+    normed = v / np.sqrt((v**2).mean() + float(decoder.model.config.rms_norm_eps)) * w
+    assert int(np.argmax(table @ normed)) in set(lens.top_ids[0, :2].tolist())
 
 
 # ----------------------------------------------------------------------------------- pages
@@ -255,21 +298,31 @@ def test_the_cue_view_on_layer_by_layer_states_both_models_numbers(decoder, enco
     assert not at.exception, [e.value for e in at.exception]
     text = _texts(at)
     _, ss, cues = _cue_set()
+    verdicts = {}
     for name, model in (("Encoder", encoder), ("Decoder", decoder)):
-        V = model.target_vectors(list(ss.sentences), ss.target).vectors.astype(np.float64)
-        gaps = {}
+        tv = model.target_vectors(list(ss.sentences), ss.target)
+        V = tv.vectors.astype(np.float64)
         for half in ("before", "after"):
             idx = [i for i, c in enumerate(cues) if c == half]
-            gaps[half] = _gap_by_hand(V[idx], [ss.senses[i] for i in idx])
-        kb = int(np.argmax(gaps["before"]))
-        assert f"cue before peaks at {gaps['before'][kb]:+.2f} at layer {kb}" in text, name
-        if name == "Decoder":
-            a = gaps["after"]
-            assert f"cue after stays between {a.min():+.2f} and {a.max():+.2f} at every layer" in text
-        else:
-            ka = int(np.argmax(gaps["after"]))
-            assert f"cue after at {gaps['after'][ka]:+.2f} at layer {ka}" in text
-    assert "The decoder separates the senses only when the cue comes first; the encoder separates both" in text
+            gap = _gap_by_hand(V[idx], [ss.senses[i] for i in idx])
+            C = np.stack([[[_cos(V[i, k], V[j, k]) for j in idx] for i in idx] for k in range(V.shape[1])])
+            _, cut = gap_null(C, [ss.senses[i] for i in idx])
+            k = int(np.argmax(gap))
+            verdicts[name, half] = gap[k] > cut
+            said = "separates" if gap[k] > cut else "does not separate"
+            assert f"{said} ({gap[k]:+.2f} at layer {k}; shuffled senses reach {cut:+.2f})" in text, (name, half)
+        if name == "Decoder":  # pairs of different senses that read the same words up to "bank": one vector
+            after = [i for i, c in enumerate(cues) if c == "after"]
+            opening = {i: tv.spans[i].sentence[: tv.spans[i].end] for i in after}
+            same = [(a, b) for a in after for b in after if a < b and ss.senses[a] != ss.senses[b]
+                    and opening[a] == opening[b]]  # fmt: skip
+            one = [p for p in same if all(_cos(V[p[0], k], V[p[1], k]) >= 1 - 1e-4 for k in range(V.shape[1]))]
+            if one:
+                assert f"{len(one)} of the {len(same)} pairs of different senses that open with the same" in text
+    if verdicts == {("Encoder", "before"): True, ("Encoder", "after"): True, ("Decoder", "before"): True,
+                    ("Decoder", "after"): False}:  # fmt: skip
+        assert "The decoder separates the senses only when the cue comes first; the encoder separates both" in text
+    assert "not the two models' heights" in text
 
 
 @pytest.mark.slow
@@ -279,13 +332,13 @@ def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
     assert not at.exception, [e.value for e in at.exception]
     text = _texts(at)
     ss = preset_by_id("bank").sentence_set()
-    tv = decoder.target_vectors([ss.sentences[0]], "bank")
+    tv = decoder.target_vectors(list(ss.sentences), "bank")  # as the page encodes them: the whole set at once
     lens = logit_lens(decoder, tv.vectors[0], words=("river", "money"))
     L = decoder.num_layers
     assert (f"guesses “{shown_token(lens.top_tokens[L][0])}” with probability "
             f"**{probability_text(lens.top_probs[L][0])}**") in text  # fmt: skip
     assert (f"from layer {lens.settled_from} on" if lens.settled_from < L else "No earlier layer puts it on top") in text
-    assert "early layers' guesses as noise" in text and "a readout, not what the layer" in text
+    assert "as noise" not in text and "readings are not noise to dismiss" in text and "a readout, not what a layer" in text
     assert f"“river” is {probability_text(lens.word_probs[L, 0])} after the last layer" in text
     assert "4-bit copy of SmolLM2" in text
 
@@ -293,7 +346,7 @@ def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
     enc_at.run(timeout=120)
     assert not enc_at.exception
     text = _texts(enc_at)
-    assert "is an **encoder**" in text and "has no head that guesses the next word" in text
+    assert "reads **both directions**" in text and "has no head that guesses the next word" in text
     assert "lens?" in text and "model=HuggingFaceTB%2FSmolLM2-135M-Instruct" in text
 
 

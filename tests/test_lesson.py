@@ -742,17 +742,79 @@ def test_the_direction_finding_is_filed_by_its_numbers():
     sense)."""
     import numpy as np
 
-    from lib.stats.direction import SEPARATES, CueGaps
+    from lib.stats.direction import CueGaps
     from lib.teaching.lesson import PREDICTED, SURPRISE, summary_findings
     from lib.teaching.lesson_senses import direction_result
 
+    CUT = 0.05  # each half's shuffled-sense null (its 95th percentile of the best layer's gap)
+
     def gaps(before, after):
-        return CueGaps(np.array([-0.03, before]), np.array([-0.03, after]), 8, 8)
+        return CueGaps(np.array([-0.03, before]), np.array([-0.03, after]), 8, 8, before_cut=CUT, after_cut=CUT)
 
     encoder = gaps(0.10, 0.07)
     as_read = direction_result(gaps(0.19, -0.02), encoder)
     assert as_read.as_predicted and "+0.19" in as_read.finding and "-0.02" in as_read.finding
     [finding] = summary_findings([as_read])
     assert finding.group == PREDICTED and "left-to-right" in finding.because
-    odd = direction_result(gaps(0.19, SEPARATES + 0.01), encoder)
+    odd = direction_result(gaps(0.19, CUT + 0.01), encoder)
     assert not odd.as_predicted and summary_findings([odd])[0].group == SURPRISE
+
+
+def test_the_steps_speak_for_a_left_to_right_model(decoder, encoder):
+    """With the decoder the steps' titles and texts say its facts: no segment at layer 0, no [MASK], its last
+    word piece as the single sentence vector, its own width; with the encoder they read as written."""
+    from lib.teaching import lesson
+
+    for s in lesson.STEPS:
+        assert lesson.step_title(s, encoder) == s.title and lesson.step_text(s, encoder).count("[MASK]") == s.text.count("[MASK]")
+    by = {s.id: s for s in lesson.STEPS}
+    assert lesson.step_title(by["projection"], decoder) == f"A picture of {decoder.hidden_size} dimensions"
+    assert lesson.step_title(by["projection"], encoder) == f"A picture of {encoder.hidden_size} dimensions"
+    text = " ".join(lesson.step_text(s, decoder) + lesson.step_title(s, decoder) for s in lesson.STEPS)
+    assert "segment" not in text and "replace one word at a time by [MASK]" not in text
+    assert "[CLS] is a sentence vector" not in text and "the **last** one" in text
+    assert "delete one word at a time" in lesson.step_text(by["context"], decoder)
+    assert "rotates queries and keys" in lesson.step_text(by["layers"], decoder)
+    rows = lesson.report_rows({}, (), decoder)
+    assert rows[7]["topic"] == f"A picture of {decoder.hidden_size} dimensions"
+
+
+def test_the_single_sentence_vector_of_a_left_to_right_model_is_its_last_word_piece(decoder):
+    """By hand: the last ordinary word piece's vector and the mean of the ordinary ones, per layer; the start
+    token (position 0) is one vector in every sentence, so it is no sentence vector."""
+    from lib.teaching import lesson
+    from lib.teaching.lesson_geometry import pooling_comparison
+
+    topics = [t for t, _ in lesson.TOPIC_SENTENCES]
+    e = decoder.encode([s for _, s in lesson.TOPIC_SENTENCES], attentions=False)
+    r = pooling_comparison(e.hidden_states, e.special, topics, causal=True)
+    assert r.single == lesson.LAST_PIECE and r.question.options[0] == lesson.LAST_CHOICE
+    last = np.stack([h[:, int(np.flatnonzero(~sp)[-1]), :] for h, sp in zip(e.hidden_states, e.special, strict=True)])
+    L = decoder.num_layers
+    U = last[:, L].astype(np.float64)
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    C = U @ U.T
+    same = [C[i, j] for i in range(15) for j in range(i + 1, 15) if topics[i] == topics[j]]
+    diff = [C[i, j] for i in range(15) for j in range(i + 1, 15) if topics[i] != topics[j]]
+    assert r.cls_gap[L] == pytest.approx(np.mean(same) - np.mean(diff), abs=1e-6)
+    first = np.stack([h[:, 0, :] for h in e.hidden_states])
+    assert np.abs(first - first[0]).max() == 0.0  # the start token: one vector in every sentence
+
+
+def test_the_attention_step_with_a_left_to_right_model(decoder):
+    from lib.teaching import lesson
+    from lib.teaching.lesson_attention import attention_look, context_prediction
+
+    tv = decoder.target_vectors([lesson.ATTENTION_SENTENCE], "bat")
+    e = decoder.encode([lesson.ATTENTION_SENTENCE])
+    pos = tv.spans[0].token_indices
+    r = attention_look(e.attentions[0], e.tokens[0], e.special[0], pos, "bat", causal=True)
+    assert decoder.sink.token in r.question.prompt and "[CLS]" not in r.question.prompt
+    before = {token_label for i, token_label in enumerate(r.labels) if i < min(pos) and not e.special[0][i]}
+    assert set(r.question.options) == before  # the words after "bat" get exactly 0: not offered
+    assert float(e.attentions[0][0, :, max(pos), max(pos) + 1:].max()) == 0.0
+    q = context_prediction(["Her", "new", "cricket"], np.array([[0, 0, 0], [0.1, 0.2, 0.3]]), "bat", replacement="")
+    assert "Which word, deleted, moves" in q.question.prompt and "Deleting 'cricket'" in q.question.explanation
+    words = ["Her", "new", "cricket", "is", "made"]
+    q = context_prediction(words, np.array([[0] * 5, [0.1, 0.2, 0.3, 0, 0]]), "bat", replacement="", only=(0, 1, 2))
+    assert q.options == ("Her", "new", "cricket")  # the words after the target are not offered

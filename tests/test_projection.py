@@ -287,3 +287,14 @@ def test_same_nearest_neighbour_by_hand():
     assert same_nearest_neighbour(coords, full, senses) == (0, 4)
     assert same_nearest_neighbour(full[:, :2], full, senses) == (4, 4)
     assert same_nearest_neighbour(coords, full, ["a", None, None, None]) == (0, 0)
+
+
+def test_all_alike_by_hand():
+    from lib.stats.projection import all_alike
+
+    v = np.array([[1.0, 2.0, 3.0]] * 4)
+    assert all_alike(v) and all_alike(v[:1])
+    w = v.copy()
+    w[2, 1] += 1e-3
+    assert not all_alike(w)
+    assert all_alike(v * 1e4 + np.array([[0.0, 0.0, 1e-3]] * 4))  # relative to the vectors' size

@@ -434,13 +434,16 @@ def test_evidence_card_failure_checks_by_hand():
     t = checks["tokenization"].text
     assert checks["tokenization"].flagged and "1 of 4 sentences (e.g. ban + ##k)" in t and "lowest cosine 0.80" in t
     assert "1 sentence(s) were cut" in t
-    assert checks["semantic drift"].flagged and "cosine 0.60 with the rest of its own sentence and 0.50" in checks["semantic drift"].text
+    assert checks["word or sentence"].flagged
+    assert "cosine 0.60 with the rest of its own sentence and 0.50" in checks["word or sentence"].text
+    # the course's semantic drift is a change of senses over time or domain: one set cannot show it
+    assert checks["semantic drift"].flagged is None and "over time or between domains" in checks["semantic drift"].text
     assert "75% read right at layer 6, above chance (shuffled labels up to 50%)" in card.comparison
     assert "Random pairs of other word pieces score 0.30 there" in card.misses
     ok = replace(facts, split=(2, 100, 0), context_words=(5, 6, 7, 8), pieces=(("bank",),) * 4, static_min=1.0,
                  truncated=0, context_similarity=0.4)  # fmt: skip
     checks = {c.name: c for c in evidence_card(v, v, list("abcd"), ["x", "x", "y", "y"], "bank", facts=ok).checks}
-    assert not any(checks[k].flagged for k in ("domain mismatch", "short text", "tokenization", "semantic drift"))
+    assert not any(checks[k].flagged for k in ("domain mismatch", "short text", "tokenization", "word or sentence"))
     assert checks["short text"].text.endswith("(fewest: 5).")
     bare = {c.name: c for c in evidence_card(v, v, list("abcd"), ["x", "x", "y", "y"], "bank").checks}
     assert all(bare[k].flagged is None for k in CHECKS if k != "polysemy")
@@ -455,6 +458,52 @@ def test_split_word_counts_by_hand(encoder):
     assert split_word_counts(tok, ["The kiwi bank closed."]) == (expected_split, 4, 0)
     assert expected_split >= 1  # "kiwi" is two word pieces in this vocabulary
     assert split_word_counts(tok, []) == (0, 0, 0)
+
+
+def test_split_word_counts_by_hand_with_a_byte_level_tokenizer(decoder):
+    """A byte-level piece takes in the space before its word (" kiwi"): every word counts, not only the first."""
+    from lib.stats.evidence import split_word_counts
+
+    tok = decoder.tokenizer
+    sentences = ["The xylophonist closed early.", "Photosynthesis needs an ornithologist and sunlight."]
+    n_split = n_words = 0
+    for sentence in sentences:
+        for k, w in enumerate(sentence.rstrip(".").split()):
+            pieces = tok.tokenize(w if k == 0 else " " + w)  # as the word reads inside its sentence
+            n_words += 1
+            n_split += len(pieces) > 1
+    assert n_words == 10 and n_split >= 3  # not just the first word of each sentence
+    assert split_word_counts(tok, sentences) == (n_split, n_words, 0)
+
+
+def test_the_evidence_card_follows_the_models_facts():
+    sentences = ["This bank is by the river.", "This bank is lending.", "The river bank flooded.", "The bank lends."]
+    senses = ["river", "money", "river", "money"]
+    first = np.ones((4, 3))
+    chosen = np.array([[1.0, 0, 0], [1.0, 0, 0], [0.2, 1, 0], [0.3, 0, 1]])  # S1 and S2: one vector
+    ends = tuple(s.index("bank") + 4 for s in sentences)
+    causal = CardFacts(pieces=(("Ġbank",), ("Ġbank",), ("Ġriver", "bank"), ("Ġbank",)), piece_pooling="last",
+                       layer_zero="the word piece's own row", causal=True, target_ends=ends)  # fmt: skip
+    card = evidence_card(first, chosen, sentences, senses, "bank", first_name="layer 0", facts=causal)
+    (near,) = [x for x in card.surprises if x.rule == "nearer another sense"]
+    assert "Both open with “This bank”" in near.text and "cosine 1.000" in near.text
+    assert "(its last word piece)" in card.representation and "(the word piece's own row; no context yet)" in card.representation
+    assert "the last of them" in {c.name: c for c in card.checks}["tokenization"].text
+    # the same numbers from a model that reads both ways: no such reason is claimed
+    both = evidence_card(first, chosen, sentences, senses, "bank", first_name="layer 0",
+                         facts=replace(causal, causal=False, piece_pooling="mean"))  # fmt: skip
+    assert "Both open with" not in both.reason and "(the mean of its word pieces)" in both.representation
+
+
+def test_the_evidence_card_claims_no_separation_the_readout_does_not_support():
+    a = np.deg2rad([0.0, 10.0, 80.0, 90.0])
+    chosen = np.stack([np.cos(a), np.sin(a)], axis=1)  # two clean senses: the gap grows
+    first = np.ones((4, 2))
+    senses = ["x", "x", "y", "y"]
+    above = evidence_card(first, chosen, list("abcd"), senses, facts=CardFacts(readout=(1.0, 0.5)))
+    assert above.captures.startswith("the sense, on average") and "within chance" not in above.reason
+    within = evidence_card(first, chosen, list("abcd"), senses, facts=CardFacts(readout=(1.0, 1.0)))
+    assert within.captures.startswith("no sense this set can show") and "is within chance" in within.reason
 
 
 def test_evidence_card_limits_rows_and_keeps_surprise():
@@ -684,6 +733,11 @@ def test_depth_and_pooling_phrase_by_hand():
     text = depth_and_pooling_phrase(r)
     assert text.startswith("Here the last layer reads the word's sense as well as any (80%)") and "they tie" in text
     assert depth_and_pooling_phrase({}) == ""
+    # 12 sentences: the last layer reads one fewer than the best is no evidence; three fewer is
+    r = {WORD_VECTOR: np.array([0.5, 1.0, 11 / 12])}
+    assert "one sentence of 12 fewer, too small a difference" in depth_and_pooling_phrase(r, 12)
+    r = {WORD_VECTOR: np.array([0.5, 1.0, 9 / 12])}
+    assert depth_and_pooling_phrase(r, 12).startswith("Deeper is not always better") and "3 sentences of 12 fewer" in depth_and_pooling_phrase(r, 12)
 
 
 def test_a_readout_of_identical_vectors_is_no_reading():

@@ -138,7 +138,7 @@ def test_layers_page_sentences_match_its_numbers(random_bert):
         assert table.loc[row, "above chance"] == ("no" if inside else "yes"), (row, rc.accuracy, rc.shuffled_p95)
         assert table.loc[row, "readout"] == f"{rc.accuracy[i]:.0%}"
         assert table.loc[row, "shuffled, 95th percentile"] == f"{rc.shuffled_p95[i]:.0%}"
-    assert ("Above chance at layer 0, with no context" in text) == (rc.accuracy[0] > rc.shuffled_p95[0] + 1e-12)
+    assert ("the readout is already above chance" in text) == (rc.accuracy[0] > rc.shuffled_p95[0] + 1e-12)
 
     # section 5: the distance above random words is self-similarity minus the baseline
     m = re.search(r"\*\*-?\d\.\d\d at layer \d+\*\*, ([+-]\d\.\d\d) above random words", text)
@@ -150,13 +150,15 @@ def test_home_page_sentences_match_its_numbers(random_bert):
     text = _text(_page("home", folder, "bank"))
     tv, senses = _preset_vectors(enc, "bank")
     g = _gap(tv.vectors[:, [0, N_LAYERS]].astype(np.float64), senses)
-    pulled = "the context has pulled the occurrences apart by meaning" in text
-    assert pulled == (g[1] > g[0] + 0.01), g
     rc = readout_chance(tv.vectors, senses)
-    verdict = "within" if rc.accuracy[N_LAYERS] <= rc.shuffled_p95[N_LAYERS] + 1e-12 else "above"
+    inside = rc.accuracy[N_LAYERS] <= rc.shuffled_p95[N_LAYERS] + 1e-12
+    # a separation is claimed only where the gap grew and the same page's readout is above chance
+    pulled = "the context has pulled the occurrences apart by meaning" in text
+    assert pulled == (g[1] > g[0] + 0.01 and not inside), (g, rc.accuracy, rc.shuffled_p95)
+    verdict = "within" if inside else "above"
     assert (
         f"{rc.accuracy[0]:.0%} right at layer 0 and **{rc.accuracy[N_LAYERS]:.0%}** at layer {N_LAYERS}, {verdict} "
-        f"chance (shuffled labels reach {rc.shuffled_p95[N_LAYERS]:.0%})"
+        f"chance"
     ) in text
     assert ("Above chance at layer 0" in text) == (not rc.within_chance[0])
 

@@ -71,7 +71,7 @@ def probe_section(
         ),
         key=key,
     )
-    best = p.best_layer
+    best = p.best_above_band  # never a layer the same caption lists as inside the band
     within = [i for i in range(K) if p.within_band[i]]
     prose(
         f"A **probe** reads the sense off the vectors (logistic regression, {p.folds}-fold cross-validated). "
@@ -96,7 +96,8 @@ def probe_section(
 
     st.table(cache.frame("probe", (*set_key, pooled[1] if pp is not None else None), table), hide_index=False)
     st.caption(
-        f"Most common sense: {p.chance:.0%}. Furthest above the null: {layer_word(best)}. "
+        f"Most common sense: {p.chance:.0%}. "
+        + (f"Furthest above the null: {layer_word(best)}. " if best is not None else "")
         + (
             "Not above the null's band: " + ", ".join(layer_word(i) for i in within) + "."
             if within

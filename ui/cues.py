@@ -12,8 +12,9 @@ import streamlit as st
 
 from lib.errors import ContextLensError
 from lib.inputs.presets import preset_by_id
+from lib.models.facts import described
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
-from lib.stats.direction import cue_gaps
+from lib.stats.direction import cue_gaps, cue_phrase
 from ui import cache, controls
 from ui.widgets import chart, escape_md, prose
 
@@ -66,53 +67,36 @@ def _compare(page: str, ss, model: str, cues: list[str | None]) -> None:
             results[family] = cache.computed(
                 "cue_gaps",
                 key,
-                lambda tv=tv: cue_gaps(tv.vectors, [ss.senses[i] or None for i in tv.kept], [cues[i] for i in tv.kept]),
+                lambda tv=tv: cue_gaps(
+                    tv.vectors, [ss.senses[i] or None for i in tv.kept], [cues[i] for i in tv.kept],
+                    openings=[sp.sentence[: sp.end] for sp in tv.spans],
+                ),  # fmt: skip
             )
         except ContextLensError as err:
             st.info(escape_md(str(err)))
             return
-    every = np.concatenate([np.r_[g.before, g.after] for g in results.values()])
-    pad = 0.05 * float(every.max() - every.min())
-    y_range = (float(every.min()) - pad, float(every.max()) + pad)  # one scale: the two charts compare by eye
-    fig_key = (tuple(ss.sentences), tuple(ss.senses), ss.target, tuple(cues), y_range)
+    fig_key = (tuple(ss.sentences), tuple(ss.senses), ss.target, tuple(cues))
     for col, (_, family) in zip(st.columns(2), MODELS, strict=True):
         g = results[family]
         with col:
             chart(
                 cache.shared_figure(
-                    "cue", (*fig_key, family), lambda g=g, family=family: _figure(ss.target, family, g, y_range)
+                    "cue", (*fig_key, family), lambda g=g, family=family: _figure(ss.target, family, g)
                 ),
                 key=f"{page}_cue_{family}",
                 share=0.5,
                 name_model=False,
             )
-    e, d = results["encoder"], results["decoder"]
-    verdict = (
-        "The decoder separates the senses only when the cue comes first; the encoder separates both halves."
-        if d.separates_before and not d.separates_after and e.separates_before and e.separates_after
-        else "Here the halves do not split as the course expects; look at the curves."
-    )
-    prose(
-        f"Half the {e.n_before + e.n_after} sentences name the cue **before** “{escape_md(ss.target)}”, half only "
-        "**after** it, with the same openings for both senses. Same − different sense cosine: **encoder**, cue "
-        f"before peaks at {_peak(e.before)}, cue after at {_peak(e.after)}; **decoder** (a 4-bit copy of SmolLM2), "
-        f"cue before peaks at {_peak(d.before)}, cue after stays between {d.after.min():+.2f} and "
-        f"{d.after.max():+.2f} at every layer. **{verdict}** Reading left to right, the decoder makes the "
-        "word's vector before it reads what follows."
-    )
+    prose(cue_phrase(results["encoder"], results["decoder"], escape_md(ss.target),
+                     escape_md(described(cache.encoder(DECODER_MODEL)))))  # fmt: skip
 
 
-def _figure(target: str, family: str, g, y_range: tuple[float, float]):
-    fig, _ = controls.two_model_figure(
-        [(f"cue before “{target}”", g.before, "solid"), ("cue only after", g.after, "dash")],
+def _figure(target: str, family: str, g):
+    fig, _ = controls.two_model_figure(  # each model on its own scale: their cosine floors differ
+        [(f"cue before “{target}”", g.before, "solid"), ("cue only after", g.after, "dash"),
+         ("shuffled senses (95th pct.)", np.maximum(g.before_null, g.after_null), "dot")],
         title=f"The {family}: same − different sense",
         y_title="same − different sense cosine",
         zero_line=True,
-        y_range=y_range,
-    )
+    )  # fmt: skip
     return fig
-
-
-def _peak(gap) -> str:
-    k = int(np.argmax(gap))
-    return f"{gap[k]:+.2f} at layer {k}"

@@ -59,6 +59,7 @@ def _card(page, key, ss, tv, prof, r, rep, short_rep, model, chance, comparison_
             split=cache.split_counts(model, tuple(ss.clean_sentences)),
             reference_split=_reference_split(model),
             comparison_notes=comparison_notes,
+            model_facts=cache.encoder(model),
         )
         return evidence_card(
             prof.vectors[:, 0, :],

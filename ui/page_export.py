@@ -315,7 +315,10 @@ def build_html(rec: Recording, meta: pe.Meta, title: str | None = None) -> str:
 
 
 def file_name(title: str) -> str:
-    stem = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_") or "page"
+    """"Attention" -> "context_lens_attention_<date>.html"; the start page, titled "Context Lens" itself, is
+    "context_lens_start_<date>.html" (not "context_lens_context_lens_...")."""
+    stem = re.sub(r"[^a-z0-9]+", "_", title.lower()).strip("_")
+    stem = re.sub(r"^context_lens(_|$)", "", stem) or ("start" if stem else "page")
     return f"context_lens_{stem}_{datetime.datetime.now(datetime.UTC):%Y-%m-%d}.html"
 
 

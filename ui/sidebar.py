@@ -12,7 +12,8 @@ from lib.inputs.presets import load_presets, preset_by_id
 from lib.inputs.sentences import MAX_TEXT_CHARS, SentenceSet
 from lib.models import pack
 from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key, split_model_key
-from lib.models.keys import DECODER_MODEL, base_model_id, parse_model_key, weights_label
+from lib.models.keys import DECODER_MODEL, base_model_id, model_label, parse_model_key, weights_label
+from lib.models.targets import short
 from lib.serving.hosting import hosted_mode, model_allowed
 from ui import cache, link
 from ui.session import (
@@ -36,6 +37,8 @@ from ui.session import (
 from ui.widgets import escape_md
 
 K_FT_ARMED = "_cl_finetuned_armed"  # the fine-tuned model key this session clicked to train again
+# A model name that failed: its message, shown under the box on the next run, and the name the box goes back to
+K_MODEL_FAILED, K_MODEL_BACK = "_cl_model_failed", "_cl_model_back"
 
 
 def _is_preset_text(text: str, target: str) -> bool:
@@ -100,6 +103,8 @@ def render() -> None:
         )
     ss = sentence_set()
     _show_set_messages(sb, ss)
+    if (back := st.session_state.pop(K_MODEL_BACK, None)) is not None:  # a name that failed: the box goes back
+        st.session_state[K_MODEL] = back
     active = st.session_state.get(K_ACTIVE_MODEL)
     wanted = (st.session_state.get(K_MODEL) or "").strip() or DEFAULT_MODEL
     # open when another model is in use, or when the one asked for (e.g. by a link) was refused or waits for a click
@@ -113,6 +118,9 @@ def render() -> None:
             f"and left-to-right decoders (Llama, Qwen, GPT-2 style): {DECODER_MODEL} once fetched (the button "
             "below, or `python -m lib.models download`).",
         )
+        failed = st.session_state.pop(K_MODEL_FAILED, None)
+        if failed:  # right under the box, where the learner typed: not below the other controls
+            st.error(failed)
         decoder_slot = st.empty()  # filled once the model is resolved below, so it names the model in use now
         st.radio(
             "Weights",
@@ -124,8 +132,8 @@ def render() -> None:
             format_func=lambda w: {"trained": "trained", "shuffled": "shuffled (control)", "random": "random"}[w],
             help="Shuffled: the trained weights, each matrix's entries put in random places: the same "
             "architecture and each matrix's scale, nothing learned (its attention need not be as sharp, nor its "
-            "words take in as much context: Layer by layer measures both). Random: fresh weights from BERT's "
-            "initialiser (std 0.02), which take in almost no context.",
+            "words take in as much context: Layer by layer measures both). Random: fresh weights from the "
+            "initialiser the model's config names (std 0.02), which take in almost no context.",
         )
         st.number_input(
             "Seed of the control's weights",
@@ -188,8 +196,15 @@ def _resolve_model(container, ss: SentenceSet) -> None:
             if err == pack.MISSING:  # the decoder's pack, not fetched yet: offer it (never on a hosted copy)
                 _download_panel(container)
                 return
-            container.error(escape_md(err or "The model could not be loaded.") + "  \nStill using the previous model.")
-            return
+            in_use = st.session_state.get(K_ACTIVE_MODEL) or DEFAULT_MODEL
+            # said right under the box on the next run, with the box back on the model in use (a name left in
+            # the box would be tried again on every run, its message far down the sidebar)
+            st.session_state[K_MODEL_FAILED] = (
+                f"“{escape_md(short(name, 60))}”: {escape_md(err or 'The model could not be loaded.')}  \nStill using "
+                f"the previous model, {escape_md(model_label(in_use))}; the box is back to it."
+            )
+            st.session_state[K_MODEL_BACK] = base_model_id(in_use)
+            st.rerun()
         st.session_state[K_ACTIVE_MODEL] = enc.name
     _, weights, seed = split_model_key(st.session_state[K_ACTIVE_MODEL])
     if weights == "finetuned":
@@ -203,14 +218,15 @@ def _resolve_model(container, ss: SentenceSet) -> None:
         )  # fmt: skip
     elif weights == "shuffled":
         container.warning(
-            f"Shuffled weights (seed {seed}): every page now shows an encoder that learned nothing; its "
+            f"Shuffled weights (seed {seed}): every page now shows a model that learned nothing; its "
             "matrices hold the trained numbers in random places. Chart titles say so."
         )
     elif weights == "random":
         container.warning(
-            f"Random weights (seed {seed}): fresh weights from BERT's initialiser (std 0.02). Every page now shows "
-            "an encoder that learned nothing and takes in almost no context (its attention is nearly uniform); "
-            "to ask what training added, choose the shuffled control. Chart titles say so."
+            f"Random weights (seed {seed}): fresh weights from the initialiser the model's config names (std "
+            "0.02). Every page now shows a model that learned nothing and takes in almost no context (its "
+            "attention is nearly uniform); to ask what training added, choose the shuffled control. Chart "
+            "titles say so."
         )
 
 

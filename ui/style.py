@@ -58,6 +58,9 @@ label[data-testid="stWidgetLabel"][disabled] p {{ color: #595959 !important; }}
 /* display formulas: no scroll region of their own (keyboard users could not scroll it); smaller on phones */
 .katex-display {{ overflow: visible !important; }}
 @media (max-width: 640px) {{ .katex-display {{ font-size: 0.85em; }} }}
+/* a text area's "Ctrl+Enter" hint and character counter: under the box, not over its last line (a long text
+   ran under the counter while it was typed) */
+[data-testid="stTextArea"] [data-testid="InputInstructions"] {{ position: static !important; text-align: right; }}
 </style>
 """
 

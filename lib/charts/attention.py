@@ -304,7 +304,8 @@ def target_attention_by_layer(
 def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = None) -> go.Figure:
     """Stacked bars per layer: the share of attention going to [CLS], [SEP], punctuation and other tokens.
 
-    head None = mean over heads; else that head only. Each bar adds up to 1.
+    head None = mean over heads; else that head only. Each bar adds up to 1. A kind of special token the
+    sentence has none of (``closing_label`` "": a decoder's sentence has no closing token) gets no bar.
     """
     if head is None:
         parts = (share.cls_mean, share.sep_mean, share.punctuation_mean, share.other_mean)
@@ -323,6 +324,7 @@ def special_token_share_chart(share: SpecialTokenShare, *, head: int | None = No
             "hovertemplate": f"%{{x}}: {esc(name)} gets %{{y:.1%}} of the attention<extra></extra>",
         }
         for name, values, color in zip(names, parts, colors, strict=True)
+        if name  # a kind of special token the sentence does not have (a decoder's closing one) is left out
     ]
     layout = base_layout(height=380)
     layout |= {

@@ -73,11 +73,13 @@ def shift_bars(
     attention: np.ndarray | None = None,
     *,
     title: str = "",
+    edit: str = "masked",
 ) -> go.Figure:
     """Horizontal bars of how far masking each word moves the target (largest on top); when ``attention``
     is given, a second panel on the right shows the target's attention to the same words, in the same rows.
 
-    shift: (n_words,) 1 - cosine at one layer; attention: (n_words,) at the same layer, or None.
+    shift: (n_words,) 1 - cosine at one layer; attention: (n_words,) at the same layer, or None; edit: what was
+    done to each word ("masked", "deleted", "replaced by [UNK]"), for the hover text.
     """
     s = _finite(shift)
     labels = word_labels(words)
@@ -89,8 +91,8 @@ def shift_bars(
         1, cols, shared_y=True, col_widths=[0.62, 0.38] if cols == 2 else None, h_space=0.04
     )
     traces = [
-        _hbar(s[order], y, name="shift when masked", color=BAR_COLOR, fmt=".3f",
-              hover="masking <b>%{y}</b><br>shift %{x:.4f}<extra></extra>")  # fmt: skip
+        _hbar(s[order], y, name=f"shift when {_esc(edit)}", color=BAR_COLOR, fmt=".3f",
+              hover=f"<b>%{{y}}</b> {_esc(edit)}<br>shift %{{x:.4f}}<extra></extra>")  # fmt: skip
     ]
     top_s = float(max(s.max(initial=0.0), 1e-6))
     layout["xaxis"] |= {"title": {"text": "shift (1 − cos)"}, "range": [0, top_s * 1.2]}
@@ -161,11 +163,12 @@ def attention_vs_shift(
     *,
     layer: int,
     title: str = "",
+    edit: str = "masked",
 ) -> go.Figure:
     """Each word's attention from the target (x) against the shift its masking causes (y) at ``layer`` (1..L).
 
-    attention, shift: (n_words,) at ``layer``. Drawn beside :func:`correlation_by_layer` (two charts in two
-    columns, stacked on a phone).
+    attention, shift: (n_words,) at ``layer``; edit: what was done to each word, for the axis title. Drawn
+    beside :func:`correlation_by_layer` (two charts in two columns, stacked on a phone).
     """
     a, s = _finite(attention), _finite(shift)
     trace = {
@@ -183,7 +186,7 @@ def attention_vs_shift(
     }
     layout = base_layout(title=title or f"Layer {layer}: attention vs shift", height=420)
     layout["xaxis"] = {"title": {"text": "target's attention (mean over heads)"}}
-    layout["yaxis"] = {"title": {"text": "shift when masked (1 − cosine)"}}
+    layout["yaxis"] = {"title": {"text": f"shift when {_esc(edit)} (1 − cosine)"}}
     return figure([trace], layout)
 
 

@@ -26,7 +26,8 @@ from lib.charts.layers import accuracy_line, majority_line
 PROBE_COLOR = SENSE_COLORS[0]
 CONTROL_COLOR = "#7F7F7F"
 CHANCE_COLOR = "#444444"
-MODEL_COLORS = (SENSE_COLORS[0], SENSE_COLORS[4])  # blue: first model, vermillion: second
+# blue: first model (or curve), vermillion: second, grey: a third (a null drawn beside two curves)
+MODEL_COLORS = (SENSE_COLORS[0], SENSE_COLORS[4], CONTROL_COLOR)
 
 
 def probe_chart(

@@ -680,13 +680,21 @@ def readout_chart(
     return figure(traces, layout)
 
 
+LABEL_EVERY_POINT = 13  # layers up to which every point of an accuracy line carries its value
+
+
 def accuracy_line(x: list, accuracy: np.ndarray, *, name: str, what: str, color: str = ALL_PAIRS_COLOR) -> dict:
-    """An accuracy per layer as a thick line with each value written above its point ("83%")."""
+    """An accuracy per layer as a thick line with each value written above its point ("83%"). With more than
+    ``LABEL_EVERY_POINT`` layers (a 30-layer decoder) a value is written only where it changes, and at the
+    last point: thirty "50%"s side by side would run into each other."""
     acc = np.asarray(accuracy, dtype=float)
+    text = [f"{v:.0%}" for v in acc]
+    if len(text) > LABEL_EVERY_POINT:
+        text = [t if i in (0, len(text) - 1) or t != text[i - 1] else "" for i, t in enumerate(text)]
     return labelled_line(
         x,
         acc,
-        text=[f"{v:.0%}" for v in acc],
+        text=text,
         name=name,
         hovertemplate=f"layer %{{x}}: {what} %{{y:.1%}}<extra></extra>",
         color=color,

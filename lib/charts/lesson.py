@@ -178,15 +178,18 @@ def pooling_panels(
     mean_different: np.ndarray,
     *,
     title: str | None = None,
+    single: str = "[CLS] vector",
 ) -> go.Figure:
-    """Two panels, [CLS] and mean pooling: mean cosine of same-topic and different-topic pairs per layer.
+    """Two panels, one word piece's vector and mean pooling: mean cosine of same-topic and different-topic pairs
+    per layer.
 
-    Each argument is (L+1,). Both panels share the y-axis, so the gaps can be compared by eye.
+    Each argument is (L+1,) (the ``cls_*`` ones: the single vector's, [CLS] or a left-to-right model's last
+    word piece, named by ``single``). Both panels share the y-axis, so the gaps can be compared by eye.
     """
     layout = base_layout(title=title, height=460)
     layout |= subplot_grid(
         # short panel titles: on a phone each panel is ~150 px wide
-        1, 2, shared_y=True, h_space=0.06, titles=("[CLS] vector", "mean of word pieces")
+        1, 2, shared_y=True, h_space=0.06, titles=(_esc(single), "mean of word pieces")
     )
     layout["legend"] |= {"orientation": "h", "y": -0.22, "x": 0}
     if title:  # room for the title above the two panel titles

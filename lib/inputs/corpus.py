@@ -169,6 +169,9 @@ class CorpusStats:
     notes:         messages for the learner, e.g. that the corpus was cut to the word-piece budget
     massive:       lib.stats.geometry.MassiveValues of the corpus (position 0's largest value, the ordinary
                    word pieces that carry massive values too), None for statistics made without it
+    typical_mean, typical_std: (num_hidden_states, hidden) μ and σ per layer without the word pieces that
+                   carry massive values (``massive.words``), None when none does: a statistic shown both ways
+    sample_massive: (n_sample,) bool, True for a sample word piece that carries massive values
     """
 
     model_name: str
@@ -182,6 +185,14 @@ class CorpusStats:
     mean_norm: np.ndarray
     notes: tuple[str, ...] = ()
     massive: MassiveValues | None = None
+    typical_mean: np.ndarray | None = None
+    typical_std: np.ndarray | None = None
+    sample_massive: np.ndarray | None = None
+
+    @property
+    def n_massive(self) -> int:
+        """How many of the corpus's word pieces carry massive values (left out of ``typical_*``)."""
+        return 0 if self.massive is None else len(self.massive.words)
 
     @property
     def num_hidden_states(self) -> int:
@@ -282,14 +293,25 @@ class _TokenVectors:
             picks = rng.choice(picks, size=sample_size, replace=False)
         picks = np.sort(picks)
 
+        massive = self.peaks.summary() if self.peaks.ordinary else None
+        # the word pieces that carry massive values: each one's largest |value| over every layer and dimension
+        peak = np.zeros(n_tokens, dtype=np.float32)
+        for layer in range(num_hidden_states):
+            np.maximum(peak, np.abs(H[layer]).max(axis=1), out=peak)
+        is_massive = peak > massive.threshold if massive is not None else np.zeros(n_tokens, dtype=bool)
+        typical = ~is_massive if 0 < int(is_massive.sum()) < n_tokens - 1 else None
+
         # float64 one layer at a time: a whole-corpus float64 copy would double the peak memory
-        means, stds, fits, norms = [], [], [], []
+        means, stds, fits, norms, t_means, t_stds = [], [], [], [], [], []
         for layer in range(num_hidden_states):
             X = H[layer].astype(np.float64)  # (n_tokens, hidden)
             means.append(X.mean(axis=0))
             stds.append(X.std(axis=0))
             norms.append(np.linalg.norm(X, axis=1).mean())
             fits.append(fit_covariance(X))
+            if typical is not None:
+                t_means.append(X[typical].mean(axis=0))
+                t_stds.append(X[typical].std(axis=0))
         return CorpusStats(
             model_name=model_name,
             n_sentences=self.n_sentences,
@@ -301,7 +323,10 @@ class _TokenVectors:
             sample_tokens=tuple(self.tokens[i] for i in picks),
             mean_norm=np.array(norms),
             notes=tuple(notes),
-            massive=self.peaks.summary() if self.peaks.ordinary else None,
+            massive=massive,
+            typical_mean=np.stack(t_means) if typical is not None else None,
+            typical_std=np.stack(t_stds) if typical is not None else None,
+            sample_massive=is_massive[picks].copy(),
         )
 
 
@@ -350,8 +375,8 @@ def bounded_corpus(model, sentences: Sequence[str], key: str) -> tuple[tuple[str
     if getattr(model, "family", None) != "decoder" or len(sentences) <= n:
         return sentences, key, None
     note = (
-        f"The decoder costs about seven times the encoder per word piece, so its statistics come from the "
-        f"corpus's first {n} of {len(sentences):,} sentences (a smaller sample: its numbers are rougher)."
+        f"This model's statistics come from the corpus's first {n} of {len(sentences):,} sentences (it costs "
+        "about seven times the encoder per word piece): a smaller sample, rougher numbers."
     )
     return sentences[:n], f"{key}-first{n}", note
 
@@ -404,3 +429,65 @@ def anisotropy_curves(stats: CorpusStats, k: int) -> dict[str, np.ndarray]:
         )
         for t in TREATMENTS
     }
+
+
+@dataclass(frozen=True)
+class WithoutMassive:
+    """One layer's anisotropy statistics with and without the word pieces that carry massive values.
+
+    n: how many of the corpus's word pieces carry them (left out of the ``*_without`` numbers); words: their
+    word pieces, largest first; top_dims / top_share: the three dimensions with the largest variance and
+    their share of it, over every word piece (``top_dims``, ``top_share``) and without them
+    (``top_dims_without``, ``top_share_without``); cosine / cosine_without: the mean cosine of the distinct-piece
+    sample, all of it and without them; dim: the dimension that adds most to that mean cosine, with its
+    share (``dim_cosine``, ``dim_cosine_without``), mean and σ both ways.
+    """
+
+    n: int
+    words: tuple[str, ...]
+    top_dims: tuple[int, ...]
+    top_share: float
+    top_dims_without: tuple[int, ...]
+    top_share_without: float
+    cosine: float
+    cosine_without: float
+    dim: int
+    dim_cosine: float
+    dim_cosine_without: float
+    dim_mean: float
+    dim_std: float
+    dim_mean_without: float
+    dim_std_without: float
+
+
+def without_massive(stats: CorpusStats, layer: int) -> WithoutMassive | None:
+    """The page's per-layer statistics both ways (:class:`WithoutMassive`), or None when no word piece of the
+    corpus carries massive values (then there is only one way to say them)."""
+    from lib.stats.geometry import rogue_dimensions, top_variance_share
+
+    if stats.typical_std is None or stats.typical_mean is None or stats.sample_massive is None:
+        return None
+    keep = ~np.asarray(stats.sample_massive, dtype=bool)
+    X = stats.sample[layer]
+    every = rogue_dimensions(X, top=3)
+    typical = rogue_dimensions(X[keep], top=3) if keep.sum() >= 2 else every
+    dims, share = top_variance_share(stats.variance[layer], 3)
+    dims2, share2 = top_variance_share(stats.typical_std[layer] ** 2, 3)
+    j = int(np.argmax(every.cosine_contribution))
+    return WithoutMassive(
+        n=stats.n_massive,
+        words=tuple(w[2] for w in stats.massive.words) if stats.massive is not None else (),
+        top_dims=dims,
+        top_share=share,
+        top_dims_without=dims2,
+        top_share_without=share2,
+        cosine=float(every.cosine_contribution.sum()),
+        cosine_without=float(typical.cosine_contribution.sum()),
+        dim=j,
+        dim_cosine=float(every.cosine_contribution[j]),
+        dim_cosine_without=float(typical.cosine_contribution[j]),
+        dim_mean=float(stats.mean[layer][j]),
+        dim_std=float(stats.std[layer][j]),
+        dim_mean_without=float(stats.typical_mean[layer][j]),
+        dim_std_without=float(stats.typical_std[layer][j]),
+    )

@@ -158,7 +158,8 @@ class SpecialTokenShare:
       *_mean (properties):            (L,)   averaged over heads; cls_sep_mean = cls_mean + sep_mean
       opening_label, closing_label:   what to call the two kinds of special key on a page: "[CLS]" / "[SEP]"
                                       for BERT, the start token's own text (e.g. "<|im_start|>") for a decoder,
-                                      taken from the tokens at the opening / closing positions
+                                      taken from the tokens at the opening / closing positions; closing_label
+                                      is "" when the sentence has no closing special token (a decoder's)
     """
 
     cls: np.ndarray
@@ -242,7 +243,7 @@ def special_token_share(
         punctuation=share(is_punct),
         other=share(is_other),
         opening_label=label(is_cls, "[CLS]"),
-        closing_label=label(is_sep, "[SEP]"),
+        closing_label=label(is_sep, ""),  # "": the sentence has no closing special token (a decoder's)
     )
 
 
@@ -297,8 +298,9 @@ _BYTE_MARKS = str.maketrans({"Ġ": "␣", "Ċ": "↵", "ĉ": "⇥"})  # byte-lev
 
 def shown_token(token: str) -> str:
     """A word piece as a chart shows it: byte-level BPE (GPT-2, Llama 3, SmolLM2) writes the space before a word
-    as "Ġ" and a line break as "Ċ"; they are shown as "␣" and "↵". WordPiece tokens never hold those marks."""
-    return token.translate(_BYTE_MARKS)
+    as "Ġ" and a line break as "Ċ"; they are shown as "␣" and "↵", and a no-break space (its two bytes, "Âł") as
+    "⍽", so it does not pass for a space. WordPiece tokens never hold those marks."""
+    return token.replace("Âł", "⍽").translate(_BYTE_MARKS)
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:

@@ -3,9 +3,13 @@
 A decoder's last layer turns the vector at a position into a guess of the *next* token: the final norm, then
 the output head (``lm_head``), then a softmax over the vocabulary. The logit lens (nostalgebraist, 2020)
 applies that same readout to the vector after *every* layer, to see when the next-token guess takes
-shape. It is a readout, not what a layer "thinks": the head was trained on the last layer's vectors only, so
-early layers, whose vectors live in another part of the space, read as noise; what a layer knows may be
-there in a form this head cannot read.
+shape. It is a readout, not what a layer "thinks": the head was trained on the last layer's vectors only, and
+what a layer knows may be there in a form this head cannot read. Yet the readings are not noise: in SmolLM2
+the middle layers already guess plausible next words for the position ("bank" -> " of", " and", ","), and
+those guesses converge towards the last layer's (:attr:`LogitLens.follows_top`: by default the lens follows
+the last layer's own top guesses down the layers). Where the head is the input embedding table itself
+(``tied_output_head``), the input layer's vector read through it gives the word piece back: layer 0
+"guesses" the word itself.
 
 ``hidden_states[-1]`` already has the final norm applied (``Decoder.final_norm_in_last_state``), so the lens
 norms every hidden state but the last; norming the last again would change it (RMSNorm is not idempotent
@@ -51,6 +55,7 @@ class LogitLens:
       word_probs:  float32 (K, w)   each word's probability as the next token after each layer
       normed:      bool (K,)        True where the lens applied the final norm (every layer but the last,
                                     which the model has normed already)
+      follows_top: True when ``words`` are the last layer's own top guesses (no words were named)
     """
 
     top_ids: np.ndarray
@@ -62,6 +67,7 @@ class LogitLens:
     word_split: tuple[bool, ...]
     word_probs: np.ndarray
     normed: np.ndarray
+    follows_top: bool = False
 
     @property
     def num_hidden_states(self) -> int:
@@ -115,13 +121,17 @@ def word_token(tokenizer, word: str) -> tuple[int, str, bool]:
     return int(ids[0]), tokenizer.convert_tokens_to_string([tokenizer.convert_ids_to_tokens(int(ids[0]))]), len(ids) > 1
 
 
-def logit_lens(model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[str] = ()) -> LogitLens:
+def logit_lens(
+    model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[str] = (), follow_top: int = 0
+) -> LogitLens:
     """The logit lens at one position: the top next tokens after every layer and the probability of ``words``.
 
     ``vectors``: (num_hidden_states, hidden), one position's hidden states (the target's vector:
     ``TargetVectors.vectors[i]``, its last piece). ``words`` (at most 10, each at most 40 characters): words
     the learner names ("river", "account"); each is read as its first token (``LogitLens.word_split`` says
-    when that is only part of it). Raises LensError for an encoder or an empty word.
+    when that is only part of it). With no ``words``, ``follow_top`` > 0 follows the last layer's own
+    ``follow_top`` most probable tokens instead (``follows_top``; ``words`` are then their texts). Raises
+    LensError for an encoder or an empty word.
     """
     _require_decoder(model)
     words = tuple(str(w) for w in words)
@@ -140,7 +150,13 @@ def logit_lens(model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[st
     top_tokens = tuple(
         tuple(tok.convert_tokens_to_string([t]) for t in tok.convert_ids_to_tokens(row.tolist())) for row in top
     )
-    found = [word_token(tok, w) for w in words]
+    follows = not words and follow_top > 0
+    if follows:
+        ids = top[-1, : min(int(follow_top), k)] if follow_top <= k else np.argsort(-probs[-1], kind="stable")[:follow_top]
+        found = [(int(i), tok.convert_tokens_to_string([tok.convert_ids_to_tokens(int(i))]), False) for i in ids]
+        words = tuple(f[1] for f in found)
+    else:
+        found = [word_token(tok, w) for w in words]
     word_ids = np.array([f[0] for f in found], dtype=np.int64)
     K = probs.shape[0]
     normed = np.ones(K, dtype=bool)
@@ -156,20 +172,22 @@ def logit_lens(model, vectors: np.ndarray, *, top_k: int = 5, words: Sequence[st
         word_split=tuple(f[2] for f in found),
         word_probs=_ro(probs[:, word_ids].astype(np.float32) if words else np.zeros((K, 0), np.float32)),
         normed=_ro(normed),
+        follows_top=follows,
     )
 
 
 def shown_token(text: str) -> str:
-    """A token's text as a page can show it: a line break as "↵", a tab as "⇥", a space it starts with as "␣".
+    """A token's text as a page can show it: a line break as "↵", a tab as "⇥", a space it starts with as "␣",
+    a no-break space as "⍽" (another piece of the vocabulary than a space).
 
     "␣bank" (a word of its own) and "bank" (glued to what comes before) are two pieces of the vocabulary; with
     the space written plainly they would look the same.
 
-    >>> shown_token(" bank"), shown_token("bank"), shown_token("\\n"), shown_token("  ")
-    ('␣bank', 'bank', '↵', '␣␣')
+    >>> shown_token(" bank"), shown_token("bank"), shown_token("\\n"), shown_token("  "), shown_token("\\xa0")
+    ('␣bank', 'bank', '↵', '␣␣', '⍽')
     """
-    out = text.replace("\n", "↵").replace("\t", "⇥")
-    if not out.strip():
+    out = text.replace("\n", "↵").replace("\t", "⇥").replace("\xa0", "⍽")
+    if not out.strip(" "):
         return "␣" * max(1, len(out))
     body = out.lstrip(" ")
     return "␣" * (len(out) - len(body)) + body

@@ -162,19 +162,39 @@ def layer_runs(layers: Sequence[int]) -> str:
     return ("layer " if one else "layers ") + text
 
 
-def position_note(rc: ReadoutChance) -> str:
+def verdict_phrase(rc: ReadoutChance, i: int) -> str:
+    """The readout at index ``i`` against chance, to follow its number: 'above chance (shuffled labels reach
+    67%)', 'within chance (...)', or, when even shuffled labels reach 100 %, that the set is too small to tell:
+    a perfect readout means nothing where random labels are read perfectly too."""
+    p95 = float(rc.shuffled_p95[i])
+    if p95 >= 1.0 - 1e-12:
+        return (
+            "within chance: with so few sentences, shuffled labels are read 100% right too, so this set cannot "
+            "show a separation (add sentences to each sense)"
+        )
+    verdict = "within chance" if rc.within_chance[i] else "above chance"
+    return f"{verdict} (shuffled labels reach {p95:.0%})"
+
+
+def position_note(
+    rc: ReadoutChance, *, holds: str = "the word piece, its position and the segment", shared: bool = False
+) -> str:
     """What the readout at the embedding layer (index 0) says, in words.
 
-    Layer 0 is LayerNorm(word piece + position + segment embedding): no context, so a readout above
-    chance there can only come from the word's position (or its form) going with its sense.
+    ``holds``: what the model's layer 0 holds (:func:`lib.models.facts.layer_zero_holds`); ``shared``: True
+    when a word piece has the same layer-0 vector wherever it stands (no position added at the input,
+    :func:`lib.models.facts.layer_zero_shared`). Layer 0 holds no context, so a readout above chance there
+    can only come from the word's form (which word pieces it is) or, where layer 0 adds it, its position going
+    with its sense.
     """
     a0 = rc.accuracy[0]
     if not rc.within_chance[0]:
+        what = "which form of the word it is" if shared else "the word's position in the sentence (and which form of the word it is)"
         return (
             f"At the embedding layer the readout is already above chance ({a0:.0%}), although that vector "
-            "holds no context: only the word's position in the sentence (and which form of the word it is) "
-            "differs there, so in this set position happens to go with sense. Small hand-written sets leak "
-            "sense this way easily; compare the other layers with layer 0, not only with chance."
+            f"holds no context: only {what} differs there, so in this set it happens to go with sense. Small "
+            "hand-written sets leak sense this way easily; compare the other layers with layer 0, not only "
+            "with chance."
         )
     text = f"At the embedding layer the readout ({a0:.0%}) is within chance"
     if rc.at_or_below is not None:
@@ -182,7 +202,7 @@ def position_note(rc: ReadoutChance) -> str:
             f": {rc.at_or_below[0]:.0%} of the shuffles score this low or lower (their mean: "
             f"{rc.shuffled_mean[0]:.0%})"
         )
-    text += ". That vector holds no context, only the word piece, its position and the segment."
+    text += f". That vector holds no context, only {holds}."
     if a0 < rc.majority:
         text += (
             " It is below always answering the commonest sense: with no signal, leaving a sentence out moves "

@@ -117,6 +117,9 @@ class Occlusion:
                  the word's pieces (a row of the full matrix sums to 1 over all word pieces)
     base:        float32 (num_layers + 1, hidden): the target's vector in the original sentence
     moved:       float32 (n_words, num_layers + 1, hidden): the target's vector with each word replaced
+    target_changed: per word, True when the edit changed the target's own word pieces (deleting the first
+                 word of "The bank ..." leaves a byte-level tokenizer's "bank" without its leading space: another
+                 piece of the vocabulary), so the shift measures another piece, not only a missing word
     """
 
     sentence: str
@@ -133,6 +136,12 @@ class Occlusion:
     attention: np.ndarray
     base: np.ndarray
     moved: np.ndarray | None = None
+    target_changed: tuple[bool, ...] = ()
+
+    @property
+    def before_target(self) -> tuple[int, ...]:
+        """Indices of the context words that come before the target in the sentence."""
+        return tuple(j for j, (_, end) in enumerate(self.spans) if end <= self.target_span[0])
 
     @property
     def num_layers(self) -> int:
@@ -340,6 +349,11 @@ def _occlusion(enc: Encoder, sentence: str, target, replacement, *, max_words: i
     batch = enc.encode([v.sentence for v in vspans], attentions=False)
     base = _target_vectors(enc, original, [span])[0]  # (K, H)
     moved = _target_vectors(enc, batch, vspans)  # (n, K, H)
+    own = tuple(int(x) for x in original.token_ids[0][list(enc.locate(original, [span])[0].token_indices)])
+    changed = tuple(
+        tuple(int(x) for x in batch.token_ids[k][list(sp.token_indices)]) != own
+        for k, sp in enumerate(enc.locate(batch, vspans))
+    )
     shift = 1.0 - layer_cosines(base, moved)  # (K, n)
 
     target_pieces = enc.locate(original, [span])[0].token_indices
@@ -362,6 +376,7 @@ def _occlusion(enc: Encoder, sentence: str, target, replacement, *, max_words: i
         attention=attention.astype(np.float64),
         base=base.astype(np.float32),
         moved=_frozen(moved),
+        target_changed=changed,
     )
     return result, original
 
@@ -484,10 +499,15 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(ra @ rb / denom) if denom > 1e-12 else float("nan")
 
 
-def attention_effect_correlation(occ: Occlusion) -> np.ndarray:
+def attention_effect_correlation(occ: Occlusion, words: Sequence[int] | None = None) -> np.ndarray:
     """(num_layers,) Spearman correlation, per layer l = 1..L, between the target's attention to each word
-    in layer l and the shift that masking the word causes in the output of layer l (NaN when undefined)."""
-    return np.array([spearman(occ.attention[k], occ.shift[k + 1]) for k in range(occ.num_layers)])
+    in layer l and the shift that masking the word causes in the output of layer l (NaN when undefined).
+
+    ``words``: the word indices to correlate over (default all). A left-to-right model's target neither
+    attends to nor is moved by a word after it, so those words tie at 0 on both sides and would make any
+    two orders agree: pass ``occ.before_target`` for such a model."""
+    idx = list(range(len(occ.words))) if words is None else [int(j) for j in words]
+    return np.array([spearman(occ.attention[k, idx], occ.shift[k + 1, idx]) for k in range(occ.num_layers)])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -554,6 +574,64 @@ def sense_pull(occ: Occlusion, cents: SenseCentroids, sense: str, layer: int) ->
         return sim[:, own] - others.max(axis=1)
 
     return margin(occ.base[layer])[0] - margin(occ.moved[:, layer, :])
+
+
+def pull_noise(occ: Occlusion, pull: np.ndarray, *, causal: bool) -> float:
+    """How large a pull is still rounding: for a left-to-right model, the largest |pull| of a word after the target
+    (which the target cannot see, so its true pull is 0); otherwise 0.001."""
+    after = list(occ.after_target)
+    if causal and after:
+        return max(float(np.max(np.abs(np.asarray(pull)[after]))), 1e-4)
+    return 1e-3
+
+
+def pull_notes(
+    occ: Occlusion,
+    pull: np.ndarray,
+    shown: Sequence[int],
+    sense: str,
+    deleted: bool,
+    *,
+    causal: bool,
+    layer: int = -1,
+    quote=lambda w: f"“{w}”",
+) -> list[str]:
+    """Sentences on what the pulls of the ``shown`` words say where a rule can see why.
+
+    A word whose edit leaves the target *nearer* its own sense (a negative pull beyond rounding,
+    :func:`pull_noise`) pulled it away from ``sense``; when the word was deleted and stands before the
+    target, the deletion also moved the target one place to the left, which the pull counts too. And when the
+    word that moves the target most is not the one that pulls it most towards its sense, the shift is mostly not
+    a change of sense. ``pull``: (n_words,) :func:`sense_pull` at ``layer``; ``quote`` formats a word for the
+    page (e.g. escaped Markdown in quotes).
+    """
+    p = np.asarray(pull, dtype=np.float64)
+    noise = pull_noise(occ, p, causal=causal)
+    out: list[str] = []
+    neg = [j for j in shown if p[j] < -noise]
+    if neg:
+        j = min(neg, key=lambda k: p[k])
+        text = (
+            f"Without {quote(occ.words[j])} the target sits *nearer* the {quote(sense)} average (pull "
+            f"{p[j]:+.3f}): here that word pulled it away from its sense, however much it reads as a cue."
+        )
+        if deleted and j in occ.before_target:
+            text += (
+                " Deleting a word before the target also moves the target one place to the left, and its "
+                "vector changes with its position too."
+            )
+        out.append(text)
+    layer_top = max(shown, key=lambda k: occ.shift[layer, k]) if shown else None
+    pos = [j for j in shown if p[j] > noise]
+    if layer_top is not None and pos:
+        best = max(pos, key=lambda k: p[k])
+        if best != layer_top and p[layer_top] < p[best] / 2:
+            out.append(
+                f"{quote(occ.words[layer_top])} moves the target most but pulls it only {p[layer_top]:+.3f} "
+                f"towards {quote(sense)}; {quote(occ.words[best])} pulls it most ({p[best]:+.3f}): the shift "
+                "counts any change of the vector, and most of this one is not a change of sense."
+            )
+    return out
 
 
 def sense_flip(before: Sequence[str], after: Sequence[str]) -> int | None:
@@ -643,6 +721,8 @@ __all__ = [
     "edit",
     "layer_cosines",
     "occlusion",
+    "pull_noise",
+    "pull_notes",
     "sense_centroids",
     "sense_flip",
     "sense_pull",

@@ -224,10 +224,13 @@ def best_layers(accuracy: np.ndarray) -> list[int]:
     return [int(i) for i in np.flatnonzero(a >= np.nanmax(a) - 1e-12)]
 
 
-def depth_and_pooling_phrase(readouts: dict[str, np.ndarray]) -> str:
+def depth_and_pooling_phrase(readouts: dict[str, np.ndarray], n: int | None = None) -> str:
     """Two of the course's checks on a set, from :func:`vector_readouts`: is the last layer the best one to
     read the sense from (the misconception "deeper is always better"), and does [CLS] or the mean of the word
-    pieces make the better sentence vector ("compare mean pooling and [CLS] empirically")."""
+    pieces make the better sentence vector ("compare mean pooling and [CLS] empirically").
+
+    ``n``: the sentences the readout scored; a last layer that reads a single sentence fewer than the best is
+    said as that (one sentence is no evidence that deeper is worse)."""
     from lib.stats.chance import layer_runs
 
     word = readouts.get(WORD_VECTOR)
@@ -240,10 +243,16 @@ def depth_and_pooling_phrase(readouts: dict[str, np.ndarray]) -> str:
             f"Here the last layer reads the word's sense as well as any ({word[last]:.0%}); that is this set's "
             "result, not a rule: the best layer depends on the task."
         )
+    elif n and round((float(np.nanmax(word)) - float(word[last])) * n) <= 1:
+        text = (
+            f"The word's vector reads the sense best at {layer_runs(best)} ({np.nanmax(word):.0%}), the last layer "
+            f"{word[last]:.0%}: one sentence of {n} fewer, too small a difference to say that deeper is worse here."
+        )
     else:
         text = (
             f"Deeper is not always better: the word's vector reads the sense best at {layer_runs(best)} "
-            f"({word.max():.0%}), the last layer {word[last]:.0%}."
+            f"({word.max():.0%}), the last layer {word[last]:.0%}"
+            + (f", {round((float(np.nanmax(word)) - float(word[last])) * n)} sentences of {n} fewer." if n else ".")
         )
     if MEAN_VECTOR in readouts and CLS_VECTOR in readouts:
         m, c = float(np.nanmax(readouts[MEAN_VECTOR])), float(np.nanmax(readouts[CLS_VECTOR]))

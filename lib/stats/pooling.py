@@ -131,25 +131,29 @@ class Representation:
 
 
 def sentence_vectors(
-    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]]
+    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]], *, single: str = "first"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Two sentence vectors per layer: the first token's ([CLS]) and the mean of the ordinary word pieces.
+    """Two sentence vectors per layer: one word piece's and the mean of the ordinary word pieces.
 
-    hidden_states: per sentence (K, n_i, H); special: per sentence (n_i,) bool (``Encoding.special``), whose
-    first token must be special (a BERT-style [CLS]) and which must leave at least one ordinary word piece.
-    The mean leaves every special token out (sentence-transformers' own mean pooling keeps them).
-    Returns (cls, mean), each (n, K, H) float64.
+    hidden_states: per sentence (K, n_i, H); special: per sentence (n_i,) bool (``Encoding.special``), which
+    must leave at least one ordinary word piece. ``single``: "first", the first token's vector (a BERT-style
+    [CLS]: it must be special), or "last", the last ordinary word piece's (in a left-to-right model the only
+    one that has read the whole sentence). The mean leaves every special token out (sentence-transformers'
+    own mean pooling keeps them). Returns (single, mean), each (n, K, H) float64.
     """
-    cls, mean = [], []
+    if single not in ("first", "last"):
+        raise ValueError(f"single must be 'first' or 'last'; got {single!r}")
+    one, mean = [], []
     for hs, sp in zip(hidden_states, special, strict=True):
         hs = np.asarray(hs)
         is_special = np.asarray(sp, dtype=bool)
-        if len(is_special) != hs.shape[1] or not is_special[0] or is_special.all():
+        if len(is_special) != hs.shape[1] or is_special.all() or (single == "first" and not is_special[0]):
             raise ValueError(
                 "each sentence needs a special first token ([CLS]) and at least one ordinary word piece"
             )
         # float64 copies of the slices only: a view into the whole sentence in float64 kept every sentence's
         # copy alive (27 decoder sentences of 128 pieces: ~0.5 GB)
-        cls.append(hs[:, 0, :].astype(np.float64))
+        j = 0 if single == "first" else int(np.flatnonzero(~is_special)[-1])
+        one.append(hs[:, j, :].astype(np.float64))
         mean.append(hs[:, ~is_special, :].astype(np.float64).mean(axis=1))
-    return np.stack(cls), np.stack(mean)
+    return np.stack(one), np.stack(mean)

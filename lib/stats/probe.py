@@ -102,6 +102,15 @@ class ProbeResult:
         """The layer with the highest accuracy over the null (the first, on a tie)."""
         return int(np.argmax(np.round(self.over_null, 12)))
 
+    @property
+    def best_above_band(self) -> int | None:
+        """The layer furthest above the null's mean among those that beat its band (the first, on a tie); None
+        when no layer beats it (the furthest above the mean may still be inside the band)."""
+        above = np.flatnonzero(~self.within_band)
+        if not len(above):
+            return None
+        return int(above[np.argmax(np.round(self.over_null[above], 12))])
+
 
 def _usable(labels: Sequence[str | None]) -> tuple[np.ndarray, list[str], list[str]]:
     """Indices of sentences whose sense has >= 2 sentences, the senses kept and the senses dropped."""

@@ -327,6 +327,17 @@ def project_layers(
     return out
 
 
+def all_alike(X, tol: float = 1e-6) -> bool:
+    """True when every row of ``X`` (n, d) is the same vector (within ``tol``, relative to its size): a model
+    that adds no position at its input gives one word piece one layer-0 vector in every sentence, and then
+    no point is any nearer to one than to another (a nearest-neighbour count there is the tie-break's)."""
+    P = np.asarray(X, dtype=np.float64)
+    if len(P) < 2:
+        return True
+    scale = max(float(np.abs(P).max()), 1e-12)
+    return bool(np.abs(P - P[0]).max() <= tol * scale)
+
+
 def same_sense_neighbours(X, senses, metric: str = "euclidean") -> tuple[int, int]:
     """How many labelled points have a same-sense nearest neighbour: (hits, labelled points).
 

@@ -88,7 +88,8 @@ def link_terms(text: str, terms: tuple[Term, ...], already: set[str]) -> tuple[s
     A term already linked in ``text`` itself counts as linked. Never links inside a link or code.
     """
     linked: set[str] = set()
-    for term in terms:
+    # the longest spelling first: "attention sink" is linked as itself, not as "attention" followed by " sink"
+    for term in sorted(terms, key=lambda t: -max(len(s) for s in t.spellings)):
         if term.anchor in already or term.anchor in linked:
             continue
         if links_to(text, term):

@@ -79,6 +79,8 @@ TOPIC_SENTENCES: tuple[tuple[str, str], ...] = (
 )
 
 CLS_CHOICE = "the [CLS] vector"
+LAST_PIECE = "the last word piece"  # a left-to-right model's single sentence vector: it has read the whole sentence
+LAST_CHOICE = "the last word piece's vector"
 MEAN_CHOICE = "the mean of the word pieces"
 SAME_CHOICE = "about the same"
 
@@ -207,7 +209,8 @@ STEPS: tuple[Step, ...] = (
         "in BERT-base). "
         "The grey dashed line is the average cosine of random pairs of other word "
         "pieces in the *bat* sentences, one from each of two different sentences as in Ethayarajh (2019) "
-        "(band: 10th to 90th percentile); the coloured lines are the *bat* "
+        "(band: 10th to 90th percentile): the *set's random-pair floor*, which differs from the **Anisotropy** "
+        "page's corpus anisotropy for the same model and layer; the coloured lines are the *bat* "
         "pairs. z-scoring, whitening or removing top components fix this (see the **Anisotropy** page).",
     ),
     Step(
@@ -303,6 +306,58 @@ STEPS: tuple[Step, ...] = (
 )
 
 STEP_IDS = tuple(s.id for s in STEPS)
+
+# The steps whose text depends on the model, said for a model whose facts differ from the default encoder's
+# (lib.teaching.lesson.step_text reads the facts: causal, mask_token, positions, hidden_size)
+_CAUSAL_CLS_TEXT = (
+    "A left-to-right model has no [CLS] that reads the sentence: its first word piece, the start token, has seen "
+    "nothing but itself, so its vector is the same in every sentence. The one word piece that has read the "
+    "whole sentence is the **last** one, and it is tempting to take its vector as the sentence's meaning. The "
+    "course says to test a single vector against **mean pooling**, the average of the word pieces (here "
+    "without the start token). The lesson encodes fifteen sentences of its own on five topics and compares "
+    "same-topic pairs with different-topic pairs under both choices."
+)
+
+
+def step_title(step: Step, model=None) -> str:
+    """The step's title as the model on screen makes it true (``model``: the loaded model, None: as written)."""
+    if model is None:
+        return step.title
+    if step.id == "projection":
+        return f"A picture of {int(model.hidden_size)} dimensions"
+    if step.id == "cls" and model.causal:
+        return "Misconception: one word piece is a sentence vector"
+    return step.title
+
+
+def step_text(step: Step, model=None) -> str:
+    """The step's teaching text, every sentence true for ``model`` (None: as written, for the default encoder):
+    layer 0 as the model builds it, how it hides a word, which word piece is its single sentence vector, where
+    its attention can look."""
+    if model is None:
+        return step.text
+    from lib.models.facts import layer_zero_holds
+
+    if step.id == "layers":
+        return (
+            f"The model builds its vectors in layers: layer 0 holds {layer_zero_holds(model)}, and each layer "
+            "(attention, then a feed-forward block) mixes in more context. Probing studies find surface "
+            "features early and meaning later, but only roughly. The lines follow the average cosine of *bat* "
+            "pairs with the **same** sense and with **different** senses through the layers; the gap between "
+            "them is how far apart the senses are *on average*."
+        )
+    if step.id == "cls" and model.causal:
+        return _CAUSAL_CLS_TEXT
+    if step.id == "context" and not model.mask_token:
+        return step.text.replace(
+            "replace one word at a time by [MASK]", "delete one word at a time (this model has no mask token)"
+        )
+    if step.id == "attention" and model.causal:
+        return step.text.replace(
+            "The bars show where *bat* looks", "Reading left to right, a word piece can look only at itself and "
+            "the word pieces before it. The bars show where *bat* looks"
+        )
+    return step.text
 
 
 def step_by_id(step_id: str) -> Step:
@@ -524,6 +579,8 @@ def summary_findings(results: Sequence[object]) -> list[Finding]:
             continue
         group = finding_group(r)
         because = COURSE_SAYS.get(type(r).__name__, (BEYOND, ""))[1]
+        if type(r).__name__ == "PoolingComparison" and getattr(r, "single", "[CLS]") != "[CLS]":
+            because = "the course tests [CLS]; a left-to-right model's last word piece is its single vector"
         if group == PREDICTED and type(r).__name__ in ("CentroidReading", "HardCase"):
             because = "polysemy is not solved completely; the margin is within a tie"
         out.append(Finding(text, group, because))
@@ -540,11 +597,14 @@ class AnswerRecord:
     model_answer: str
 
 
-def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> list[dict[str, str]]:
+def report_rows(
+    records: dict[str, AnswerRecord], solved: Sequence[str] = (), model=None
+) -> list[dict[str, str]]:
     """One row per question step, in lesson order, for the summary table.
 
     records: the answers given in this session; solved: step ids solved earlier (e.g. read from a link),
-    shown as solved when this session has no answer for them.
+    shown as solved when this session has no answer for them; model: the model on screen (the steps' titles
+    as :func:`step_title` says them).
     """
     rows = []
     for k, s in enumerate(STEPS, start=1):
@@ -558,7 +618,7 @@ def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) ->
         rows.append(
             {
                 "step": str(k),
-                "topic": s.title,
+                "topic": step_title(s, model),
                 "your answer": r.answer if r else "",
                 "result": result,
                 "model's answer": r.model_answer if r else "",
@@ -567,6 +627,6 @@ def report_rows(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) ->
     return rows
 
 
-def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = ()) -> str:
+def report_csv(records: dict[str, AnswerRecord], solved: Sequence[str] = (), model=None) -> str:
     """The summary table as CSV text (header first), safe to open in a spreadsheet (lib.serving.export)."""
-    return dict_rows_csv(report_rows(records, solved))
+    return dict_rows_csv(report_rows(records, solved, model))

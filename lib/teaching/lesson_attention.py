@@ -53,6 +53,10 @@ class AttentionLook:
         return self.layer + 1
 
 
+def _and(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def attention_look(
     attentions: np.ndarray,
     tokens: Sequence[str],
@@ -61,11 +65,15 @@ def attention_look(
     target: str,
     *,
     layer: int = 0,
+    causal: bool = False,
 ) -> AttentionLook:
-    """Which other word piece the target attends to most in ``layer``, apart from [CLS]/[SEP].
+    """Which other word piece the target attends to most in ``layer``, apart from the special tokens.
 
     attentions: (L, H, n, n) of one sentence; tokens: its n word pieces; special: (n,) bool, True for the
-    special tokens (``Encoding.special``); layer: 0-based index into the first axis of ``attentions``.
+    special tokens (``Encoding.special``: [CLS]/[SEP], or a decoder's start token), named in the question as
+    the tokenizer writes them; layer: 0-based index into the first axis of ``attentions``. ``causal``: a
+    left-to-right model, whose target can look only at itself and the word pieces before it: the choices are
+    those (a later word piece gets exactly 0).
     """
     att = np.asarray(attentions)
     if not 0 <= layer < att.shape[0]:
@@ -74,9 +82,14 @@ def attention_look(
     ta = target_attention(att, target_positions)
     w = ta.attends_to_mean[layer]  # (n,)
     labels = tuple(token_labels(tokens))
-    candidates = [i for i in range(len(tokens)) if not is_special[i] and i not in set(target_positions)]
+    reach = max(target_positions) if causal else len(tokens) - 1  # the last word piece the target can see
+    candidates = [
+        i for i in range(len(tokens)) if not is_special[i] and i not in set(target_positions) and i <= reach
+    ]
     if not candidates:
         raise StepNotApplicable("the sentence has no word piece besides the target")
+    specials = list(dict.fromkeys(tokens[i] for i in np.flatnonzero(is_special)))
+    named = _and(specials) if specials else "the special tokens"
     cw = w[candidates]
     best = [candidates[i] for i in near_best(cw, COSINE_TIE)]
     top = candidates[int(np.argmax(cw))]
@@ -85,17 +98,19 @@ def attention_look(
     shown = layer + 1
     expl = (
         f"In layer {shown}, '{target}' gives {w[top]:.2f} of its attention to '{tokens[top]}', more than to "
-        f"any other word; {to_special:.2f} goes to [CLS] and [SEP], which many heads use as a resting place "
-        f"(across the whole sentence, {special_share:.0%} of this layer's attention lands on them)."
+        f"any other word; {to_special:.2f} goes to {named}, which many heads use as a resting place "
+        f"(across the whole sentence, {special_share:.0%} of this layer's attention lands on "
+        f"{'it' if len(specials) == 1 else 'them'})."
+        + (" The words after it get exactly 0: reading left to right, it has not reached them." if causal else "")
     )
     question = choice_question(
         f"In layer {shown} (average of the heads), which word piece does '{target}' attend to most, "
-        "apart from itself, [CLS] and [SEP]?",
+        f"apart from itself and {named}?",
         [labels[i] for i in candidates],
         [labels[i] for i in best],
         expl,
-        "Read the top bar chart: ignore the highlighted target bar and the [CLS]/[SEP] bars, then find the "
-        "tallest one.",
+        f"Read the top bar chart: ignore the highlighted target bar and the {named} bar"
+        f"{'' if len(specials) == 1 else 's'}, then find the tallest one.",
     )
     return AttentionLook(
         layer, labels, tuple(target_positions), w, ta.attended_by_mean[layer], special_share, question
@@ -168,19 +183,30 @@ class ContextPrediction:
 
 
 def context_prediction(
-    words: Sequence[str], shift: np.ndarray, target: str, *, attention: np.ndarray | None = None
+    words: Sequence[str],
+    shift: np.ndarray,
+    target: str,
+    *,
+    attention: np.ndarray | None = None,
+    replacement: str = "[MASK]",
+    only: Sequence[int] | None = None,
 ) -> ContextPrediction:
     """The question "which word, masked, moves the target most at the last layer?".
 
     words: the context words of an occlusion (``lib.stats.context.Occlusion.words``); shift: (K, len(words)) its
-    shifts; attention: (K - 1, len(words)) the target's attention to each word, to compare in the answer.
+    shifts; attention: (K - 1, len(words)) the target's attention to each word, to compare in the answer;
+    replacement: what took each word's place (``Occlusion.replacement``: the mask token, or "" when each word
+    was deleted), so the question says what was done; only: the word indices to offer (a left-to-right model's
+    target cannot see the words after it, so ``Occlusion.before_target``), default all.
     """
+    verb, done = ("Masking", f"replaced by {replacement}") if replacement else ("Deleting", "deleted")
     s = np.asarray(shift, dtype=np.float64)
     layer = s.shape[0] - 1
     first: dict[str, int] = {}
     best: dict[str, float] = {}
+    offered = set(range(len(words))) if only is None else {int(j) for j in only}
     for j, w in enumerate(words):
-        if not w.isalpha() or w.lower() == target.lower():
+        if not w.isalpha() or w.lower() == target.lower() or j not in offered:
             continue
         key = w.lower()
         first.setdefault(key, j)
@@ -194,9 +220,9 @@ def context_prediction(
     top = int(np.argmax(values))
     low = int(np.argmin(values))
     expl = (
-        f"Masking '{options[top]}' moves '{target}' most at layer {layer}: its vector keeps a cosine of "
-        f"{1 - values[top]:.3f} with the original (shift {values[top]:.3f}); masking '{options[low]}' moves it "
-        f"least ({values[low]:.3f})."
+        f"{verb} '{options[top]}' moves '{target}' most at layer {layer}: its vector keeps a cosine of "
+        f"{1 - values[top]:.3f} with the original (shift {values[top]:.3f}); {verb.lower()} '{options[low]}' "
+        f"moves it least ({values[low]:.3f})."
     )
     if attention is not None:
         a = np.asarray(attention, dtype=np.float64)[layer - 1]
@@ -209,7 +235,7 @@ def context_prediction(
         else:
             expl += f" It is also the word '{target}' attends to most in that layer."
     question = choice_question(
-        f"Which word, replaced by [MASK], moves '{target}' most at the last layer (layer {layer})?",
+        f"Which word, {done}, moves '{target}' most at the last layer (layer {layer})?",
         options,
         accepted,
         expl,

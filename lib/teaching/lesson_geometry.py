@@ -28,6 +28,8 @@ from lib.stats.similarity import (
 from lib.teaching.lesson import (
     CLS_CHOICE,
     COSINE_TIE,
+    LAST_CHOICE,
+    LAST_PIECE,
     MEAN_CHOICE,
     NO,
     POOLING_TIE,
@@ -50,11 +52,12 @@ from lib.teaching.lesson import (
 
 @dataclass(frozen=True)
 class PoolingComparison:
-    """Same-topic vs different-topic mean cosine per layer, for [CLS] and for mean pooling.
+    """Same-topic vs different-topic mean cosine per layer, for one word piece's vector and for mean pooling.
 
     cls_same, cls_different, mean_same, mean_different: (L+1,); cls_gap, mean_gap: same - different.
     cls_last, mean_last: (n, n) cosine matrices at the last layer. finding: the comparison in one
-    sentence for the evidence card.
+    sentence for the evidence card. single: which word piece's vector the "cls" fields are ("[CLS]", or
+    "the last word piece" for a left-to-right model, whose first piece has seen nothing but itself).
     """
 
     cls_same: np.ndarray
@@ -65,6 +68,7 @@ class PoolingComparison:
     mean_last: np.ndarray
     question: Question
     finding: str | None = None
+    single: str = "[CLS]"
 
     @property
     def cls_gap(self) -> np.ndarray:
@@ -81,58 +85,63 @@ class PoolingComparison:
 
 
 def pooling_comparison(
-    hidden_states: Sequence[np.ndarray], special: Sequence[Sequence[bool]], topics: Sequence[str]
+    hidden_states: Sequence[np.ndarray],
+    special: Sequence[Sequence[bool]],
+    topics: Sequence[str],
+    *,
+    causal: bool = False,
 ) -> PoolingComparison:
-    """Which sentence vector keeps same-topic pairs above different-topic pairs: [CLS] or the mean?
+    """Which sentence vector keeps same-topic pairs above different-topic pairs: one word piece's or the mean?
 
-    special: per sentence (n_i,) bool (``Encoding.special``); the [CLS] vector is the first token's
-    (lib.stats.pooling.sentence_vectors), so every sentence must start with a special token.
+    special: per sentence (n_i,) bool (``Encoding.special``). A model that reads both ways compares the first
+    token's vector, [CLS] (every sentence must start with a special token); a left-to-right one (``causal``)
+    the last word piece's, the only one that has read the whole sentence (its first has seen nothing but
+    itself: one vector in every sentence). lib.stats.pooling.sentence_vectors makes both.
     """
-    if not all(np.asarray(sp, dtype=bool)[:1].all() for sp in special):
+    if not causal and not all(np.asarray(sp, dtype=bool)[:1].all() for sp in special):
         raise StepNotApplicable("the model puts no [CLS] token first; this step needs a BERT-style encoder")
-    cls, mean = sentence_vectors(hidden_states, special)
+    cls, mean = sentence_vectors(hidden_states, special, single="last" if causal else "first")
+    name = LAST_PIECE if causal else "[CLS]"
+    one_choice = LAST_CHOICE if causal else CLS_CHOICE
     sense_names(topics, cls.shape[0])
     c = sense_similarity(layer_cosine_matrices(cls), topics)
     m = sense_similarity(layer_cosine_matrices(mean), topics)
     last = cls.shape[1] - 1
     cg, mg = float(c.gap[last]), float(m.gap[last])
     if abs(cg - mg) < POOLING_TIE:
-        accepted = [SAME_CHOICE, CLS_CHOICE if cg > mg else MEAN_CHOICE]
+        accepted = [SAME_CHOICE, one_choice if cg > mg else MEAN_CHOICE]
         answer = SAME_CHOICE
     else:
-        accepted = [CLS_CHOICE if cg > mg else MEAN_CHOICE]
+        accepted = [one_choice if cg > mg else MEAN_CHOICE]
         answer = accepted[0]
     expl = (
         f"At layer {last}, same-topic pairs beat different-topic pairs by {mg:.3f} with the mean of the word "
-        f"pieces ({m.same[last]:.2f} against {m.different[last]:.2f}) and by {cg:.3f} with [CLS] "
+        f"pieces ({m.same[last]:.2f} against {m.different[last]:.2f}) and by {cg:.3f} with {name} "
         f"({c.same[last]:.2f} against {c.different[last]:.2f})."
     )
     cls_all = layer_cosine_matrices(cls)  # (L+1, n, n)
     if last > 0:
-        floor = float(cls_all[:last].min())  # the least similar pair of [CLS] vectors before the last layer
+        floor = float(cls_all[:last].min())  # the least similar pair of single vectors before the last layer
         if floor > 0.9:
             expl += (
-                f" Before layer {last} the [CLS] vector hardly depends on the sentence: from layer 0 to layer "
-                f"{last - 1}, every pair of sentences, whatever the topic, has a [CLS] cosine of at least {floor:.3f}."
+                f" Before layer {last} the {name} vector hardly depends on the sentence: from layer 0 to layer "
+                f"{last - 1}, every pair of sentences, whatever the topic, has a cosine of at least {floor:.3f}."
             )
     question = choice_question(
         f"At layer {last}, which sentence vector separates same-topic pairs from different-topic pairs more?",
-        [CLS_CHOICE, MEAN_CHOICE, SAME_CHOICE],
+        [one_choice, MEAN_CHOICE, SAME_CHOICE],
         accepted,
         expl,
         "Compare the distance between the two lines in each panel at the last layer.",
         answer=answer,
     )
+    lead = name[0].upper() + name[1:]
     if mg - cg >= POOLING_TIE:
-        finding = (
-            f"[CLS] tells topics apart less than the mean of the word pieces (gap {cg:.2f} against {mg:.2f})."
-        )
+        finding = f"{lead} tells topics apart less than the mean of the word pieces (gap {cg:.2f} against {mg:.2f})."
     elif cg - mg >= POOLING_TIE:
-        finding = f"In this model [CLS] tells topics apart more than the mean of the word pieces ({cg:.2f} against {mg:.2f})."
+        finding = f"In this model {name} tells topics apart more than the mean of the word pieces ({cg:.2f} against {mg:.2f})."
     else:
-        finding = (
-            f"[CLS] and the mean of the word pieces tell topics apart about equally ({cg:.2f} and {mg:.2f})."
-        )
+        finding = f"{lead} and the mean of the word pieces tell topics apart about equally ({cg:.2f} and {mg:.2f})."
     return PoolingComparison(
         c.same,
         c.different,
@@ -142,6 +151,7 @@ def pooling_comparison(
         cosine_matrix(mean[:, last, :]),
         question,
         finding,
+        name,
     )
 
 

@@ -221,8 +221,19 @@ class SenseSeparation:
     question: Question
 
 
-def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: str) -> SenseSeparation:
-    """At which layer the senses are pulled apart most (largest same-minus-different gap)."""
+def sense_separation(
+    vectors: np.ndarray,
+    senses: Sequence[str | None],
+    target: str,
+    *,
+    layer_zero: str = "the word piece, its position and the segment",
+    shared: bool = False,
+) -> SenseSeparation:
+    """At which layer the senses are pulled apart most (largest same-minus-different gap).
+
+    ``layer_zero``: what the model's layer 0 holds (lib.models.facts.layer_zero_holds); ``shared``: a word piece
+    has the same layer-0 vector wherever it stands (lib.models.facts.layer_zero_shared), so only the word's
+    form can differ there."""
     v = np.asarray(vectors)
     names = sense_names(senses, v.shape[0])
     sims = sense_similarity(layer_cosine_matrices(v), senses)
@@ -233,9 +244,8 @@ def sense_separation(vectors: np.ndarray, senses: Sequence[str | None], target: 
     expl = (
         f"The gap is largest at layer {top}: same-sense pairs {sims.same[top]:.2f}, different-sense pairs "
         f"{sims.different[top]:.2f} (gap {gap[top]:.3f}). At layer 0 the gap is {gap[0]:.3f}: the input vector "
-        f"is built from the word piece, its position and the segment, with no context, so the senses "
-        f"({' and '.join(names)}) can only differ there if the word's position or form happens to go with its "
-        "sense."
+        f"holds {layer_zero}, with no context, so the senses ({' and '.join(names)}) can only differ there if the "
+        f"word's {'form' if shared else 'position or form'} happens to go with its sense."
     )
     if top != last:
         expl += f" At the last layer, {last}, it is {gap[last]:.3f}."
@@ -373,6 +383,8 @@ def deeper_check(
             for o in not_last
         ]
         parts.append("So the last layer is not the best one for " + ", ".join(by) + ".")
+        if all(o.n_evaluated and o.sentences(o.accuracy.max() - o.accuracy[last]) <= 1 for o in not_last):
+            parts.append("A single sentence is too small a difference to say that deeper is worse on these sets.")
         if intra_sentence is not None and len(intra_sentence) == last + 1:
             intra = np.asarray(intra_sentence, dtype=np.float64)
             if last > 0 and int(np.argmax(intra)) == last:
@@ -398,7 +410,7 @@ def deeper_check(
     )
     finding = None
     for o in curves:
-        if last not in o.best_layers:
+        if last not in o.best_layers and (not o.n_evaluated or o.sentences(o.accuracy.max() - o.accuracy[last]) > 1):
             k = o.sentences(o.accuracy.max() - o.accuracy[last])
             finding = (
                 f"The sense of '{o.name}' reads best at layer {o.best_layers[0]} ({o.accuracy.max():.0%}), not at "
@@ -584,8 +596,9 @@ def direction_check(decoder_gaps, encoder_gaps) -> Question:
     """Will a left-to-right decoder separate the senses when the cue comes only after the word?
 
     ``decoder_gaps``, ``encoder_gaps``: lib.stats.direction.CueGaps of the two models on the same set. The
-    answer is read from the decoder's numbers: "No" when its cue-after half never reaches
-    lib.stats.direction.SEPARATES, "Better" when its cue-after peak beats its cue-before peak, else "Yes".
+    answer is read from the decoder's numbers: "No" when its cue-after half never beats
+    its shuffled-sense null (``CueGaps.after_cut``), "Better" when its cue-after peak beats its cue-before
+    peak, else "Yes".
     """
     d, e = decoder_gaps, encoder_gaps
     before, after = float(np.max(d.before)), float(np.max(d.after))
@@ -602,9 +615,10 @@ def direction_check(decoder_gaps, encoder_gaps) -> Question:
         DIRECTION_OPTIONS,
         [right],
         f"The decoder's gap with the cue before peaks at {before:+.2f} (layer {kb}); with the cue only after "
-        f"it stays between {float(np.min(d.after)):+.2f} and {after:+.2f}. When it made the vector of “bank” it "
-        f"had not read the cue. The encoder reads both sides: its peaks are {float(np.max(e.before)):+.2f} "
-        f"(cue before) and {float(np.max(e.after)):+.2f} (cue after).",
+        f"it stays between {float(np.min(d.after)):+.2f} and {after:+.2f}, where shuffled senses reach "
+        f"{d.after_cut:+.2f}. When it made the vector of “bank” it had not read the cue. The encoder reads both "
+        f"sides: its peaks are {float(np.max(e.before)):+.2f} (cue before) and {float(np.max(e.after)):+.2f} "
+        "(cue after).",
         "Ask what the decoder has read when it makes the vector of “bank”.",
     )
 

@@ -222,12 +222,13 @@ def sense_readout(model_name: str, sentences: tuple[str, ...], senses: tuple[str
 
 def logit_lens(model_name: str, sentence: str, target: str | None, words: tuple[str, ...], _vectors: np.ndarray):
     """lib.models.lens.logit_lens of the target's vectors ``_vectors`` (K, hidden) in ``sentence``, once per
-    (model, sentence, target, words): the output head's 49,152 logits per layer cost a second of CPU."""
+    (model, sentence, target, words): the output head's 49,152 logits per layer cost a second of CPU. No words:
+    it follows the last layer's three top guesses."""
     from lib.models.lens import logit_lens as run
 
     return _cached(
         ("logit_lens", model_name, sentence, target, words),
-        lambda: run(encoder(model_name), _vectors, top_k=5, words=words),
+        lambda: run(encoder(model_name), _vectors, top_k=5, words=words, follow_top=0 if words else 3),
         "Reading every layer through the output head…",
     )
 
