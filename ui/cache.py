@@ -790,12 +790,15 @@ def finetune_open(model_key_: str, target: str, sentences: tuple[str, ...], sens
 
 
 def finetune_seeds(model_name: str, prepared, recipe, seeds: tuple[int, ...], progress: Callable | None = None):
-    """lib.finetune.seeds.seed_spread of ``recipe`` under ``seeds``, each run shared with :func:`finetune_run`
-    (the run on screen is one of them). ``progress(seed, report)``."""
+    """lib.finetune.seeds.seed_spread of ``recipe`` under ``seeds``, each run (and its frozen head) shared with
+    :func:`finetune_run` (the run on screen is one of them). ``progress(seed, report)``."""
     from lib.finetune.seeds import seed_spread
 
-    runs = {}
+    runs, heads = {}, {}
     for s in seeds:
         cb = None if progress is None else (lambda rep, s=s: progress(s, rep))
-        runs[int(s)] = finetune_run(model_name, prepared, recipe.with_seed(int(s)), cb).run
-    return seed_spread(encoder(model_name), prepared, recipe, seeds, done=runs)
+        result = finetune_run(model_name, prepared, recipe.with_seed(int(s)), cb)
+        runs[int(s)] = result.run
+        if result.baseline is not None:
+            heads[int(s)] = result.baseline
+    return seed_spread(encoder(model_name), prepared, recipe, seeds, done=runs, heads_done=heads)
