@@ -7,7 +7,7 @@ scores on real word-sense data.
     python -m benchmarks run --section finetune                       # all three, into the results file
 
 **speed**: the page's default run (the default task, :mod:`lib.finetune.default_task`; the bank preset with
-``--preset bank``): the default method, 20 epochs, seed 0, as the page runs it (the pretrained vectors already
+``--preset bank``): the default method and epochs, seed 0, as the page runs it (the pretrained vectors already
 read): seconds to the first progress report (epoch 0, before any step), to epoch 1, to the end of training, and
 for the whole run (training, the frozen head on the same split, opening the fine-tuned model, the
 layer-by-layer comparison with its CKA floors); median of ``--repeats`` runs after a warm-up, on one torch
@@ -16,8 +16,8 @@ thread (the library's default); wall and CPU seconds (CPU seconds move less with
 **default**: for each candidate word, the page's own task on it: the data preset
 (:func:`lib.inputs.presets.data_preset`: ``DATA_PER_SENSE`` sentences of each sense of at most ``DATA_MAX_WORDS``
 words from the train file, seed ``DATA_SEED``), split as the page splits it (half trains, a quarter validates, a
-quarter tests, split seed 0), and the page's defaults for every method (20 epochs, the head at 1e-3, no early
-stopping) under seeds 0, 1, 2, beside the frozen head (:mod:`lib.finetune.baseline`) under the same seeds. A word
+quarter tests, split seed 0), and the page's defaults for the frozen model's layer mix and its default method,
+top-2 (10 epochs, the head at 1e-3, no early stopping) under seeds 0, 1, 2, beside the frozen head (:mod:`lib.finetune.baseline`) under the same seeds. A word
 passes when the head's mean test accuracy is at most 95 % on at least 20 test sentences and some method's margin
 over the head is above 0 under every seed and its mean above that method's spread over the seeds.
 
@@ -56,7 +56,7 @@ WORDS = ("bank", "apple", "crane", "pound", "bass")
 METHODS = ("head", "mix", "top-2", "lora", "full")
 SEEDS = (0, 1, 2)
 CANDIDATES = ("crane", "pound", "bass", "apple", "bank", "yard", "club", "mole")
-DEFAULT_METHODS = ("mix", "top-2", "lora")
+DEFAULT_METHODS = ("mix", "top-2")
 # the dataset paper's nearest-sense-centroid accuracy with bert-base-uncased (Loureiro et al. 2021)
 PAPER_BERT_BASE = {"bank": 0.996, "apple": 0.990, "crane": 0.936, "pound": 0.866, "bass": 0.807}
 
@@ -66,22 +66,22 @@ def _emit(row: dict) -> None:
 
 
 def speed(repeats: int, preset_id: str | None) -> dict:
-    from lib.finetune.default_task import METHOD, default_preset
+    from lib.finetune.default_task import METHOD, task_preset
     from lib.finetune.recipe import Recipe
     from lib.finetune.run import prepare_set, run_recipe
     from lib.inputs.presets import preset_by_id
     from lib.models.encoder import load_encoder
 
     enc = load_encoder()
-    preset = preset_by_id(preset_id) if preset_id else default_preset()
+    preset = preset_by_id(preset_id) if preset_id else task_preset()
     if preset is None:
         preset = preset_by_id("bank")
     ss = preset.sentence_set()
     t = time.perf_counter()
     prepared = prepare_set(enc, ss)
     prepare_s = time.perf_counter() - t
-    epochs = 20
-    recipe = Recipe.make(prepared.split.digest, METHOD, num_layers=enc.num_layers, epochs=epochs, seed=0)
+    recipe = Recipe.make(prepared.split.digest, METHOD, num_layers=enc.num_layers, seed=0)
+    epochs = recipe.epochs
     split = prepared.split
     out = {"preset": preset.id, "method": METHOD, "epochs": epochs, "n_train": len(split.train),
            "n_validation": len(split.validation), "n_test": len(split.test), "prepare_s": round(prepare_s, 3)}  # fmt: skip
@@ -139,7 +139,7 @@ def default_candidates(words, methods, seeds) -> dict:
             for method in methods:
                 accs, secs = [], []
                 for s in seeds:
-                    r = Recipe.make(split.digest, method, num_layers=L, seed=s, epochs=20)
+                    r = Recipe.make(split.digest, method, num_layers=L, seed=s)
                     t = time.perf_counter()
                     run = train(enc, prepared, r, threads=None)
                     secs.append(time.perf_counter() - t)

@@ -26,10 +26,11 @@ from lib.charts.finetune import (
 from lib.charts.projection import projection_scatter
 from lib.finetune.cost import trained_numbers
 from lib.finetune.data import TASKS, FineTuneError
-from lib.finetune.default_task import default_preset
+from lib.finetune.default_task import WORD, task_preset
 from lib.finetune.heads import mix_is_uniform
 from lib.finetune.methods import METHODS
 from lib.finetune.recipe import (
+    DEFAULT_EPOCHS,
     DEFAULT_HEAD_LR,
     DEFAULT_HELDOUT,
     DEFAULT_LR,
@@ -39,6 +40,7 @@ from lib.finetune.recipe import (
     Recipe,
 )
 from lib.finetune.seeds import DEFAULT_SEEDS
+from lib.inputs.presets import default_preset as app_default_preset
 from lib.inputs.wsd_data import default_root
 from lib.models.keys import parse_model_key
 from ui import cache, link, session
@@ -55,7 +57,7 @@ METHOD_NAMES = {
     "full": "every weight",
 }
 TASK_NAMES = {"token": "the word's sense (token)", "cls": "the sentence's label ([CLS])", "mean": "the sentence's label (mean)"}
-DATA_NAMES = {"wsd": "real sentences (CoarseWSD-20)", "set": "the sentences in use (sidebar)"}
+DATA_NAMES = {"wsd": f"real sentences: “{WORD}” from CoarseWSD-20", "set": "the sentences in use (sidebar)"}
 # keys a link carried before the page chose its sentences: such a link trained on the sentences in use
 _OLD_KEYS = ("ft_task", "ft_method", "ft_k", "ft_layer", "ft_rank", "ft_lr", "ft_hlr", "ft_epochs", "ft_seed",
              "ft_early", "ft_train")  # fmt: skip
@@ -65,9 +67,9 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %"
 
 
-def _params(L: int, has_data: bool) -> list[link.Param]:
+def _params(L: int, data_default: str) -> list[link.Param]:
     return [
-        link.Param("ft_data", "choice", "wsd" if has_data else "set", choices=tuple(DATA_NAMES)),
+        link.Param("ft_data", "choice", data_default, choices=tuple(DATA_NAMES)),
         link.Param("ft_task", "choice", "token", choices=tuple(TASKS)),
         link.Param("ft_method", "choice", "top", choices=tuple(METHODS)),
         link.Param("ft_k", "int", 2, lo=1, hi=L),
@@ -75,7 +77,7 @@ def _params(L: int, has_data: bool) -> list[link.Param]:
         link.Param("ft_rank", "int", 8, lo=1, hi=MAX_RANK),
         link.Param("ft_lr", "float", DEFAULT_LR["top"], lo=1e-6, hi=0.1),
         link.Param("ft_hlr", "float", DEFAULT_HEAD_LR, lo=1e-5, hi=1.0),
-        link.Param("ft_epochs", "int", 20, lo=1, hi=MAX_EPOCHS),
+        link.Param("ft_epochs", "int", DEFAULT_EPOCHS, lo=1, hi=MAX_EPOCHS),
         link.Param("ft_seed", "int", 0, lo=0, hi=MAX_SEED),
         link.Param("ft_early", "bool", False),
         link.Param("ft_shuffled", "bool", False, omit_default=True),
@@ -106,7 +108,7 @@ def _sentences(base: str):
     """(the labelled set, the data preset's id or "" for the sentences in use): the default task's real
     sentences when chosen and here, else the session's set, without the sentences whose target is unusable."""
     if st.session_state["ft_data"] == "wsd":
-        preset = default_preset()
+        preset = task_preset()
         if preset is not None:
             ss = session.within_budget(preset.sentence_set(), base)[0]
             return usable(base, ss)[0], preset.id
@@ -190,8 +192,10 @@ def _recipe(split_digest: str, L: int) -> Recipe:
 
 
 def _run(base: str, prepared, recipe: Recipe):
-    """Train (or find) the run, with live progress: the epoch, both losses."""
+    """Train (or find) the run, with live progress: the epoch, both losses (a bar at once, before the model's
+    copy is made and the untrained head scored)."""
     bar = st.empty()
+    bar.progress(0.0, text=f"Epoch 0 of {recipe.epochs}: starting")
 
     def show(rep) -> None:
         bar.progress(
@@ -355,10 +359,12 @@ def main() -> None:
     base = key.base  # fine-tuning starts from the trained weights of the model in use
     enc = cache.encoder(base)
     L = enc.num_layers
-    has_data = default_preset() is not None
-    params = _params(L, has_data)
+    # the real sentences by default, unless the learner chose sentences of their own (a preset, their own, the
+    # class board's) or this server has no data; a link made before this choice trained on the sentences in use
+    chose = st.session_state.get(session.K_PRESET) != app_default_preset().id
+    params = _params(L, "set" if chose or task_preset() is None else "wsd")
     if not link.url_has("ft_data") and "ft_data" not in st.session_state and any(link.url_has(k) for k in _OLD_KEYS):
-        st.session_state["ft_data"] = "set"  # a link made before this choice trained on the sentences in use
+        st.session_state["ft_data"] = "set"
     link.init_params(params)
     prose(
         "Train the model on labelled sentences and watch what changes. Half of each sense trains; a quarter "

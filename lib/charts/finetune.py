@@ -120,6 +120,7 @@ def layer_change_chart(cka: np.ndarray, weight_change: np.ndarray, *, title: str
             "y": finite(weight_change).tolist(),
             "name": "weight change ‖ΔW‖ / ‖W‖",
             "marker": {"color": SENSE_COLORS[1]},
+            "opacity": 0.45,  # the CKA line stays visible through the bars
             "yaxis": "y2",
             "hovertemplate": "weight change: %{y:.2e}<extra>%{x}</extra>",
         },

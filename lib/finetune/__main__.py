@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--rank", type=int, default=None, help="LoRA's rank (default 8)")
     ap.add_argument("--lr", type=float, default=None, help="learning rate of the model (default by method)")
     ap.add_argument("--head-lr", type=float, default=None, help="learning rate of the head (default 1e-3)")
-    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--patience", type=int, default=0, help="early stopping on validation loss (0 = off)")
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
@@ -87,9 +87,9 @@ def _sentence_set(a):
             raise ContextLensError(f"No usable sentence in {path}: each line is 'sense | sentence' with “{a.target}”.")
         return ss
     if a.preset is None:
-        from lib.finetune.default_task import default_preset
+        from lib.finetune.default_task import task_preset
 
-        preset = default_preset()
+        preset = task_preset()
         if preset is None:
             from lib.inputs.wsd_data import default_root
 
@@ -109,6 +109,10 @@ def _sentence_set(a):
     return ss
 
 
+def _num(x, fmt: str, width: int) -> str:
+    return format(x, fmt).rjust(width) if x is not None else "—".rjust(width)
+
+
 def _table(result, spread) -> str:
     lines = [result.name, ""]
     lines.append("epoch  train loss  validation loss  train acc  validation acc")
@@ -116,11 +120,12 @@ def _table(result, spread) -> str:
         lines.append(f"{e.epoch:5d}  {e.train_loss:10.4f}  {e.validation_loss:15.4f}  {e.train_acc:9.0%}  "
                      f"{e.validation_acc:14.0%}")  # fmt: skip
     if result.comparison is not None:
-        lines += ["", "layer   CKA   CKA floor  weight change  held-out readout before → after"]
-        for row in result.comparison.rows():
+        lines += ["", "layer    CKA  CKA floor  weight change  held-out readout before → after"]
+        for row in result.comparison.rows():  # None where a number is undefined (vectors without variance)
             lines.append(
-                f"{row['layer']:5d}  {row['cka']:.3f}  {row['cka_floor']:9.3f}  {row['weight_change']:13.5f}  "
-                f"{row['heldout_readout_before']:.0%} → {row['heldout_readout_after']:.0%}"
+                f"{row['layer']:5d}  {_num(row['cka'], '.3f', 5)}  {_num(row['cka_floor'], '.3f', 9)}  "
+                f"{_num(row['weight_change'], '.5f', 13)}  {_num(row['heldout_readout_before'], '.0%', 4)} → "
+                f"{_num(row['heldout_readout_after'], '.0%', 4)}"
             )
     if result.run.mix is not None:
         lines += ["", "layer mix s_j: " + ", ".join(f"{x:.3f}" for x in result.run.mix) + f"; γ = {result.run.gamma:.3f}"]

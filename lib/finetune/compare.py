@@ -150,11 +150,14 @@ class LayerComparison:
     def status(self, layer: int) -> str:
         """What hidden state ``layer``'s CKA says: "kept" (CKA ≥ :data:`KEPT`: its geometry is the pretrained
         one), "floor" (at or below the floor band's top: no more alike than a random pairing, so CKA cannot say
-        how far it moved) or "changed" (between the two)."""
+        how far it moved), "changed" (between the two) or "undefined" (the vectors do not vary: a decoder's
+        hidden state 0 is the target's word piece alone, the same in every sentence)."""
         c = float(self.cka[layer])
+        if not np.isfinite(c):
+            return "undefined"
         if c >= KEPT:
             return "kept"
-        if not np.isfinite(c) or c <= float(self.floor_high[layer]):
+        if c <= float(self.floor_high[layer]):
             return "floor"
         return "changed"
 

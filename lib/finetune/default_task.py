@@ -8,7 +8,7 @@ candidates (``benchmarks/finetune_bench.py --only default``, docs/finetune.md): 
 below perfect on its test sentences, and a method that trains the model beats the head by more than the spread
 over seeds, in a run short enough to watch.
 
-Where the data is not there (a Docker image), :func:`default_set` returns None and the caller says so and
+Where the data is not there (a Docker image), :func:`task_preset` returns None and the caller says so and
 uses the sentences in use (a preset, or the class board's accepted set).
 """
 
@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from lib.inputs.presets import Preset, data_preset, data_preset_id
 
-__all__ = ["METHOD", "WORD", "default_preset", "default_preset_id"]
+__all__ = ["METHOD", "WORD", "task_preset", "task_preset_id"]
 
 WORD = "crane"
 METHOD = "top-2"
 
 
-def default_preset_id() -> str:
+def task_preset_id() -> str:
     return data_preset_id(WORD)
 
 
-def default_preset() -> Preset | None:
+def task_preset() -> Preset | None:
     """The default task's preset, or None where CoarseWSD-20 is not beside the checkout."""
     return data_preset(WORD)

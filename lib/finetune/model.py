@@ -114,7 +114,7 @@ def finetuned_encoder(base, run):
 
     ``base``: the pretrained model the run started from (trained weights). ``name`` is the model key
     ``<id>#finetuned-<recipe>``, ``display_name`` says what made it ("<id> (fine-tuned on 6 of the 12 'bank'
-    sentences (left out here), top 2 layers, 20 epochs, seed 0)"). The model is remembered (:func:`keep`).
+    sentences (left out here), top 2 layers, 10 epochs, seed 0)"). The model is remembered (:func:`keep`).
     """
     if run.model is None:
         keep(base.name, run)

@@ -4,7 +4,7 @@ The page, the command line and the benchmark all go through :func:`finetune` (or
 :func:`prepare_set` and :func:`run_recipe`, when the pretrained vectors come from a cache)::
 
     from lib.finetune.run import finetune
-    result = finetune(encoder, sentence_set, method="top-2", epochs=20, seed=0, progress=print)
+    result = finetune(encoder, sentence_set, method="top-2", epochs=10, seed=0, progress=print)
     result.run.history[-1].validation_acc # the last epoch, on the validation sentences
     result.run.test_acc                   # the kept weights on the test sentences, scored once
     result.baseline.test_acc              # the frozen head on the same split (lib.finetune.baseline)

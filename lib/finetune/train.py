@@ -56,6 +56,9 @@ TRAIN_THREADS = 1
 # 0.06, so s stays within 6 % of uniform (measured on the bank preset: 0.140-0.146 against 1/7 = 0.143); at
 # 5e-2 the same steps can move it by 3, enough for a layer to take most of the weight when the task favours it.
 MIX_LR = 5e-2
+# Word pieces a scoring batch holds, padding included: the sentences are scored in batches of like length
+# (lib.models.base.plan_batches), so a batch of short sentences does not pad to the longest of the set.
+SCORE_PIECES = 1024
 
 
 @contextmanager
@@ -211,6 +214,15 @@ class _Body:
         self.model.eval()  # no dropout: the run is deterministic (the weights still train)
         self.params = [p for p in self.model.parameters() if p.requires_grad]
 
+    def scoring_batches(self, idx: np.ndarray) -> list[np.ndarray]:
+        """``idx`` in batches for scoring: sentences of like length together (a batch pads to its longest), at
+        most :data:`SCORE_PIECES` word pieces a batch, padding included; one batch when the model does not run."""
+        from lib.models.base import plan_batches
+
+        if self.model is None or len(idx) == 0:
+            return [idx]
+        return [idx[np.array(g)] for g in plan_batches([int(self.lengths[i]) for i in idx], SCORE_PIECES)]
+
     def __call__(self, idx: np.ndarray):
         import torch
 
@@ -313,9 +325,11 @@ def _train(encoder, prepared, recipe, progress, cancel, each_epoch) -> TrainedRu
 
     def evaluate(idx: np.ndarray, against) -> tuple[float, float]:
         with torch.no_grad():
-            logits = torch.cat([head(body(b)) for b in _batches(idx, max(recipe.batch, 64))])
-            y = against[torch.from_numpy(idx)]
-            predictions[idx] = logits.argmax(1).numpy()
+            groups = body.scoring_batches(idx)
+            logits = torch.cat([head(body(b)) for b in groups])
+            order = np.concatenate(groups)
+            y = against[torch.from_numpy(order)]
+            predictions[order] = logits.argmax(1).numpy()
             return float(loss_fn(logits, y)), float((logits.argmax(1) == y).float().mean())
 
     def report(epoch: int) -> EpochReport:

@@ -172,7 +172,7 @@ def verdict(run, num_layers: int, *, baseline=None, spread=None) -> Verdict:
         kind = "overfit"
     else:
         kind = "generalises"
-    shuffled = " (its shuffled labels)" if run.recipe.shuffled else ""
+    shuffled = " on its shuffled labels" if run.recipe.shuffled else ""
     if run.stopped == "cancelled":
         text = (
             f"Stopped after epoch {final.epoch} of {run.recipe.epochs}: train {_pct(tr)}{shuffled}, validation "
