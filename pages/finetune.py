@@ -270,11 +270,11 @@ def _layers(result, L: int) -> None:
         )
         return
     names = ["embeddings" if i == 0 else f"L{i}" for i in range(L + 1)]
-    moved = [names[i] for i in range(L + 1) if comp.weight_change[i] > 0]
+    moved = _runs([i for i in range(L + 1) if comp.weight_change[i] > 0], names)
     changed = [f"{names[i]} ({comp.cka[i]:.2f})" for i in range(L + 1) if comp.status(i) == "changed"]
     floor = [f"{names[i]} ({comp.cka[i]:.2f})" for i in range(L + 1) if comp.status(i) == "floor"]
     n = len(result.split.sentences)
-    text = (f"Weights changed in: {', '.join(moved) or 'no layer'}; every other layer's weights are exactly the "
+    text = (f"Weights changed in: {moved or 'no layer'}; every other layer's weights are exactly the "
             f"pretrained ones. CKA compares each layer's vectors of the {n} sentences before and after; the grey "
             f"band is what it reads when the sentences are paired at random (its floor at {n} sentences in "
             f"{result.comparison.vectors_before.shape[2]} dimensions). ")  # fmt: skip
@@ -282,6 +282,10 @@ def _layers(result, L: int) -> None:
     if floor:
         text += (f" At the floor, no more alike than a random pairing, so CKA cannot say how far they moved: "
                  f"{', '.join(floor)}.")  # fmt: skip
+    undefined = [names[i] for i in range(L + 1) if comp.status(i) == "undefined"]
+    if undefined:
+        text += (f" CKA is undefined at {', '.join(undefined)}: the vectors there are the same in every "
+                 "sentence.")  # fmt: skip
     prose(text)
     chart(layer_change_chart(comp.cka, comp.weight_change, title="How far each layer moved",
                              floor_low=comp.floor_low, floor_high=comp.floor_high),  # fmt: skip
@@ -300,6 +304,21 @@ def _layers(result, L: int) -> None:
                                  what="cosine gap"),  # fmt: skip
               key="ft_gap", name_model=False)  # fmt: skip
     _projection(result, L)
+
+
+def _runs(indices: list[int], names: list[str]) -> str:
+    """Layers by name, a run of three or more written as its ends: "L1–L30", "L5, L6"."""
+    out, start = [], 0
+    while start < len(indices):
+        end = start
+        while end + 1 < len(indices) and indices[end + 1] == indices[end] + 1:
+            end += 1
+        if end - start >= 2:
+            out.append(f"{names[indices[start]]}–{names[indices[end]]}")
+        else:
+            out += [names[i] for i in indices[start : end + 1]]
+        start = end + 1
+    return ", ".join(out)
 
 
 def _projection(result, L: int) -> None:

@@ -197,6 +197,25 @@ def test_the_random_label_control_is_one_click_away(trained, independent):
     assert "ft_control" not in {b.key for b in at.button}  # the control has no control of its own
 
 
+def test_three_seeds_compare_with_the_head_seed_by_seed(trained, independent, encoder):
+    from lib.finetune.seeds import seed_spread
+
+    at = page_test(PAGE, preset="bank", ft_data="set", ft_epochs=EPOCHS, ft_train=True)
+    at.run()
+    at.button(key="ft_seeds_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    prep = independent.run.prepared
+    spread = seed_spread(encoder, prep, independent.recipe, (0, 1, 2), done={0: independent.run},
+                         heads_done={0: independent.baseline})  # fmt: skip
+    judged = independent.with_spread(spread)
+    text = _texts(at, "success", "info")
+    assert spread.text()[1:] in text and judged.verdict.compared in text
+    assert ("beats the head" in text) == judged.verdict.comparison.beats
+    chart = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    head = [t for t in chart["data"] if t["name"] == "frozen head, test"][0]
+    assert head["y"] == pytest.approx(list(spread.head_test_acc))
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

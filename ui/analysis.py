@@ -71,8 +71,8 @@ def _without_fitted(model: str, ss: SentenceSet, tv: TargetVectors) -> tuple[Sen
         return ss, tv
     keep = [i for i in range(len(ss)) if i not in set(fitted)]
     st.info(
-        f"This model was fine-tuned on {len(fitted)} of these {len(ss)} sentences. They are left out here, so "
-        f"what this page shows is the {len(keep)} sentences it never trained on."
+        f"This model was fine-tuned on {len(fitted)} of these {len(ss)} sentences. They are left out here: this "
+        f"page shows only the {len(keep)} sentences it never trained on."
     )
     return usable(model, ss.subset(keep))
 

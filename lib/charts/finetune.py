@@ -23,8 +23,10 @@ AFTER_COLOR = SENSE_COLORS[2]  # bluish green: the fine-tuned model
 CHANCE_COLOR = "#444444"
 
 
-def _legend() -> dict:
-    return {"orientation": "h", "x": 0, "y": -0.3, "xanchor": "left", "yanchor": "top", "title": {"text": ""}}
+def _legend(n_layers: int = 0) -> dict:
+    """A legend under the plot; lower under a layer axis of many (rotated) tick labels, clear of its title."""
+    y = -0.45 if n_layers > 12 else -0.3
+    return {"orientation": "h", "x": 0, "y": y, "xanchor": "left", "yanchor": "top", "title": {"text": ""}}
 
 
 def _line(x, y, *, name: str, color: str, dash: str | None = None, fmt: str = ".3f") -> dict:
@@ -96,15 +98,21 @@ def training_curves(
     return figure(data, layout)
 
 
+def _gaps(values) -> list:
+    """Values for a line, None (a gap) where a value is undefined: CKA of vectors that do not vary is no 0."""
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(values, dtype=np.float64)]
+
+
 def layer_change_chart(cka: np.ndarray, weight_change: np.ndarray, *, title: str,
                        floor_low: np.ndarray | None = None, floor_high: np.ndarray | None = None) -> go.Figure:  # fmt: skip
     """Per hidden state: linear CKA between the pretrained and fine-tuned vectors (1 = unchanged geometry) and
     the relative change of the layer's weights (0 = frozen). Both (L + 1,). ``floor_low`` / ``floor_high``
-    ((L + 1,)): CKA's floor band at this n and d (a random pairing of the sentences), drawn as a grey band."""
+    ((L + 1,)): CKA's floor band at this n and d (a random pairing of the sentences), drawn as a grey band. An
+    undefined CKA (NaN) is a gap in the line."""
     names = layer_names(len(cka) - 1)
     data = []
     if floor_low is not None and floor_high is not None:
-        lo, hi = finite(floor_low).tolist(), finite(floor_high).tolist()
+        lo, hi = _gaps(floor_low), _gaps(floor_high)
         data += [
             {"type": "scatter", "x": names, "y": lo, "mode": "lines", "line": {"width": 0, "color": BEFORE_COLOR},
              "showlegend": False, "hoverinfo": "skip"},  # fmt: skip
@@ -113,7 +121,7 @@ def layer_change_chart(cka: np.ndarray, weight_change: np.ndarray, *, title: str
              "hovertemplate": "floor up to %{y:.3f}<extra>%{x}</extra>"},  # fmt: skip
         ]
     data += [
-        _line(names, cka, name="CKA, pretrained vs fine-tuned", color=AFTER_COLOR),
+        _line(names, cka, name="CKA, pretrained vs fine-tuned", color=AFTER_COLOR) | {"y": _gaps(cka)},
         {
             "type": "bar",
             "x": names,
@@ -132,7 +140,7 @@ def layer_change_chart(cka: np.ndarray, weight_change: np.ndarray, *, title: str
         yaxis={"title": {"text": "CKA"}, "range": [0, 1.05]},
         yaxis2={"title": {"text": "weight change"}, "overlaying": "y", "side": "right", "range": [0, 1.15 * top],
                 "showgrid": False, "exponentformat": "e"},  # fmt: skip
-        legend=_legend(),
+        legend=_legend(len(names)),
     )
     return figure(data, layout)
 
@@ -157,7 +165,7 @@ def before_after_chart(
         base_layout(title=esc(title), height=320),
         xaxis={"title": {"text": "layer"}, "type": "category"},
         yaxis={"title": {"text": what}, **({"tickformat": ".0%", "range": [0, 1.05]} if percent else {})},
-        legend=_legend(),
+        legend=_legend(len(names)),
     )
     if chance is not None:
         layout["shapes"] = [hline(chance, {"color": CHANCE_COLOR, "dash": "dot", "width": 1.5})]
