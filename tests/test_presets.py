@@ -44,7 +44,13 @@ def test_targets_align_to_word_pieces_and_one_preset_splits(encoder):
 
 
 def test_a_data_preset_is_a_seeded_balanced_sample_of_real_sentences():
-    from lib.inputs.presets import DATA_MAX_WORDS, DATA_PER_SENSE, data_preset_id, is_data_preset, preset_by_id
+    from lib.inputs.presets import (
+        DATA_MAX_WORDS,
+        DATA_PER_SENSE,
+        data_preset_id,
+        is_data_preset,
+        preset_by_id,
+    )
     from lib.inputs.wsd_data import available, load_split
 
     assert preset_by_id("coarsewsd-nope") is None and preset_by_id("coarsewsd-../bank") is None
