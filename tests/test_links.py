@@ -433,3 +433,28 @@ def test_a_fine_tuned_model_link_on_other_sentences_says_why_it_cannot_open():
     assert at.session_state["cl_model_active"] == DEFAULT_MODEL
     assert "trained on other sentences" in " ".join(e.value for e in at.sidebar.error)
     assert "finetuned" not in at.query_params
+
+
+def test_a_link_to_real_sentences_opens_them_or_says_the_data_is_not_here(monkeypatch, tmp_path):
+    """``?preset=coarsewsd-crane`` (the Fine-tune page's default task, opened on every page) opens the same
+    sentences on a server that has CoarseWSD-20, and says why not on one that has not (a Docker image)."""
+    from lib.inputs import presets, wsd_data
+
+    if presets.data_preset("crane") is not None:
+        at = page_test("pages/layers.py")
+        at.query_params["preset"] = "coarsewsd-crane"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state["cl_preset"] == "coarsewsd-crane" and not url_notes(at)
+        assert at.session_state["cl_text"] == presets.data_preset("crane").text
+    monkeypatch.setattr(wsd_data, "SHARED_DATA", tmp_path)
+    presets.data_preset.cache_clear()
+    try:
+        at = page_test("pages/layers.py")
+        at.query_params["preset"] = "coarsewsd-crane"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state["cl_preset"] == "bank"
+        assert any("CoarseWSD-20, which is not on this server" in n for n in url_notes(at))
+    finally:
+        presets.data_preset.cache_clear()
