@@ -17,6 +17,7 @@ from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
 from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.models.keys import base_model_id
 from lib.serving import budget
 from lib.serving.budget import (
     ByteLRU,
@@ -257,10 +258,15 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
-    # random weights of a listed model (or of the default) are that model's architecture: allowed
-    assert model_allowed("bert-base-uncased#random-3", env) and model_allowed("#random-0", env)
-    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", env)
-    assert not model_allowed("org/missing#random-0", env) and not model_allowed("/etc#random-1", env)
+    # random weights of a listed model (or of the default) are that model's architecture: allowed, asked about
+    # by the key's model id (ui.cache.try_encoder); a key itself is no listed id
+    def key_allowed(key):
+        return model_allowed(base_model_id(key), env)
+
+    assert key_allowed("bert-base-uncased#random-3") and key_allowed("#random-0")
+    assert key_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0")
+    assert not key_allowed("org/missing#random-0") and not key_allowed("/etc#random-1")
+    assert not model_allowed("bert-base-uncased#random-3", env)
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):
@@ -305,6 +311,7 @@ def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
 def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_all(encoder, monkeypatch):
     from lib.models.encoder import DEFAULT_MODEL
     from ui import cache
+    from ui.cache import store
 
     m = DEFAULT_MODEL
     a = ("The bank raised its rates.", "We sat on the river bank.", "The bank closed early today.")
@@ -319,11 +326,11 @@ def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_
     np.testing.assert_allclose(eb.hidden_states[1], alone.hidden_states[0], atol=1e-4)
     assert eb.tokens[1] == alone.tokens[0]
     # a cache too small for one sentence still hands every sentence of the set to the caller
-    monkeypatch.setattr(cache, "RESULTS", ByteLRU(max_bytes=1))
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(max_bytes=1))
     c = tuple(f"Sentence {k} about the bank." for k in range(5))
     ec = cache.encoding(m, c)
     assert ec.sentences == c and all(h.shape[0] == encoder.num_layers + 1 for h in ec.hidden_states)
-    assert len(cache.RESULTS) <= 2
+    assert len(store.RESULTS) <= 2
 
 
 def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page(encoder):
@@ -349,7 +356,7 @@ def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page
     assert cache.ENCODE_CALLS[m] == calls + 3
     # so does a set of few but long sentences, whose attentions would exceed the byte bound
     long = tuple(f"The bank {k} " + "stood by the long and winding canal " * 16 for k in range(4))
-    pieces = min(encoder.piece_counts([long[0]])[0], cache.budget.MAX_PIECES_PER_SENTENCE)
+    pieces = min(encoder.piece_counts([long[0]])[0], budget.MAX_PIECES_PER_SENTENCE)
     assert 4 * pieces**2 * encoder.num_layers * encoder.num_heads * 4 > cache.ATTENTIONS_WITH_SET_BYTES
     cache.encoding(m, long)
     cache.sentence_attention(m, long[0])

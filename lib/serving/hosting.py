@@ -41,17 +41,16 @@ def hosted_mode(environ: dict[str, str] | None = None) -> bool:
 
 
 def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
-    """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
+    """True when the model id ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
 
-    A variant's key (``<id>#shuffled-<seed>``, ``<id>#random-<seed>``: lib.models.keys) is allowed when its
-    id is: it has the same architecture and size, only other weights.
+    ``name`` is an id, not a model key: a variant's key (``<id>#shuffled-<seed>``, lib.models.keys) is allowed
+    when its id is (same architecture and size, other weights), so a caller holding a key asks about
+    ``lib.models.keys.base_model_id(key)`` (this module sits below the models and knows no keys).
     """
-    from lib.models.keys import base_model_id
-
     allowed = allowed_models(environ)
     if allowed is None:
         return True
-    wanted = base_model_id(name)
+    wanted = (name or "").strip()
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
 
 
