@@ -69,7 +69,8 @@ def _without_fitted(model: str, ss: SentenceSet, tv: TargetVectors) -> tuple[Sen
                             split_seed=recipe.split_seed, digest=recipe.digest)  # fmt: skip
     if not fitted:
         return ss, tv
-    keep = [i for i in range(len(ss)) if i not in set(fitted)]
+    fitted_set = set(fitted)
+    keep = [i for i in range(len(ss)) if i not in fitted_set]
     st.info(
         f"This model was fine-tuned on {len(fitted)} of these {len(ss)} sentences. They are left out here: this "
         f"page shows only the {len(keep)} sentences it never trained on."
