@@ -222,14 +222,18 @@ EXAMPLES = {
         [0, 1, 2], [0.7, 0.5, 0.2], [0.7, 0.6, 0.65], what="loss", title="<b>loss</b>", best_epoch=1
     ),
     "finetune.training_curves[accuracy]": lambda real: finetune.training_curves(
-        [0, 1, 2], [0.5, 0.75, 1.0], [0.5, 0.5, np.nan], what="accuracy", title="acc", chance=0.5
+        [0, 1, 2], [0.5, 0.75, 1.0], [0.5, 0.5, np.nan], what="accuracy", title="acc", chance=0.5, test=0.75,
+        test_epoch=2, head_test=0.55,
     ),
     "finetune.layer_change_chart": lambda real: finetune.layer_change_chart(
-        np.array([1.0, 1, 1, 1, 1, 0.9, 0.7]), np.array([0.0, 0, 0, 0, 0, 2e-3, 3e-3]), title="moved"
+        np.array([1.0, 1, 1, 1, 1, 0.9, 0.7]), np.array([0.0, 0, 0, 0, 0, 2e-3, 3e-3]), title="moved",
+        floor_low=np.full(7, 0.3), floor_high=np.full(7, 0.5),
     ),
     "finetune.before_after_chart": lambda real: finetune.before_after_chart(
         np.linspace(0.5, 1, 7), np.linspace(0.5, 1, 7)[::-1], title="t", what="accuracy", percent=True, chance=0.5
     ),
     "finetune.mix_weights_chart": lambda real: finetune.mix_weights_chart(np.full(7, 1 / 7), 1.3, title="mix"),
-    "finetune.seed_chart": lambda real: finetune.seed_chart([0, 1, 2], [1.0, 1.0, 0.9], [0.75, 0.5, 1.0], title="s"),
+    "finetune.seed_chart": lambda real: finetune.seed_chart(
+        [0, 1, 2], [1.0, 1.0, 0.9], [0.75, 0.5, 1.0], title="s", head_test=[0.7, 0.7, 0.75]
+    ),
 }

@@ -123,6 +123,7 @@ OLD_LINKS = {
             "ft_epochs": 5,
             "ft_seed": 3,
             "ft_early": True,
+            "ft_data": "set",  # a link made before the page chose its sentences trained on the sentences in use
         },
     ),
     "pages/context.py": (
@@ -385,7 +386,7 @@ def _bank_recipe(**settings):
 
     p = preset_by_id("bank")
     ss = parse_sentence_set(p.text, p.target, preset_id=p.id)
-    digest = split_set(ss.target, ss.sentences, ss.senses, heldout=0.33, seed=0).digest
+    digest = split_set(ss.target, ss.sentences, ss.senses, seed=0).digest
     return ss, Recipe.make(digest, "top-2", num_layers=6, **settings)
 
 
@@ -402,7 +403,7 @@ def test_a_fine_tuned_model_link_carries_the_recipe_and_trains_it_again(encoder)
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["cl_model_active"] == key
     assert at.query_params["finetuned"] == recipe.key and "weights" not in at.query_params
-    assert "fine-tuned on 8 'bank' sentences, top 2 layers, 2 epochs, seed 7" in " ".join(
+    assert "fine-tuned on 6 of the 12 'bank' sentences (left out here), top 2 layers, 2 epochs, seed 7" in " ".join(
         w.value for w in at.sidebar.warning
     ).replace("\\", "")
     opened = dict(load_model(key).model.named_parameters())
@@ -419,3 +420,28 @@ def test_a_fine_tuned_model_link_on_other_sentences_says_why_it_cannot_open():
     assert at.session_state["cl_model_active"] == DEFAULT_MODEL
     assert "trained on other sentences" in " ".join(e.value for e in at.sidebar.error)
     assert "finetuned" not in at.query_params
+
+
+def test_a_link_to_real_sentences_opens_them_or_says_the_data_is_not_here(monkeypatch, tmp_path):
+    """``?preset=coarsewsd-crane`` (the Fine-tune page's default task, opened on every page) opens the same
+    sentences on a server that has CoarseWSD-20, and says why not on one that has not (a Docker image)."""
+    from lib.inputs import presets, wsd_data
+
+    if presets.data_preset("crane") is not None:
+        at = page_test("pages/layers.py")
+        at.query_params["preset"] = "coarsewsd-crane"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state["cl_preset"] == "coarsewsd-crane" and not url_notes(at)
+        assert at.session_state["cl_text"] == presets.data_preset("crane").text
+    monkeypatch.setattr(wsd_data, "SHARED_DATA", tmp_path)
+    presets.data_preset.cache_clear()
+    try:
+        at = page_test("pages/layers.py")
+        at.query_params["preset"] = "coarsewsd-crane"
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.session_state["cl_preset"] == "bank"
+        assert any("CoarseWSD-20, which is not on this server" in n for n in url_notes(at))
+    finally:
+        presets.data_preset.cache_clear()

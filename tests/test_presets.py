@@ -41,3 +41,32 @@ def test_targets_align_to_word_pieces_and_one_preset_splits(encoder):
             if span.is_split:
                 split_words.add(p.id)
     assert split_words, "at least one preset's target must be split into word pieces"
+
+
+def test_a_data_preset_is_a_seeded_balanced_sample_of_real_sentences():
+    from lib.inputs.presets import (
+        DATA_MAX_WORDS,
+        DATA_PER_SENSE,
+        data_preset_id,
+        is_data_preset,
+        preset_by_id,
+    )
+    from lib.inputs.wsd_data import available, load_split
+
+    assert preset_by_id("coarsewsd-nope") is None and preset_by_id("coarsewsd-../bank") is None
+    assert is_data_preset("coarsewsd-crane") and not is_data_preset("bank")
+    assert all(not is_data_preset(p.id) for p in load_presets())  # not in the sidebar's list of hand-written sets
+    if not available("crane"):
+        pytest.skip("CoarseWSD-20 is not beside the checkout")
+    p = preset_by_id(data_preset_id("crane"))
+    assert p.id == "coarsewsd-crane" and p.target == "crane"
+    train = load_split("crane", "train")
+    pairs = set(zip(train.senses, train.sentences, strict=True))
+    assert set(p.rows) <= pairs  # real sentences of the train file, with their senses
+    for sense in set(train.senses):
+        assert sum(1 for s, _ in p.rows if s == sense) == DATA_PER_SENSE
+    assert all(len(text.split(" ")) <= DATA_MAX_WORDS for _, text in p.rows)
+    order = [train.sentences.index(t) for _, t in p.rows]
+    assert order == sorted(order)  # in the file's order
+    ss = p.sentence_set()
+    assert len(ss) == len(p.rows) and not ss.problems

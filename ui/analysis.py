@@ -3,7 +3,9 @@
 :func:`analysis` is what most pages start from. It reads the shared set (ui.session), says what the budget cut
 from it, shows a progress bar while a large set runs through the model (ui.cache, chunk by chunk), drops the
 sentences whose target cannot be used (and says which), warns about sentences longer than the model reads,
-and stops the page with a clear message when too few sentences remain.
+and stops the page with a clear message when too few sentences remain. With a fine-tuned model in use, the
+sentences it was fitted to (its training set) are left out, and the page says so: a separation shown on the
+sentences a model was trained to separate measures the training, not the model.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import streamlit as st
 
 from lib.inputs.sentences import SentenceSet
 from lib.models.encoder import Encoder, TargetError, TargetVectors
+from lib.models.keys import parse_model_key
 from lib.serving import budget
 from ui import cache, session
 from ui.widgets import escape_md
@@ -67,6 +70,32 @@ def usable(model: str, ss: SentenceSet) -> tuple[SentenceSet, TargetVectors]:
     return ss, tv
 
 
+def _without_fitted(model: str, ss: SentenceSet, tv: TargetVectors) -> tuple[SentenceSet, TargetVectors]:
+    """``ss`` without the sentences a fine-tuned ``model`` was fitted to (said in a sentence); as it is for
+    any other model."""
+    key = parse_model_key(model)
+    if key.weights != "finetuned":
+        return ss, tv
+    from lib.finetune.data import FineTuneError, fitted_indices
+    from lib.finetune.recipe import Recipe
+
+    try:
+        recipe = Recipe.from_key(str(key.value))
+    except FineTuneError:
+        return ss, tv
+    fitted = fitted_indices(ss.target, ss.sentences, ss.senses, heldout_percent=recipe.heldout,
+                            split_seed=recipe.split_seed, digest=recipe.digest)  # fmt: skip
+    if not fitted:
+        return ss, tv
+    fitted_set = set(fitted)
+    keep = [i for i in range(len(ss)) if i not in fitted_set]
+    st.info(
+        f"This model was fine-tuned on {len(fitted)} of these {len(ss)} sentences. They are left out here: this "
+        f"page shows only the {len(keep)} sentences it never trained on."
+    )
+    return usable(model, ss.subset(keep))
+
+
 def analysis(min_sentences: int = 1) -> Analysis:
     """The current set's target vectors from the cache; shows a clear message and stops the page otherwise."""
     ss = session.sentence_set()
@@ -97,6 +126,7 @@ def analysis(min_sentences: int = 1) -> Analysis:
         cache.encode_in_chunks(model, ss.sentences, ss.target, show)
         bar.empty()
     ss, tv = usable(model, ss)
+    ss, tv = _without_fitted(model, ss, tv)
     if len(ss) < min_sentences:  # enough were given (above), so some were left out
         st.info(f"Too few usable sentences remain ({len(ss)}); this view needs {min_sentences}.")
         st.stop()

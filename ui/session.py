@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.errors import ContextLensError
-from lib.inputs.presets import default_preset, preset_by_id
+from lib.inputs.presets import default_preset, is_data_preset, preset_by_id
 from lib.inputs.sentences import (
     MAX_TEXT_CHARS,
     SentenceSet,
@@ -73,7 +73,12 @@ def init_session() -> None:
         )
     elif "preset" in url:
         found = preset_by_id(url["preset"][:50])
-        if found is None:
+        if found is None and is_data_preset(url["preset"]):
+            link.note(
+                "The link's sentences are real ones from CoarseWSD-20, which is not on this server; the “bank” "
+                "preset is shown instead."
+            )
+        elif found is None:
             link.note("The link names a preset that does not exist; the “bank” preset is shown instead.")
         else:
             target, text, preset_id = found.target, found.text, found.id
@@ -287,11 +292,17 @@ def model_display(model: str | None = None) -> str:
     return model_label(model if model is not None else model_name())
 
 
-def use_finetuned(recipe_key: str) -> None:
-    """Open the fine-tuned model of ``recipe_key`` on every page ("" goes back to the pretrained weights)."""
+def use_finetuned(recipe_key: str, preset_id: str = "") -> None:
+    """Open the fine-tuned model of ``recipe_key`` on every page ("" goes back to the pretrained weights);
+    ``preset_id``: the preset it was trained on, made the set in use (the Fine-tune page's real sentences)."""
     st.session_state[K_RECIPE] = recipe_key
     if recipe_key:
         st.session_state[K_WEIGHTS] = "trained"
+    preset = preset_by_id(preset_id) if preset_id else None
+    if preset is not None:
+        st.session_state[K_PRESET] = preset.id
+        st.session_state[K_TEXT] = preset.text
+        st.session_state[K_TARGET] = preset.target
 
 
 def presenter() -> bool:

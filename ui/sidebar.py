@@ -71,6 +71,9 @@ def render() -> None:
     """The one place to choose a preset, edit the target and sentences, pick a model, go presenter."""
     presets = load_presets()
     titles = {p.id: p.title for p in presets}
+    in_use = preset_by_id(st.session_state.get(K_PRESET))
+    if in_use is not None and in_use.id not in titles:  # real sentences opened from the Fine-tune page or a link
+        titles[in_use.id] = in_use.title
     titles[CUSTOM] = "Your own sentences"
     sb = st.sidebar
     sb.selectbox(

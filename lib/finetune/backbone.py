@@ -2,9 +2,17 @@
 
 Every other module of :mod:`lib.finetune` reaches the transformers model only through these functions: which
 parameters belong to which layer, a copy that shares the frozen weights, running the top layers from cached
-hidden states, the LoRA adapters (``peft``) and merging them. A new architecture (a decoder) is taught here,
-nowhere else. The rest of the package sees plain tensors: padded word-piece ids ``(n, T)``, attention masks
-``(n, T)`` and hidden states ``(n, T, H)``.
+hidden states, the LoRA adapters (``peft``) and merging them. A new architecture is taught here, nowhere else.
+The rest of the package sees plain tensors: padded word-piece ids ``(n, T)``, attention masks ``(n, T)`` and
+hidden states ``(n, T, H)``.
+
+Two families: the encoder (BERT: the transformers model *is* its body, a bidirectional mask) and the decoder (a
+causal LM: its body, ``model.base_model``, runs the layers and the final norm; a causal mask; Llama-style layers
+take the rotary position embeddings as an argument). What trains is float32 whatever the model's dtype: an
+AdamW step of 5e-5 on a weight near 0.05 is 2.5e-6, below bfloat16's resolution there (2^-8 of it, 2e-4), so a
+bfloat16 weight would not move. A model kept in bfloat16 (the decoder, :func:`lib.models.decoder.weights_dtype`)
+gets float32 copies of its trained layers, cast back at their edges (:func:`shared_copy`), and float32 LoRA
+adapters (peft casts at theirs); every frozen weight stays the pretrained tensor.
 
 Layer vocabulary as in the rest of the app: hidden-state index 0 is the embedding output, index ℓ (1…L) the
 output of transformer layer ℓ; a parameter belongs to index 0 (the embeddings), to ℓ (its layer) or to
@@ -22,10 +30,12 @@ import numpy as np
 __all__ = [
     "LORA_TARGETS",
     "adapter_parameters",
+    "body",
     "effective_weights",
     "inject_lora",
     "last_hidden",
     "layer_of",
+    "lora_modules",
     "merge_lora",
     "pad_ids",
     "pad_hidden",
@@ -58,10 +68,11 @@ def transformer_layers(model):
     """The model's transformer layers as a ``torch.nn.ModuleList`` (L entries), or None if unknown."""
     import torch
 
-    for path in _LAYER_PATHS:
-        layers = _get(model, path)
-        if isinstance(layers, torch.nn.ModuleList) and len(layers):
-            return layers
+    for owner in (model, getattr(model, "base_model", model)):  # a causal LM keeps them in its body
+        for path in _LAYER_PATHS:
+            layers = _get(owner, path)
+            if isinstance(layers, torch.nn.ModuleList) and len(layers):
+                return layers
     return None
 
 
@@ -77,24 +88,68 @@ def layer_of(name: str) -> int | None:
 
 
 def shared_copy(model, trainable: Iterable[int]):
-    """A copy of ``model`` whose parameters of the hidden-state indices in ``trainable`` are its own (and
-    require gradients) while every other parameter and every buffer *is* the original's tensor (shared,
+    """A copy of ``model`` whose parameters of the hidden-state indices in ``trainable`` are its own (float32,
+    requiring gradients) while every other parameter and every buffer *is* the original's tensor (shared,
     frozen).
 
     So the frozen layers of the fine-tuned model are bit-identical to the pretrained ones by construction
     and cost no memory; ``trainable`` empty shares everything (the base for LoRA), every index copies all.
     The original's parameters are marked frozen (``requires_grad=False``): the pretrained model is never
-    trained, and a shared tensor must not collect gradients.
+    trained, and a shared tensor must not collect gradients. In a model of another dtype (bfloat16) each
+    trained layer computes in float32 and hands its output on in the model's dtype (:func:`_float32_layer`).
     """
+    import torch
+
     keep = set(trainable)
     shared = {id(p): p for name, p in model.named_parameters() if layer_of(name) not in keep}
     shared.update({id(b): b for b in model.buffers()})  # buffers (position ids) never train: shared too
     for p in model.parameters():
         p.requires_grad_(False)
     clone = copy.deepcopy(model, memo=dict(shared))
+    dtype = model_dtype(model)
     for name, p in clone.named_parameters():
-        p.requires_grad_(layer_of(name) in keep)
+        mine = layer_of(name) in keep
+        if mine and p.dtype != torch.float32:
+            p.data = p.data.float()
+        p.requires_grad_(mine)
+    if dtype != torch.float32:
+        layers = transformer_layers(clone)
+        for ell in sorted(keep):
+            if ell == 0 or layers is None:
+                raise ValueError("only transformer layers of a model in a dtype other than float32 can be trained")
+            _float32_layer(layers[ell - 1], dtype)
     return clone
+
+
+def model_dtype(model):
+    """The dtype of the model's (frozen) weights: float32 for the encoder, bfloat16 for a decoder kept so."""
+    return next(model.parameters()).dtype
+
+
+def _cast(x, dtype):
+    import torch
+
+    if isinstance(x, torch.Tensor) and x.is_floating_point():
+        return x.to(dtype)
+    if isinstance(x, tuple):
+        return tuple(_cast(t, dtype) for t in x)
+    return x
+
+
+def _float32_layer(layer, dtype) -> None:
+    """Make a float32 layer of a model in ``dtype`` take that model's tensors and hand its output on in ``dtype``
+    (forward hooks: the rest of the model is unchanged; casting up is exact, casting down rounds as every layer
+    of that model does)."""
+    import torch
+
+    def before(_module, args, kwargs):
+        return _cast(args, torch.float32), {k: _cast(v, torch.float32) for k, v in kwargs.items()}
+
+    def after(_module, _args, _kwargs, output):
+        return _cast(output, dtype)
+
+    layer.register_forward_pre_hook(before, with_kwargs=True)
+    layer.register_forward_hook(after, with_kwargs=True)
 
 
 def unique_bytes(model, base) -> int:
@@ -132,36 +187,80 @@ def pad_hidden(hidden_states, index: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------- forward passes
+def body(model):
+    """The module that turns word pieces into hidden states: the model itself for an encoder, a causal LM's
+    ``base_model`` (its layers and final norm, without the output head)."""
+    return model.base_model
+
+
+def _has_head(model) -> bool:
+    return body(model) is not model
+
+
 def last_hidden(model, ids, mask):
-    """The last hidden state ``(n, T, H)`` of a whole forward pass from word-piece ids."""
-    return model(input_ids=ids, attention_mask=mask).last_hidden_state
+    """The last hidden state ``(n, T, H)`` of a whole forward pass from word-piece ids (a decoder's with its
+    final norm applied, as ``Encoding.hidden_states[-1]``), in float32."""
+    kw = {"use_cache": False} if _has_head(model) else {}
+    return body(model)(input_ids=ids, attention_mask=mask, **kw).last_hidden_state.float()
 
 
-def supports_cached_layers(model) -> bool:
-    """True when the top layers can run alone from cached hidden states (:func:`run_top_layers`)."""
-    return transformer_layers(model) is not None and not getattr(model.config, "is_decoder", False)
+def supports_cached_layers(model, *, causal: bool = False) -> bool:
+    """True when the top layers can run alone from cached hidden states (:func:`run_top_layers`): an encoder's
+    layers, or a Llama-style decoder's (rotary positions given to each layer, a final norm)."""
+    if transformer_layers(model) is None:
+        return False
+    if not causal:
+        return not getattr(model.config, "is_decoder", False)
+    b = body(model)
+    return hasattr(b, "rotary_emb") and hasattr(b, "norm")
 
 
-def run_top_layers(model, start: int, hidden, mask):
+def run_top_layers(model, start: int, hidden, mask, *, causal: bool = False):
     """Run transformer layers ``start + 1 … L`` on hidden state ``start`` (``(n, T, H)``, the output of layer
-    ``start``); returns hidden state L ``(n, T, H)``. The same arithmetic as the model's own pass (the
-    bidirectional mask built by transformers from the 0/1 ``mask``)."""
-    from transformers.masking_utils import create_bidirectional_mask
+    ``start``); returns hidden state L ``(n, T, H)`` in float32. The same arithmetic as the model's own pass:
+    the bidirectional mask built by transformers from the 0/1 ``mask``, or for a decoder the causal mask, the
+    rotary position embeddings of positions 0 … T - 1 and the final norm after the last layer."""
+    import torch
 
     layers = transformer_layers(model)
-    m = create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=mask)
+    if not causal:
+        from transformers.masking_utils import create_bidirectional_mask
+
+        m = create_bidirectional_mask(config=model.config, inputs_embeds=hidden, attention_mask=mask)
+        for layer in layers[start:]:
+            out = layer(hidden, m)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return hidden.float()
+    from transformers.masking_utils import create_causal_mask
+
+    b = body(model)
+    hidden = hidden.to(model_dtype(model))  # the model's own pass hands each layer its dtype
+    positions = torch.arange(hidden.shape[1]).unsqueeze(0)
+    m = create_causal_mask(config=b.config, inputs_embeds=hidden, attention_mask=mask, past_key_values=None,
+                           position_ids=positions)  # fmt: skip
+    rotary = b.rotary_emb(hidden, position_ids=positions)
     for layer in layers[start:]:
-        out = layer(hidden, m)
+        out = layer(hidden, attention_mask=m, position_embeddings=rotary, position_ids=positions)
         hidden = out[0] if isinstance(out, tuple) else out
-    return hidden
+    return b.norm(hidden).float()
 
 
 # ----------------------------------------------------------------------------------- LoRA (peft)
 def lora_targets(model) -> tuple[str, ...]:
+    """The module names LoRA adapts in ``model``: its attention's query, key and value projections."""
     kind = getattr(model.config, "model_type", "")
     return LORA_TARGETS["bert"] if kind in ("bert", "roberta", "distilbert", "xlm-roberta") else LORA_TARGETS[
         "default"
     ]
+
+
+def lora_modules(model) -> list:
+    """The linear projections LoRA adapts in ``model`` (:func:`lora_targets` of every layer), in order."""
+    import torch
+
+    names = lora_targets(model)
+    return [m for name, m in model.named_modules()
+            if isinstance(m, torch.nn.Linear) and name.rpartition(".")[2] in names and layer_of(name + ".") is not None]  # fmt: skip
 
 
 def inject_lora(model, rank: int, generator):
@@ -170,7 +269,8 @@ def inject_lora(model, rank: int, generator):
 
     Each adapted projection computes ``W x + (α / r) B A x`` with ``A`` ``(r, in)`` drawn from ``generator``
     (Kaiming-uniform, as peft does, but reproducible) and ``B`` ``(out, r)`` zero, so training starts from
-    the pretrained model exactly; α = 2r (scale 2). Returns the model, adapted in place.
+    the pretrained model exactly; α = 2r (scale 2). The adapters are float32 in a model of any dtype (peft
+    casts the input to theirs and the sum back to the layer's). Returns the model, adapted in place.
     """
     import math
 
@@ -181,6 +281,8 @@ def inject_lora(model, rank: int, generator):
     with torch.random.fork_rng(devices=[]):  # peft's own initialisation draws from the global generator
         model = inject_adapter_in_model(config, model)
     for name, p in model.named_parameters():
+        if "lora_" in name and p.dtype != torch.float32:
+            p.data = p.data.float()
         p.requires_grad_("lora_" in name)
     with torch.no_grad():
         for name, p in model.named_parameters():

@@ -5,11 +5,16 @@ Per hidden state ℓ = 0 … L (0 = the embedding output):
 * ``cka``: linear CKA (Kornblith et al. 2019) between the pretrained and the fine-tuned task vectors of every
   sentence of the set: 1 when the fine-tuned layer is the pretrained one up to a rotation and a scale,
   lower the more its geometry changed (Merchant et al. 2020 found the top layers move most);
+* ``floor_low``, ``floor_high``: CKA's floor at this n and d, the band (2.5th to 97.5th percentile) CKA reaches
+  between the same two sets of vectors with the sentences paired at random (:func:`cka_floor`). Linear CKA of
+  unrelated vectors is far from 0 when n is small against d (12 sentences in 384 dimensions: ~0.6-0.8), so a
+  layer's CKA says how far it moved only above that band: at or below it, the fine-tuned vectors are no more
+  like the pretrained ones than a random pairing is (:meth:`LayerComparison.status`);
 * ``weight_change``: ‖W_ft − W_pre‖ / ‖W_pre‖ over every weight of layer ℓ (the embeddings for ℓ = 0);
   exactly 0 for a frozen layer (its tensors are the pretrained ones);
-* sense separation on the held-out sentences before and after: the nearest-centroid readout (centroids from
-  the training sentences, :func:`lib.stats.readout.centroid_readout`) and the same-minus-different-sense
-  cosine gap among the held-out sentences (:func:`lib.stats.similarity.sense_similarity`, the Layer by
+* sense separation on the held-out (validation and test) sentences before and after: the nearest-centroid
+  readout (centroids from the training sentences, :func:`lib.stats.readout.centroid_readout`) and the
+  same-minus-different-sense cosine gap among the held-out sentences (:func:`lib.stats.similarity.sense_similarity`, the Layer by
   layer curve; None when the held-out sentences hold no same-sense pair);
 * anisotropy before and after (:func:`lib.stats.geometry.anisotropy`): the mean cosine between the set's
   ordinary word pieces at that layer.
@@ -26,7 +31,25 @@ from lib.stats.geometry import anisotropy
 from lib.stats.readout import centroid_readout
 from lib.stats.similarity import cosine_matrix, sense_similarity
 
-__all__ = ["LayerComparison", "compare_layers", "linear_cka", "pooled_vectors", "weight_change"]
+__all__ = [
+    "KEPT",
+    "LayerComparison",
+    "cka_floor",
+    "compare_layers",
+    "linear_cka",
+    "pooled_vectors",
+    "weight_change",
+]
+
+KEPT = 0.99  # CKA from which a layer kept its geometry (a rotation and a scale of it, within 1 %)
+FLOOR_DRAWS = 200  # random pairings per layer for the floor band
+FLOOR_SEED = 0
+
+
+def _centred_gram(X) -> np.ndarray:
+    A = np.asarray(X, dtype=np.float64)
+    A = A - A.mean(axis=0)
+    return A @ A.T
 
 
 def linear_cka(X, Y) -> float:
@@ -41,13 +64,32 @@ def linear_cka(X, Y) -> float:
     B = np.asarray(Y, dtype=np.float64)
     if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
         raise ValueError(f"CKA needs (n, d) arrays of the same n; got {A.shape} and {B.shape}")
-    A = A - A.mean(axis=0)
-    B = B - B.mean(axis=0)
-    K, L = A @ A.T, B @ B.T
+    return _cka_gram(_centred_gram(A), _centred_gram(B))
+
+
+def _cka_gram(K: np.ndarray, L: np.ndarray) -> float:
     denom = np.linalg.norm(K) * np.linalg.norm(L)
     if denom <= 1e-300:
         return float("nan")
     return float(np.clip(np.sum(K * L) / denom, 0.0, 1.0))
+
+
+def cka_floor(X, Y, *, draws: int = FLOOR_DRAWS, seed: int = FLOOR_SEED) -> tuple[float, float]:
+    """CKA's floor for these two sets: the 2.5th and 97.5th percentiles of ``linear_cka(X, Y[p])`` over
+    ``draws`` random orders ``p`` of Y's rows (each set keeps its own geometry; only which sentence is paired
+    with which is lost). A CKA inside the band is what vectors unrelated sentence by sentence reach at this n
+    and d. X: (n, d1), Y: (n, d2); (NaN, NaN) where CKA is undefined."""
+    K, L = _centred_gram(X), _centred_gram(Y)
+    rng = np.random.default_rng(seed)
+    n = K.shape[0]
+    values = []
+    for _ in range(int(draws)):
+        p = rng.permutation(n)
+        values.append(_cka_gram(K, L[np.ix_(p, p)]))
+    if not np.all(np.isfinite(values)):
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
 
 
 def weight_change(pretrained, finetuned, num_layers: int) -> np.ndarray:
@@ -107,6 +149,8 @@ class LayerComparison:
     """
 
     cka: np.ndarray
+    floor_low: np.ndarray
+    floor_high: np.ndarray
     weight_change: np.ndarray
     readout_before: np.ndarray
     readout_after: np.ndarray
@@ -116,6 +160,20 @@ class LayerComparison:
     anisotropy_after: np.ndarray
     vectors_before: np.ndarray
     vectors_after: np.ndarray
+
+    def status(self, layer: int) -> str:
+        """What hidden state ``layer``'s CKA says: "kept" (CKA ≥ :data:`KEPT`: its geometry is the pretrained
+        one), "floor" (at or below the floor band's top: no more alike than a random pairing, so CKA cannot say
+        how far it moved), "changed" (between the two) or "undefined" (the vectors do not vary: a decoder's
+        hidden state 0 is the target's word piece alone, the same in every sentence)."""
+        c = float(self.cka[layer])
+        if not np.isfinite(c):
+            return "undefined"
+        if c >= KEPT:
+            return "kept"
+        if c <= float(self.floor_high[layer]):
+            return "floor"
+        return "changed"
 
     @property
     def num_hidden_states(self) -> int:
@@ -133,6 +191,9 @@ class LayerComparison:
                 {
                     "layer": i,
                     "cka": num(self.cka[i]),
+                    "cka_floor": num(self.floor_high[i]),
+                    "cka_floor_low": num(self.floor_low[i]),
+                    "cka_status": self.status(i),
                     "weight_change": num(self.weight_change[i]),
                     "heldout_readout_before": num(self.readout_before[i]),
                     "heldout_readout_after": num(self.readout_after[i]),
@@ -164,8 +225,11 @@ def compare_layers(pretrained_model, prepared, finetuned_model, after_encoding, 
 
     r0, g0 = separation(before)
     r1, g1 = separation(after)
+    floors = np.array([cka_floor(before[:, k], after[:, k]) for k in range(K)])
     return LayerComparison(
         cka=np.array([linear_cka(before[:, k], after[:, k]) for k in range(K)]),
+        floor_low=floors[:, 0],
+        floor_high=floors[:, 1],
         weight_change=weight_change(pretrained_model, finetuned_model, num_layers),
         readout_before=r0,
         readout_after=r1,

@@ -65,9 +65,11 @@ def _config(encoder) -> tuple[int, int, int, int]:
 
 
 def trained_numbers(encoder, recipe: Recipe, n_classes: int) -> int:
-    """How many numbers a run of ``recipe`` trains: the head (H × C + C), the layer mix (L + 2), and the
-    model's unfrozen layers (counted from the model's own parameters), LoRA's adapters (2 r × (in + out)
-    per adapted projection: query, key and value of every layer) or every weight."""
+    """How many numbers a run of ``recipe`` trains, before it starts: the head (H × C + C), the layer mix
+    (L + 2), and the model's unfrozen layers (counted from the model's own parameters), LoRA's adapters
+    (r × (in + out) per adapted projection, from each projection's own shape: query, key and value of every
+    layer; a decoder's key and value are narrower with grouped-query attention) or every weight. Equal to
+    the run's count of the parameters that required a gradient (``TrainedRun.trained_parameters``)."""
     H, _, _, L = _config(encoder)
     m = recipe.parsed
     n = H * n_classes + n_classes
@@ -79,7 +81,7 @@ def trained_numbers(encoder, recipe: Recipe, n_classes: int) -> int:
     elif m.kind == "full":
         n += sum(p.numel() for name, p in params if backbone.layer_of(name) is not None)
     elif m.kind == "lora":
-        n += L * len(backbone.lora_targets(encoder.model)) * recipe.rank * 2 * H
+        n += sum(recipe.rank * (mod.in_features + mod.out_features) for mod in backbone.lora_modules(encoder.model))
     return int(n)
 
 

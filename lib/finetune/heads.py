@@ -6,10 +6,13 @@ starting weights in any thread.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["Head", "LayerMix"]
+__all__ = ["UNIFORM_WITHIN", "Head", "LayerMix", "mix_is_uniform"]
+
+UNIFORM_WITHIN = 0.25  # a mix whose every weight is within 25 % of 1/K did not single out a layer
 
 
 class Head(nn.Module):
@@ -46,3 +49,10 @@ class LayerMix(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.gamma * torch.einsum("k,nkh->nh", self.weights(), x)
+
+
+def mix_is_uniform(weights) -> bool:
+    """True when the layer mix's weights s_j ((K,), summing to 1) stayed where they started: each within
+    :data:`UNIFORM_WITHIN` of 1/K (0.107 to 0.179 for K = 7)."""
+    w = np.asarray(weights, dtype=float)
+    return bool(np.all(np.abs(w * len(w) - 1.0) <= UNIFORM_WITHIN))

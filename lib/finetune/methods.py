@@ -18,14 +18,14 @@ __all__ = ["METHODS", "Method", "parse_method"]
 
 METHODS: dict[str, str] = {
     "head": (
-        "The model stays frozen and only a linear classifier on one layer's vectors is trained: the probe, "
-        "the baseline every other method must beat. It asks what the pretrained layer already holds, not what "
-        "training could add."
+        "The model stays frozen and only a linear classifier on one layer's vectors is trained: the probe. It "
+        "asks what the pretrained layer already holds, not what training could add; every run is compared with "
+        "such a head on the top layer."
     ),
     "mix": (
         "The model stays frozen; ELMo's learned layer mix (ELMo_k = γ Σ_j s_j h_k,j) is trained with the head: "
-        "softmax weights s_j over every hidden state and a scale γ. The learned s_j show which layers the task "
-        "reads."
+        "softmax weights s_j over every hidden state and a scale γ, at a rate of their own. Where the s_j move "
+        "from uniform they show which layers the task reads."
     ),
     "top": (
         "The top K transformer layers are unfrozen and trained with the head at a small learning rate, the "
@@ -35,11 +35,11 @@ METHODS: dict[str, str] = {
     "lora": (
         "Every weight stays frozen; small low-rank matrices (LoRA adapters, rank r) are added to the attention's "
         "query, key and value projections and trained with the head. The update W + BA touches every layer yet "
-        "trains a few thousand numbers instead of millions."
+        "trains r × (in + out) numbers per projection instead of its in × out."
     ),
     "full": (
         "Every weight of the model, embeddings included, is trained with the head at a small learning rate. It "
-        "can adapt the most, and on a dozen sentences it can also memorise them the fastest."
+        "can adapt the most, and on few sentences it can also memorise them the fastest."
     ),
 }
 

@@ -1,7 +1,7 @@
-"""The fine-tuned model as a model the rest of the app opens: an :class:`~lib.models.encoder.Encoder`.
+"""The fine-tuned model as a model the rest of the app opens: the pretrained model's own family class.
 
-:func:`finetuned_encoder` wraps a run's fine-tuned transformers model in the same ``Encoder`` class as the
-pretrained one (same API: ``encode``, ``target_vectors``, ``num_layers``, ...), keyed
+:func:`finetuned_encoder` wraps a run's fine-tuned transformers model in the same class as the pretrained one
+(an ``Encoder`` or a ``Decoder``; same API: ``encode``, ``target_vectors``, ``num_layers``, ...), keyed
 ``<id>#finetuned-<recipe>`` through the weights variant "finetuned" (:data:`FINETUNED`, registered here with
 :func:`lib.models.keys.register_variant` as the shuffled control is there), so every cache, link and title treats
 it as it treats a control. The model layer knows nothing of fine-tuning: whatever reads a model key imports this
@@ -41,7 +41,7 @@ MAX_KEPT = 3  # fine-tuned models a process keeps openable: top-2 on MiniLM hold
 
 _lock = threading.Lock()
 _kept: OrderedDict[str, object] = OrderedDict()  # model key -> fine-tuned transformers model
-_names: OrderedDict[str, str] = OrderedDict()  # recipe key -> "fine-tuned on 8 'bank' sentences, ..."
+_names: OrderedDict[str, str] = OrderedDict()  # recipe key -> "fine-tuned on 6 of the 12 'bank' sentences (left out here), ..."
 
 
 def parse_recipe(tail: str) -> str:
@@ -89,10 +89,12 @@ FINETUNED = register_variant(
 
 def keep(model_name: str, run) -> None:
     """Remember ``run``'s fine-tuned model (and its name) so ``load_model`` can open it; the oldest of more than
-    :data:`MAX_KEPT` is forgotten (a page holding it keeps it alive until it lets go)."""
+    :data:`MAX_KEPT` is forgotten (a page holding it keeps it alive until it lets go). The name is the one the
+    other pages show: they leave out the sentences it was fitted to (``ui.analysis``), and it says so."""
     split = run.prepared.split
     with _lock:
-        _names[run.recipe.key] = run.recipe.describe(len(split.train), split.target)
+        _names[run.recipe.key] = run.recipe.describe(len(split.train), split.target, n_set=len(split.sentences),
+                                                     left_out=True)  # fmt: skip
         _names.move_to_end(run.recipe.key)
         while len(_names) > 64:
             _names.popitem(last=False)
@@ -111,20 +113,19 @@ def kept(key: str) -> bool:
 
 
 def finetuned_encoder(base, run):
-    """An ``Encoder`` for ``run``'s fine-tuned model, or None when the model itself did not change (``head``
-    and ``mix`` train only what sits on top of it).
+    """The model interface for ``run``'s fine-tuned model (the class of ``base``: an encoder stays an
+    ``Encoder``, a decoder a ``Decoder``), or None when the model itself did not change (``head`` and ``mix``
+    train only what sits on top of it).
 
-    ``base``: the pretrained encoder the run started from (trained weights). ``name`` is the model key
-    ``<id>#finetuned-<recipe>``, ``display_name`` says what made it ("<id> (fine-tuned on 8 'bank'
-    sentences, top 2 layers, 20 epochs, seed 0)"). The model is remembered (:func:`keep`).
+    ``base``: the pretrained model the run started from (trained weights). ``name`` is the model key
+    ``<id>#finetuned-<recipe>``, ``display_name`` says what made it ("<id> (fine-tuned on 6 of the 12 'bank'
+    sentences (left out here), top 2 layers, 10 epochs, seed 0)"). The model is remembered (:func:`keep`).
     """
     if run.model is None:
         keep(base.name, run)
         return None
-    from lib.models.encoder import Encoder
-
     keep(base.name, run)
-    enc = Encoder(base.name, run.model, base.tokenizer, weights=FINETUNED.name, seed=run.recipe.key)
+    enc = type(base)(base.name, run.model, base.tokenizer, weights=FINETUNED.name, seed=run.recipe.key)
     enc._lock = base._lock  # one tokenizer, one lock: its truncation and padding settings are shared state
     return enc
 

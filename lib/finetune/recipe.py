@@ -5,11 +5,13 @@ CPU: every random draw comes from the seed, the data order is fixed by it, no dr
 the recipe instead of the weights, and a cache can key one shared run on it. The string form is URL-safe
 (letters, digits, ``.``, ``-``, ``_``) and reads left to right::
 
-    3f9a2c1d0e_token_top-2_lr5e-05_hlr0.001_e20_p0_b16_s0_h33-0
+    3f9a2c1d0e_token_top-2_lr5e-05_hlr0.001_e20_p0_b16_s0_h50-0
 
 set digest, task, method (``head@6`` = a head on hidden state 6, ``lora-8`` = rank 8), learning rates of the
-model and of the head, epochs, early-stopping patience (0 = off), batch size, seed, held-out percent and the
-split's seed. :func:`finetuned_key` puts it behind a model id: ``<id>#finetuned-<recipe>``.
+model and of the head, epochs, early-stopping patience (0 = off), batch size, seed, held-out percent (split
+between validation and test) and the split's seed; ``_shuffled`` at the end for the random-label control (the
+training sentences' labels shuffled among them). :func:`finetuned_key` puts it behind a model id:
+``<id>#finetuned-<recipe>``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ DEFAULT_LR = {"head": 0.0, "mix": 0.0, "top": 5e-5, "lora": 5e-4, "full": 5e-5}
 DEFAULT_HEAD_LR = 1e-3
 DEFAULT_BATCH = 16
 DEFAULT_RANK = 8
+DEFAULT_EPOCHS = 10  # the default task's top-2 run fits the page's time budget and reaches 100 % training accuracy
+DEFAULT_HELDOUT = 50  # percent of each sense held out: half of it validates, half tests
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,11 @@ class Recipe:
     rank:    LoRA's rank r (0 for the other methods)
     lr:      learning rate of the model's weights or adapters (0 when none train)
     head_lr: learning rate of the head (and the layer mix)
-    epochs, patience (early stopping on held-out loss after that many epochs without a new best; 0 = off),
-    batch, seed (initialisation and data order), heldout (percent of each sense held out), split_seed
+    epochs, patience (early stopping on validation loss after that many epochs without a new best; 0 = off),
+    batch, seed (initialisation and data order), heldout (percent of each sense held out for validation and
+    test), split_seed
+    shuffled: the random-label control: the training sentences' labels shuffled among them (validation and
+              test keep theirs), so there is nothing to learn that carries over
     """
 
     digest: str
@@ -69,12 +76,13 @@ class Recipe:
     rank: int = 0
     lr: float = 5e-5
     head_lr: float = DEFAULT_HEAD_LR
-    epochs: int = 20
+    epochs: int = DEFAULT_EPOCHS
     patience: int = 0
     batch: int = DEFAULT_BATCH
     seed: int = 0
-    heldout: int = 33
+    heldout: int = DEFAULT_HELDOUT
     split_seed: int = 0
+    shuffled: bool = False
 
     @classmethod
     def make(
@@ -88,12 +96,13 @@ class Recipe:
         rank: int | None = None,
         lr: float | None = None,
         head_lr: float | None = None,
-        epochs: int = 20,
+        epochs: int = DEFAULT_EPOCHS,
         patience: int = 0,
         batch: int = DEFAULT_BATCH,
         seed: int = 0,
-        heldout: int = 33,
+        heldout: int = DEFAULT_HELDOUT,
         split_seed: int = 0,
+        shuffled: bool = False,
     ) -> Recipe:
         """A checked recipe for a model of ``num_layers`` layers; None takes the method's default. Raises
         :class:`FineTuneError` with a plain message for any value out of range."""
@@ -137,6 +146,7 @@ class Recipe:
             seed=seed,
             heldout=heldout,
             split_seed=split_seed,
+            shuffled=bool(shuffled),
         )
 
     @property
@@ -157,7 +167,7 @@ class Recipe:
             method = f"lora-{self.rank}"
         return (
             f"{self.digest}_{self.task}_{method}_lr{self.lr:g}_hlr{self.head_lr:g}_e{self.epochs}_p{self.patience}"
-            f"_b{self.batch}_s{self.seed}_h{self.heldout}-{self.split_seed}"
+            f"_b{self.batch}_s{self.seed}_h{self.heldout}-{self.split_seed}{'_shuffled' if self.shuffled else ''}"
         )
 
     @classmethod
@@ -188,6 +198,7 @@ class Recipe:
                 seed=int(g["s"]),
                 heldout=int(g["h"]),
                 split_seed=int(g["hs"]),
+                shuffled=bool(g["shuffled"]),
             )
         except ValueError as err:
             raise FineTuneError(f"“{short(str(key), 60)}” is not a fine-tuning recipe.") from err
@@ -202,12 +213,19 @@ class Recipe:
             return "a head on the embeddings" if self.layer == 0 else f"a head on layer {self.layer}"
         return {"mix": "ELMo's layer mix", "lora": f"LoRA rank {self.rank}", "full": "all layers"}[m.kind]
 
-    def describe(self, n_train: int, target: str) -> str:
-        """The fine-tuned model's name: "fine-tuned on 8 'bank' sentences, top 2 layers, 20 epochs, seed 0"."""
+    def describe(self, n_train: int, target: str, *, n_set: int | None = None, left_out: bool = False) -> str:
+        """The fine-tuned model's name: "fine-tuned on 6 'bank' sentences, top 2 layers, 10 epochs, seed 0".
+
+        ``n_set``: the set's size, to say which share of it trained the model ("on 6 of the 12 'bank'
+        sentences"); ``left_out``: the name as the other pages show it, which leave those sentences out."""
         epochs = f"{self.epochs} epoch{'s' if self.epochs != 1 else ''}"
         stop = f" (early stop after {self.patience})" if self.patience else ""
+        of = f"{n_train} of the {n_set}" if n_set is not None and n_set != n_train else f"{n_train}"
+        plural = "s" if (n_set or n_train) != 1 else ""
+        labels = " with shuffled labels" if self.shuffled else ""
+        where = " (left out here)" if left_out else ""
         return (
-            f"fine-tuned on {n_train} '{short(target, 30)}' sentence{'s' if n_train != 1 else ''}, "
+            f"fine-tuned on {of} '{short(target, 30)}' sentence{plural}{labels}{where}, "
             f"{self.method_phrase()}, {epochs}{stop}, seed {self.seed}"
         )
 
@@ -216,7 +234,7 @@ _NUM = r"[0-9.e+-]+"
 _KEY_RE = re.compile(
     rf"^(?P<digest>[0-9a-f]{{6,64}})_(?P<task>token|cls|mean)_(?P<method>head@\d{{1,3}}|lora-\d{{1,2}}|mix|full|top-\d{{1,3}})"
     rf"_lr(?P<lr>{_NUM})_hlr(?P<hlr>{_NUM})_e(?P<e>\d{{1,3}})_p(?P<p>\d{{1,3}})_b(?P<b>\d{{1,3}})_s(?P<s>\d{{1,4}})"
-    rf"_h(?P<h>\d{{1,2}})-(?P<hs>\d{{1,4}})$"
+    rf"_h(?P<h>\d{{1,2}})-(?P<hs>\d{{1,4}})(?P<shuffled>_shuffled)?$"
 )
 
 

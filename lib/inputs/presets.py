@@ -1,4 +1,13 @@
-"""Presets: hand-written sentence sets for polysemous words, from ``assets/presets.json``."""
+"""Presets: hand-written sentence sets for polysemous words, from ``assets/presets.json``, and samples of real
+sentences from CoarseWSD-20 read by path.
+
+A data preset's id is ``coarsewsd-<word>`` (:func:`data_preset_id`): :data:`DATA_PER_SENSE` sentences of each
+sense of that word, of at most :data:`DATA_MAX_WORDS` words, drawn from the data set's train file with seed
+:data:`DATA_SEED`
+(:func:`lib.inputs.wsd_data.balanced_sample`), so a link naming it opens the same sentences on any server that
+has the data. It is not in :func:`load_presets` (the sidebar's list of hand-written sets); :func:`preset_by_id`
+opens it, and returns None where the data is not there (a Docker image).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,10 @@ from lib.inputs.sentences import SentenceSet, parse_sentence_set, rows_to_text
 from lib.paths import ASSETS
 
 PRESETS_PATH = ASSETS / "presets.json"
+DATA_PREFIX = "coarsewsd-"
+DATA_PER_SENSE = 40  # sentences of each sense in a data preset: half train, a quarter validates, a quarter tests
+DATA_SEED = 0
+DATA_MAX_WORDS = 48  # the data's sentences are 31-47 words on average: long ones cost the most to train on
 
 
 @dataclass(frozen=True)
@@ -62,11 +75,41 @@ def load_presets(path: Path = PRESETS_PATH) -> tuple[Preset, ...]:
 
 
 def preset_by_id(preset_id: str | None) -> Preset | None:
-    """The preset with this id, or None."""
+    """The preset with this id (a hand-written one, or a data preset ``coarsewsd-<word>`` where the data is), or
+    None."""
     for p in load_presets():
         if p.id == preset_id:
             return p
+    if isinstance(preset_id, str) and preset_id.startswith(DATA_PREFIX):
+        return data_preset(preset_id[len(DATA_PREFIX) :])
     return None
+
+
+def data_preset_id(word: str) -> str:
+    return f"{DATA_PREFIX}{word}"
+
+
+def is_data_preset(preset_id: str | None) -> bool:
+    """True for a data preset's id (whether or not the data is on this server)."""
+    return isinstance(preset_id, str) and preset_id.startswith(DATA_PREFIX)
+
+
+@lru_cache(maxsize=8)
+def data_preset(word: str) -> Preset | None:
+    """The data preset of ``word`` (see the module), or None when CoarseWSD-20 has no such word here."""
+    from lib.inputs import wsd_data
+
+    if not word.isalpha() or not wsd_data.available(word):
+        return None
+    sample = wsd_data.balanced_sample(word, DATA_PER_SENSE, seed=DATA_SEED, max_words=DATA_MAX_WORDS)
+    senses = sorted(set(sample.senses))
+    return Preset(
+        id=data_preset_id(word),
+        target=word,
+        title=f"{word}: {len(sample)} Wikipedia sentences (CoarseWSD-20)",
+        senses=tuple((s, f"“{s}” in CoarseWSD-20") for s in senses),
+        rows=tuple(zip(sample.senses, sample.sentences, strict=True)),
+    )
 
 
 def default_preset() -> Preset:

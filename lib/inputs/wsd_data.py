@@ -27,9 +27,20 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from lib.paths import SHARED_DATA
 
-__all__ = ["WSDSplit", "default_root", "load_split", "mark_target", "sense_name", "available_words"]
+__all__ = [
+    "WSDSplit",
+    "available",
+    "available_words",
+    "balanced_sample",
+    "default_root",
+    "load_split",
+    "mark_target",
+    "sense_name",
+]
 
 
 def default_root() -> Path:
@@ -123,3 +134,33 @@ def load_split(
         senses.append(sense_name(word, classes[gold]))
         positions.append(pos)
     return WSDSplit(word, split, tuple(sentences), tuple(senses), tuple(positions))
+
+
+def available(word: str, root: Path | str | None = None) -> bool:
+    """True when ``word``'s train file is there to read (the data is beside the checkout, not in an image)."""
+    base = Path(root) if root is not None else default_root()
+    return (base / word / "train.data.txt").is_file() and (base / word / "classes_map.txt").is_file()
+
+
+def balanced_sample(word: str, per_sense: int, *, seed: int = 0, split: str = "train", max_words: int | None = None,
+                    root: Path | str | None = None) -> WSDSplit:  # fmt: skip
+    """A seeded sample of ``per_sense`` sentences of each sense (every sentence of a sense that has fewer) from
+    one word's train or test file, in the file's order: the same word, size and seed give the same sentences.
+    ``max_words``: only sentences of at most that many (space-separated) tokens are drawn from.
+
+    Raises FileNotFoundError when the data is not there (as :func:`load_split`)."""
+    whole = load_split(word, split, root=root)
+    rng = np.random.default_rng(int(seed))
+    keep: list[int] = []
+    for sense in sorted(set(whole.senses)):
+        idx = [i for i, s in enumerate(whole.senses)
+               if s == sense and (max_words is None or len(whole.sentences[i].split(" ")) <= max_words)]  # fmt: skip
+        keep.extend(int(i) for i in rng.permutation(idx)[: int(per_sense)])
+    keep.sort()
+    return WSDSplit(
+        word,
+        split,
+        tuple(whole.sentences[i] for i in keep),
+        tuple(whole.senses[i] for i in keep),
+        tuple(whole.positions[i] for i in keep),
+    )

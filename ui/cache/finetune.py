@@ -420,15 +420,18 @@ def finetune_open(model_key_: str, target: str, sentences: tuple[str, ...], sens
 def finetune_seeds(model_name: str, prepared, recipe, seeds: tuple[int, ...], progress: Callable | None = None,
                    *, start: bool = True):  # fmt: skip
     """lib.finetune.seeds.seed_spread of ``recipe`` under ``seeds``, each run shared with :func:`finetune_run`
-    (the run on screen is one of them), one after the other. ``progress(seed, report)``. None when ``start``
+    and its frozen head (the run on screen is one of them), one after the other. ``progress(seed, report)``.
+    None when ``start``
     is False and a run is neither finished nor under way."""
     from lib.finetune.seeds import seed_spread
 
-    runs = {}
+    runs, heads = {}, {}
     for s in seeds:
         cb = None if progress is None else (lambda rep, s=s: progress(s, rep))
         result = finetune_run(model_name, prepared, recipe.with_seed(int(s)), cb, start=start)
         if result is None:
             return None
         runs[int(s)] = result.run
-    return seed_spread(encoder(model_name), prepared, recipe, seeds, done=runs)
+        if result.baseline is not None:
+            heads[int(s)] = result.baseline
+    return seed_spread(encoder(model_name), prepared, recipe, seeds, done=runs, heads_done=heads)
