@@ -257,10 +257,29 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
-    # random weights of a listed model (or of the default) are that model's architecture: allowed
-    assert model_allowed("bert-base-uncased#random-3", env) and model_allowed("#random-0", env)
-    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", env)
-    assert not model_allowed("org/missing#random-0", env) and not model_allowed("/etc#random-1", env)
+    # the shuffled control of a listed model (or of the default) is that model's architecture: allowed
+    assert model_allowed("bert-base-uncased#shuffled-3", env) and model_allowed("#shuffled-0", env)
+    assert not model_allowed("org/missing#shuffled-0", env)
+    # fresh random weights, a new model to build for every seed, never on a hosted copy
+    for name in ("bert-base-uncased#random-3", "#random-0", "sentence-transformers/all-MiniLM-L6-v2#random-0",
+                 "org/missing#random-0", "/etc#random-1", "bert-base-uncased#random-x"):  # fmt: skip
+        assert not model_allowed(name, env), name
+    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", {})  # at this machine, as before
+
+
+def test_a_visitor_from_another_machine_gets_a_hosted_copys_rules():
+    """The README's plain command (no CONTEXT_LENS_MODELS) on a lecturer's laptop: the lecturer, at the laptop,
+    opens any folder; a student on the laptop's network gets the default and the decoder pack, nothing else."""
+    from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
+    from lib.serving.hosting import hosted_mode
+
+    assert not hosted_mode({}) and hosted_mode({}, local=False)
+    for name in ("/home/lecturer/models/bert", "../../etc", "bert-base-uncased", f"{DEFAULT_MODEL}#random-1"):
+        assert model_allowed(name, {}) and not model_allowed(name, {}, local=False), name
+    for name in ("", DEFAULT_MODEL, DECODER_MODEL, f"{DEFAULT_MODEL}#shuffled-2"):
+        assert model_allowed(name, {}, local=False), name
+    env = {"CONTEXT_LENS_MODELS": "bert-base-uncased"}  # a list, when set, is everyone's
+    assert model_allowed("bert-base-uncased", env, local=False) and not model_allowed(DECODER_MODEL, env, local=False)
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):

@@ -50,6 +50,7 @@ from lib.stats.layer_profile import LayerProfile
 from lib.stats.layer_profile import layer_profile as _layer_profile
 from lib.stats.probe import ProbeResult, probe_layers
 from lib.stats.projection import NeighbourCheck, Projection, neighbour_check, project, project_layers
+from ui import visitor
 from ui.work import attention_floats, heavy, lease_for_run, pass_cost, projection_cost
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
@@ -84,13 +85,14 @@ def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
 def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:
     """(model, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
-    In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
-    up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
+    In hosted mode (``CONTEXT_LENS_MODELS`` set, or a visitor from another machine: ui.visitor) a name off the
+    list is refused before anything is looked up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
     link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
     reason goes to the server's log. The one exception: the decoder pack (``DECODER_MODEL``) not fetched yet
     says so in its own sentence (lib.models.pack.MISSING), which tells nothing about the disk.
     """
-    if hosted_mode() and not model_allowed(model_name):
+    local = visitor.local()
+    if hosted_mode(local=local) and not model_allowed(model_name, local=local):
         return None, MODEL_REFUSAL
     failed = _failed_models.get(model_name)
     if failed is not None:

@@ -131,7 +131,7 @@ def load_model(name: str | None = None, *, weights: str = "trained", seed=0):
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     key = parse_model_key(model_key(name, weights, seed))
-    if not model_allowed(key.base):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
+    if not model_allowed(key.key):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
         raise ModelLoadError(HOSTED_REFUSAL)
     source, display, local_only, bundled = _source(key.base)
     build = None
