@@ -1,7 +1,7 @@
 """What moves the word: mask each context word in turn, or edit the sentence, and watch the target respond.
 
 The maths is lib/stats/context.py (occlusion, attention vs effect, sense centroids); the occlusion of a sentence
-is cached per (model, sentence, replacement) in ui/cache.py; the figures are lib/charts/context.py.
+is cached per (model, sentence, replacement) in ui/cache/; the figures are lib/charts/context.py.
 """
 
 import html

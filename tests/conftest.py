@@ -27,6 +27,10 @@ from hypothesis import settings as _hypothesis_settings  # noqa: E402
 _hypothesis_settings.register_profile("context-lens", derandomize=True, database=None)
 _hypothesis_settings.load_profile("context-lens")
 
+# The weights variants built above the model layer register themselves (lib.models knows none): a test that reads
+# "<id>#finetuned-<recipe>" keys without going through ui/ still resolves them, as the app does.
+import lib.finetune.model  # noqa: E402, F401, I001
+
 
 SHOTS_ENV = "CONTEXT_LENS_SHOTS_DIR"
 

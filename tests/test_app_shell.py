@@ -1,4 +1,4 @@
-"""The app shell (app.py + ui/session.py, ui/link.py, ui/sidebar.py + ui/cache.py) in AppTest: sidebar, links in and out, caching.
+"""The app shell (app.py + ui/session.py, ui/link.py, ui/sidebar.py + ui/cache/) in AppTest: sidebar, links in and out, caching.
 
 Only app.py's first run is inspected: AppTest (streamlit 1.67) loses the sidebar's widgets on a rerun
 under st.navigation, so reruns are tested on page files (``page_test``).

@@ -63,17 +63,18 @@ def test_the_layer_profile_sits_in_the_byte_budget(encoder, monkeypatch):
     """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
     from lib.serving.budget import ByteLRU, nbytes
     from ui import cache
+    from ui.cache import store
 
     # a cache of its own: an earlier test in this process (a Layer by layer run) may hold this profile already
-    monkeypatch.setattr(cache, "RESULTS", ByteLRU(cache.RESULTS.max_bytes))
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(store.RESULTS.max_bytes))
     ss = BANK.sentence_set()
     sentences = ss.sentences
     tv = cache.target_vectors(encoder.name, sentences, BANK.target)
     senses = tuple(ss.senses[i] for i in tv.kept)
-    before = cache.RESULTS.total_bytes
+    before = store.RESULTS.total_bytes
     prof = cache.layer_profile(encoder.name, tuple(sentences[i] for i in tv.kept), senses, BANK.target, tv)
     assert nbytes(prof) > 0
-    assert cache.RESULTS.total_bytes - before >= nbytes(prof)
+    assert store.RESULTS.total_bytes - before >= nbytes(prof)
 
 
 # ------------------------------------------------------------------------ work in flight

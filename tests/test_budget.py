@@ -17,6 +17,7 @@ from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
 from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
+from lib.models.keys import base_model_id, split_model_key
 from lib.serving import budget
 from lib.serving.budget import (
     ByteLRU,
@@ -29,7 +30,7 @@ from lib.serving.budget import (
     set_pieces_budget,
 )
 from lib.serving.export import csv_text, frame_csv, safe_cell
-from lib.serving.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
+from lib.serving.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed, variant_allowed
 from lib.stats.evidence import evidence_card
 from tests.conftest import ROOT
 
@@ -257,14 +258,18 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
-    # the shuffled control of a listed model (or of the default) is that model's architecture: allowed
-    assert model_allowed("bert-base-uncased#shuffled-3", env) and model_allowed("#shuffled-0", env)
-    assert not model_allowed("org/missing#shuffled-0", env)
+    # a variant's key is asked about by its model id (ui.cache.try_encoder) and its weights; a key is no listed id
+    def key_allowed(key, env=env, local=True):
+        base, weights = base_model_id(key), split_model_key(key)[1]
+        return model_allowed(base, env, local=local) and variant_allowed(weights, env, local=local)
+
+    assert key_allowed("bert-base-uncased#shuffled-3") and key_allowed("#shuffled-0")
+    assert not key_allowed("org/missing#shuffled-0") and not model_allowed("bert-base-uncased#shuffled-3", env)
     # fresh random weights, a new model to build for every seed, never on a hosted copy
-    for name in ("bert-base-uncased#random-3", "#random-0", "sentence-transformers/all-MiniLM-L6-v2#random-0",
-                 "org/missing#random-0", "/etc#random-1", "bert-base-uncased#random-x"):  # fmt: skip
-        assert not model_allowed(name, env), name
-    assert model_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", {})  # at this machine, as before
+    for key in ("bert-base-uncased#random-3", "#random-0", "sentence-transformers/all-MiniLM-L6-v2#random-0",
+                "org/missing#random-0", "/etc#random-1"):  # fmt: skip
+        assert not key_allowed(key), key
+    assert key_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", {})  # at this machine, as before
 
 
 def test_a_visitor_from_another_machine_gets_a_hosted_copys_rules():
@@ -274,12 +279,27 @@ def test_a_visitor_from_another_machine_gets_a_hosted_copys_rules():
     from lib.serving.hosting import hosted_mode
 
     assert not hosted_mode({}) and hosted_mode({}, local=False)
-    for name in ("/home/lecturer/models/bert", "../../etc", "bert-base-uncased", f"{DEFAULT_MODEL}#random-1"):
+    for name in ("/home/lecturer/models/bert", "../../etc", "bert-base-uncased"):
         assert model_allowed(name, {}) and not model_allowed(name, {}, local=False), name
-    for name in ("", DEFAULT_MODEL, DECODER_MODEL, f"{DEFAULT_MODEL}#shuffled-2"):
+    for name in ("", DEFAULT_MODEL, DECODER_MODEL):
         assert model_allowed(name, {}, local=False), name
+    assert variant_allowed("random", {}) and not variant_allowed("random", {}, local=False)
+    assert variant_allowed("shuffled", {}, local=False)
     env = {"CONTEXT_LENS_MODELS": "bert-base-uncased"}  # a list, when set, is everyone's
     assert model_allowed("bert-base-uncased", env, local=False) and not model_allowed(DECODER_MODEL, env, local=False)
+
+
+def test_a_visitor_from_another_machine_is_refused_in_the_app(monkeypatch, tmp_path):
+    """ui.cache.try_encoder with a session from another machine: a folder on this disk, a random-weights key and a
+    download are refused with the one message; the default and the shuffled control load."""
+    from ui import cache, visitor
+
+    monkeypatch.delenv("CONTEXT_LENS_MODELS", raising=False)
+    monkeypatch.setattr(visitor, "local", lambda: False)
+    cache._failed_models.clear()
+    for name in (str(default_model_path()), str(tmp_path), "bert-base-uncased", "sentence-transformers/all-MiniLM-L6-v2#random-4"):
+        assert cache.try_encoder(name) == (None, HOSTED_REFUSAL), name
+    assert cache.try_encoder("sentence-transformers/all-MiniLM-L6-v2")[0] is not None
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):
@@ -324,6 +344,7 @@ def test_recomputation_asks_for_attentions_when_an_encoding_has_none(encoder):
 def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_all(encoder, monkeypatch):
     from lib.models.encoder import DEFAULT_MODEL
     from ui import cache
+    from ui.cache import store
 
     m = DEFAULT_MODEL
     a = ("The bank raised its rates.", "We sat on the river bank.", "The bank closed early today.")
@@ -338,11 +359,11 @@ def test_sets_share_per_sentence_encodings_and_a_set_larger_than_the_cache_gets_
     np.testing.assert_allclose(eb.hidden_states[1], alone.hidden_states[0], atol=1e-4)
     assert eb.tokens[1] == alone.tokens[0]
     # a cache too small for one sentence still hands every sentence of the set to the caller
-    monkeypatch.setattr(cache, "RESULTS", ByteLRU(max_bytes=1))
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(max_bytes=1))
     c = tuple(f"Sentence {k} about the bank." for k in range(5))
     ec = cache.encoding(m, c)
     assert ec.sentences == c and all(h.shape[0] == encoder.num_layers + 1 for h in ec.hidden_states)
-    assert len(cache.RESULTS) <= 2
+    assert len(store.RESULTS) <= 2
 
 
 def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page(encoder):
@@ -368,7 +389,7 @@ def test_a_small_sets_run_keeps_each_sentences_attentions_for_the_attention_page
     assert cache.ENCODE_CALLS[m] == calls + 3
     # so does a set of few but long sentences, whose attentions would exceed the byte bound
     long = tuple(f"The bank {k} " + "stood by the long and winding canal " * 16 for k in range(4))
-    pieces = min(encoder.piece_counts([long[0]])[0], cache.budget.MAX_PIECES_PER_SENTENCE)
+    pieces = min(encoder.piece_counts([long[0]])[0], budget.MAX_PIECES_PER_SENTENCE)
     assert 4 * pieces**2 * encoder.num_layers * encoder.num_heads * 4 > cache.ATTENTIONS_WITH_SET_BYTES
     cache.encoding(m, long)
     cache.sentence_attention(m, long[0])

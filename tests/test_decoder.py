@@ -45,6 +45,12 @@ def test_the_decoder_says_what_it_is(decoder):
     assert decoder.num_kv_heads < decoder.num_heads  # grouped-query attention
     assert decoder.head_dim * decoder.num_heads == decoder.hidden_size == cfg.hidden_size
     assert decoder.mask_token is None
+    # position enters inside attention (rotary), and the output head is the embedding table itself
+    assert decoder.positions == "rotary" and cfg.rope_parameters["rope_theta"] > 0
+    assert not hasattr(decoder.model.base_model, "embed_positions")  # no learned position table to add
+    head, table = decoder.model.lm_head.weight, decoder.model.get_input_embeddings().weight
+    assert decoder.tied_output_head is True and cfg.tie_word_embeddings
+    assert head.data_ptr() == table.data_ptr() and bool((head == table).all())
     assert decoder.sink.position == 0 and decoder.sink.token == decoder.tokenizer.bos_token
     assert decoder.sink.added  # SmolLM2's tokenizer adds no start token of its own
     assert "start token" in decoder.sink.note
@@ -61,6 +67,9 @@ def test_the_encoder_answers_the_same_questions(encoder):
     assert encoder.sink is None and encoder.final_norm_in_last_state is False
     assert encoder.num_kv_heads == encoder.num_heads
     assert encoder.mask_token == encoder.tokenizer.mask_token
+    assert encoder.positions == encoder.model.config.position_embedding_type == "absolute"
+    assert encoder.model.embeddings.position_embeddings.weight.shape[0] == encoder.model.config.max_position_embeddings
+    assert encoder.tied_output_head is False and encoder.model.get_output_embeddings() is None  # loaded headless
 
 
 def test_load_model_reads_the_family_from_the_config(decoder, encoder):
@@ -292,6 +301,18 @@ def test_another_decoder_by_folder_loads_the_same_way(decoder, tmp_path, kind):
     # what the Attention page's formula and the start page's layer 0 say of each
     assert llama_layout(model) == (kind == "qwen2") and projection_bias(model)
     assert model.layer_zero == ("word piece + position" if kind == "gpt2" else decoder.layer_zero)
+    assert model.positions == ("absolute" if kind == "gpt2" else "rotary")
+    assert hasattr(model.model.base_model, "wpe") == (kind == "gpt2")  # GPT-2's learned position table
+    # GPT-2 ties its head to the embedding table by default, Qwen2 does not: read from the weights
+    assert model.tied_output_head == bool(config.tie_word_embeddings) == (kind == "gpt2")
+    if kind == "gpt2":
+        import torch
+
+        from lib.models.base import tied_output_head
+
+        untied = copy.deepcopy(model.model)
+        untied.lm_head.weight = torch.nn.Parameter(untied.lm_head.weight.detach().clone())
+        assert tied_output_head(model.model) and not tied_output_head(untied)
     if kind == "qwen2":
         assert model.num_kv_heads == 2
         assert recompute_attention(model, enc, 0, 1).max_abs_diff < 0.05

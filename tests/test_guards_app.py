@@ -221,7 +221,7 @@ def test_a_large_set_shows_its_progress_from_before_the_model_runs_and_after_eac
     sentences = tuple(f"The bank number {k} had a progress bar today." for k in range(10))
     pieces = {len(x) for x in encoder.tokenizer(list(sentences))["input_ids"]}
     assert len(pieces) == 1
-    monkeypatch.setattr(cache, "CHUNK", 4)
+    monkeypatch.setattr(cache.encodings, "CHUNK", 4)
     monkeypatch.setattr(module, "_BATCH_PIECES", 2 * pieces.pop())  # two sentences a batch, two batches a chunk
     seen: list[tuple[int, int, int]] = []  # (done, total, model runs so far)
     cache.encode_in_chunks(

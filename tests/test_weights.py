@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -14,8 +17,10 @@ from lib.models.encoder import (
     model_label,
     split_model_key,
 )
+from lib.models.keys import base_model_id
 from lib.serving.hosting import model_allowed
 from lib.stats.context import context_use
+from tests.conftest import ROOT
 
 
 def test_shuffled_keys_round_trip():
@@ -28,7 +33,25 @@ def test_shuffled_keys_round_trip():
         with pytest.raises(ModelLoadError):
             split_model_key(bad)
     env = {"CONTEXT_LENS_MODELS": "bert-base-uncased"}
-    assert model_allowed("bert-base-uncased#shuffled-3", env) and not model_allowed("org/x#shuffled-3", env)
+    # a control's key is allowed when its model id is (ui.cache.try_encoder asks about base_model_id(key))
+    assert model_allowed(base_model_id("bert-base-uncased#shuffled-3"), env)
+    assert not model_allowed(base_model_id("org/x#shuffled-3"), env)
+
+
+def test_the_finetuned_variant_is_registered_by_the_layer_that_builds_it():
+    """lib.models knows no fine-tuning (its keys name the two controls); lib.finetune.model registers
+    "<id>#finetuned-<recipe>", and the app's ui package imports it before anything reads a key. A fresh process,
+    as the app and a notebook start."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from lib.models.keys import variants\n"
+        "print(sorted(v.name for v in variants()))\n"
+        "import ui\n"
+        "print(sorted(v.name for v in variants()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True, timeout=300
+    ).stdout.splitlines()
+    assert out == ["['random', 'shuffled']", "['finetuned', 'random', 'shuffled']"]
 
 
 def test_shuffling_keeps_each_tensors_values_and_moves_them(encoder, shuffled_encoder):

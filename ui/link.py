@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from ui.widgets import escape_md
+from lib.serving.export import escape_markdown as escape_md  # = ui.widgets.escape_md; link sits below widgets
 
 MAX_URL_VALUE = 12_000  # characters; a longer value in a link is ignored with a message
 K_URL0 = "_cl_url0"  # the query parameters the session was opened with

@@ -2,9 +2,10 @@
 
 :func:`finetuned_encoder` wraps a run's fine-tuned transformers model in the same ``Encoder`` class as the
 pretrained one (same API: ``encode``, ``target_vectors``, ``num_layers``, ...), keyed
-``<id>#finetuned-<recipe>`` through the weights variant "finetuned" (:data:`FINETUNED`, registered in
-:mod:`lib.models.keys` with :func:`~lib.models.keys.register_variant` like the shuffled control), so every cache, link and title treats
-it as it treats a control. It keeps only what changed: the unfrozen layers or the adapters are its own
+``<id>#finetuned-<recipe>`` through the weights variant "finetuned" (:data:`FINETUNED`, registered here with
+:func:`lib.models.keys.register_variant` as the shuffled control is there), so every cache, link and title treats
+it as it treats a control. The model layer knows nothing of fine-tuning: whatever reads a model key imports this
+module first (the ``ui`` package, ``python -m lib.finetune``, the tests). It keeps only what changed: the unfrozen layers or the adapters are its own
 tensors, every frozen weight is the pretrained model's, shared (:func:`lib.finetune.backbone.shared_copy`);
 :func:`held_bytes` counts what it adds.
 
@@ -22,7 +23,7 @@ from collections import OrderedDict
 from lib.finetune import backbone
 from lib.finetune.data import FineTuneError
 from lib.finetune.recipe import FINETUNED_TAG, Recipe
-from lib.models.keys import ModelLoadError, model_key, variant
+from lib.models.keys import ModelLoadError, Variant, model_key, register_variant
 
 __all__ = [
     "FINETUNED",
@@ -72,14 +73,18 @@ def _same_base(mdl, source) -> bool:
     return a == b
 
 
-FINETUNED = variant("finetuned")  # registered in lib.models.keys, so a link opens it before this module loads
-
-
 def recipe_name(recipe_key: str) -> str:
     """What made the model of ``recipe_key``, or "fine-tuned, recipe <key>" for one this process never ran."""
     with _lock:
         name = _names.get(recipe_key)
     return name or f"fine-tuned, recipe {recipe_key}"
+
+
+# A model fine-tuned on the learner's labelled set: its parameter is the recipe's key, which names the set by a
+# digest, so the weights are opened from the runs this process made (keep).
+FINETUNED = register_variant(
+    Variant("finetuned", "fine-tuned", "recipe", parse_recipe, kept_model, default="", words=recipe_name)
+)
 
 
 def keep(model_name: str, run) -> None:

@@ -8,7 +8,13 @@
 this package is light: torch and transformers are imported when a model is loaded.
 """
 
+from lib.models.decoder import Decoder
+from lib.models.encoder import Encoder
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError
-from lib.models.loading import load_model
+from lib.models.loading import load_model, register_family
+
+# the families load_model builds, by what a model's configuration says it is (lib.models.loading.family_of)
+register_family("encoder", Encoder)
+register_family("decoder", Decoder)
 
 __all__ = ["DECODER_MODEL", "DEFAULT_MODEL", "ModelLoadError", "load_model"]

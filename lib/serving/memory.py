@@ -44,7 +44,7 @@ def limit_arenas(environ_value: str | None = None) -> int | None:
     Returns the cap set, or None when nothing was done: not glibc, ``MALLOC_ARENA_MAX`` already set for the
     process (glibc read it at start), ``CONTEXT_LENS_MALLOC_ARENAS=0``, or a value that is not a number.
     glibc fixes its arena limit when a process first needs more than 8 arenas, so this is called as early as
-    the app can (ui/cache.py at import, i.e. the server's first script run). Measured (benchmarks/README.md,
+    the app can (ui/cache/ at import, i.e. the server's first script run). Measured (benchmarks/README.md,
     a hosted server's memory): the server's memory after every page, 0.93 GB without a cap, 0.88 GB with two arenas.
     """
     import os
