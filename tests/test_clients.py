@@ -51,3 +51,33 @@ def test_this_machine_is_a_loopback_connection_that_forwards_no_one():
     assert not on_this_machine({"x-forwarded-for": ["198.51.100.4"]}, "198.51.100.4")
     assert not on_this_machine({"x-real-ip": ["198.51.100.4"]}, "172.18.0.3", trusted="x-real-ip")
     assert on_this_machine({"x-real-ip": ["127.0.0.1"]}, "172.18.0.3", trusted="x-real-ip")
+
+
+def test_the_proxy_may_be_named_by_its_host_name(monkeypatch):
+    """On a container network the proxy's address is its name's (tools/up.sh: CONTEXT_LENS_PROXY_ADDRESSES=proxy);
+    a name that cannot be looked up names no connection, so the header is then believed from none."""
+    import socket
+
+    from lib.serving import clients
+
+    looked = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        looked.append(host)
+        if host == "proxy":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("172.18.0.2", 0))]
+        raise socket.gaierror("unknown")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    clients._looked_up.clear()
+    monkeypatch.setenv("CONTEXT_LENS_PROXY_ADDRESSES", "proxy, ::ffff:10.0.0.1")
+    assert clients.proxy_addresses() == {"172.18.0.2", "10.0.0.1"}
+    assert clients.proxy_addresses() == {"172.18.0.2", "10.0.0.1"} and looked == ["proxy"]  # looked up once
+    named = {"x-real-ip": ["198.51.100.4"]}
+    proxies = clients.proxy_addresses()
+    assert client_key(named, "172.18.0.2", trusted="x-real-ip", proxies=proxies) == "198.51.100.4"
+    assert client_key(named, "172.18.0.5", trusted="x-real-ip", proxies=proxies) == "172.18.0.5"
+    monkeypatch.setenv("CONTEXT_LENS_PROXY_ADDRESSES", "gone")
+    none = clients.proxy_addresses()
+    assert client_key(named, "172.18.0.2", trusted="x-real-ip", proxies=none) == "172.18.0.2"
+    clients._looked_up.clear()

@@ -8,8 +8,9 @@ open model folders on this one (lib.serving.hosting). Both need an address no br
   an IPv4 address mapped into IPv6 is the IPv4 address;
 * forwarding headers (``X-Forwarded-For``, ``X-Real-IP``, ``Forwarded``) are a browser's own words, ignored,
   unless the host's own proxy sets one (``CONTEXT_LENS_CLIENT_HEADER``): then its last value is the client,
-  and with ``CONTEXT_LENS_PROXY_ADDRESSES`` set, only on a connection from one of those addresses (a request
-  that went around the proxy cannot name its own address).
+  and with ``CONTEXT_LENS_PROXY_ADDRESSES`` set (addresses, or host names such as the proxy's name on a
+  container network, looked up once a minute), only on a connection from one of those addresses: a request
+  that went around the proxy cannot name its own address.
 
 Streamlit's server (uvicorn) takes a connection's address from ``X-Forwarded-For`` when the connection comes
 from this machine, so a reported address that the request's own ``X-Forwarded-For`` names is this machine:
@@ -29,10 +30,14 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import socket
+import time
 from collections.abc import Mapping, Sequence
 
 LOOPBACK = "loopback"  # every address of this machine, as one client
 FORWARDING_HEADERS = ("x-forwarded-for", "x-real-ip", "forwarded")
+LOOKUP_S = 60.0  # how long a proxy's looked-up addresses are kept
+_looked_up: dict[str, tuple[float, frozenset[str]]] = {}
 
 
 def client_header() -> str:
@@ -46,9 +51,35 @@ def client_header() -> str:
 
 def proxy_addresses() -> frozenset[str]:
     """``CONTEXT_LENS_PROXY_ADDRESSES``: the addresses the host's proxy connects from (comma-separated), each
-    as :func:`address` reads it; empty when unset (the client header is then believed on any connection)."""
+    as :func:`address` reads it, a host name by its addresses (looked up at most once a minute; one that cannot
+    be looked up names none); empty when unset: the client header is then believed on any connection."""
     raw = os.environ.get("CONTEXT_LENS_PROXY_ADDRESSES", "")
-    return frozenset(address(a) for a in raw.split(",") if a.strip())
+    out: set[str] = set()
+    for item in (a.strip() for a in raw.split(",")):
+        if item:
+            out |= _addresses_of(item)
+    if raw.strip() and not out:
+        out.add("")  # named, but none found: no connection is the proxy's
+    return frozenset(out)
+
+
+def _addresses_of(item: str) -> frozenset[str]:
+    """An address as :func:`address` reads it, or a host name's addresses (kept LOOKUP_S seconds)."""
+    if address(item) != item[:64] or item.lower() == "localhost":
+        return frozenset({address(item)})  # an address, normalised
+    try:
+        ipaddress.ip_address(item)
+        return frozenset({address(item)})
+    except ValueError:
+        pass
+    hit = _looked_up.get(item)
+    if hit is None or time.monotonic() - hit[0] > LOOKUP_S:
+        try:
+            found = frozenset(address(info[4][0]) for info in socket.getaddrinfo(item, None))
+        except OSError:
+            found = frozenset()
+        hit = _looked_up[item] = (time.monotonic(), found)
+    return hit[1]
 
 
 def address(raw: str | None) -> str:
