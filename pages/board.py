@@ -307,7 +307,7 @@ def teacher_view(code: str, who: lb.Teacher, board: lb.Board) -> None:
             st.code(link, language=None, wrap_lines=True)
             st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
                 f" · Prompt: {escape_md(board.prompt)}" if board.prompt else "")
-                + (" · **Paused**: sends wait until you reopen the board." if board.paused else ""))
+                + (" · **Paused**: sends wait until the teacher reopens the board." if board.paused else ""))
         with right:
             st.image(qr_png(link), caption="The student link", width=260)
     with st.expander("Delete this board"):
