@@ -15,7 +15,8 @@ the board with the key (or started it in the sidebar) is remembered as its teach
 (ui/student_cookie.py), so a reload, a new tab or ``?presenter=1`` on the projector keeps the teacher's view with
 no key in the address. A student is known by the same cookie (else their tab's session, sharing one allowance
 per address), so a reload or a new tab keeps their caps. Each "Accept" button is keyed by the sentences it
-showed: a click that reaches the server after the queue changed accepts nothing, never what it did not show.
+showed and carries their ids: a click that reaches the server after the queue changed accepts what it showed,
+or nothing once its button is gone, never a sentence it did not show.
 A flood is one click each: hide everything waiting, pause sends, hide all of one student's (hidden sentences
 are deleted and free their room). Storage, codes, keys and limits: lib/board.py.
 """
@@ -275,7 +276,7 @@ def _delete(code: str, who: lb.Teacher) -> None:
 
 def shown_key(ids: tuple[int, ...]) -> str:
     """The Accept button's key for these sentences: a click that reaches the server after the queue changed
-    names a button that is gone, and accepts nothing."""
+    names a button that the refresh replaced, whose ids are those it showed (or that is gone: nothing)."""
     return "board_accept_" + hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:12]
 
 
