@@ -2,6 +2,7 @@
 
     python benchmarks/fairness.py                    # prints a JSON summary; --out FILE writes it too
     python benchmarks/fairness.py --heavy 0,1,3 --repeats 2
+    python benchmarks/fairness.py --kind finetune --heavy 1   # the heavy tab fine-tunes: Train clicked
 
 For each number of heavy tabs, a fresh `streamlit run serve.py` (so nothing is cached from the last case):
 the model is loaded once (a two-sentence link, as every hosted copy warms up), then the heavy tabs open
@@ -15,6 +16,11 @@ in two fresh tabs one after the other:
   seconds until every chart is drawn;
 * **class board**: a student's page on a class board, one sentence sent; the seconds from Send until the
   sentence is confirmed in their list.
+
+With ``--kind finetune`` each heavy tab is the Fine-tune page on the bank preset, every weight trained
+(``ft_method=full``) for FINETUNE_EPOCHS epochs, started the way a learner starts it: a click on Train. The
+student arrives once the first tab shows its progress bar; reported besides: whether each tab was still
+training when the student's sentence was confirmed (so the two overlapped).
 
 Also reported: each heavy tab's seconds to its charts, the server's CPU seconds and peak RSS. Seconds are
 wall time on a shared two-core machine: the load average is recorded beside them.
@@ -39,6 +45,14 @@ from tests.browser._class_board import PHONE_VIEWPORT, send  # noqa: E402
 
 LIMIT_S = 900.0
 TARGET_S = 10.0
+KINDS = ("compare", "finetune")
+FINETUNE_EPOCHS = 400
+PROGRESS = "[data-testid='stProgress']"
+
+
+def finetune_link(tab: int) -> str:
+    """The Fine-tune page on the bank preset, every weight trained; a seed per tab, so no tab reuses another's run."""
+    return f"/finetune?preset=bank&ft_method=full&ft_epochs={FINETUNE_EPOCHS}&ft_seed={100 + tab}"
 
 
 def script_runs(log: str, offset: int, page: str) -> dict:
@@ -54,14 +68,14 @@ def script_runs(log: str, offset: int, page: str) -> dict:
             "cpu_s": round(sum(float(r["cpu"]) for r in mine), 2)}  # fmt: skip
 
 
-def one_case(heavy: int, app_root: Path) -> dict:
+def one_case(heavy: int, app_root: Path, kind: str = "compare") -> dict:
     from playwright.sync_api import sync_playwright
 
     folder = tempfile.mkdtemp(prefix="context-lens-fairness-")
     store = lb.BoardStore(f"sqlite:///{Path(folder) / 'boards.sqlite'}")
     board = store.create_board("bank", "money, river")
     proc, base, log = kit.start_server(cwd=app_root, env={"CONTEXT_LENS_DATA": folder, "CONTEXT_LENS_RUN_LOG": "1"})
-    out: dict = {"heavy_tabs": heavy}
+    out: dict = {"heavy_tabs": heavy, "kind": kind}
     try:
         with sync_playwright() as p, tempfile.TemporaryDirectory() as tmp:
             niced = Path(tmp) / "chromium-niced"
@@ -78,9 +92,14 @@ def one_case(heavy: int, app_root: Path) -> dict:
                 tabs = []
                 for k in range(heavy):
                     pg = others.new_page(viewport={"width": 1400, "height": 1000})
-                    pg.goto(base + compare_link(k))
+                    pg.goto(base + (finetune_link(k) if kind == "finetune" else compare_link(k)))
+                    if kind == "finetune":  # nothing trains before the click
+                        pg.get_by_role("button", name="Train").click(timeout=int(LIMIT_S * 1000))
                     tabs.append((pg, time.perf_counter()))
-                time.sleep(2.0)  # the heavy work is under way
+                if kind == "finetune" and tabs:
+                    tabs[0][0].wait_for_selector(PROGRESS, timeout=int(LIMIT_S * 1000))  # training is under way
+                else:
+                    time.sleep(2.0)  # the heavy work is under way
                 learner = browser.new_page(viewport={"width": 1400, "height": 1000})
                 mark = Path(log).stat().st_size
                 t = time.perf_counter()
@@ -94,9 +113,11 @@ def one_case(heavy: int, app_root: Path) -> dict:
                 t = time.perf_counter()
                 send(phone, "river", "We sat on the bank while the server was busy.")
                 out["board_send_confirmed_s"] = round(time.perf_counter() - t, 2)
+                if kind == "finetune":
+                    out["heavy_still_training_at_send"] = [pg.locator(PROGRESS).count() > 0 for pg, _ in tabs]
                 answered = []
-                end = time.monotonic() + LIMIT_S
-                for pg, t0 in tabs:
+                end = time.monotonic() + (0 if kind == "finetune" else LIMIT_S)  # training is not waited for
+                for pg, t0 in tabs if kind == "compare" else ():
                     while time.monotonic() < end:
                         st = pg.evaluate(JS_STATE)
                         if st["idle"] and st["charts"] > 0:
@@ -122,6 +143,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--heavy", default="0,1,3", help="numbers of heavy tabs, one case each")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--kind", default="compare", choices=KINDS,
+                    help="heavy tabs: Layer by layer's large compare link, or Fine-tune with Train clicked")
     ap.add_argument("--app-root", default=str(kit.ROOT), help="the checkout whose serve.py runs (default: this one)")
     ap.add_argument("--out", default=None, help="also write the JSON summary here")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
@@ -130,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
     for _ in range(args.repeats):
         for k in (int(x) for x in args.heavy.split(",")):
             load = os.getloadavg()[0]
-            case = one_case(k, root)
+            case = one_case(k, root, args.kind)
             case["load_average"] = [round(load, 1), round(os.getloadavg()[0], 1)]
             print(json.dumps(case), flush=True)
             cases.append(case)

@@ -14,17 +14,24 @@ URL (``postgresql://user@host/db``), so several replicas of the app share one cl
 Security, in one place:
 * a room code is 6 characters from 31 that cannot be misread (no 0/O, 1/I/L): 887 million codes, and a
   client gets ``MAX_GUESSES`` wrong codes (or keys) a ``GUESS_WINDOW``, counted in the database, so every
-  replica counts the same guesses. Who a client is comes from :func:`client_key`: the connection's address,
-  or the one header the host's own proxy sets (``CONTEXT_LENS_CLIENT_HEADER``), never a header a browser
-  could make up; a teacher holding the right key is never refused;
+  replica counts the same guesses. Who a client is comes from :func:`lib.serving.clients.client_key`: the
+  connection's address (every loopback form one client), or the one header the host's own proxy sets
+  (``CONTEXT_LENS_CLIENT_HEADER``), never a header a browser could make up, so a forger's wrong codes count
+  against the forger's own address; a teacher holding the right key is never refused;
 * a teacher key is 128 random bits, stored only as its SHA-256 and compared with ``hmac.compare_digest``;
-  it is never part of the student link. A wrong key gets exactly the message of a missing board;
-* caps per board (``MAX_BOARD_SENTENCES`` waiting or accepted: a hidden sentence frees its room), per student
-  (``MAX_STUDENT_SENTENCES``, ``MAX_SENDS_PER_MINUTE``) and per sentence (``MAX_SENTENCE_CHARS``), counted
-  and inserted in one transaction that holds the board's row lock, so concurrent sends cannot overrun them;
-  the target word is required as in the sidebar (:func:`lib.models.targets.find_target`, bracket marking
-  included). A student is whoever holds a cookie the server signed (:func:`new_student_cookie`), so a reload
-  or a new tab is the same student;
+  it is never part of the student link. A wrong key gets exactly the message of a missing board. A browser
+  that opened the board with the key is remembered as its teacher (:meth:`BoardStore.remember_teacher`: the
+  hash of its signed cookie, with the board), so a reload, a new tab or ``?presenter=1`` keeps the teacher's
+  view with no key in the address;
+* caps per board (``MAX_BOARD_SENTENCES`` waiting or accepted), per student (``MAX_STUDENT_SENTENCES``,
+  ``MAX_SENDS_PER_MINUTE``), per address for students without a cookie (``COOKIELESS_SENTENCES``,
+  ``COOKIELESS_SENDS_PER_MINUTE``) and per sentence (``MAX_SENTENCE_CHARS``), counted and inserted in one
+  transaction that holds the board's row lock, so concurrent sends cannot overrun them. A student's sends are
+  tallied apart from the sentences (table ``senders``), so hiding a sentence, which deletes it and frees its
+  room, gives no one more sends. The teacher can pause a board (sends are refused until it reopens), hide
+  everything waiting, or everything one student sent. The target word is required as in the sidebar
+  (:func:`lib.models.targets.find_target`, bracket marking included). A student is whoever holds a cookie the
+  server signed (:func:`new_student_cookie`), so a reload or a new tab is the same student;
 * a send returns only after its transaction committed; boards expire (``CONTEXT_LENS_BOARD_HOURS``,
   default 24) and are deleted on a schedule (:meth:`BoardStore.start_purging`, ``python -m lib.board purge``);
   :meth:`BoardStore.delete_board` removes a board and its sentences at once. On SQLite deleted rows are
@@ -51,7 +58,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +68,7 @@ from lib.errors import ContextLensError
 from lib.inputs.sentences import MAX_LABEL_CHARS, SEPARATOR
 from lib.models.targets import find_target, short
 from lib.paths import ROOT
+from lib.serving.clients import LOOPBACK, client_header, client_key  # noqa: F401 - the board's names for them
 
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # 31 characters nobody misreads: no 0/O, 1/I/L
 CODE_LENGTH = 6
@@ -68,24 +76,28 @@ KEY_BYTES = 16  # 128 random bits per teacher key
 MAX_GUESSES = 10  # wrong codes or keys per client per GUESS_WINDOW
 GUESS_WINDOW = 60.0  # seconds
 MAX_SENTENCE_CHARS = 300
-MAX_BOARD_SENTENCES = 300  # waiting or accepted: a hidden sentence frees its room
-MAX_BOARD_ROWS = 1000  # every sentence a board keeps, hidden ones too: bounds the database and each refresh
-MAX_STUDENT_SENTENCES = 10
+MAX_BOARD_SENTENCES = 300  # waiting or accepted: a hidden sentence is deleted, which frees its room
+MAX_STUDENT_SENTENCES = 10  # sends per student and board, hidden ones included (the senders table)
 MAX_SENDS_PER_MINUTE = 4
+# Students without a signed cookie (a browser refusing cookies, a script opening sessions) share one allowance
+# per address and board: a school behind one address is limited as one only in what its cookieless clients send
+COOKIELESS_SENTENCES = 30
+COOKIELESS_SENDS_PER_MINUTE = 10
+MAX_TEACHER_BROWSERS = 20  # browsers remembered as one board's teacher (the oldest forgotten past it)
 MAX_SENSES = 8
 MAX_PROMPT_CHARS = 300
 DEFAULT_HOURS = 24.0
-SCHEMA_VERSION = 2  # 2: the settings table (the key that signs student cookies)
+SCHEMA_VERSION = 3  # 2: the settings table (the key that signs student cookies); 3: teachers, senders, paused_at
 PURGE_EVERY_S = 300.0  # how often a running app deletes expired boards
 STUDENT_COOKIE = "cl_student"  # the signed cookie that identifies a student's browser
 STUDENT_COOKIE_DAYS = 30
-LOOPBACK, FORWARDED = "loopback", "forwarded"  # the clients counted as one (client_key)
 _MIGRATE_LOCK = 0x436C42  # PostgreSQL advisory lock id: one process creates the schema at a time
 PAGE_PATH = "/board"  # the board page's address (app.py: pages/board.py, url path "board")
 
 PENDING, ACCEPTED, HIDDEN = "pending", "accepted", "hidden"
 NOT_FOUND = "There is no board with this code (or it has expired). Check the link, or ask your teacher for it."
 TOO_MANY_GUESSES = "Too many wrong board codes from here. Wait a minute, then check the link and try again."
+PAUSED = "Your teacher has paused the board for a moment. Keep your sentence and send it when the board opens."
 _log = logging.getLogger(__name__)
 
 
@@ -109,6 +121,7 @@ boards = sa.Table(
     sa.Column("prompt", sa.Text, nullable=False, default=""),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False, index=True),
+    sa.Column("paused_at", sa.Float, nullable=True),  # set while the teacher has paused sends
 )
 entries = sa.Table(
     "entries",
@@ -135,6 +148,21 @@ schema_info = sa.Table(
     sa.Column("version", sa.Integer, primary_key=True),
     sa.Column("applied_at", sa.Float, nullable=False),
 )
+senders = sa.Table(  # what each student (or cookieless address) sent to a board, hidden sentences included
+    "senders",
+    metadata,
+    sa.Column("board", sa.String(CODE_LENGTH), sa.ForeignKey("boards.code"), primary_key=True),
+    sa.Column("student", sa.String(64), primary_key=True),
+    sa.Column("sent", sa.Integer, nullable=False),
+    sa.Column("recent", sa.String(200), nullable=False),  # the times of the last few sends, space-separated
+)
+teachers = sa.Table(  # browsers that opened a board with its key: the hash of their signed cookie
+    "teachers",
+    metadata,
+    sa.Column("board", sa.String(CODE_LENGTH), sa.ForeignKey("boards.code"), primary_key=True),
+    sa.Column("browser", sa.String(64), primary_key=True),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
 settings = sa.Table(  # the server's own secrets, shared by every replica of the database (never shown)
     "settings",
     metadata,
@@ -146,7 +174,8 @@ settings = sa.Table(  # the server's own secrets, shared by every replica of the
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Board:
-    """A room: its code, the target word, the senses students choose from, the teacher's prompt."""
+    """A room: its code, the target word, the senses students choose from, the teacher's prompt; ``paused``
+    while the teacher has paused sends."""
 
     code: str
     target: str
@@ -154,6 +183,16 @@ class Board:
     prompt: str
     created_at: float
     expires_at: float
+    paused: bool = False
+
+
+@dataclass(frozen=True)
+class Teacher:
+    """Who moderates: the teacher ``key`` (from the link), or a ``browser`` the board remembers as its teacher's
+    (:meth:`BoardStore.remember_teacher`: the student id of its signed cookie). A plain string is a key."""
+
+    key: str = ""
+    browser: str = ""
 
 
 @dataclass(frozen=True)
@@ -279,42 +318,7 @@ def engine_url(url: str) -> str:
     return url
 
 
-# --------------------------------------------------------------------------- who is asking
-_PROXY_HEADERS = ("x-forwarded-for", "x-real-ip", "forwarded")
-
-
-def client_header() -> str:
-    """The header the host's own proxy sets to the address it saw (``CONTEXT_LENS_CLIENT_HEADER``), or ''.
-
-    deploy/nginx.conf overwrites ``X-Real-IP`` with ``$remote_addr``; a platform whose proxy appends the
-    address to ``X-Forwarded-For`` names that header (its last entry is then read). Unset: no proxy is trusted.
-    """
-    return os.environ.get("CONTEXT_LENS_CLIENT_HEADER", "").strip().lower()
-
-
-def client_key(headers: Mapping[str, Sequence[str]], peer: str | None, *, trusted: str = "") -> str:
-    """Who counts a wrong guess: an address no browser can choose.
-
-    ``headers``: the request's headers, lower-case name -> every value sent; ``peer``: the connection's
-    address as the server reports it (None or a loopback address for this machine); ``trusted``: the header
-    the host's own proxy sets (:func:`client_header`). With ``trusted``, its last value (the last entry of
-    ``X-Forwarded-For``: the hop our proxy appended) is the client. Without it, forwarding headers are a
-    browser's own words: every client sending one counts as one (``FORWARDED``), because the server may
-    already have taken its "address" from them; loopback clients count as one (``LOOPBACK``).
-    """
-    if trusted:
-        values = [v for v in headers.get(trusted, ()) if v and v.strip()]
-        if values:
-            last = values[-1].split(",")[-1].strip() if trusted == "x-forwarded-for" else values[-1].strip()
-            if last:
-                return last[:64]
-    if any(headers.get(h) for h in _PROXY_HEADERS if h != trusted):
-        return FORWARDED
-    if not peer or peer in ("127.0.0.1", "::1", "localhost") or peer.startswith("127."):
-        return LOOPBACK
-    return peer[:64]
-
-
+# --------------------------------------------------------------------------- students' cookies
 def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -337,6 +341,11 @@ def student_from_cookie(secret: bytes, value: str | None) -> str:
     return "c-" + hashlib.sha256(student.encode()).hexdigest()[:40]
 
 
+def address_sender(client: str) -> str:
+    """The allowance every student without a cookie from one address shares (a hash: no address is stored)."""
+    return "a-" + hashlib.sha256(("address:" + client).encode()).hexdigest()[:40]
+
+
 def read_key(stream=None) -> str:
     """A teacher key (or the whole teacher link) from a terminal prompt or standard input, never argv."""
     stream = stream or sys.stdin
@@ -356,6 +365,7 @@ def _board(row) -> Board:
         prompt=row.prompt or "",
         created_at=row.created_at,
         expires_at=row.expires_at,
+        paused=row.paused_at is not None,
     )
 
 
@@ -380,6 +390,7 @@ class BoardStore:
             self.engine = sa.create_engine(self.url, pool_pre_ping=True, pool_size=5, max_overflow=10)
         self._secrets: dict[str, bytes] = {}
         self._purging: threading.Event | None = None
+        self._hidden = False  # sentences were hidden (deleted) since the file was last compacted
         self.migrate()
 
     def migrate(self) -> None:
@@ -395,6 +406,8 @@ class BoardStore:
             elif self.engine.dialect.name == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATE_LOCK})
             metadata.create_all(conn, checkfirst=True)
+            if "paused_at" not in {c["name"] for c in sa.inspect(conn).get_columns("boards")}:  # a version-2 file
+                conn.exec_driver_sql("ALTER TABLE boards ADD COLUMN paused_at FLOAT")
             have = conn.execute(sa.select(sa.func.max(schema_info.c.version))).scalar()
             if have is None or have < SCHEMA_VERSION:
                 conn.execute(schema_info.insert().values(version=SCHEMA_VERSION, applied_at=self.clock()))
@@ -477,68 +490,127 @@ class BoardStore:
             return NewBoard(Board(code, target, sense_list, prompt, now, expires), key)
         raise BoardError("Could not find a free board code; try again.")
 
-    def teacher_board(self, code: str, key: str, *, client: str = "") -> Board:
-        """The board, if ``key`` is its teacher key; otherwise BoardNotFound with the missing board's message."""
-        return self._open(code, key=key, client=client)
+    def teacher_board(self, code: str, key: str | Teacher, *, client: str = "") -> Board:
+        """The board, if ``key`` is its teacher key (or a :class:`Teacher` it knows); otherwise BoardNotFound
+        with the missing board's message."""
+        return self._open(code, teacher=_teacher(key), client=client)
 
-    def accept(self, code: str, key: str, ids: Sequence[int] | None = None) -> int:
-        """Accept the given pending sentences (all of them when ``ids`` is None); returns how many."""
-        return self._moderate(code, key, ids, ACCEPTED, only=PENDING)
-
-    def hide(self, code: str, key: str, ids: Sequence[int]) -> int:
-        """Hide sentences (pending or accepted): they leave the queue and the charts; returns how many."""
-        return self._moderate(code, key, ids, HIDDEN, only=None)
-
-    def _moderate(self, code: str, key: str, ids, status: str, *, only: str | None) -> int:
+    def remember_teacher(self, code: str, key: str, browser: str) -> None:
+        """Remember ``browser`` (a signed cookie's student id) as the teacher of the board whose key is ``key``:
+        a reload, a new tab or ``?presenter=1`` in that browser then opens the teacher's view without the key.
+        At most MAX_TEACHER_BROWSERS a board (the oldest forgotten); deleted with the board."""
         board = self.teacher_board(code, key)
-        where = [entries.c.board == board.code]
+        browser = (browser or "")[:64]
+        if not browser:
+            return
+        with self.engine.begin() as conn:
+            self._lock(conn, board.code)
+            known = conn.execute(
+                sa.select(teachers.c.browser).where(teachers.c.board == board.code).order_by(teachers.c.created_at)
+            ).scalars().all()
+            if browser in known:
+                return
+            for old in known[: max(0, len(known) - MAX_TEACHER_BROWSERS + 1)]:
+                conn.execute(teachers.delete().where(teachers.c.board == board.code, teachers.c.browser == old))
+            conn.execute(teachers.insert().values(board=board.code, browser=browser, created_at=self.clock()))
+
+    def is_teacher(self, code: str, browser: str) -> bool:
+        """Whether ``browser`` is remembered as the teacher of the live board ``code`` (never counts a guess)."""
+        norm, browser = normalise_code(code), (browser or "")[:64]
+        if not norm or not browser:
+            return False
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(sa.func.count()).select_from(teachers.join(boards, teachers.c.board == boards.c.code))
+                .where(teachers.c.board == norm, teachers.c.browser == browser, boards.c.expires_at > self.clock())
+            ).scalar() > 0  # fmt: skip
+
+    def accept(self, code: str, key: str | Teacher, ids: Sequence[int] | None = None) -> int:
+        """Accept the given pending sentences (all of them when ``ids`` is None); returns how many."""
+        board = self.teacher_board(code, key)
+        where = [entries.c.board == board.code, entries.c.status == PENDING]
         if ids is not None:
             where.append(entries.c.id.in_([int(i) for i in ids]))
-        if only is not None:
-            where.append(entries.c.status == only)
         with self.engine.begin() as conn:
-            return conn.execute(entries.update().where(*where).values(status=status)).rowcount
+            return conn.execute(entries.update().where(*where).values(status=ACCEPTED)).rowcount
 
-    def delete_board(self, code: str, key: str) -> None:
+    def hide(self, code: str, key: str | Teacher, ids: Sequence[int]) -> int:
+        """Hide sentences (pending or accepted): deleted, so they leave the queue and the charts and free their
+        room on the board; their students' sends still count. Returns how many."""
+        board = self.teacher_board(code, key)
+        return self._hide(entries.c.board == board.code, entries.c.id.in_([int(i) for i in ids]))
+
+    def hide_waiting(self, code: str, key: str | Teacher) -> int:
+        """Hide every sentence waiting for the teacher, seen or not (a flood in one click); returns how many."""
+        board = self.teacher_board(code, key)
+        return self._hide(entries.c.board == board.code, entries.c.status == PENDING)
+
+    def hide_student(self, code: str, key: str | Teacher, entry_id: int) -> int:
+        """Hide everything the student who sent sentence ``entry_id`` sent to the board, waiting or accepted."""
+        board = self.teacher_board(code, key)
+        sender = sa.select(entries.c.student).where(entries.c.board == board.code, entries.c.id == int(entry_id))
+        return self._hide(entries.c.board == board.code, entries.c.student == sender.scalar_subquery())
+
+    def pause(self, code: str, key: str | Teacher, paused: bool = True) -> Board:
+        """Pause sends to the board (a student's Send is refused with PAUSED until it reopens), or reopen it."""
+        board = self.teacher_board(code, key)
+        with self.engine.begin() as conn:
+            conn.execute(boards.update().where(boards.c.code == board.code)
+                         .values(paused_at=self.clock() if paused else None))  # fmt: skip
+        return self.board(board.code)
+
+    def _hide(self, *where) -> int:
+        with self.engine.begin() as conn:
+            n = conn.execute(entries.delete().where(*where)).rowcount
+        self._hidden = self._hidden or n > 0  # the next purge empties SQLite's write-ahead log of them
+        return n
+
+    def delete_board(self, code: str, key: str | Teacher) -> None:
         """Remove the board and every sentence sent to it, at once."""
         board = self.teacher_board(code, key)
         self._delete(board.code)
 
     def _delete(self, code: str) -> None:
         with self.engine.begin() as conn:
-            conn.execute(entries.delete().where(entries.c.board == code))
+            for table in (entries, senders, teachers):
+                conn.execute(table.delete().where(table.c.board == code))
             conn.execute(boards.delete().where(boards.c.code == code))
         self._scrub()
 
     def _scrub(self) -> None:
         """After a delete: SQLite has overwritten the rows (``secure_delete``); empty the write-ahead log, which
-        still holds the pages as they were, and compact the file. PostgreSQL: VACUUM the two tables, so the
+        still holds the pages as they were, and compact the file. PostgreSQL: VACUUM the tables, so the
         space is reused. Best effort: a busy database is scrubbed at the next purge."""
+        self._hidden = False
         try:
             with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
                 if self.sqlite:
                     conn.exec_driver_sql("VACUUM")
                     conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
                 elif self.engine.dialect.name == "postgresql":
-                    conn.exec_driver_sql("VACUUM entries, boards")
+                    conn.exec_driver_sql("VACUUM entries, boards, senders, teachers")
         except sa.exc.DBAPIError:
+            self._hidden = True
             _log.warning("could not compact the class boards' database now; the next purge tries again")
 
-    def entries(self, code: str, key: str) -> list[Entry]:
+    def entries(self, code: str, key: str | Teacher) -> list[Entry]:
         """Every sentence of the board, oldest first (the teacher's view)."""
         board = self.teacher_board(code, key)
         return self._entries(entries.c.board == board.code)
 
     def purge_expired(self) -> int:
         """Delete every expired board with its sentences, and guesses older than the window; returns boards.
-        Runs when a board is created, on a schedule (:meth:`start_purging`) and from ``python -m lib.board purge``."""
+        Runs when a board is created, on a schedule (:meth:`start_purging`) and from ``python -m lib.board purge``;
+        the file is compacted when anything was deleted since the last time (hidden sentences included)."""
         now = self.clock()
         with self.engine.begin() as conn:
             old = sa.select(boards.c.code).where(boards.c.expires_at <= now)
-            conn.execute(entries.delete().where(entries.c.board.in_(old)))
+            for table in (entries, senders, teachers):
+                conn.execute(table.delete().where(table.c.board.in_(old)))
             n = conn.execute(boards.delete().where(boards.c.expires_at <= now)).rowcount
             conn.execute(guesses.delete().where(guesses.c.at < now - GUESS_WINDOW))
-        if n:
+            legacy = conn.execute(entries.delete().where(entries.c.status == HIDDEN)).rowcount  # kept before
+        if n or legacy or self._hidden:
             self._scrub()
         return n
 
@@ -547,45 +619,64 @@ class BoardStore:
         """The live board with this code, or BoardNotFound (a wrong guess counts against ``client``)."""
         return self._open(code, client=client)
 
-    def send(self, code: str, student: str, sense: str, sentence: str) -> Entry:
+    def send(self, code: str, student: str, sense: str, sentence: str, *, address: str = "") -> Entry:
         """Store a student's sentence as pending; returns it once committed. Raises BoardError/TargetError.
 
-        The caps are counted and the sentence inserted in one transaction that first takes the board's row
-        for writing (a no-op UPDATE: PostgreSQL's row lock, SQLite's write lock), so concurrent sends to one
-        board count one after another and none overruns a cap.
+        ``address``: for a student without a signed cookie, the client (lib.serving.clients.client_key) whose
+        allowance every such student from there shares (COOKIELESS_SENTENCES, COOKIELESS_SENDS_PER_MINUTE),
+        on top of their own. The caps are counted and the sentence inserted in one transaction that first takes
+        the board's row for writing (a no-op UPDATE: PostgreSQL's row lock, SQLite's write lock), so concurrent
+        sends to one board count one after another and none overruns a cap.
         """
         board = self.board(code)
+        if board.paused:
+            raise BoardError(PAUSED)
         if sense not in board.senses:
             raise BoardError("Choose one of the senses offered.")
         clean = clean_sentence(sentence, board.target)
         student = (student or "")[:64]
         now = self.clock()
         with self.engine.begin() as conn:
-            locked = conn.execute(
-                boards.update().where(boards.c.code == board.code).values(expires_at=boards.c.expires_at)
-            ).rowcount
-            if not locked:  # deleted a moment ago
-                raise BoardNotFound(NOT_FOUND)
-            shown, kept = conn.execute(
-                sa.select(
-                    sa.func.count().filter(entries.c.status != HIDDEN), sa.func.count()
-                ).where(entries.c.board == board.code)
-            ).one()
-            if shown >= MAX_BOARD_SENTENCES or kept >= MAX_BOARD_ROWS:
+            row = self._lock(conn, board.code)
+            if row.paused_at is not None:  # paused a moment ago
+                raise BoardError(PAUSED)
+            shown = conn.execute(
+                sa.select(sa.func.count()).where(entries.c.board == board.code, entries.c.status != HIDDEN)
+            ).scalar()
+            if shown >= MAX_BOARD_SENTENCES:
                 raise BoardError(f"This board is full ({MAX_BOARD_SENTENCES} sentences). Thank you!")
-            mine = conn.execute(
-                sa.select(entries.c.created_at).where(entries.c.board == board.code, entries.c.student == student)
-            ).scalars().all()
-            if len(mine) >= MAX_STUDENT_SENTENCES:
-                raise BoardError(f"You have sent {MAX_STUDENT_SENTENCES} sentences, the most one student can.")
-            if sum(1 for t in mine if t > now - 60.0) >= MAX_SENDS_PER_MINUTE:
-                raise BoardError(f"At most {MAX_SENDS_PER_MINUTE} sentences a minute: wait a little, then send.")
+            tallies = [(student, MAX_STUDENT_SENTENCES, MAX_SENDS_PER_MINUTE, "student")]
+            if address:
+                tallies.append((address_sender(address), COOKIELESS_SENTENCES, COOKIELESS_SENDS_PER_MINUTE, "address"))
+            updates = [self._tally(conn, board.code, *t, now) for t in tallies]
             new_id = conn.execute(
                 entries.insert().values(
                     board=board.code, student=student, sense=sense, sentence=clean, status=PENDING, created_at=now
                 )
             ).inserted_primary_key[0]
+            for update in updates:
+                conn.execute(update)
         return Entry(int(new_id), student, sense, clean, PENDING, now)
+
+    def _tally(self, conn, code: str, who: str, most: int, per_minute: int, kind: str, now: float):
+        """The statement that counts one more send by ``who``, or BoardError when ``who`` is at a cap."""
+        row = conn.execute(sa.select(senders).where(senders.c.board == code, senders.c.student == who)).first()
+        sent = row.sent if row is not None else 0
+        recent = [float(t) for t in (row.recent.split() if row is not None else []) if float(t) > now - 60.0]
+        if sent >= most:
+            raise BoardError(
+                f"You have sent {most} sentences, the most one student can." if kind == "student" else
+                f"{most} sentences came from here without the board's cookie: allow cookies for this site, then send."
+            )  # fmt: skip
+        if len(recent) >= per_minute:
+            raise BoardError(
+                f"At most {per_minute} sentences a minute: wait a little, then send." if kind == "student" else
+                "Many sentences come from here without the board's cookie: allow cookies for this site, or wait a minute."
+            )  # fmt: skip
+        recent = " ".join(f"{t:.3f}" for t in [*recent, now][-per_minute:])
+        if row is None:
+            return senders.insert().values(board=code, student=who, sent=1, recent=recent)
+        return senders.update().where(senders.c.board == code, senders.c.student == who).values(sent=sent + 1, recent=recent)
 
     def mine(self, code: str, student: str) -> list[Entry]:
         """A student's own sentences on the board, oldest first."""
@@ -598,24 +689,42 @@ class BoardStore:
         return self._entries(entries.c.board == board.code, entries.c.status == ACCEPTED)
 
     # ----------------------------------------------------------------- internals
+    @staticmethod
+    def _lock(conn, code: str):
+        """Take the board's row for writing (a no-op UPDATE) and return it; BoardNotFound if it was deleted."""
+        locked = conn.execute(boards.update().where(boards.c.code == code).values(expires_at=boards.c.expires_at))
+        row = conn.execute(sa.select(boards).where(boards.c.code == code)).first() if locked.rowcount else None
+        if row is None:  # deleted a moment ago
+            raise BoardNotFound(NOT_FOUND)
+        return row
+
     def _entries(self, *where) -> list[Entry]:
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(entries).where(*where).order_by(entries.c.id)).all()
+            rows = conn.execute(
+                sa.select(entries).where(*where, entries.c.status != HIDDEN).order_by(entries.c.id)
+            ).all()
         return [_entry(r) for r in rows]
 
-    def _open(self, code: str, *, key: str | None = None, client: str = "") -> Board:
-        """The live board. A right teacher key always opens it; otherwise a client past ``MAX_GUESSES`` wrong
-        guesses in the window is refused, and a wrong code or key counts as one more guess."""
+    def _open(self, code: str, *, teacher: Teacher | None = None, client: str = "") -> Board:
+        """The live board. A teacher's right key (or remembered browser) always opens it; otherwise a client past
+        ``MAX_GUESSES`` wrong guesses in the window is refused, and a wrong code or key counts as one more guess."""
         now = self.clock()
         client = (client or "")[:64]
         norm = normalise_code(code)
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(boards).where(boards.c.code == norm)).first() if norm else None
-            # the key is hashed and compared whether or not the board exists (no timing difference to learn from)
-            good_key = key is None or key_matches(key, row.key_hash if row is not None else "0" * 64)
             live = row is not None and row.expires_at > now
-            if live and key is not None and good_key:
-                return _board(row)  # the teacher: never locked out by guesses made from the same address
+            good = True
+            if teacher is not None:
+                # the key is hashed and compared whether or not the board exists (no timing difference to learn from)
+                good = key_matches(teacher.key, row.key_hash if row is not None else "0" * 64) and bool(teacher.key)
+                if not good and live and teacher.browser:
+                    good = conn.execute(
+                        sa.select(sa.func.count()).select_from(teachers)
+                        .where(teachers.c.board == row.code, teachers.c.browser == teacher.browser[:64])
+                    ).scalar() > 0  # fmt: skip
+                if live and good:
+                    return _board(row)  # the teacher: never locked out by guesses made from the same address
             if client:
                 recent = conn.execute(
                     sa.select(sa.func.count())
@@ -624,7 +733,7 @@ class BoardStore:
                 ).scalar()
                 if recent >= MAX_GUESSES:
                     raise BoardError(TOO_MANY_GUESSES)
-        if not live or not good_key:
+        if not live or not good:
             if client:
                 with self.engine.begin() as conn:
                     conn.execute(guesses.insert().values(client=client, at=now))
@@ -632,6 +741,10 @@ class BoardStore:
                 self._delete(row.code)
             raise BoardNotFound(NOT_FOUND)
         return _board(row)
+
+
+def _teacher(key: str | Teacher) -> Teacher:
+    return key if isinstance(key, Teacher) else Teacher(key=key or "")
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:

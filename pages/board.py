@@ -10,13 +10,20 @@ stay on the projector's view), so accepting never holds up its next refresh whil
 
 The teacher key is read from the link once and kept in the session, never written back into the address bar,
 shown only in the moderation view, and never exported (``ui.page_export.private`` and ``never_export``): a
-projected browser, a saved page, the CSV and the QR code carry the student link only. A student is known by the
-server-signed cookie ui/student_cookie.py sets (else their tab's session), so a reload or a new tab keeps their
-caps. Storage, codes, keys and limits: lib/board.py.
+projected browser, a saved page, the CSV and the QR code carry the student link only. The browser that opened
+the board with the key (or started it in the sidebar) is remembered as its teacher, by its signed cookie
+(ui/student_cookie.py), so a reload, a new tab or ``?presenter=1`` on the projector keeps the teacher's view with
+no key in the address. A student is known by the same cookie (else their tab's session, sharing one allowance
+per address), so a reload or a new tab keeps their caps. Each "Accept" button is keyed by the sentences it
+showed and carries their ids: a click that reaches the server after the queue changed accepts what it showed,
+or nothing once its button is gone, never a sentence it did not show.
+A flood is one click each: hide everything waiting, pause sends, hide all of one student's (hidden sentences
+are deleted and free their room). Storage, codes, keys and limits: lib/board.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import secrets
 from urllib.parse import urlencode, urlsplit
@@ -36,17 +43,20 @@ from lib.serving.export import csv_text
 from lib.stats.chance import chance_phrase
 from lib.stats.projection import ProjectionError
 from lib.stats.similarity import cosine_matrix
-from ui import cache, link, page_export, session, startup
-from ui.student_cookie import SECRET_NAME
+from ui import cache, link, page_export, session, startup, visitor
+from ui.student_cookie import SECRET_NAME, issuing
 from ui.widgets import chart, escape_md, page_intro, sentence_table
 
 MODEL = DEFAULT_MODEL  # one model for the whole class: the teacher and every student share its cached results
 K_ROOM, K_KEY, K_STUDENT = "room", "key", "board_student"
 K_SENT = "board_sent_note"  # what the last Send said, shown under the box
+K_NOTE = "board_teacher_note"  # what the teacher's last hide did, shown once above the queue
 K_CHARTED = "board_charted"  # the ids of the accepted sentences the teacher's charts show
 K_MODERATE = "board_moderate"  # the teacher's moderation view (off: the projector's view)
 K_OPENED = "board_opened"  # the board this session has opened: its reruns are not guesses
 K_AHEAD = "board_ahead"  # ids of waiting sentences this session has encoded ahead (each once)
+K_REMEMBERED = "board_remembered"  # the board this session's browser was remembered as the teacher of
+K_PAUSED = "board_paused"  # the teacher's Pause switch
 REFRESH_S = 2.0  # the teacher's board
 STUDENT_REFRESH_S = 20.0  # a student's list, while one of their sentences waits for the teacher
 MAX_QUEUE_SHOWN = 40
@@ -54,32 +64,24 @@ MAX_QUEUE_SHOWN = 40
 PARAMS = [link.Param(K_ROOM, "text", "", max_chars=20, omit_default=True)]
 link.init_params(PARAMS)
 link_key = link.url_text(K_KEY, "", max_chars=64)  # read once; the URL written back never carries it
+link.forget(K_KEY)  # and out of the address bar at once: a reload or the history no longer holds it
 store = cache.board_store(lb.default_url())
 
 
-def client_id() -> str:
-    """Who counts a wrong guess (lib.board.client_key): the connection's address, or the one header the host's
-    own proxy sets (CONTEXT_LENS_CLIENT_HEADER); never a header a browser could make up."""
-    trusted = lb.client_header()
-    try:
-        headers = st.context.headers
-        peer = st.context.ip_address
-        named = {h: headers.get_all(h) for h in {"x-forwarded-for", "x-real-ip", "forwarded", trusted} if h}
-    except Exception:  # no request context (a script run on its own)
-        return lb.LOOPBACK
-    named = {h: [v for v in vs if isinstance(v, str)] for h, vs in named.items() if isinstance(vs, list)}
-    return lb.client_key(named, peer if isinstance(peer, str) else None, trusted=trusted)
-
-
-def student_id() -> str:
-    """The student sending: the one the signed cookie names (a reload or a new tab is the same student), else
-    this tab's session (no cookie: `streamlit run app.py`, or a browser that refuses cookies)."""
+def browser_id() -> str:
+    """The student the browser's signed cookie names ('' without one: `streamlit run app.py`, a browser that
+    refuses cookies, a script opening sessions)."""
     try:
         raw = st.context.cookies.get(lb.STUDENT_COOKIE)
     except Exception:  # no request context
         raw = None
-    student = lb.student_from_cookie(store.secret(SECRET_NAME), raw) if isinstance(raw, str) and raw else ""
-    return student or st.session_state.setdefault(K_STUDENT, "t-" + secrets.token_urlsafe(12))
+    return lb.student_from_cookie(store.secret(SECRET_NAME), raw) if isinstance(raw, str) and raw else ""
+
+
+def student_id() -> str:
+    """The student sending: the one the signed cookie names (a reload or a new tab is the same student), else
+    this tab's session."""
+    return browser_id() or st.session_state.setdefault(K_STUDENT, "t-" + secrets.token_urlsafe(12))
 
 
 def page_base() -> str:
@@ -132,6 +134,15 @@ def _start() -> None:
         return
     st.session_state.pop("board_start_error", None)
     st.session_state[K_ROOM], st.session_state[K_KEY] = new.board.code, new.key
+    remember(new.board.code, new.key)
+
+
+def remember(code: str, key: str) -> None:
+    """This browser (its signed cookie) is the board's teacher from now on: a reload keeps the teacher's view."""
+    browser = browser_id()
+    if browser and st.session_state.get(K_REMEMBERED) != code:
+        store.remember_teacher(code, key, browser)
+        st.session_state[K_REMEMBERED] = code
 
 
 with st.sidebar.expander("Start a class board", expanded=not st.session_state.get(K_ROOM)):
@@ -161,13 +172,20 @@ def join_view(*, title: bool = True) -> None:
 
 # --------------------------------------------------------------------------------------- a student
 def _send(code: str, board: lb.Board) -> None:
+    sense, text = st.session_state.get("board_sense"), st.session_state.get("board_text", "")
+    if not sense:
+        st.session_state[K_SENT] = ("error", "Choose the sense your sentence uses, then send.")
+        return
+    # without the signed cookie (while this server hands them out) every such student from one address shares one
+    # allowance: a script opening session after session cannot fill the board
+    address = visitor.client() if not browser_id() and issuing() else ""
     try:
-        store.send(code, student_id(), st.session_state.get("board_sense") or "", st.session_state.get("board_text", ""))
+        store.send(code, student_id(), sense, text, address=address)
     except (lb.BoardError, TargetError) as err:  # the text stays in the box to fix
         st.session_state[K_SENT] = ("error", str(err))
         return
     st.session_state[K_SENT] = ("ok", "Sent. Your teacher sees it now; it joins the board once accepted.")
-    st.session_state["board_text"] = ""
+    st.session_state["board_text"], st.session_state["board_sense"] = "", None  # the next one: a sense chosen anew
 
 
 def student_view(code: str, board: lb.Board) -> None:
@@ -183,7 +201,7 @@ def student_view(code: str, board: lb.Board) -> None:
             placeholder=f"A sentence with the word {board.target}",
             help="Mark another form of the word in [brackets], e.g. “They [banked] left.”",
         )
-        st.radio("Which sense?", board.senses, key="board_sense", horizontal=True)
+        st.radio("Which sense?", board.senses, key="board_sense", horizontal=True, index=None)
         st.form_submit_button(
             "Send", key="board_send", on_click=_send, args=(code, board), type="primary", icon=":material/send:"
         )
@@ -211,7 +229,7 @@ def student_list(code: str, board: lb.Board) -> None:
             where = {i: str(p) for i, p in zip(ids, ro.predictions[last], strict=True)}
     st.subheader("Your sentences")
     for e in mine:
-        status = {lb.PENDING: "waiting for the teacher", lb.ACCEPTED: "on the board", lb.HIDDEN: "not shown"}[e.status]
+        status = {lb.PENDING: "waiting for the teacher", lb.ACCEPTED: "on the board"}[e.status]
         line = f"- {escape_md(e.sentence)} · *{escape_md(e.sense)}* · {status}"
         if e.id in where:
             near = where[e.id]
@@ -223,12 +241,26 @@ def student_list(code: str, board: lb.Board) -> None:
 
 
 # --------------------------------------------------------------------------------------- the teacher
-def _accept(code: str, key: str, ids: tuple[int, ...]) -> None:
-    store.accept(code, key, ids)  # the sentences the teacher saw, no others (a newer one waits its turn)
+def _accept(code: str, who: lb.Teacher, ids: tuple[int, ...]) -> None:
+    store.accept(code, who, ids)  # the sentences the teacher saw, no others (a newer one waits its turn)
 
 
-def _hide(code: str, key: str, entry_id: int) -> None:
-    store.hide(code, key, [entry_id])
+def _hide(code: str, who: lb.Teacher, entry_id: int) -> None:
+    store.hide(code, who, [entry_id])
+
+
+def _hide_waiting(code: str, who: lb.Teacher) -> None:
+    n = store.hide_waiting(code, who)
+    st.session_state[K_NOTE] = f"Hid {n} waiting {'sentence' if n == 1 else 'sentences'}."
+
+
+def _hide_student(code: str, who: lb.Teacher, entry_id: int) -> None:
+    n = store.hide_student(code, who, entry_id)
+    st.session_state[K_NOTE] = f"Hid {n} {'sentence' if n == 1 else 'sentences'} from one student."
+
+
+def _pause(code: str, who: lb.Teacher) -> None:
+    store.pause(code, who, bool(st.session_state.get(K_PAUSED)))
 
 
 def _use_everywhere(text: str, target: str) -> None:
@@ -236,14 +268,21 @@ def _use_everywhere(text: str, target: str) -> None:
     st.session_state["board_used"] = True
 
 
-def _delete(code: str, key: str) -> None:
-    store.delete_board(code, key)
+def _delete(code: str, who: lb.Teacher) -> None:
+    store.delete_board(code, who)
     st.session_state[K_ROOM], st.session_state[K_KEY], st.session_state[K_OPENED] = "", "", ""
     st.session_state["board_deleted"] = code
 
 
-def teacher_view(code: str, key: str, board: lb.Board) -> None:
-    page_export.never_export(key)  # whatever is rendered below, no saved page holds the key
+def shown_key(ids: tuple[int, ...]) -> str:
+    """The Accept button's key for these sentences: a click that reaches the server after the queue changed
+    names a button that the refresh replaced, whose ids are those it showed (or that is gone: nothing)."""
+    return "board_accept_" + hashlib.sha256(",".join(map(str, ids)).encode()).hexdigest()[:12]
+
+
+def teacher_view(code: str, who: lb.Teacher, board: lb.Board) -> None:
+    if who.key:
+        page_export.never_export(who.key)  # whatever is rendered below, no saved page holds the key
     st.title(f"Class board: “{escape_md(board.target)}”")
     moderating = st.toggle(
         "Moderate on this screen", key=K_MODERATE,
@@ -253,37 +292,45 @@ def teacher_view(code: str, key: str, board: lb.Board) -> None:
     link = absolute(lb.student_link(code))
     if moderating:  # the teacher's own screen: the queue first, the join panel in one line
         st.caption(f"Code **{code}** · the student link: {escape_md(link)}")
-        with page_export.private(), st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
-            st.code(absolute(lb.teacher_link(code, key)), language=None, wrap_lines=True)
+        st.session_state[K_PAUSED] = board.paused  # as stored: another of the teacher's screens may have changed it
+        st.toggle(
+            "Pause sending", key=K_PAUSED, on_change=_pause, args=(code, who),
+            help="While paused, a student's Send is refused with a note to wait; their sentence stays in their box.",
+        )  # fmt: skip
+        if who.key:
+            with page_export.private(), st.expander("Your teacher link (keep it to yourself: it moderates this board)"):
+                st.code(absolute(lb.teacher_link(code, who.key)), language=None, wrap_lines=True)
+                st.caption("This browser stays the teacher's: a reload or a new tab opens this view.")
     else:
         left, right = st.columns([3, 2], gap="medium")
         with left:
             st.markdown(f"## Join at the link or with the code **{code}**")
             st.code(link, language=None, wrap_lines=True)
             st.caption("Senses: " + ", ".join(escape_md(s) for s in board.senses) + (
-                f" · Prompt: {escape_md(board.prompt)}" if board.prompt else ""))
+                f" · Prompt: {escape_md(board.prompt)}" if board.prompt else "")
+                + (" · **Paused**: sends wait until the teacher reopens the board." if board.paused else ""))
         with right:
             st.image(qr_png(link), caption="The student link", width=260)
     with st.expander("Delete this board"):
         st.checkbox("Yes, delete this board and every sentence on it", key="board_delete_sure")
         st.button(
-            "Delete the board now", key="board_delete", on_click=_delete, args=(code, key),
+            "Delete the board now", key="board_delete", on_click=_delete, args=(code, who),
             disabled=not st.session_state.get("board_delete_sure"), icon=":material/delete:",
         )  # fmt: skip
     startup.warm_up_board(MODEL)
     accepted = store.accepted(code)
     st.session_state[K_CHARTED] = tuple(e.id for e in accepted)
-    st.fragment(run_every=REFRESH_S)(live_board)(code, key, board)
+    st.fragment(run_every=REFRESH_S)(live_board)(code, who, board)
     if moderating:  # a phone's screen: the queue alone, so an accept redraws no chart before the next refresh
         st.caption(f"{len(accepted)} on the board: its charts are on the projector's view (Moderate off).")
         return
     st.subheader(f"On the board ({len(accepted)})")
-    board_charts(board, accepted, key)
+    board_charts(board, accepted)
 
 
-def live_board(code: str, key: str, board: lb.Board) -> None:
+def live_board(code: str, who: lb.Teacher, board: lb.Board) -> None:
     try:
-        rows = store.entries(code, key)
+        rows = store.entries(code, who)
     except lb.BoardNotFound as err:
         st.error(escape_md(str(err)))
         return
@@ -315,22 +362,36 @@ def live_board(code: str, key: str, board: lb.Board) -> None:
         return
     with page_export.private():  # the queue is the teacher's, never a saved page's
         st.subheader(f"Waiting for you ({len(pending)})")
+        note = st.session_state.pop(K_NOTE, None)
+        if note:
+            st.success(escape_md(note))
         if not pending:
             st.caption("Nothing waiting. Sentences the students send appear here within a few seconds.")
             return
         ids = tuple(e.id for e in shown)
         label = f"Accept all {len(shown)}" if len(shown) == len(pending) else f"Accept these {len(shown)}"
-        st.button(label, key="board_accept_all", on_click=_accept, args=(code, key, ids), type="primary",
-                  icon=":material/done_all:")  # fmt: skip
+        accept, hide_all = st.columns(2)
+        accept.button(label, key=shown_key(ids), on_click=_accept, args=(code, who, ids), type="primary",
+                      icon=":material/done_all:", width="stretch")  # fmt: skip
+        hide_all.button(f"Hide all {len(pending)} waiting", key="board_hide_waiting", on_click=_hide_waiting,
+                        args=(code, who), icon=":material/block:", width="stretch",
+                        help="Every waiting sentence, shown here or not, is deleted: for a flood.")  # fmt: skip
+        per_student = {}
+        for e in pending:
+            per_student[e.student] = per_student.get(e.student, 0) + 1
         for e in shown:
-            text, hide = st.columns([6, 1], vertical_alignment="center")
-            text.markdown(f"*{escape_md(e.sense)}* · {escape_md(e.sentence)}")
-            hide.button("Hide", key=f"board_hide_{e.id}", on_click=_hide, args=(code, key, e.id))
+            text, hide, theirs = st.columns([6, 1, 2], vertical_alignment="center")
+            many = per_student[e.student]
+            text.markdown(f"*{escape_md(e.sense)}* · {escape_md(e.sentence)}"
+                          + (f" · {many} waiting from this student" if many > 1 else ""))  # fmt: skip
+            hide.button("Hide", key=f"board_hide_{e.id}", on_click=_hide, args=(code, who, e.id))
+            theirs.button("Hide all theirs", key=f"board_hide_student_{e.id}", on_click=_hide_student,
+                          args=(code, who, e.id), help="Everything this student sent, waiting or on the board.")  # fmt: skip
         if len(pending) > len(shown):
             st.caption(f"… and {len(pending) - len(shown)} more, shown here as you accept or hide these.")
 
 
-def board_charts(board: lb.Board, rows: list[lb.Entry], key: str) -> None:
+def board_charts(board: lb.Board, rows: list[lb.Entry]) -> None:
     if len(rows) < 3:  # the map is drawn from the start, so it fills in place (the browser has plotly ready)
         chart(empty_map("The map fills in from three accepted sentences"), key="board_projection", name_model=False)
         return
@@ -416,9 +477,11 @@ if not room:
 else:
     # a board this session already opened is not a guess: a class behind one address stays in, whatever
     # wrong codes someone else at that address types
-    client = "" if lb.normalise_code(room) == st.session_state.get(K_OPENED) else client_id()
+    client = "" if lb.normalise_code(room) == st.session_state.get(K_OPENED) else visitor.client()
+    # no key: the browser the board remembers as its teacher's (a reload, a new tab, ?presenter=1)
+    who = lb.Teacher(key=key) if key else lb.Teacher(browser=browser_id()) if store.is_teacher(room, browser_id()) else None
     try:
-        current = store.teacher_board(room, key, client=client) if key else store.board(room, client=client)
+        current = store.teacher_board(room, who, client=client) if who else store.board(room, client=client)
     except lb.BoardNotFound as err:  # missing, expired or a wrong key: one message for all three
         st.title("Class board")
         st.error(escape_md(str(err)))
@@ -431,8 +494,10 @@ else:
     else:
         st.session_state[K_ROOM], st.session_state[K_KEY] = current.code, key  # the code as stored, in the link
         st.session_state[K_OPENED] = current.code
-        if key:
-            teacher_view(current.code, key, current)
+        if who is not None:
+            if key:
+                remember(current.code, key)
+            teacher_view(current.code, who, current)
         else:
             student_view(current.code, current)
 link.sync_params(PARAMS)

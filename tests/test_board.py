@@ -152,24 +152,12 @@ def test_a_teacher_with_the_right_key_is_never_locked_out(store, clock):
         store.board(new.board.code, client="school")
 
 
-def test_the_client_is_an_address_no_browser_chooses():
-    none: dict[str, list[str]] = {}
-    forged = {"x-forwarded-for": ["10.0.0.7"]}
-    # no proxy trusted: the connection's address; loopback counts as one; a forwarding header makes one group
-    assert lb.client_key(none, "203.0.113.5") == "203.0.113.5"
-    assert lb.client_key(none, None) == lb.client_key(none, "127.0.0.1") == lb.client_key(none, "::1") == lb.LOOPBACK
-    assert {lb.client_key({"x-forwarded-for": [f"10.0.0.{i}"]}, f"10.0.0.{i}") for i in range(20)} == {lb.FORWARDED}
-    assert lb.client_key({"x-real-ip": ["10.0.0.7"]}, None) == lb.FORWARDED
-    # behind our nginx: X-Real-IP is $remote_addr (nginx overwrites whatever the browser sent)
-    assert lb.client_key({"x-real-ip": ["198.51.100.4"], **forged}, "172.18.0.3", trusted="x-real-ip") == "198.51.100.4"
-    # a proxy that appends: only the last entry, the hop it added, counts
-    chain = {"x-forwarded-for": ["10.0.0.7, 6.6.6.6", "198.51.100.4"]}
-    assert lb.client_key(chain, "172.18.0.3", trusted="x-forwarded-for") == "198.51.100.4"
-    assert lb.client_key({"x-forwarded-for": ["1.1.1.1, 198.51.100.9 "]}, None, trusted="x-forwarded-for") == (
-        "198.51.100.9"
-    )
-    # the trusted header missing (a request that did not pass the proxy): the connection's address
-    assert lb.client_key(none, "172.18.0.3", trusted="x-real-ip") == "172.18.0.3"
+def test_a_forgers_wrong_codes_count_against_the_forger():
+    """A school's students arrive through its proxy's address, with X-Forwarded-For; an outsider forging any
+    X-Forwarded-For counts as the outsider's own address, so their ten wrong codes lock out only themselves."""
+    school = [lb.client_key({"x-forwarded-for": [f"10.1.0.{i}"]}, "198.51.100.20") for i in range(30)]
+    outsider = [lb.client_key({"x-forwarded-for": [f"10.1.0.{i}"]}, "203.0.113.66") for i in range(30)]
+    assert set(school) == {"198.51.100.20"} and set(outsider) == {"203.0.113.66"}
 
 
 def test_student_cookies_are_signed_by_the_server(store):
@@ -224,10 +212,149 @@ def test_hidden_sentences_free_their_room(store, monkeypatch):
     store.send(code, "s9", "money", "Now the bank has room.")
     with pytest.raises(lb.BoardError, match="full"):
         store.send(code, "s10", "money", "And now it is full again at the bank.")
-    monkeypatch.setattr(lb, "MAX_BOARD_ROWS", 4)  # hidden ones are still kept, up to a bound
-    store.hide(code, new.key, [sent[0].id])
-    with pytest.raises(lb.BoardError, match="full"):
-        store.send(code, "s11", "money", "The bank keeps four rows.")
+
+
+def test_a_flood_hidden_again_and_again_never_kills_the_board(store, clock):
+    """1,200 sentences from 300 students, hidden a board-full at a time: each hide deletes the rows, so the
+    board keeps taking sentences (it once kept every hidden row and refused all after 1,000)."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    for i in range(1200):
+        if i and i % lb.MAX_BOARD_SENTENCES == 0:
+            assert store.hide_waiting(code, new.key) == lb.MAX_BOARD_SENTENCES
+        clock.t += 0.05
+        store.send(code, f"flood{i % 300}", "money", f"Flood {i} at the bank.")
+    assert store.hide_waiting(code, new.key) == lb.MAX_BOARD_SENTENCES
+    e = store.send(code, "real", "river", "A real student at the river bank.")
+    assert [x.id for x in store.entries(code, new.key)] == [e.id]
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(lb.entries).where(lb.entries.c.board == code)).scalar() == 1
+        # what each flood student sent is still counted: 4 each
+        tallies = conn.execute(sa.select(lb.senders.c.sent).where(lb.senders.c.board == code)).scalars().all()
+    assert sorted(tallies) == [1] + [4] * 300
+
+
+def test_hiding_gives_no_one_more_sends(store, clock):
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    first = [store.send(code, "troll", "money", f"Spam {i} at the bank.") for i in range(lb.MAX_SENDS_PER_MINUTE)]
+    store.hide(code, new.key, [e.id for e in first])
+    with pytest.raises(lb.BoardError, match="a minute"):  # the minute's four still count
+        store.send(code, "troll", "money", "Spam again at the bank.")
+    for i in range(lb.MAX_STUDENT_SENTENCES - lb.MAX_SENDS_PER_MINUTE):
+        clock.t += 61
+        store.send(code, "troll", "money", f"More spam {i} at the bank.")
+    assert store.hide_student(code, new.key, store.mine(code, "troll")[0].id) == (
+        lb.MAX_STUDENT_SENTENCES - lb.MAX_SENDS_PER_MINUTE
+    )
+    clock.t += 61
+    with pytest.raises(lb.BoardError, match="the most one student can"):
+        store.send(code, "troll", "money", "One spam too many at the bank.")
+    assert store.mine(code, "troll") == []
+
+
+def test_hide_student_and_hide_waiting_touch_nothing_else(store):
+    new = store.create_board("bank", "money, river")
+    other = store.create_board("bank", "money, river")
+    code = new.board.code
+    a = [store.send(code, "a", "money", f"A {i} bank.") for i in range(3)]
+    b = [store.send(code, "b", "river", f"B {i} bank.") for i in range(2)]
+    keep = store.send(other.board.code, "a", "money", "Another board's bank.")
+    store.accept(code, new.key, [a[0].id, b[0].id])
+    assert store.hide_student(code, new.key, a[1].id) == 3  # waiting and accepted alike
+    assert [e.id for e in store.entries(code, new.key)] == [b[0].id, b[1].id]
+    assert store.hide_waiting(code, new.key) == 1  # the accepted one stays
+    assert [e.id for e in store.accepted(code)] == [b[0].id]
+    assert [e.id for e in store.entries(other.board.code, other.key)] == [keep.id]
+    assert store.hide_student(code, new.key, keep.id) == 0  # another board's sentence names no one here
+    with pytest.raises(lb.BoardNotFound):
+        store.hide_waiting(code, other.key)
+
+
+def test_a_paused_board_refuses_sends_until_it_reopens(store):
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    assert not store.board(code).paused
+    assert store.pause(code, new.key).paused
+    with pytest.raises(lb.BoardError, match="paused"):
+        store.send(code, "s", "money", "A bank while paused.")
+    with pytest.raises(lb.BoardNotFound):
+        store.pause(code, "not the key", False)
+    assert not store.pause(code, new.key, False).paused
+    store.send(code, "s", "money", "A bank once reopened.")
+
+
+def test_students_without_a_cookie_share_one_allowance_per_address(store, clock):
+    """Sessions without the signed cookie from one address (a script opening session after session) send at
+    most COOKIELESS_SENDS_PER_MINUTE a minute and COOKIELESS_SENTENCES in all, together; another address and
+    students with a cookie behind the same address are not held by it."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    taken = 0
+    for minute in range(5):
+        for i in range(lb.COOKIELESS_SENDS_PER_MINUTE + 3):
+            try:
+                store.send(code, f"t-{minute}-{i}", "money", f"Bank {minute} {i}.", address="203.0.113.7")
+                taken += 1
+            except lb.BoardError as err:
+                assert "cookie" in str(err)
+        clock.t += 61
+    assert taken == lb.COOKIELESS_SENTENCES
+    store.send(code, "t-x", "money", "Another address's bank.", address="198.51.100.1")
+    for i in range(60):  # a class of 60 with their cookies, behind that first address
+        store.send(code, f"c-{i}", "river", f"Student {i} at the river bank.")
+    with store.engine.connect() as conn:
+        stored = conn.execute(sa.select(sa.func.count()).select_from(lb.entries).where(lb.entries.c.board == code)).scalar()
+        kept = " ".join(conn.execute(sa.select(lb.senders.c.student).where(lb.senders.c.board == code)).scalars())
+    assert stored == lb.COOKIELESS_SENTENCES + 1 + 60
+    assert "203.0.113.7" not in kept  # the allowance is kept under a hash, not the address
+
+
+def test_a_browser_opened_with_the_key_stays_the_teacher(store, clock):
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    assert not store.is_teacher(code, "c-projector")
+    with pytest.raises(lb.BoardNotFound):
+        store.remember_teacher(code, "wrong key", "c-projector")
+    store.remember_teacher(code, new.key, "c-projector")
+    store.remember_teacher(code, new.key, "c-projector")  # once is enough
+    assert store.is_teacher(code.lower(), "c-projector") and not store.is_teacher(code, "c-student")
+    who = lb.Teacher(browser="c-projector")
+    e = store.send(code, "s", "money", "The bank.")
+    assert store.accept(code, who) == 1 and [x.id for x in store.accepted(code)] == [e.id]
+    for bad in (lb.Teacher(browser="c-student"), lb.Teacher(), lb.Teacher(key="x", browser="c-student")):
+        with pytest.raises(lb.BoardNotFound):
+            store.entries(code, bad)
+    other = store.create_board("bank", "money, river")  # remembered for one board only
+    assert not store.is_teacher(other.board.code, "c-projector")
+    for i in range(lb.MAX_TEACHER_BROWSERS):  # the oldest is forgotten past the bound
+        clock.t += 1
+        store.remember_teacher(code, new.key, f"c-{i}")
+    assert not store.is_teacher(code, "c-projector") and store.is_teacher(code, f"c-{lb.MAX_TEACHER_BROWSERS - 1}")
+    store.delete_board(code, new.key)
+    with store.engine.connect() as conn:
+        for table in (lb.teachers, lb.senders):
+            assert conn.execute(sa.select(sa.func.count()).select_from(table).where(table.c.board == code)).scalar() == 0
+
+
+def test_a_version_2_database_is_upgraded_in_place(tmp_path):
+    """A board file made before pausing and the senders' tally opens, keeps its boards and can pause them."""
+    url = f"sqlite:///{tmp_path / 'v2.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "CREATE TABLE boards (code VARCHAR(6) PRIMARY KEY, key_hash VARCHAR(64) NOT NULL, target VARCHAR(100) "
+            "NOT NULL, senses TEXT NOT NULL, prompt TEXT NOT NULL, created_at FLOAT NOT NULL, expires_at FLOAT NOT NULL)"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO boards VALUES ('K7QF3M', ?, 'bank', 'money\nriver', '', ?, ?)",
+            (lb.key_hash("k"), time.time(), time.time() + 3600),
+        )
+    engine.dispose()
+    s = lb.BoardStore(url)
+    assert s.board("K7QF3M").senses == ("money", "river") and not s.board("K7QF3M").paused
+    assert s.pause("K7QF3M", "k").paused
+    s.dispose()
 
 
 def _at_once(n: int, fn) -> list:

@@ -17,7 +17,7 @@ from lib.charts.home import before_after_heatmaps
 from lib.charts.layers import layer_small_multiples, similarity_heatmap
 from lib.inputs.upload import MAX_UPLOAD_BYTES, MAX_UPLOAD_MB
 from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
-from lib.models.keys import base_model_id
+from lib.models.keys import base_model_id, split_model_key
 from lib.serving import budget
 from lib.serving.budget import (
     ByteLRU,
@@ -30,7 +30,7 @@ from lib.serving.budget import (
     set_pieces_budget,
 )
 from lib.serving.export import csv_text, frame_csv, safe_cell
-from lib.serving.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed
+from lib.serving.hosting import HOSTED_REFUSAL, estimate_parameters, model_allowed, variant_allowed
 from lib.stats.evidence import evidence_card
 from tests.conftest import ROOT
 
@@ -258,15 +258,48 @@ def test_allowlist_rules():
     assert model_allowed("sentence-transformers/all-MiniLM-L6-v2", env) and model_allowed("", env)
     assert not model_allowed("/etc", env) and not model_allowed("org/missing", env)
     assert model_allowed("/etc", {})  # hosted mode off: the old behaviour
-    # random weights of a listed model (or of the default) are that model's architecture: allowed, asked about
-    # by the key's model id (ui.cache.try_encoder); a key itself is no listed id
-    def key_allowed(key):
-        return model_allowed(base_model_id(key), env)
+    # a variant's key is asked about by its model id (ui.cache.try_encoder) and its weights; a key is no listed id
+    def key_allowed(key, env=env, local=True):
+        base, weights = base_model_id(key), split_model_key(key)[1]
+        return model_allowed(base, env, local=local) and variant_allowed(weights, env, local=local)
 
-    assert key_allowed("bert-base-uncased#random-3") and key_allowed("#random-0")
-    assert key_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0")
-    assert not key_allowed("org/missing#random-0") and not key_allowed("/etc#random-1")
-    assert not model_allowed("bert-base-uncased#random-3", env)
+    assert key_allowed("bert-base-uncased#shuffled-3") and key_allowed("#shuffled-0")
+    assert not key_allowed("org/missing#shuffled-0") and not model_allowed("bert-base-uncased#shuffled-3", env)
+    # fresh random weights, a new model to build for every seed, never on a hosted copy
+    for key in ("bert-base-uncased#random-3", "#random-0", "sentence-transformers/all-MiniLM-L6-v2#random-0",
+                "org/missing#random-0", "/etc#random-1"):  # fmt: skip
+        assert not key_allowed(key), key
+    assert key_allowed("sentence-transformers/all-MiniLM-L6-v2#random-0", {})  # at this machine, as before
+
+
+def test_a_visitor_from_another_machine_gets_a_hosted_copys_rules():
+    """The README's plain command (no CONTEXT_LENS_MODELS) on a lecturer's laptop: the lecturer, at the laptop,
+    opens any folder; a student on the laptop's network gets the default and the decoder pack, nothing else."""
+    from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
+    from lib.serving.hosting import hosted_mode
+
+    assert not hosted_mode({}) and hosted_mode({}, local=False)
+    for name in ("/home/lecturer/models/bert", "../../etc", "bert-base-uncased"):
+        assert model_allowed(name, {}) and not model_allowed(name, {}, local=False), name
+    for name in ("", DEFAULT_MODEL, DECODER_MODEL):
+        assert model_allowed(name, {}, local=False), name
+    assert variant_allowed("random", {}) and not variant_allowed("random", {}, local=False)
+    assert variant_allowed("shuffled", {}, local=False)
+    env = {"CONTEXT_LENS_MODELS": "bert-base-uncased"}  # a list, when set, is everyone's
+    assert model_allowed("bert-base-uncased", env, local=False) and not model_allowed(DECODER_MODEL, env, local=False)
+
+
+def test_a_visitor_from_another_machine_is_refused_in_the_app(monkeypatch, tmp_path):
+    """ui.cache.try_encoder with a session from another machine: a folder on this disk, a random-weights key and a
+    download are refused with the one message; the default and the shuffled control load."""
+    from ui import cache, visitor
+
+    monkeypatch.delenv("CONTEXT_LENS_MODELS", raising=False)
+    monkeypatch.setattr(visitor, "local", lambda: False)
+    cache._failed_models.clear()
+    for name in (str(default_model_path()), str(tmp_path), "bert-base-uncased", "sentence-transformers/all-MiniLM-L6-v2#random-4"):
+        assert cache.try_encoder(name) == (None, HOSTED_REFUSAL), name
+    assert cache.try_encoder("sentence-transformers/all-MiniLM-L6-v2")[0] is not None
 
 
 def test_hosted_mode_refuses_a_folder_with_the_same_message_as_a_missing_id(monkeypatch, tmp_path):

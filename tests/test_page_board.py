@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import numpy as np
 import pytest
@@ -45,6 +46,12 @@ def alerts(at) -> str:
     return "\n".join(str(e.value) for e in [*at.error, *at.success, *at.warning])
 
 
+def accept_button(at):
+    """The queue's Accept button (its key names the sentences it shows)."""
+    (button,) = [b for b in at.button if b.key.startswith("board_accept_")]
+    return button
+
+
 def values(v) -> np.ndarray:
     if isinstance(v, dict) and "bdata" in v:
         arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
@@ -83,7 +90,11 @@ def test_a_student_sends_and_cannot_moderate(store):
     at = board_page(room=new.board.code).run()
     assert not at.exception
     assert "Write about a bank\\!" in texts(at)
+    assert at.radio(key="board_sense").value is None  # no sense chosen for the student
     at.text_input(key="board_text").set_value("We sat by the river.")
+    at.button(key="board_send").click().run()
+    assert "Choose the sense" in alerts(at)
+    at.radio(key="board_sense").set_value("river")
     at.button(key="board_send").click().run()
     assert "has no “bank”" in alerts(at)
     assert at.text_input(key="board_text").value == "We sat by the river."  # kept, to fix
@@ -96,6 +107,7 @@ def test_a_student_sends_and_cannot_moderate(store):
     rows = store.entries(new.board.code, new.key)
     assert [(e.sense, e.sentence, e.status) for e in rows] == [("river", "We sat on the river [bank].", lb.PENDING)]
     assert at.text_input(key="board_text").value == ""
+    assert at.radio(key="board_sense").value is None  # the next sentence's sense is chosen anew
     assert "waiting for the teacher" in texts(at)
     labels = {b.label for b in at.button}
     assert not any(lbl.startswith(("Accept", "Hide", "Delete")) for lbl in labels)  # a student cannot moderate
@@ -131,10 +143,10 @@ def test_the_teacher_accepts_and_the_charts_match_the_model(store, encoder):
     assert f"Waiting for you ({len(MONEY + RIVER) + 1})" in texts(at)
     shown = texts(at)
     assert "\\*\\*bank\\*\\*" in shown and "<b>" not in shown.replace("\\<b\\>", "")  # escaped in the queue
-    hide = next(b for b in at.button if b.key.startswith("board_hide_") and
+    hide = next(b for b in at.button if re.fullmatch(r"board_hide_\d+", b.key) and
                 store.entries(code, new.key)[-1].id == int(b.key.rsplit("_", 1)[1]))  # fmt: skip
     hide.click().run()
-    at.button(key="board_accept_all").click().run()
+    accept_button(at).click().run()
     assert not at.exception
     assert not at.get("plotly_chart")  # the moderation view is the queue alone: the charts are the projector's
     at.toggle(key="board_moderate").set_value(False).run()
@@ -165,9 +177,9 @@ def test_accept_takes_only_what_the_teacher_saw(store):
     at = board_page(room=code, key=new.key)
     seed(at, board_moderate=True)
     at.run()
-    assert at.button(key="board_accept_all").label == "Accept all 3"
+    assert accept_button(at).label == "Accept all 3"
     late = store.send(code, "late", "river", RIVER[0])  # sent while the teacher reads the queue
-    at.button(key="board_accept_all").click().run()
+    accept_button(at).click().run()
     assert not at.exception
     assert [e.sentence for e in store.accepted(code)] == MONEY
     assert [e.id for e in store.entries(code, new.key) if e.status == lb.PENDING] == [late.id]
@@ -274,3 +286,41 @@ def test_a_student_sees_where_theirs_lands(store, encoder):
         at.run()
         assert not at.exception
         assert f"sits nearest the class's **{nearest}** sentences" in texts(at)
+
+
+def test_a_flood_is_one_click_each(store):
+    """Hide all of one student's, pause sends, hide everything waiting: hidden sentences are gone from the
+    database and free the board's room, while their students' sends still count against their caps."""
+    new = store.create_board("bank", "money, river")
+    code = new.board.code
+    troll = [store.send(code, "troll", "money", f"Spam {i} at the bank.") for i in range(lb.MAX_SENDS_PER_MINUTE)]
+    others = [store.send(code, f"s{i}", "river", s) for i, s in enumerate(RIVER)]
+    at = board_page(room=code, key=new.key)
+    seed(at, board_moderate=True)
+    at.run()
+    assert not at.exception
+    assert f"{len(troll)} waiting from this student" in texts(at)
+    at.button(key=f"board_hide_student_{troll[0].id}").click().run()
+    assert "Hid 4 sentences from one student" in alerts(at)
+    assert [e.id for e in store.entries(code, new.key)] == [e.id for e in others]
+    with store.engine.connect() as conn:  # deleted, not kept
+        assert not conn.execute(lb.entries.select().where(lb.entries.c.student == "troll")).first()
+    at.toggle(key="board_paused").set_value(True).run()
+    assert store.board(code).paused
+    with pytest.raises(lb.BoardError, match="paused"):
+        store.send(code, "late", "money", "A bank sentence while paused.")
+    at.toggle(key="board_paused").set_value(False).run()
+    assert not store.board(code).paused
+    store.send(code, "late", "money", "A bank sentence after the pause.")
+    at.run()
+    at.button(key="board_hide_waiting").click().run()
+    assert not at.exception
+    assert store.entries(code, new.key) == [] and "Waiting for you (0)" in texts(at)
+    # the troll's four hidden sends still count: six more, not ten
+    sent = 0
+    with pytest.raises(lb.BoardError, match="the most one student can"):
+        for i in range(lb.MAX_STUDENT_SENTENCES):
+            store.clock = lambda i=i: new.board.created_at + 61 * (i + 1)
+            store.send(code, "troll", "money", f"More spam {i} at the bank.")
+            sent += 1
+    assert sent == lb.MAX_STUDENT_SENTENCES - len(troll)

@@ -8,7 +8,9 @@
 #   tools/up.sh status            # the containers and their health
 #
 # Two networks, both created here: <prefix>-back (internal: no route out of the machine) holds the replicas and the
-# database; nginx sits on it and on <prefix>-front, whose one port is published on 127.0.0.1 only. Each replica
+# database; nginx sits on it (named proxy there) and on <prefix>-front, whose one port is published on 127.0.0.1
+# only. A replica's port is published nowhere: nothing but nginx and the database reach it, and it believes the
+# client address nginx names (X-Real-IP) only on a connection from proxy. Each replica
 # runs as a host would run it: non-root, read-only root file system with a tmpfs on /tmp, --memory 1.5g --cpus 2,
 # restarted if it dies (not if it is stopped by hand).
 #
@@ -81,7 +83,9 @@ start_db() {
 
 start_replica() {  # n
   local n="$1"
-  local env=(-e "CONTEXT_LENS_CLIENT_HEADER=X-Real-IP")  # nginx sets it to the address it saw
+  # nginx sets X-Real-IP to the address it saw; a replica believes it only on a connection from nginx (the name
+  # proxy on the internal network), never from a request that went around it
+  local env=(-e "CONTEXT_LENS_CLIENT_HEADER=X-Real-IP" -e "CONTEXT_LENS_PROXY_ADDRESSES=proxy")
   [ -n "$db_url" ] && env+=(-e "CONTEXT_LENS_DB=$db_url")
   docker run -d --name "$P-app$n" --network "$BACK" --network-alias "app$n" \
     --read-only --tmpfs /tmp:rw,size=256m,mode=1777 \
@@ -109,7 +113,7 @@ up() {
   echo "== start $P-nginx on http://$BIND:$PORT"
   docker create --name "$P-nginx" --network "$FRONT" -p "$BIND:$PORT:8080" \
     --restart unless-stopped --memory 256m "$NGINX_IMAGE" >/dev/null
-  docker network connect "$BACK" "$P-nginx"
+  docker network connect --alias proxy "$BACK" "$P-nginx"
   docker start "$P-nginx" >/dev/null
   local deadline=$((SECONDS + 30))
   until curl -fsS "http://$BIND:$PORT/_stcore/health" >/dev/null 2>&1; do

@@ -90,6 +90,16 @@ def value(key: str) -> str | None:
     return raw
 
 
+def forget(key: str) -> None:
+    """Take ``key`` out of the address bar now, not at the end of the run (a secret read once, such as the class
+    board's teacher key: the browser's history and a reload then no longer hold it)."""
+    try:
+        if key in st.query_params:
+            del st.query_params[key]
+    except Exception:  # no address bar to change (a script run on its own)
+        pass
+
+
 def url_has(key: str) -> bool:
     """Whether the link the session was opened with carries ``key`` (pages never read st.query_params)."""
     return key in opened_with()

@@ -15,7 +15,7 @@ from lib.models.encoder import DEFAULT_MODEL, WEIGHTS, ModelLoadError, model_key
 from lib.models.keys import DECODER_MODEL, base_model_id, model_label, parse_model_key, weights_label
 from lib.models.targets import short
 from lib.serving.hosting import hosted_mode, model_allowed
-from ui import cache, link
+from ui import cache, link, visitor
 from ui.session import (
     CUSTOM,
     K_ACTIVE_MODEL,
@@ -258,7 +258,7 @@ def _offer_decoder(container, active: str | None) -> None:
 def _download_panel(container) -> None:
     """The decoder pack is not here: the one sentence, a Download button (once per process), its progress."""
     status = pack.download_status()
-    if hosted_mode():  # a visitor never makes a hosted copy fetch and convert a model: its host does
+    if hosted_mode(local=visitor.local()):  # a visitor never makes a server fetch and convert a model: its host does
         container.info(escape_md(pack.MISSING) + "  \nStill using the previous model.")
         return
     if status.state == "failed":

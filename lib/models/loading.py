@@ -147,12 +147,12 @@ def load_model(name: str | None = None, *, weights: str = "trained", seed=0):
     from transformers.utils import logging as hf_logging
 
     from lib.models.base import WeightsSource
-    from lib.serving.hosting import HOSTED_REFUSAL, model_allowed
+    from lib.serving.hosting import HOSTED_REFUSAL, model_allowed, variant_allowed
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     key = parse_model_key(model_key(name, weights, seed))
-    if not model_allowed(key.base):  # hosted mode (CONTEXT_LENS_MODELS): not on the list, never looked up
+    if not model_allowed(key.base) or not variant_allowed(key.weights):  # hosted mode: never looked up
         raise ModelLoadError(HOSTED_REFUSAL)
     source, display, local_only, bundled = _source(key.base)
     build = None

@@ -14,23 +14,34 @@ left alone: they are numbers, not formulas.
 
 Markdown (the app's text and the evidence card's export): :func:`escape_markdown` puts a backslash before
 every character Markdown or HTML reads as markup, so ``<img onerror=…>`` and ``[x](javascript:…)`` typed in a
-sentence show as typed, never as a tag or a link.
+sentence show as typed, never as a tag or a link. A backslash does not stop GitHub-flavoured Markdown's
+autolinks, which Streamlit draws: it finds ``https://…``, ``www.…`` and ``name@host.tld`` in the text after
+the escapes are read. So a word joiner (U+2060: no width, no line break, skipped by screen readers) goes into
+each of those three patterns, and a URL a student types reaches the projector as text, not a link:
+
+    >>> "://" in escape_markdown("see https://evil.example/x") or "www." in escape_markdown("www.evil.example")
+    False
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Sequence
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=")
+MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~$:=/")
+WORD_JOINER = "\u2060"
+_AUTOLINKS = re.compile(r"(?<=:)(?=//)|(?<=www)(?=\.)|(?=@)", re.IGNORECASE)  # where a joiner breaks an autolink
 
 
 def escape_markdown(text: object, *, newline: str = "  \n") -> str:
-    """``text`` with a backslash before every Markdown/HTML special character; a line break becomes
-    ``newline`` (a hard break by default; " " for a table cell)."""
-    escaped = "".join("\\" + ch if ch in MARKDOWN_SPECIAL else ch for ch in str(text))
+    """``text`` with a backslash before every Markdown/HTML special character and a word joiner inside every
+    autolink pattern (``://``, ``www.``, ``@``); a line break becomes ``newline`` (a hard break by default; " "
+    for a table cell)."""
+    text = _AUTOLINKS.sub(WORD_JOINER, str(text))
+    escaped = "".join("\\" + ch if ch in MARKDOWN_SPECIAL else ch for ch in text)
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", newline)
 
 

@@ -5,7 +5,15 @@ Set ``CONTEXT_LENS_MODELS="id1,id2"`` on a server a class reaches through links.
 * only the bundled default and the listed Hugging Face ids are accepted (model box and ``?model=``);
   a folder on the server's disk is never looked at;
 * every refusal and every load failure gives the same message, :data:`HOSTED_REFUSAL`, so a link cannot
-  tell an existing folder from a missing one (no probing of the file system).
+  tell an existing folder from a missing one (no probing of the file system);
+* a model with fresh random weights (``<id>#random-<seed>``, the old control) is refused: each seed is a new
+  model to build and keep, and the shuffled control answers the same question.
+
+A visitor from another machine (``local=False``: ui.visitor, lib.serving.clients.on_this_machine) is held to
+these rules even when ``CONTEXT_LENS_MODELS`` is unset, with the bundled default and the decoder pack
+(:data:`OFFERED_TO_VISITORS`) as the list: the README's plain command on a lecturer's laptop lets the class on
+the laptop's network open neither the laptop's folders nor a download. The lecturer, at the laptop, keeps
+everything.
 
 Independently of hosted mode, a model's parameter count is estimated from its configuration
 (``AutoConfig``, a few kB) before its weights are read, and a model above ``CONTEXT_LENS_MAX_PARAMS``
@@ -34,33 +42,43 @@ MODEL_REFUSAL = HOSTED_REFUSAL  # the app's one message for any model it cannot 
 # (ui.cache.try_encoder): a missing folder, an existing folder that is no model and a missing id read the
 # same, so a link cannot probe the server's disk; the reason goes to the server's log
 _DEFAULT_ALIASES = ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "default")
+OFFERED_TO_VISITORS = ("HuggingFaceTB/SmolLM2-135M-Instruct",)  # beside the default, when no list is set
+REFUSED_VARIANTS = ("random",)  # weights variants a hosted copy never builds
 
 
-def allowed_models(environ: dict[str, str] | None = None) -> tuple[str, ...] | None:
-    """The ids in ``CONTEXT_LENS_MODELS`` (comma-separated), or None when hosted mode is off."""
+def allowed_models(environ: dict[str, str] | None = None, *, local: bool = True) -> tuple[str, ...] | None:
+    """The ids in ``CONTEXT_LENS_MODELS`` (comma-separated); unset, None (hosted mode off) for a visitor at this
+    machine and :data:`OFFERED_TO_VISITORS` for one from another machine."""
     env = os.environ if environ is None else environ
     raw = env.get("CONTEXT_LENS_MODELS")
     if raw is None or not raw.strip():
-        return None
+        return None if local else OFFERED_TO_VISITORS
     return tuple(x.strip() for x in raw.split(",") if x.strip())
 
 
-def hosted_mode(environ: dict[str, str] | None = None) -> bool:
-    return allowed_models(environ) is not None
+def hosted_mode(environ: dict[str, str] | None = None, *, local: bool = True) -> bool:
+    return allowed_models(environ, local=local) is not None
 
 
-def model_allowed(name: str | None, environ: dict[str, str] | None = None) -> bool:
+def model_allowed(name: str | None, environ: dict[str, str] | None = None, *, local: bool = True) -> bool:
     """True when the model id ``name`` may be loaded: always outside hosted mode; else the default or a listed id.
 
     ``name`` is an id, not a model key: a variant's key (``<id>#shuffled-<seed>``, lib.models.keys) is allowed
-    when its id is (same architecture and size, other weights), so a caller holding a key asks about
-    ``lib.models.keys.base_model_id(key)`` (this module sits below the models and knows no keys).
+    when its id is (same architecture and size, other weights) and :func:`variant_allowed` allows its weights,
+    so a caller holding a key asks about ``lib.models.keys.base_model_id(key)`` and the key's weights (this
+    module sits below the models and knows no keys).
     """
-    allowed = allowed_models(environ)
+    allowed = allowed_models(environ, local=local)
     if allowed is None:
         return True
     wanted = (name or "").strip()
     return wanted in ("", *_DEFAULT_ALIASES) or wanted in allowed
+
+
+def variant_allowed(weights: str, environ: dict[str, str] | None = None, *, local: bool = True) -> bool:
+    """Whether weights of the kind ``weights`` ("trained", "shuffled", "random", ...) may be made: a hosted copy
+    never builds a :data:`REFUSED_VARIANTS` one."""
+    return allowed_models(environ, local=local) is None or weights not in REFUSED_VARIANTS
 
 
 def max_parameters(environ: dict[str, str] | None = None) -> int:

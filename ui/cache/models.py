@@ -11,7 +11,8 @@ from lib.models.base import TransformerModel
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL, ModelLoadError, base_model_id, parse_model_key
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, ExpiringDict
-from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed
+from lib.serving.hosting import MODEL_REFUSAL, hosted_mode, model_allowed, variant_allowed
+from ui import visitor
 from ui.cache.store import _log
 
 _failed_models = ExpiringDict(max_entries=64, ttl=600.0)  # a link cannot grow this list without bound
@@ -37,16 +38,28 @@ def encoder(model_name: str = DEFAULT_MODEL) -> TransformerModel:
         return MODELS.get_or_compute(model_name, lambda: load_model(model_name))
 
 
+def _weights(model_name: str) -> str:
+    """The weights a key names ("trained", "shuffled", "random", ...); "" for a malformed key (its load fails)."""
+    try:
+        return parse_model_key(model_name).weights
+    except ModelLoadError:
+        return ""
+
+
 def try_encoder(model_name: str) -> tuple[TransformerModel | None, str | None]:
     """(model, None) when the model loads, else (None, message). A failed name is not retried for a while.
 
-    In hosted mode (``CONTEXT_LENS_MODELS`` set) a name off the list is refused before anything is looked
+    In hosted mode (``CONTEXT_LENS_MODELS`` set, or a visitor from another machine: ui.visitor) a name off the
+    list, or a weights variant a hosted copy never builds (``#random-``), is refused before anything is looked
     up. Hosted mode or not, every refusal or failure gives the same message (lib.serving.hosting.MODEL_REFUSAL), so a
     link cannot probe the server's disk (``?model=/etc`` and ``?model=/nonexistent`` read the same); the
     reason goes to the server's log. The one exception: the decoder pack (``DECODER_MODEL``) not fetched yet
     says so in its own sentence (lib.models.pack.MISSING), which tells nothing about the disk.
     """
-    if hosted_mode() and not model_allowed(base_model_id(model_name)):
+    local = visitor.local()
+    if hosted_mode(local=local) and not (
+        model_allowed(base_model_id(model_name), local=local) and variant_allowed(_weights(model_name), local=local)
+    ):
         return None, MODEL_REFUSAL
     failed = _failed_models.get(model_name)
     if failed is not None:
