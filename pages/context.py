@@ -235,7 +235,14 @@ else:
             f"other sense's) in the full sentence minus with the word {DONE[rep_key]}: positive means the word "
             "pulled the target towards its sense."
         )
-        said += pull_notes(occ, pull, shown_words, own_sense, rep_key == "delete", causal=enc.causal, layer=layer, quote=q)
+        said += a.computed(
+            "ctx_pull_notes",
+            *view,
+            layer,
+            i,
+            compute=lambda: pull_notes(occ, pull, shown_words, own_sense, rep_key == "delete", causal=enc.causal,
+                                       layer=layer, quote=q),
+        )  # fmt: skip
     changed = [k for k in shown_words if occ.target_changed and occ.target_changed[k]]
     if changed:
         said.append(

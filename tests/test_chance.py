@@ -153,7 +153,7 @@ def test_layers_page_draws_the_chance_band_and_says_where_layer_0_is(encoder):
 
     from tests.conftest import ROOT, page_test
 
-    at = page_test(str(ROOT / "pages" / "layers.py"), preset="apple").run()
+    at = page_test(str(ROOT / "pages" / "layers.py"), preset="apple", layers_card_box=True).run()
     assert not at.exception and not at.error
     figs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     readout = next(f for f in figs if any("nearest-centroid" in str(t.get("name", "")) for t in f["data"]))

@@ -10,7 +10,7 @@ import pytest
 from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
 from lib.finetune.data import split_set
-from lib.finetune.recipe import Recipe
+from lib.finetune.recipe import DEFAULT_HELDOUT, Recipe
 from lib.inputs.presets import preset_by_id
 from lib.inputs.sentences import parse_sentence_set
 from lib.models.encoder import DEFAULT_MODEL
@@ -33,17 +33,21 @@ def _bank():
     return parse_sentence_set(BANK.text, BANK.target, preset_id=BANK.id)
 
 
-def _recipe(method="top-2", **settings) -> Recipe:
+def _split():
+    """The bank preset's split as the Fine-tune page makes it (its default share held out, split seed 0)."""
     ss = _bank()
-    digest = split_set(ss.target, ss.sentences, ss.senses, heldout=0.33, seed=0).digest
-    return Recipe.make(digest, method, num_layers=6, **settings)
+    return split_set(ss.target, ss.sentences, ss.senses, heldout=DEFAULT_HELDOUT / 100, seed=0)
+
+
+def _recipe(method="top-2", **settings) -> Recipe:
+    return Recipe.make(_split().digest, method, num_layers=6, **settings)
 
 
 def _prepared(recipe: Recipe):
     from ui import cache
 
     ss = _bank()
-    return cache.finetune_prepared(DEFAULT_MODEL, ss.target, ss.sentences, ss.senses, recipe.task, 33, 0)
+    return cache.finetune_prepared(DEFAULT_MODEL, ss.target, ss.sentences, ss.senses, recipe.task, DEFAULT_HELDOUT, 0)
 
 
 def _texts(at, *kinds) -> str:
@@ -71,7 +75,11 @@ def test_a_fine_tune_link_never_trains_by_itself_on_a_hosted_copy_and_a_click_op
     assert cache.FINETUNE_RUNS[recipe.key] == before and _live(recipe) is None  # nothing started
     assert not at.get("plotly_chart")
     text = _texts(at, "info")
-    assert "This link asks to train fine-tuned on 8 'bank' sentences, top 2 layers, 3 epochs, seed 41" in text
+    split = _split()
+    assert (
+        f"This link asks to train fine-tuned on {len(split.train)} of the {len(split.sentences)} 'bank' sentences, "
+        "top 2 layers, 3 epochs, seed 41" in text
+    )
     assert "of this server's CPU" in text and "Press Train to start it" in text
     assert "at most 2 min of CPU" in text  # the hosted limit, and why
     assert url_written(at)["ft_train"] == "1"  # the link still carries its recipe
@@ -111,25 +119,28 @@ def test_a_fine_tuned_model_link_waits_for_a_click_on_a_hosted_copy(hosted):
 
 
 @pytest.mark.slow
-def test_a_run_over_the_time_limit_is_refused_with_a_message(hosted, encoder):
-    """Every weight for 200 epochs: hours on a hosted copy. The page says the limit and why, the button is
-    off, nothing trains, and asking the cache directly is refused too."""
+def test_a_run_over_the_time_limit_is_refused_with_a_message(hosted, encoder, monkeypatch):
+    """A run estimated over the server's CPU limit (here 5 s: LoRA for 200 epochs, which fits the memory budget).
+    The page says the limit and why, the button is off, nothing trains, and asking the cache directly is refused
+    too."""
     from ui import cache
 
-    link = {"ft_method": "full", "ft_epochs": "200", "ft_train": "1"}
+    monkeypatch.setenv("CONTEXT_LENS_TRAIN_SECONDS", "5")
+    link = {"ft_method": "lora", "ft_epochs": "200", "ft_train": "1"}
     runs_before = sum(cache.FINETUNE_RUNS.values())
     at = page_test(PAGE, preset="bank")
     at.query_params.update(link)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     warning = _texts(at, "warning")
-    assert "at most 2 min of CPU, so that a class's pages keep their cores" in warning
+    assert "at most 5 s of CPU, so that a class's pages keep their cores" in warning
     assert "Fewer epochs, fewer sentences or a lighter method" in warning
     assert at.button(key="ft_go").disabled
     assert sum(cache.FINETUNE_RUNS.values()) == runs_before
-    recipe = _recipe("full", epochs=200)
+    recipe = _recipe("lora", epochs=200)
     prepared = _prepared(recipe)
-    with pytest.raises(WorkRefused, match="at most 2 min"):
+    assert cache.finetune_plan(DEFAULT_MODEL, prepared, recipe).seconds > 5
+    with pytest.raises(WorkRefused, match="at most 5 s"):
         cache.finetune_run(DEFAULT_MODEL, prepared, recipe, start=True)
 
 

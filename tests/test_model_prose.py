@@ -73,13 +73,16 @@ SCREENS = [*PAGES, *(f"lesson{k}" for k in range(1, _steps() + 1))]
 _SHOWN: dict[tuple[str, str], str] = {}  # each screen rendered once in the module, then read by every test
 
 
+OPENED = {"layers": {"layers_card_box": True}}  # a page's expanders that compute only while open
+
+
 def screen(kind: str, name: str) -> str:
     """The text of page ``name`` (or lesson step ``lesson<k>``) with model ``kind``, rendered on first use."""
     if (kind, name) not in _SHOWN:
         if name.startswith("lesson"):
             _SHOWN[kind, name] = _render("lesson", MODELS[kind], lesson_step=int(name[len("lesson"):]))
-        else:
-            _SHOWN[kind, name] = _render(name, MODELS[kind])
+        else:  # with the pages' expanders open, so what they say is read too
+            _SHOWN[kind, name] = _render(name, MODELS[kind], **OPENED.get(name, {}))
     return _SHOWN[kind, name]
 
 

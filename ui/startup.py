@@ -262,7 +262,7 @@ def _warm_presets(limit: float) -> None:
             if time.thread_time() - cpu0 > limit:
                 stopped = f", stopped at its limit of {limit:.0f} s of CPU"
                 break
-            if cache.RESULTS.total_bytes > WARM_SHARE * cache.RESULTS.max_bytes:
+            if cache.store.RESULTS.total_bytes > WARM_SHARE * cache.store.RESULTS.max_bytes:
                 stopped = f", stopped with the results cache {100 * WARM_SHARE:.0f} % full"
                 break
             try:
