@@ -10,7 +10,8 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.inputs.corpus import CorpusError
-from lib.stats.evidence import card_facts, evidence_card
+from lib.stats.evidence import evidence_card
+from lib.stats.evidence_facts import card_facts
 from ui import cache, session
 from ui.widgets import escape_md, prose
 
