@@ -18,7 +18,7 @@ per address), so a reload or a new tab keeps their caps. Each "Accept" button is
 showed and carries their ids: a click that reaches the server after the queue changed accepts what it showed,
 or nothing once its button is gone, never a sentence it did not show.
 A flood is one click each: hide everything waiting, pause sends, hide all of one student's (hidden sentences
-are deleted and free their room). Storage, codes, keys and limits: lib/board.py.
+are deleted and free their room). Codes, keys and limits: lib/board/rules.py; storage: lib/board/storage.py.
 """
 
 from __future__ import annotations

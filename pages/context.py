@@ -32,6 +32,8 @@ from lib.stats.context import (
     edit,
     layer_cosines,
     mark,
+)
+from lib.stats.context_senses import (
     pull_notes,
     sense_centroids,
     sense_flip,

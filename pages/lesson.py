@@ -93,9 +93,18 @@ class LessonSet:
         self.numbers = [f"S{i + 1}" for i in kept]
 
 
-def show(fig, name: str, *, name_model: bool = True) -> None:
+def show(fig, name: str, caption: str = "", *, name_model: bool = True) -> None:
+    """A step's chart, its download button and, if given, the caption under them."""
     chart(fig, key=f"lesson_chart_{name}", name_model=name_model)
     download_figure(fig, f"context_lens_lesson_{name}", key=f"lesson_dl_{name}")
+    if caption:
+        prose(caption=True, text=caption)
+
+
+def csv_button(label: str, data, name: str, key: str) -> None:
+    """A step's CSV download (``context_lens_<name>.csv``); pressing it reruns nothing."""
+    st.download_button(label, data=data, file_name=f"context_lens_{name}.csv", mime="text/csv", key=key,
+                       on_click="ignore")  # fmt: skip
 
 
 def answered_right(step_id: str) -> bool:
@@ -183,11 +192,8 @@ def step_apple() -> lesson.Question:
         highlight=wrong,
         title=f"Each “apple” at layer {r.layer}: which sense average is it nearer?",
     )
-    show(fig, "apple")
-    prose(caption=True, text=
-        "Hover over a point to read its sentence. After you answer, the sentences read as the other "
-        "sense are ringed."
-    )
+    show(fig, "apple", "Hover over a point to read its sentence. After you answer, the sentences read as the other "
+         "sense are ringed.")  # fmt: skip
     return r.question
 
 
@@ -206,11 +212,8 @@ def step_attention() -> lesson.Question:
         r.target_positions,
         title=f"Layer {r.layer_number}, mean of the heads",
     )
-    show(fig, "attention")
-    prose(caption=True, text=
-        "Top: how “bat” shares its attention (the bars add up to 1). Bottom: how much each word piece "
-        "looks at “bat”. The **Attention** page shows every layer and head."
-    )
+    show(fig, "attention", "Top: how “bat” shares its attention (the bars add up to 1). Bottom: how much each word "
+         "piece looks at “bat”. The **Attention** page shows every layer and head.")  # fmt: skip
     return r.question
 
 
@@ -270,14 +273,7 @@ def step_deeper() -> lesson.Question:
         + ", ".join(f"{1 / c.n_evaluated:.0%} of '{c.name}'" for c in curves if c.n_evaluated)
         + ": a difference of one step in a line is one sentence."
     )
-    st.download_button(
-        "Download the table (CSV)",
-        data=frame_csv(table, index_label="preset"),
-        file_name="context_lens_readout_by_layer.csv",
-        mime="text/csv",
-        key="lesson_dl_deeper_csv",
-        on_click="ignore",
-    )
+    csv_button("Download the table (CSV)", frame_csv(table, index_label="preset"), "readout_by_layer", "lesson_dl_deeper_csv")
     return r.question
 
 
@@ -326,11 +322,8 @@ def step_anisotropy() -> lesson.Question:
         baseline=(r.floor, r.low, r.high),
         title="“bat” pairs against random pairs of other word pieces",
     )
-    show(fig, "anisotropy")
-    prose(caption=True, text=
-        "The grey dashed line is the floor: unrelated word pieces of the bat sentences, each pair from two "
-        "different sentences."
-    )
+    show(fig, "anisotropy", "The grey dashed line is the floor: unrelated word pieces of the bat sentences, each pair "
+         "from two different sentences.")  # fmt: skip
     return r.question
 
 
@@ -361,13 +354,11 @@ def step_polysemy() -> lesson.Question:
         r.pair_cos, r.same, hover, highlight=highlight, title=f"Every pair of “bat”s at layer {r.layer}"
     )
     show(fig, "polysemy")
-    st.download_button(
+    csv_button(
         "Download the evidence card (CSV)",
-        data=lesson_geometry.evidence_csv(d.tv.vectors, d.sentences, d.senses, d.target),
-        file_name="context_lens_evidence_card_bat.csv",
-        mime="text/csv",
-        key="lesson_dl_evidence",
-        on_click="ignore",
+        lesson_geometry.evidence_csv(d.tv.vectors, d.sentences, d.senses, d.target),
+        "evidence_card_bat",
+        "lesson_dl_evidence",
     )
     return r.question
 
@@ -526,18 +517,14 @@ def step_random() -> lesson.Question:
     title = f"“{dt.target}”: {what}, " + (
         controls.pair_title(trained_key, random_key) if revealed else "trained weights"
     )
-    show(
-        two_model_chart(curves, title=title, y_title=what, relative=False, zero_line=True),
-        "random",
-        name_model=False,
+    caption = (
+        "Blue: the trained weights; red, dashed: the same architecture with its weights shuffled. The "
+        "**Layer by layer** and **Anisotropy** pages can put any two models side by side."
+        if revealed
+        else "The control's line appears once you have answered."
     )
-    if revealed:
-        prose(caption=True, text=
-            "Blue: the trained weights; red, dashed: the same architecture with its weights shuffled. The "
-            "**Layer by layer** and **Anisotropy** pages can put any two models side by side."
-        )
-    else:
-        prose(caption=True, text="The control's line appears once you have answered.")
+    show(two_model_chart(curves, title=title, y_title=what, relative=False, zero_line=True), "random", caption,
+         name_model=False)  # fmt: skip
     return r.question
 
 
@@ -570,14 +557,8 @@ def step_summary() -> None:
     st.table(pd.DataFrame(rows).set_index("step"))
     n_right = sum(1 for r in rows if r["result"] in ("correct", "solved earlier"))
     prose(f"You have solved **{n_right} of {len(rows)}** questions.")
-    st.download_button(
-        "Download your answers (CSV)",
-        data=lesson.report_csv(answers, tuple(solved()), enc),
-        file_name="context_lens_lesson_answers.csv",
-        mime="text/csv",
-        key="lesson_dl_report",
-        on_click="ignore",
-    )
+    csv_button("Download your answers (CSV)", lesson.report_csv(answers, tuple(solved()), enc), "lesson_answers",
+               "lesson_dl_report")  # fmt: skip
     found = findings()
     if found:
         text = (
@@ -593,15 +574,20 @@ def step_summary() -> None:
         prose(text)
 
 
+def run(s: lesson.Step) -> lesson.Question | None:
+    """Step ``s``'s charts and text; its question, or None (the summary, or a step this model cannot run: said)."""
+    try:
+        return RENDER[s.id]()
+    except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug
+        st.warning(f"This step cannot run with the model {escape_md(session.model_display(model))}: {escape_md(str(err))}")
+        return None
+
+
 def step_for_file(k: int, s: lesson.Step) -> None:
     """One step as the lesson's file shows it: its text and chart, the question, the learner's answer if given."""
     st.header(f"Step {k} of {N}: {lesson.step_title(s, enc)}")
     st.markdown(lesson.step_text(s, enc))
-    try:
-        q = RENDER[s.id]()
-    except ContextLensError as err:
-        st.warning(f"This step cannot run with the model {escape_md(session.model_display(model))}: {escape_md(str(err))}")
-        return
+    q = run(s)
     if q is not None:
         r = answers.get(s.id)
         given = f"{escape_md(r.answer)} ({'right' if r.correct else 'not what the model says'})" if r else (
@@ -631,11 +617,7 @@ RENDER = {
 st.header(f"Step {k} of {N}: {lesson.step_title(step, enc)}")
 intro(lesson.step_text(step, enc), label="About this step")  # folded in presenter mode (beside the heading): the chart comes first
 prose(caption=True, text=("Misconception check · " if step.misconception else "") + f"Part of the course: {step.part}")
-try:
-    question = RENDER[step.id]()
-except ContextLensError as err:  # e.g. StepNotApplicable: a model without [CLS]; anything else is a bug
-    st.warning(f"This step cannot run with the model {escape_md(session.model_display(model))}: {escape_md(str(err))}")
-    question = None
+question = run(step)
 if question is not None:
     ask(step, question)
 

@@ -13,6 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from lib import board as lb
+from lib.board import rules, storage
+from lib.board.__main__ import main
 from lib.models.targets import TargetError
 
 
@@ -172,7 +174,7 @@ def test_student_cookies_are_signed_by_the_server(store):
     assert a.split(".")[0] not in ida  # the database keeps a hash of the cookie, not the cookie
     student, sig = a.split(".")
     for bad in ("", None, student, f"{student}.", f"{student}.{sig[:-1]}x", f"{student}x.{sig}", "." + sig,
-                f"{student}.{lb._signature(b'another secret' * 3, student)}"):  # fmt: skip
+                f"{student}.{rules._signature(b'another secret' * 3, student)}"):  # fmt: skip
         assert lb.student_from_cookie(secret, bad) == ""
 
 
@@ -191,7 +193,7 @@ def test_caps_per_student_minute_and_board(store, clock, monkeypatch):
     clock.t += 61
     with pytest.raises(lb.BoardError, match="the most one student can"):
         store.send(code, "fast", "money", "One bank too many.")
-    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", lb.MAX_STUDENT_SENTENCES + 1)
+    monkeypatch.setattr(storage, "MAX_BOARD_SENTENCES", lb.MAX_STUDENT_SENTENCES + 1)
     store.send(code, "other", "river", "The river bank.")
     with pytest.raises(lb.BoardError, match="full"):
         store.send(code, "third", "river", "The bank of the river.")
@@ -202,7 +204,7 @@ def test_caps_per_student_minute_and_board(store, clock, monkeypatch):
 
 
 def test_hidden_sentences_free_their_room(store, monkeypatch):
-    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 3)
+    monkeypatch.setattr(storage, "MAX_BOARD_SENTENCES", 3)
     new = store.create_board("bank", "money, river")
     code = new.board.code
     sent = [store.send(code, f"s{i}", "money", f"Bank {i}.") for i in range(3)]
@@ -381,14 +383,14 @@ def _at_once(n: int, fn) -> list:
 def test_concurrent_sends_never_overrun_a_cap(store, monkeypatch):
     """Counting and inserting are one step: 12 students sending at once to a board with room for 5 leave 5,
     and one student's 12 tabs sending at once get their 4 a minute, never more."""
-    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 5)
+    monkeypatch.setattr(storage, "MAX_BOARD_SENTENCES", 5)
     for _ in range(3):
         new = store.create_board("bank", "money, river")
         out = _at_once(12, lambda i, c=new.board.code: store.send(c, f"s{i}", "money", f"Bank {i}."))
         assert sum(isinstance(r, lb.Entry) for r in out) == 5, out
         assert all(isinstance(r, lb.Entry) or "full" in str(r) for r in out), out
         assert len(store.entries(new.board.code, new.key)) == 5
-    monkeypatch.setattr(lb, "MAX_BOARD_SENTENCES", 300)
+    monkeypatch.setattr(storage, "MAX_BOARD_SENTENCES", 300)
     for _ in range(3):
         new = store.create_board("bank", "money, river")
         out = _at_once(12, lambda i, c=new.board.code: store.send(c, "one", "money", f"Bank {i}."))
@@ -574,7 +576,7 @@ def test_command_line_delete_reads_the_key_from_stdin(tmp_path, root):
     with pytest.raises(lb.BoardNotFound):
         s.board(a.board.code)
     # the whole teacher link, pasted, works too (in-process: the same main)
-    assert lb.main(["delete", "--room", b.board.code, "--db", url], stdin=io.StringIO(b.teacher_link)) == 0
+    assert main(["delete", "--room", b.board.code, "--db", url], stdin=io.StringIO(b.teacher_link)) == 0
     with pytest.raises(lb.BoardNotFound):
         s.board(b.board.code)
     s.dispose()

@@ -1,4 +1,5 @@
-"""lib/stats/context.py: occlusion of context words on the real bundled model, and its small helpers by hand."""
+"""lib/stats/context.py and context_senses.py: occlusion of context words on the real bundled model, what it does
+to the word's sense, and their small helpers by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from scipy.stats import spearmanr
 from lib.inputs.sentences import parse_sentence_set
 from lib.models.targets import MarkupError, find_target, strip_markup
 from lib.stats.context import (
-    FUNCTION_WORDS,
     MAX_PIECES,
     ContextError,
     Occlusion,
@@ -19,10 +19,13 @@ from lib.stats.context import (
     layer_cosines,
     occlusion,
     rank,
-    sense_centroids,
-    sense_flip,
     spearman,
     split_words,
+)
+from lib.stats.context_senses import (
+    FUNCTION_WORDS,
+    sense_centroids,
+    sense_flip,
     suggested_swaps,
     top_content_word,
 )
@@ -279,7 +282,7 @@ def test_a_masked_word_is_not_an_absent_word(encoder):
     shift is the [MASK] itself. On the bank sentences at the last layer, deleting a word moves the target
     less than masking it, for most words and most of all for function words ("the", "of")."""
     from lib.inputs.presets import preset_by_id
-    from lib.stats.context import FUNCTION_WORDS, occlusion
+    from lib.stats.context import occlusion
 
     ss = preset_by_id("bank").sentence_set()
     ratios, function_ratios = [], []
@@ -305,7 +308,8 @@ def test_sense_pull_sign_on_a_hand_made_case():
     """Two senses in two dimensions: the target sits on the money side; masking a money word moves it to the
     middle (it was pulling towards money: positive), masking a river word moves it further to money (it was
     pulling away: negative)."""
-    from lib.stats.context import Occlusion, SenseCentroids, sense_pull
+    from lib.stats.context import Occlusion
+    from lib.stats.context_senses import SenseCentroids, sense_pull
 
     base = np.array([[1.0, 0.0], [1.0, 0.5]])  # (K = 2, H = 2); layer 1: cos money .894, river .447
     moved = np.array([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 0.0], [1.0, 0.0]]])  # word 0: middle; word 1: money
@@ -327,7 +331,8 @@ def test_sense_pull_by_hand(encoder):
     """The margin (cosine with the own sense's centroid minus the nearest other's) in the sentence minus with
     each word masked, recomputed from the occlusion's vectors with plain numpy; and the page shows it."""
     from lib.inputs.presets import preset_by_id
-    from lib.stats.context import occlusion, sense_centroids, sense_pull
+    from lib.stats.context import occlusion
+    from lib.stats.context_senses import sense_centroids, sense_pull
 
     ss = preset_by_id("bank").sentence_set()
     tv = encoder.target_vectors(list(ss.sentences), ss.target)
@@ -373,7 +378,7 @@ def test_pull_notes_say_what_a_rule_can_see():
     """A word whose deletion leaves the target nearer its sense pulled it away (said, with the position move a
     deletion before the target makes); the word that moves the target most but pulls it little is said too;
     a left-to-right model's later words give the rounding a pull must beat."""
-    from lib.stats.context import pull_noise, pull_notes
+    from lib.stats.context_senses import pull_noise, pull_notes
 
     occ = Occlusion(
         sentence="sat river bank now", target="bank", target_span=(10, 14), target_pieces=(3,),

@@ -46,6 +46,14 @@ def _texts(at) -> str:
     return re.sub(r"\\([-.()\[\]*_:!#])", r"\1", out)  # Markdown escapes read as the characters ("4\-bit")
 
 
+def _decoder_page(page: str, *, timeout: float = 300, **params):
+    """An AppTest of ``page`` with the decoder chosen, run, checked to have raised nothing."""
+    at = page_test(page, model=DECODER_MODEL, **params)
+    at.run(timeout=timeout)
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b) / (np.sqrt(np.dot(a, a)) * np.sqrt(np.dot(b, b))))
 
@@ -233,9 +241,7 @@ def test_the_lens_follows_the_models_own_top_guesses_and_reads_the_tied_head(dec
 # ----------------------------------------------------------------------------------- pages
 @pytest.mark.slow
 def test_the_attention_page_states_the_decoders_numbers(decoder, encoder):
-    at = page_test("pages/attention.py", model=DECODER_MODEL)
-    at.run(timeout=300)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/attention.py")
     text = _texts(at)
     assert "largest weight there, any layer and head: 0.0" in text
     m = re.search(r"give it \*\*(\d+)%–(\d+)%\*\* of their attention on average in layers (\d+)–(\d+)", text)
@@ -254,9 +260,7 @@ def test_the_attention_page_states_the_decoders_numbers(decoder, encoder):
 
 @pytest.mark.slow
 def test_the_context_page_says_a_later_word_moves_the_target_by_zero(decoder, one_torch_thread):
-    at = page_test("pages/context.py", model=DECODER_MODEL)
-    at.run(timeout=300)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/context.py")
     text = _texts(at)
     sentence = preset_by_id("bank").sentence_set().sentences[0]
     after = sentence[sentence.index("bank") + 4 :]
@@ -273,9 +277,7 @@ def test_the_context_page_says_a_later_word_moves_the_target_by_zero(decoder, on
 
 @pytest.mark.slow
 def test_the_anisotropy_page_with_the_decoder_is_bounded_and_states_the_massive_values(decoder):
-    at = page_test("pages/anisotropy.py", model=DECODER_MODEL)
-    at.run(timeout=600)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/anisotropy.py", timeout=600)
     text = _texts(at) + "\n".join(str(i.value) for i in at.info)
     assert f"first {DECODER_CORPUS_SENTENCES} of" in text
     corpus = list(load_reference_corpus().sentences[:DECODER_CORPUS_SENTENCES])
@@ -294,9 +296,7 @@ def test_the_anisotropy_page_with_the_decoder_is_bounded_and_states_the_massive_
 
 @pytest.mark.slow
 def test_the_cue_view_on_layer_by_layer_states_both_models_numbers(decoder, encoder):
-    at = page_test("pages/layers.py", preset="bank-cue", model=DECODER_MODEL, layers_cue_box=True)  # opened
-    at.run(timeout=400)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/layers.py", timeout=400, preset="bank-cue", layers_cue_box=True)  # opened
     text = _texts(at)
     _, ss, cues = _cue_set()
     verdicts = {}
@@ -328,9 +328,7 @@ def test_the_cue_view_on_layer_by_layer_states_both_models_numbers(decoder, enco
 
 @pytest.mark.slow
 def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
-    at = page_test("pages/lens.py", model=DECODER_MODEL, lens_words="river, money")
-    at.run(timeout=300)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/lens.py", lens_words="river, money")
     text = _texts(at)
     ss = preset_by_id("bank").sentence_set()
     tv = decoder.target_vectors(list(ss.sentences), "bank")  # as the page encodes them: the whole set at once
@@ -353,9 +351,7 @@ def test_the_lens_page_with_the_decoder_and_with_the_encoder(decoder):
 
 @pytest.mark.slow
 def test_bad_words_on_the_lens_page_get_a_message(decoder):
-    at = page_test("pages/lens.py", model=DECODER_MODEL, lens_words=",".join(["w"] * 11))
-    at.run(timeout=300)
-    assert not at.exception
+    at = _decoder_page("pages/lens.py", lens_words=",".join(["w"] * 11))
     assert any("at most 10 words" in str(w.value) for w in at.warning)
 
 
@@ -383,9 +379,7 @@ def test_the_lesson_step_on_direction_of_context(decoder):
 def test_decoder_pages_keep_to_600_words(decoder, page, preset):
     from lib.teaching.wordcount import MAX_PROSE_WORDS, prose_texts, total_words
 
-    at = page_test(page, preset=preset, model=DECODER_MODEL)
-    at.run(timeout=600)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page(page, timeout=600, preset=preset)
     n = total_words(prose_texts(at.main))
     assert n <= MAX_PROSE_WORDS, f"{page}: {n} words of prose on its defaults with the decoder"
 
@@ -393,8 +387,6 @@ def test_decoder_pages_keep_to_600_words(decoder, page, preset):
 def test_the_attention_formula_is_the_decoders_own(decoder):
     """RMSNorm before attention, rotary positions, no Q/K/V bias in SmolLM2, and the causal mask: the formula the
     page shows for the decoder is the arithmetic lib.models.recompute recomputes (to the model's precision)."""
-    at = page_test("pages/attention.py", model=DECODER_MODEL)
-    at.run(timeout=300)
-    assert not at.exception, [e.value for e in at.exception]
+    at = _decoder_page("pages/attention.py")
     formula = " ".join(x.value for x in at.latex)
     assert "RMSNorm" in formula and "rot" in formula and "-\\infty" in formula and "b_Q" not in formula

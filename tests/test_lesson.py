@@ -721,7 +721,8 @@ def test_the_context_step_says_only_what_the_numbers_show(encoder):
     """The step no longer promises that the word giving the sense away moves the target most: in some bank
     sentences a function word does (the step's "a little word can move it too"), and its hint says so."""
     from lib.inputs.presets import preset_by_id
-    from lib.stats.context import FUNCTION_WORDS, occlusion
+    from lib.stats.context import occlusion
+    from lib.stats.context_senses import FUNCTION_WORDS
 
     text = lesson.step_by_id("context").text
     assert "should move the word's vector most" not in text and "a little word can move it too" in text

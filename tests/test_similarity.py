@@ -450,7 +450,7 @@ def test_evidence_card_failure_checks_by_hand():
 
 
 def test_split_word_counts_by_hand(encoder):
-    from lib.stats.evidence import split_word_counts
+    from lib.stats.evidence_facts import split_word_counts
 
     tok = encoder.tokenizer
     words = ["The", "kiwi", "bank", "closed"]
@@ -462,7 +462,7 @@ def test_split_word_counts_by_hand(encoder):
 
 def test_split_word_counts_by_hand_with_a_byte_level_tokenizer(decoder):
     """A byte-level piece takes in the space before its word (" kiwi"): every word counts, not only the first."""
-    from lib.stats.evidence import split_word_counts
+    from lib.stats.evidence_facts import split_word_counts
 
     tok = decoder.tokenizer
     sentences = ["The xylophonist closed early.", "Photosynthesis needs an ornithologist and sunlight."]

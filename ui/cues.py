@@ -16,7 +16,7 @@ from lib.models.facts import described
 from lib.models.keys import DECODER_MODEL, DEFAULT_MODEL
 from lib.stats.direction import cue_gaps, cue_phrase
 from ui import cache, controls
-from ui.widgets import chart, escape_md, prose
+from ui.widgets import chart, escape_md, expander_while_open, prose
 
 MODELS = ((DEFAULT_MODEL, "encoder"), (DECODER_MODEL, "decoder"))
 
@@ -43,15 +43,12 @@ def is_open(page: str) -> bool:
 def cue_section(page: str, ss, model: str, cues: list[str | None]) -> None:
     """The expander; open, the same set through the encoder and the decoder, side by side: which half does each
     separate? Each model's curves are computed once per set (ui.cache.computed), each chart built once."""
-    box = st.expander(
+    expander_while_open(
         "Cue before, cue after: the encoder and the decoder side by side",
-        icon=":material/compare_arrows:",
+        lambda: _compare(page, ss, model, cues),
         key=open_key(page),
-        on_change="rerun",
+        icon=":material/compare_arrows:",
     )
-    with box:
-        if box.open:
-            _compare(page, ss, model, cues)
 
 
 def _compare(page: str, ss, model: str, cues: list[str | None]) -> None:

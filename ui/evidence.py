@@ -1,8 +1,9 @@
 """The evidence card on a page (lib.stats.evidence): its five fields, its table of sentence pairs, CSV and Markdown.
 
-:func:`evidence_section` is an expander that makes and shows the card only while it is open (``on_change="rerun"``):
-the card's pairs, its domain check (the tokenizer over the reference corpus) and its tables cost nothing on a
-rerun with the expander closed, and its text is not part of the page's prose until the learner asks for it.
+:func:`evidence_section` is an expander that makes and shows the card only while it is open
+(ui.widgets.expander_while_open): the card's pairs, its domain check (the tokenizer over the reference corpus) and
+its tables cost nothing on a rerun with the expander closed, and its text is not part of the page's prose until
+the learner asks for it.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.inputs.corpus import CorpusError
-from lib.stats.evidence import card_facts, evidence_card
+from lib.stats.evidence import evidence_card
+from lib.stats.evidence_facts import card_facts
 from ui import cache, session
-from ui.widgets import escape_md, prose
+from ui.widgets import escape_md, expander_while_open, prose
 
 
 def evidence_section(
@@ -26,15 +28,12 @@ def evidence_section(
     ``comparison_notes``: sentences the card's comparison field adds (the page's other checks).
     Widget keys: ``<page>_card_box`` (the expander), ``<page>_card_csv``, ``<page>_card_md``.
     """
-    box = st.expander(
+    expander_while_open(
         "The evidence card: what these sentences show, and the pairs behind it",
-        icon=":material/fact_check:",
+        lambda: _card(page, key, ss, tv, prof, r, rep, short_rep, model, chance, tuple(comparison_notes)),
         key=f"{page}_card_box",
-        on_change="rerun",
+        icon=":material/fact_check:",
     )
-    with box:
-        if box.open:
-            _card(page, key, ss, tv, prof, r, rep, short_rep, model, chance, tuple(comparison_notes))
 
 
 def _reference_split(model: str):

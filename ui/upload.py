@@ -1,7 +1,7 @@
 """Bring your own sentences: a CSV or TSV file of labelled sentences, checked row by row, made the session's set.
 
-:func:`upload_section` is an expander that runs its content only while it is open (``on_change="rerun"``): a page
-that shows it closed pays nothing for it on a rerun, and its help text is not part of the page's prose.
+:func:`upload_section` is an expander that runs its content only while it is open (ui.widgets.expander_while_open): a
+page that shows it closed pays nothing for it on a rerun, and its help text is not part of the page's prose.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import streamlit as st
 
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
 from ui import cache, session
-from ui.widgets import escape_md, prose
+from ui.widgets import escape_md, expander_while_open, prose
 
 EXAMPLE = (
     "sense,sentence\nmoney,The bank approved the loan.\n"
@@ -25,15 +25,12 @@ def upload_section(page: str, current_target: str) -> None:
     Widget keys: ``<page>_upload_box`` (the expander: open or not), ``<page>_upload`` (the file),
     ``<page>_upload_target``, ``<page>_upload_apply``.
     """
-    box = st.expander(
+    expander_while_open(
         "Bring your own sentences: upload a CSV or TSV file",
-        icon=":material/upload_file:",
+        lambda: _upload(page, current_target),
         key=f"{page}_upload_box",
-        on_change="rerun",
+        icon=":material/upload_file:",
     )
-    with box:
-        if box.open:
-            _upload(page, current_target)
 
 
 def _upload(page: str, current_target: str) -> None:

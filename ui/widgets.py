@@ -329,6 +329,16 @@ def intro(text: str, *, label: str = "About this page") -> None:
         st.markdown(text)
 
 
+def expander_while_open(label: str, body: Callable[[], object], *, key: str, icon: str | None = None) -> None:
+    """An expander whose ``body`` runs only while it is open: opening or closing it reruns the page
+    (``on_change="rerun"``), so a page that shows it closed pays nothing for what it holds, and its text is not
+    part of the page's prose until the learner opens it. ``key``: the expander's widget key (True while open)."""
+    box = st.expander(label, icon=icon, key=key, on_change="rerun")
+    with box:
+        if box.open:
+            body()
+
+
 TABLE_MAX_ROWS = 50  # a longer sentence list is a scrolling data grid, not an HTML table
 
 

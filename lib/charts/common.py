@@ -5,7 +5,8 @@ colour blindness and on a washed-out projector. Sense colours are assigned in or
 the same sense keeps its colour on every chart of a page.
 
 Also here: ``esc`` and ``finite``, the layout helpers (``base_layout``, ``merged``, ``vline``/``hline``,
-``subplot_grid``), :func:`figure` (the one way a chart is built) and :func:`presenter_layout`. The figure
+``subplot_grid``), :func:`figure` (the one way a chart is built), :func:`presenter_layout`, and what a heatmap of
+every pair of sentences does at size (``heatmap_hover``, ``cell_numbers``, ``thin``). The figure
 objects it builds are in :mod:`lib.charts.figures`; sizing the numbers in heatmap cells to the screen is in
 :mod:`lib.charts.fitting`.
 """
@@ -351,6 +352,39 @@ def sentence_ticks(senses: Sequence[str | None]) -> list[str]:
     return [
         f"<span style='color:{colors[s]}'>{esc(s or '–')} ▍</span>S{i + 1}" for i, s in enumerate(senses)
     ]
+
+
+# Heatmaps of every pair of sentences: at 500 sentences, n x n hover strings and cell numbers were 15 s of CPU
+# and 65 MB sent to the browser on every rerun, so a large set gets neither, and its tick labels are thinned.
+MAX_TICK_LABELS = 40  # tick labels on one axis, at most
+CELL_TEXT_MAX = 14  # write the cosine into each cell up to this many sentences
+HOVER_MAX = 120  # above this many sentences a cell's hover names its row and column, not both sentences
+
+
+def thin(values: list, max_labels: int) -> list:
+    """Every k-th of ``values``, the first included, k as small as leaves at most ``max_labels`` of them."""
+    if len(values) <= max_labels:
+        return values
+    step = int(np.ceil(len(values) / max_labels))
+    return values[::step]
+
+
+def heatmap_hover(n: int, names: Sequence[str], what: str) -> dict:
+    """Hover of an (n, n) cosine heatmap whose cells are ``names[row]`` x ``names[column]`` (escaped): both
+    names up to HOVER_MAX sentences, the row and column numbers beyond (n x n strings are costly to send)."""
+    if n > HOVER_MAX:
+        return {"hovertemplate": f"row %{{y}}, column %{{x}}<br>{what} %{{z:.3f}}<extra></extra>"}
+    return {
+        "customdata": [[[names[r], names[c]] for c in range(n)] for r in range(n)],
+        "hovertemplate": f"%{{customdata[0]}}<br>%{{customdata[1]}}<br>{what} %{{z:.3f}}<extra></extra>",
+    }
+
+
+def cell_numbers(m: np.ndarray, max_rows: int = CELL_TEXT_MAX) -> dict:
+    """Each cell's value written in it (two decimals) up to ``max_rows`` rows, else nothing."""
+    if len(m) > max_rows:
+        return {}
+    return {"text": [[f"{v:.2f}" for v in row] for row in m], "texttemplate": "%{text}"}
 
 
 def subplot_grid(

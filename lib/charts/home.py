@@ -8,18 +8,23 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lib.charts.common import (
+    CELL_TEXT_MAX,
+    HOVER_MAX,
+    MAX_TICK_LABELS,
     SEQUENTIAL,
     base_layout,
+    cell_numbers,
     esc,
     figure,
     grid_axes,
     group_senses,
+    heatmap_hover,
     merged,
     sense_ticks,
     sentence_ticks,
     subplot_grid,
+    thin,
 )
-from lib.charts.layers import CELL_TEXT_MAX, HOVER_MAX, MAX_TICK_LABELS, _thin, cell_numbers, heatmap_hover
 
 
 def paired_cosine_heatmaps(
@@ -58,7 +63,7 @@ def paired_cosine_heatmaps(
             **cell_numbers(z, text_max),
         }
         traces.append(trace)
-    shown = _thin(list(range(n)), MAX_TICK_LABELS)
+    shown = thin(list(range(n)), MAX_TICK_LABELS)
     for name, axis in layout.items():
         if name.startswith("xaxis"):
             axis.update(
@@ -152,7 +157,7 @@ def similarity_heatmap(
         )
     else:
         trace["hovertemplate"] = "row %{y}, column %{x}<br>cosine %{z:.3f}<extra></extra>"
-    shown = _thin(list(range(n)), MAX_TICK_LABELS)
+    shown = thin(list(range(n)), MAX_TICK_LABELS)
     layout = merged(
         base_layout(title=title, height=int(min(900, max(340, 30 * n + 130)))),
         xaxis={"tickvals": shown, "ticktext": [str(i + 1) for i in shown], "title": {"text": "sentence"}},

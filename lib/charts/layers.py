@@ -21,15 +21,18 @@ from lib.charts.common import (
     CONTEXT_COLOR,
     DIFFERENT_COLOR,
     DIVERGING,
+    MAX_TICK_LABELS,
     NO_SENSE_COLOR,
     SAME_COLOR,
     SENSE_COLORS,
     SEQUENTIAL,
     band_from_zero,
     base_layout,
+    cell_numbers,
     figure,
     grid_axes,
     group_senses,
+    heatmap_hover,
     hline,
     labelled_line,
     layer_mark,
@@ -37,6 +40,7 @@ from lib.charts.common import (
     merged,
     sense_ticks,
     subplot_grid,
+    thin,
     vline,
 )
 from lib.charts.common import esc as _esc
@@ -57,8 +61,6 @@ __all__ = [
     "ethayarajh_chart",
     "readout_chart",
     "block_lines",
-    "cell_numbers",
-    "heatmap_hover",
     "accuracy_line",
     "majority_line",
 ]
@@ -67,9 +69,6 @@ ALL_PAIRS_COLOR = SENSE_COLORS[0]  # blue
 BASELINE_COLOR = NO_SENSE_COLOR
 REFERENCE_COLOR = "#555555"
 BLOCK_LINE = "#222222"  # lines between sense blocks
-MAX_TICK_LABELS = 40
-CELL_TEXT_MAX = 14  # write the cosine into each cell up to this many sentences
-HOVER_MAX = 120  # above this many sentences a cell's hover names its row and column, not both sentences
 
 
 def layer_names(num_layers: int) -> list[str]:
@@ -96,13 +95,6 @@ def subsample(order: Sequence[int], max_items: int) -> list[int]:
 def _sense_ticks(labels: Sequence[str], senses: Sequence[str | None], order: Sequence[int]) -> list[str]:
     # "S3" only: a phone has no room for the sentence (it is in the hover)
     return sense_ticks([lab.split(" ·")[0] for lab in labels], senses, order=order)
-
-
-def _thin(values: list, max_labels: int) -> list:
-    if len(values) <= max_labels:
-        return values
-    step = int(np.ceil(len(values) / max_labels))
-    return values[::step]
 
 
 def block_lines(edges: Sequence[float], *, subplot: int = 1, width: int = 2) -> list[dict]:
@@ -133,24 +125,6 @@ def _legend_below(y: float = -0.22) -> dict:
 # With a pooled point the x axis's labels take two lines ("mean of<br>last 4"): the legend goes lower, so that on
 # a phone, where the legend's rows shrink the plot it is measured against, it stays clear of the axis title
 LEGEND_Y_POOLED = -0.36
-
-
-def heatmap_hover(n: int, names: Sequence[str], what: str) -> dict:
-    """Hover of an (n, n) cosine heatmap whose cells are ``names[row]`` x ``names[column]`` (escaped): both
-    names up to HOVER_MAX sentences, the row and column numbers beyond (n x n strings are costly to send)."""
-    if n > HOVER_MAX:
-        return {"hovertemplate": f"row %{{y}}, column %{{x}}<br>{what} %{{z:.3f}}<extra></extra>"}
-    return {
-        "customdata": [[[names[r], names[c]] for c in range(n)] for r in range(n)],
-        "hovertemplate": f"%{{customdata[0]}}<br>%{{customdata[1]}}<br>{what} %{{z:.3f}}<extra></extra>",
-    }
-
-
-def cell_numbers(m: np.ndarray, max_rows: int = CELL_TEXT_MAX) -> dict:
-    """Each cell's value written in it (two decimals) up to ``max_rows`` rows, else nothing."""
-    if len(m) > max_rows:
-        return {}
-    return {"text": [[f"{v:.2f}" for v in row] for row in m], "texttemplate": "%{text}"}
 
 
 def similarity_heatmap(
@@ -194,7 +168,7 @@ def similarity_heatmap(
         "xgap": 1 if n <= 40 else 0,
         "ygap": 1 if n <= 40 else 0,
     }
-    shown = _thin(list(range(n)), MAX_TICK_LABELS)
+    shown = thin(list(range(n)), MAX_TICK_LABELS)
     layout = merged(
         base_layout(title=title, height=int(min(900, max(420, 18 * n + 160)))),
         yaxis={"tickmode": "array", "tickvals": shown, "ticktext": [ticks[k] for k in shown], "autorange": "reversed"},

@@ -33,24 +33,33 @@ JS_TAGGED = """() => Object.fromEntries(Array.from(document.querySelectorAll('[d
 CURVES = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
 
 
-def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server, shots_dir):
-    page.goto(server + "/layers?preset=bank")
-    # the whole page: its later sections (the probe's read-out) may wait their turn in the work queue and come
-    # seconds after the first charts
-    for key in (*CURVES, "layers_matrix"):
+def _opened(page, url: str, *keys: str) -> dict:
+    """Open ``url``, wait until the charts ``keys`` are drawn and the page is idle; return JS_CHARTS."""
+    page.goto(url)
+    for key in keys:
         page.wait_for_selector(f".st-key-{key} .js-plotly-plot", timeout=LOAD_MS)
     wait_idle(page)
     wait_charts(page)
     assert not exceptions(page), exceptions(page)
-    charts = page.evaluate(JS_CHARTS)
+    return page.evaluate(JS_CHARTS)
+
+
+def _move_slider(page, label: str, key: str = "ArrowLeft") -> None:
+    slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
+    slider.get_by_role("slider").first.focus()
+    page.keyboard.press(key)
+
+
+def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server, shots_dir):
+    # the whole page: its later sections (the probe's read-out) may wait their turn in the work queue and come
+    # seconds after the first charts
+    charts = _opened(page, server + "/layers?preset=bank", *CURVES, "layers_matrix")
     for key in CURVES:
         assert charts[key]["shown"] == [6], (key, charts[key])  # the last layer, the slider's start
     # at this width every chart of the page is drawn once: no second draw from plotly's automargin
     assert not [k for k, c in charts.items() if c["redrawn"]], charts
     page.evaluate(JS_TAG)
-    slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text="Layer").first
-    slider.get_by_role("slider").first.focus()
-    page.keyboard.press("ArrowLeft")
+    _move_slider(page, "Layer")
     page.wait_for_function(
         "() => !!Array.from(document.querySelectorAll('h1, h2, h3, p')).find(e => /layer 5/.test(e.textContent))",
         timeout=LOAD_MS,
@@ -65,21 +74,10 @@ def test_the_layer_slider_moves_the_line_and_keeps_the_curves_drawn(page, server
     assert not page.errors, page.errors
 
 
-def _move_slider(page, label: str, key: str = "ArrowLeft") -> None:
-    slider = page.locator("[data-testid='stMain'] [data-testid='stSlider']", has_text=label).first
-    slider.get_by_role("slider").first.focus()
-    page.keyboard.press(key)
-
-
 def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_lengths_drawn(page, server, shots_dir):
-    page.goto(server + "/anisotropy?preset=bank&aniso_layer=3")
     # the whole page: on a server that has not yet computed the reference corpus, the first charts come well before
     # the last one
-    page.wait_for_selector(".st-key-aniso_matrix_treated .js-plotly-plot", timeout=LOAD_MS)
-    wait_idle(page)
-    wait_charts(page)
-    assert not exceptions(page), exceptions(page)
-    charts = page.evaluate(JS_CHARTS)
+    charts = _opened(page, server + "/anisotropy?preset=bank&aniso_layer=3", "aniso_matrix_treated")
     for key in ("aniso_curves", "aniso_norms"):
         assert charts[key]["shown"] == [3], (key, charts[key])
     page.evaluate(JS_TAG)
@@ -100,11 +98,6 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
 
 def test_attention_charts_are_drawn_once(page, server):
     """The token heatmaps' labels are turned by 60 degrees: their margins are sized in advance too."""
-    page.goto(server + "/attention?preset=bank")
-    page.wait_for_selector(".st-key-attn_side_b .js-plotly-plot", timeout=LOAD_MS)
-    wait_idle(page)
-    wait_charts(page)
-    assert not exceptions(page), exceptions(page)
-    charts = page.evaluate(JS_CHARTS)
+    charts = _opened(page, server + "/attention?preset=bank", "attn_side_b")
     assert {"attn_heatmap", "attn_target_bars", "attn_side_a", "attn_side_b"} <= set(charts)
     assert not [k for k, c in charts.items() if c["redrawn"]], charts

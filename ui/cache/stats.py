@@ -198,9 +198,9 @@ def layer_profile(
 
 
 def split_counts(model_name: str, sentences: tuple[str, ...]) -> tuple[int, int, int]:
-    """lib.stats.evidence.split_word_counts of ``sentences`` by the model's tokenizer (no model pass), once per
+    """lib.stats.evidence_facts.split_word_counts of ``sentences`` by the model's tokenizer (no model pass), once per
     model and sentences: the evidence card's domain check, for the set and for the reference corpus."""
-    from lib.stats.evidence import split_word_counts
+    from lib.stats.evidence_facts import split_word_counts
 
     return _cached(("split_counts", model_name, sentences), lambda: split_word_counts(encoder(model_name).tokenizer, sentences))
 

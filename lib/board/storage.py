@@ -1,61 +1,15 @@
-"""The live class board: a teacher opens a room, students send sentences, the teacher accepts them.
-
-Plain Python (no Streamlit): the schema, room codes, teacher keys, rate limits and caps, and the storage.
-One schema through SQLAlchemy Core, on SQLite by default (``<data folder>/boards.sqlite``; the folder is
-``CONTEXT_LENS_DATA``, default ``data/`` beside the code) or on PostgreSQL when ``CONTEXT_LENS_DB`` holds a
-URL (``postgresql://user@host/db``), so several replicas of the app share one class.
-
-    store = open_store()                                   # CONTEXT_LENS_DB, else SQLite in the data folder
-    room = store.create_board("bank", ["money", "river"])  # NewBoard: .board.code and .key (shown once)
-    store.send(room.board.code, student, "river", "We sat on the bank.")   # committed, then returned
-    store.accept(room.board.code, room.key)                # every pending sentence
-    store.accepted(room.board.code)                        # what the charts show
-
-Security, in one place:
-* a room code is 6 characters from 31 that cannot be misread (no 0/O, 1/I/L): 887 million codes, and a
-  client gets ``MAX_GUESSES`` wrong codes (or keys) a ``GUESS_WINDOW``, counted in the database, so every
-  replica counts the same guesses. Who a client is comes from :func:`lib.serving.clients.client_key`: the
-  connection's address (every loopback form one client), or the one header the host's own proxy sets
-  (``CONTEXT_LENS_CLIENT_HEADER``), never a header a browser could make up, so a forger's wrong codes count
-  against the forger's own address; a teacher holding the right key is never refused;
-* a teacher key is 128 random bits, stored only as its SHA-256 and compared with ``hmac.compare_digest``;
-  it is never part of the student link. A wrong key gets exactly the message of a missing board. A browser
-  that opened the board with the key is remembered as its teacher (:meth:`BoardStore.remember_teacher`: the
-  hash of its signed cookie, with the board), so a reload, a new tab or ``?presenter=1`` keeps the teacher's
-  view with no key in the address;
-* caps per board (``MAX_BOARD_SENTENCES`` waiting or accepted), per student (``MAX_STUDENT_SENTENCES``,
-  ``MAX_SENDS_PER_MINUTE``), per address for students without a cookie (``COOKIELESS_SENTENCES``,
-  ``COOKIELESS_SENDS_PER_MINUTE``) and per sentence (``MAX_SENTENCE_CHARS``), counted and inserted in one
-  transaction that holds the board's row lock, so concurrent sends cannot overrun them. A student's sends are
-  tallied apart from the sentences (table ``senders``), so hiding a sentence, which deletes it and frees its
-  room, gives no one more sends. The teacher can pause a board (sends are refused until it reopens), hide
-  everything waiting, or everything one student sent. The target word is required as in the sidebar
-  (:func:`lib.models.targets.find_target`, bracket marking included). A student is whoever holds a cookie the
-  server signed (:func:`new_student_cookie`), so a reload or a new tab is the same student;
-* a send returns only after its transaction committed; boards expire (``CONTEXT_LENS_BOARD_HOURS``,
-  default 24) and are deleted on a schedule (:meth:`BoardStore.start_purging`, ``python -m lib.board purge``);
-  :meth:`BoardStore.delete_board` removes a board and its sentences at once. On SQLite deleted rows are
-  overwritten (``secure_delete``) and the file compacted (``VACUUM``), the write-ahead log emptied.
-
-Command line (before class)::
-
-    python -m lib.board create --target bank --senses "money,river"
-    student: /board?room=K7QF3M
-    teacher: /board?room=K7QF3M&key=...
-    python -m lib.board delete --room K7QF3M      # asks for the key (or reads it from standard input)
+"""The class board's storage: one schema through SQLAlchemy Core, the boards, their sentences and the clients'
+wrong guesses, on SQLite by default (``<data folder>/boards.sqlite``; the folder is ``CONTEXT_LENS_DATA``, default
+``data/`` beside the code) or on PostgreSQL when ``CONTEXT_LENS_DB`` holds a URL (``postgresql://user@host/db``),
+so several replicas of the app share one class. The caps and checks it applies are lib.board.rules'; the package's
+docstring says how they protect a class.
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
-import getpass
-import hashlib
-import hmac
 import logging
 import os
 import secrets
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -64,49 +18,52 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from lib.errors import ContextLensError
-from lib.inputs.sentences import MAX_LABEL_CHARS, SEPARATOR
-from lib.models.targets import find_target, short
+from lib.board.rules import (
+    ACCEPTED,
+    CODE_LENGTH,
+    COOKIELESS_SENDS_PER_MINUTE,
+    COOKIELESS_SENTENCES,
+    GUESS_WINDOW,
+    HIDDEN,
+    KEY_BYTES,
+    MAX_BOARD_SENTENCES,
+    MAX_GUESSES,
+    MAX_PROMPT_CHARS,
+    MAX_SENDS_PER_MINUTE,
+    MAX_SENTENCE_CHARS,
+    MAX_STUDENT_SENTENCES,
+    MAX_TEACHER_BROWSERS,
+    NOT_FOUND,
+    PAUSED,
+    PENDING,
+    TOO_MANY_GUESSES,
+    BoardError,
+    BoardNotFound,
+    address_sender,
+    board_hours,
+    clean_sentence,
+    key_hash,
+    key_matches,
+    new_code,
+    normalise_code,
+    parse_senses,
+    student_link,
+    teacher_link,
+)
+from lib.inputs.sentences import MAX_LABEL_CHARS
 from lib.paths import ROOT
-from lib.serving.clients import LOOPBACK, client_header, client_key  # noqa: F401 - the board's names for them
 
-CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # 31 characters nobody misreads: no 0/O, 1/I/L
-CODE_LENGTH = 6
-KEY_BYTES = 16  # 128 random bits per teacher key
-MAX_GUESSES = 10  # wrong codes or keys per client per GUESS_WINDOW
-GUESS_WINDOW = 60.0  # seconds
-MAX_SENTENCE_CHARS = 300
-MAX_BOARD_SENTENCES = 300  # waiting or accepted: a hidden sentence is deleted, which frees its room
-MAX_STUDENT_SENTENCES = 10  # sends per student and board, hidden ones included (the senders table)
-MAX_SENDS_PER_MINUTE = 4
-# Students without a signed cookie (a browser refusing cookies, a script opening sessions) share one allowance
-# per address and board: a school behind one address is limited as one only in what its cookieless clients send
-COOKIELESS_SENTENCES = 30
-COOKIELESS_SENDS_PER_MINUTE = 10
-MAX_TEACHER_BROWSERS = 20  # browsers remembered as one board's teacher (the oldest forgotten past it)
-MAX_SENSES = 8
-MAX_PROMPT_CHARS = 300
-DEFAULT_HOURS = 24.0
+__all__ = [  # what lib.board gives its users
+    "Board", "BoardStore", "Entry", "NewBoard", "PURGE_EVERY_S", "SCHEMA_VERSION", "Teacher", "boards",
+    "default_url", "engine_url", "entries", "guesses", "metadata", "open_store", "schema_info", "senders",
+    "settings", "teachers",
+]
+
 SCHEMA_VERSION = 3  # 2: the settings table (the key that signs student cookies); 3: teachers, senders, paused_at
 PURGE_EVERY_S = 300.0  # how often a running app deletes expired boards
-STUDENT_COOKIE = "cl_student"  # the signed cookie that identifies a student's browser
-STUDENT_COOKIE_DAYS = 30
 _MIGRATE_LOCK = 0x436C42  # PostgreSQL advisory lock id: one process creates the schema at a time
-PAGE_PATH = "/board"  # the board page's address (app.py: pages/board.py, url path "board")
 
-PENDING, ACCEPTED, HIDDEN = "pending", "accepted", "hidden"
-NOT_FOUND = "There is no board with this code (or it has expired). Check the link, or ask your teacher for it."
-TOO_MANY_GUESSES = "Too many wrong board codes from here. Wait a minute, then check the link and try again."
-PAUSED = "Your teacher has paused the board for a moment. Keep your sentence and send it when the board opens."
 _log = logging.getLogger(__name__)
-
-
-class BoardError(ContextLensError):
-    """A board problem whose message is meant for the teacher or student (safe to show as is)."""
-
-
-class BoardNotFound(BoardError):
-    """No such board, an expired one, or a wrong teacher key: one message for all three (nothing to learn)."""
 
 
 # --------------------------------------------------------------------------- schema
@@ -169,8 +126,6 @@ settings = sa.Table(  # the server's own secrets, shared by every replica of the
     sa.Column("name", sa.String(40), primary_key=True),
     sa.Column("value", sa.String(200), nullable=False),
 )
-
-
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class Board:
@@ -223,83 +178,7 @@ class Entry:
     created_at: float
 
 
-def student_link(code: str) -> str:
-    """The student link, relative to the app's address (no key in it, ever)."""
-    return f"{PAGE_PATH}?room={code}"
-
-
-def teacher_link(code: str, key: str) -> str:
-    return f"{PAGE_PATH}?room={code}&key={key}"
-
-
-# --------------------------------------------------------------------------- codes, keys, input
-def new_code() -> str:
-    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
-
-
-def normalise_code(raw: str) -> str:
-    """A code as typed ('k7q f3m', 'K7Q-F3M') in its stored form, or '' when it cannot be one."""
-    code = "".join(ch for ch in (raw or "").upper() if not ch.isspace() and ch != "-")
-    if len(code) != CODE_LENGTH or any(ch not in CODE_ALPHABET for ch in code):
-        return ""
-    return code
-
-
-def key_hash(key: str) -> str:
-    return hashlib.sha256((key or "").encode("utf-8", "replace")).hexdigest()
-
-
-def key_matches(key: str, stored_hash: str) -> bool:
-    """Whether ``key`` is the teacher key whose hash is stored; compared in constant time."""
-    return hmac.compare_digest(key_hash(key), stored_hash)
-
-
-def parse_senses(text: str | Sequence[str]) -> tuple[str, ...]:
-    """The senses a board offers, from 'money, river, other' (or a list): trimmed, distinct, in order.
-
-    Raises BoardError unless there are 2 to MAX_SENSES senses of at most MAX_LABEL_CHARS characters each.
-    """
-    parts = text.split(",") if isinstance(text, str) else list(text)
-    senses = tuple(dict.fromkeys(" ".join(str(p).split()) for p in parts if str(p).strip()))
-    if not 2 <= len(senses) <= MAX_SENSES:
-        raise BoardError(f"Give 2 to {MAX_SENSES} senses, separated by commas, e.g. “money, river, other”.")
-    for s in senses:
-        if len(s) > MAX_LABEL_CHARS or SEPARATOR in s:
-            raise BoardError(
-                f"The sense “{short(s, 40)}” is too long or has a “{SEPARATOR}”: keep each sense under "
-                f"{MAX_LABEL_CHARS} characters, without “{SEPARATOR}”."
-            )
-    return senses
-
-
-def clean_sentence(text: str, target: str) -> str:
-    """A student's sentence ready to store: one line, checked like a line of the sidebar.
-
-    Raises BoardError (empty, too long, a '|' or a leading '#' that the sentence format reserves) or
-    lib.models.targets.TargetError (no target word, or bad [bracket] marking), each saying what to do.
-    """
-    sentence = " ".join((text or "").split())
-    if not sentence:
-        raise BoardError("Type a sentence first.")
-    if len(sentence) > MAX_SENTENCE_CHARS:
-        raise BoardError(
-            f"Your sentence has {len(sentence)} characters; keep it to {MAX_SENTENCE_CHARS} or fewer."
-        )
-    if SEPARATOR in sentence or sentence.startswith("#"):
-        raise BoardError(f"Leave out “{SEPARATOR}” and a leading “#”: write just the sentence.")
-    find_target(sentence, target)  # TargetError: the sidebar's own message
-    return sentence
-
-
-def board_hours() -> float:
-    """How long a board lives: ``CONTEXT_LENS_BOARD_HOURS`` (default 24)."""
-    try:
-        hours = float(os.environ.get("CONTEXT_LENS_BOARD_HOURS", DEFAULT_HOURS))
-    except ValueError:
-        return DEFAULT_HOURS
-    return hours if hours > 0 else DEFAULT_HOURS
-
-
+# --------------------------------------------------------------------------- where
 def default_url() -> str:
     """``CONTEXT_LENS_DB``, else SQLite in the data folder (``CONTEXT_LENS_DATA``, default ``data/``)."""
     url = os.environ.get("CONTEXT_LENS_DB", "").strip()
@@ -316,44 +195,6 @@ def engine_url(url: str) -> str:
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
     return url
-
-
-# --------------------------------------------------------------------------- students' cookies
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _signature(secret: bytes, student: str) -> str:
-    return _b64(hmac.new(secret, b"student:" + student.encode(), hashlib.sha256).digest()[:18])
-
-
-def new_student_cookie(secret: bytes) -> str:
-    """A fresh student cookie value: 128 random bits and the server's signature of them."""
-    student = _b64(secrets.token_bytes(16))
-    return f"{student}.{_signature(secret, student)}"
-
-
-def student_from_cookie(secret: bytes, value: str | None) -> str:
-    """The student a cookie names ('' unless the server signed it): a hash of its random part, as stored."""
-    student, _, sig = (value or "").partition(".")
-    if not student or len(value or "") > 100 or not hmac.compare_digest(sig, _signature(secret, student)):
-        return ""
-    return "c-" + hashlib.sha256(student.encode()).hexdigest()[:40]
-
-
-def address_sender(client: str) -> str:
-    """The allowance every student without a cookie from one address shares (a hash: no address is stored)."""
-    return "a-" + hashlib.sha256(("address:" + client).encode()).hexdigest()[:40]
-
-
-def read_key(stream=None) -> str:
-    """A teacher key (or the whole teacher link) from a terminal prompt or standard input, never argv."""
-    stream = stream or sys.stdin
-    raw = getpass.getpass("Teacher key (or the teacher link): ") if stream.isatty() else stream.readline()
-    raw = raw.strip()
-    if "key=" in raw:  # the teacher link as printed
-        raw = raw.split("key=", 1)[1].split("&", 1)[0]
-    return raw
 
 
 # --------------------------------------------------------------------------- storage
@@ -762,44 +603,3 @@ def open_store(url: str | None = None) -> BoardStore:
     """The store at ``url``, else at :func:`default_url`."""
     return BoardStore(url or default_url())
 
-
-# --------------------------------------------------------------------------- command line
-def main(argv: Sequence[str] | None = None, stdin=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lib.board", description="Class boards, from a shell.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    create = sub.add_parser("create", help="open a board; prints the student and teacher links")
-    create.add_argument("--target", required=True, help="the word the class writes about, e.g. bank")
-    create.add_argument("--senses", required=True, help='the senses to choose from, e.g. "money,river,other"')
-    create.add_argument("--prompt", default="", help="an optional line shown to the students")
-    create.add_argument("--hours", type=float, default=None, help=f"lifetime (default {DEFAULT_HOURS:g} h)")
-    create.add_argument("--db", default=None, help="database URL (default: CONTEXT_LENS_DB, else SQLite)")
-    delete = sub.add_parser(
-        "delete", help="delete a board and its sentences now; the key (or teacher link) is asked for, or read "
-        "from standard input, never given on the command line (shell history and `ps` would keep it)",
-    )  # fmt: skip
-    delete.add_argument("--room", required=True)
-    delete.add_argument("--db", default=None)
-    purge = sub.add_parser("purge", help="delete every expired board now (a running app does it every few minutes)")
-    purge.add_argument("--db", default=None)
-    args = parser.parse_args(argv)
-    store = open_store(args.db)
-    try:
-        if args.command == "create":
-            new = store.create_board(args.target, args.senses, args.prompt, hours=args.hours)
-            print(f"student: {new.student_link}")
-            print(f"teacher: {new.teacher_link}")
-        elif args.command == "delete":
-            store.delete_board(args.room, read_key(stdin))
-            print(f"deleted: {normalise_code(args.room)}")
-        else:
-            print(f"deleted {store.purge_expired()} expired board(s)")
-    except ContextLensError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    finally:
-        store.dispose()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
