@@ -272,8 +272,11 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
                                 "traceback": bool(st["traces"] or st["traceback"]),
                             }
                     time.sleep(0.5)
-                for _, label, _, _ in tabs:
-                    answers.setdefault(label, {"answer_s": None, "traceback": False, "messages": []})
+                for _, label, pg, _ in tabs:  # a tab never answered: what it showed at the end, to read why
+                    if label not in answers:
+                        st = pg.evaluate(JS_STATE)
+                        answers[label] = {"answer_s": None, "traceback": False, "idle_at_end": st["idle"],
+                                          "charts_at_end": st["charts"], "messages": [a[:140] for a in st["alerts"]][:4]}  # fmt: skip
                 result["tabs"] = answers
                 result["server_cpu_s"] = round(kit.cpu_seconds(proc.pid) - cpu0, 1)
             finally:
