@@ -94,7 +94,7 @@ def one_case(heavy: int, app_root: Path, kind: str = "compare") -> dict:
                     pg = others.new_page(viewport={"width": 1400, "height": 1000})
                     pg.goto(base + (finetune_link(k) if kind == "finetune" else compare_link(k)))
                     if kind == "finetune":  # nothing trains before the click
-                        pg.get_by_role("button", name="Train").click(timeout=int(LIMIT_S * 1000))
+                        pg.get_by_role("button", name="Train", exact=True).click(timeout=int(LIMIT_S * 1000))
                     tabs.append((pg, time.perf_counter()))
                 if kind == "finetune" and tabs:
                     tabs[0][0].wait_for_selector(PROGRESS, timeout=int(LIMIT_S * 1000))  # training is under way
