@@ -22,25 +22,13 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a file: the project's folder first
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from benchmarks.runs import git_commit, median  # noqa: E402  (the repository root is put on the path first)
-from tests.browser._browser import (  # noqa: E402
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    DECODER_ONLY,
-    JS_CHARTS_DRAWN,
-    app_pages,
-    chart_pages,
-    exceptions,
-    start_server,
-    stop_server,
-    wait_charts,
-)
+from benchmarks import kit  # noqa: E402
+from benchmarks.runs import git_commit, median  # noqa: E402
+from tests.browser._browser import DECODER_ONLY, app_pages, chart_pages  # noqa: E402
 
 JS_FIRST_CHART = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
     .some(g => Array.isArray(g.data) && g.data.length > 0)"""
@@ -63,11 +51,11 @@ def _visit(context, url: str, pid: int) -> dict:
         pg.goto(url)
         pg.wait_for_function(JS_FIRST_CHART, timeout=TIMEOUT_MS, polling=100)
         out["main_chart_s"] = round(time.perf_counter() - t0, 2)
-        wait_charts(pg, TIMEOUT_MS)
+        kit.wait_charts(pg, TIMEOUT_MS)
         out["settled_s"] = round(time.perf_counter() - t0, 2)
         out["charts"] = int(pg.evaluate("() => document.querySelectorAll('[data-testid=\"stPlotlyChart\"]').length"))
-        out["all_drawn"] = bool(pg.evaluate(JS_CHARTS_DRAWN))
-        out["exceptions"] = [e[:200] for e in exceptions(pg)]
+        out["all_drawn"] = bool(pg.evaluate(kit.JS_CHARTS_DRAWN))
+        out["exceptions"] = [e[:200] for e in kit.exceptions(pg)]
     except Exception as err:  # noqa: BLE001 - a page that never charts is a row of the table, not the end of it
         out["error"] = f"{type(err).__name__}: {str(err)[:200]}"
     out["server_cpu_s"] = round(_server_cpu(pid) - cpu0, 2)
@@ -80,11 +68,11 @@ def run_model(model: str | None, pages: list[tuple[str, str]], steps: list[int],
     from playwright.sync_api import sync_playwright
 
     query = f"?model={model}" if model else ""
-    proc, base, log = start_server(port=port)
+    proc, base, log = kit.start_server(port=port)
     rows = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=kit.CHROMIUM, headless=True, args=kit.CHROMIUM_ARGS)
             context = browser.new_context(viewport={"width": 1280, "height": 720})
             visits = [("Start here (first page: loads the model, encodes the preset)", f"{base}/{query}")]
             visits += [(title, f"{base}/{stem}{query}") for stem, title in pages]
@@ -98,7 +86,7 @@ def run_model(model: str | None, pages: list[tuple[str, str]], steps: list[int],
                 print(json.dumps(row), flush=True)
             browser.close()
     finally:
-        stop_server(proc)
+        kit.stop_server(proc)
     return rows
 
 
