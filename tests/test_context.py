@@ -21,6 +21,7 @@ from lib.stats.context import (
     rank,
     spearman,
     split_words,
+    variants_per_slice,
 )
 from lib.stats.context_senses import (
     FUNCTION_WORDS,
@@ -82,6 +83,23 @@ def test_batch_equals_single(encoder, river):
         alone = encoder.target_vectors([river.variants[j]]).vectors[0]  # (L + 1, H)
         cos = layer_cosines(river.base, alone[None])[:, 0]
         assert np.allclose(1.0 - cos, river.shift[:, j], atol=1e-4), j
+
+
+def test_a_long_sentence_is_run_in_slices_and_each_variant_equals_its_own_run(encoder):
+    """The variants of a long sentence run a slice at a time (only the target's vectors kept); every column,
+    the first and last of each slice included, equals that variant encoded on its own."""
+    filler = " ".join(["we", "walked", "along", "the", "quiet", "river", "and", "watched", "small", "boats"] * 4)
+    occ = occlusion(encoder, f"The [bank] by the water {filler} end .")
+    step = variants_per_slice(len(occ.tokens))
+    assert step < len(occ.words)  # more than one slice
+    edges = sorted({j for k in range(0, len(occ.words), step) for j in (k, min(k + step, len(occ.words)) - 1)})
+    assert len(edges) >= 4
+    for j in edges:
+        alone = encoder.target_vectors([occ.variants[j]]).vectors[0]  # (L + 1, H)
+        cos = layer_cosines(occ.base, alone[None])[:, 0]
+        assert np.allclose(1.0 - cos, occ.shift[:, j], atol=1e-4), j
+    assert occ.moved.shape == (len(occ.words), encoder.num_hidden_states, encoder.hidden_size)
+    assert not any(occ.target_changed)  # masking never touches the target's own pieces
 
 
 def test_masking_keeps_positions_so_layer_0_does_not_move(encoder, river):

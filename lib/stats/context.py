@@ -27,9 +27,10 @@ attention. Any other replacement text (``"savings"``, or ``""`` to delete the wo
 word; the piece count may then change, and the target is found again in the edited text through its
 character span, so it is always the same word that is compared.
 
-All variants run as one batch without attention weights (``enc.encode(variants, attentions=False)``); the
+The variants run without attention weights (``enc.encode(variants, attentions=False)``), a slice of about one
+forward batch at a time (:data:`VARIANT_PIECES` word pieces) of which only the target's vectors are kept; the
 original sentence is encoded once more on its own with attention weights, for the target's attention to
-each word. A 20-word sentence costs one batch of 20 sentences plus one.
+each word. A 20-word sentence costs the model passes of 20 sentences plus one.
 
 Attention is not explanation: the attention a word receives and the effect of removing it are different
 measurements, and they often disagree (Jain & Wallace 2019, "Attention is not Explanation";
@@ -64,6 +65,10 @@ from lib.stats.similarity import unit_rows
 MAX_WORDS = 60  # context words (each is one sentence in the batch)
 MAX_PIECES = 128  # word pieces of the sentence, [CLS] and [SEP] included
 MAX_REPLACEMENT_CHARS = 40
+# Word pieces of variants encoded at a time (about one forward batch): of each slice only the target's vectors
+# are kept, so the experiment holds one slice's hidden states, not every variant's (a 60-word sentence on a
+# 31-layer, 576-wide model: ~280 MB at once, against ~35 MB a slice)
+VARIANT_PIECES = 512
 
 # A special token as written, a word (letters/digits, with inner apostrophes: "don't", "river's"), or one
 # punctuation mark.
@@ -338,14 +343,21 @@ def _occlusion(enc: Encoder, sentence: str, target, replacement, *, max_words: i
         marked, vspan = edit(clean, tspan, (w.start, w.end), text)
         variants.append(marked)
         vspans.append(vspan)
-    batch = enc.encode([v.sentence for v in vspans], attentions=False)
     base = _target_vectors(enc, original, [span])[0]  # (K, H)
-    moved = _target_vectors(enc, batch, vspans)  # (n, K, H)
     own = tuple(int(x) for x in original.token_ids[0][list(enc.locate(original, [span])[0].token_indices)])
-    changed = tuple(
-        tuple(int(x) for x in batch.token_ids[k][list(sp.token_indices)]) != own
-        for k, sp in enumerate(enc.locate(batch, vspans))
-    )
+    moved_parts, changed = [], []
+    step = variants_per_slice(n_pieces)
+    for i in range(0, len(vspans), step):  # a slice of variants at a time: only their target's vectors are kept
+        part = vspans[i : i + step]
+        batch = enc.encode([v.sentence for v in part], attentions=False)
+        moved_parts.append(_target_vectors(enc, batch, part))  # (slice, K, H)
+        changed += [
+            tuple(int(x) for x in batch.token_ids[k][list(sp.token_indices)]) != own
+            for k, sp in enumerate(enc.locate(batch, part))
+        ]
+        del batch  # every layer of every word piece of the slice: the bulk of the experiment's memory
+    moved = np.concatenate(moved_parts)  # (n, K, H)
+    changed = tuple(changed)
     shift = 1.0 - layer_cosines(base, moved)  # (K, n)
 
     target_pieces = enc.locate(original, [span])[0].token_indices
@@ -371,6 +383,12 @@ def _occlusion(enc: Encoder, sentence: str, target, replacement, *, max_words: i
         target_changed=changed,
     )
     return result, original
+
+
+def variants_per_slice(pieces: int) -> int:
+    """Variants of a sentence of ``pieces`` word pieces encoded at a time (:data:`VARIANT_PIECES` pieces, at
+    least one sentence)."""
+    return max(1, VARIANT_PIECES // max(1, int(pieces)))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
