@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
-from lib.stats.pooling import with_pooled
+from lib.stats.pooling import POOLED, pooled_layers, with_pooled
 from lib.stats.similarity import check_vectors, unit_rows
 
 
@@ -47,19 +48,27 @@ def intra_sentence_similarity(
     per_sentence = []
     k = None
     for i, hs in enumerate(hidden_states):
-        hs = np.asarray(hs, dtype=np.float64)
-        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]
-        if pooled:
-            sel = with_pooled(sel, axis=0)
-        k = sel.shape[0]
+        hs = np.asarray(hs)
+        sel = hs if masks is None else hs[:, np.asarray(masks[i], dtype=bool), :]  # (K, T, H), its own dtype
+        k = sel.shape[0] + (2 if pooled else 0)
         if sel.shape[1] == 0:
             continue
-        centre = unit_rows(sel.mean(axis=1))  # (K, H)
-        cos = np.einsum("kth,kh->kt", unit_rows(sel), centre)  # (K, T)
-        per_sentence.append(cos.mean(axis=1))
+        # one representation at a time, in float64: a float64 copy of every layer of a long sentence at once
+        # is (K, T, H) × 8 bytes (a 31-layer, 576-wide model's 128 pieces: 18 MB, several copies deep)
+        reps = (sel[j] for j in range(sel.shape[0]))
+        if pooled:
+            reps = itertools.chain(reps, (sel[list(pooled_layers(sel.shape[0], name))].mean(axis=0, dtype=np.float64)
+                                          for name in POOLED))  # fmt: skip
+        per_sentence.append([_mean_cosine_to_centre(x) for x in reps])
     if not per_sentence:
         return np.zeros(k or 0)
     return np.clip(np.mean(per_sentence, axis=0), -1.0, 1.0)
+
+
+def _mean_cosine_to_centre(x: np.ndarray) -> float:
+    """Mean cosine of the rows of ``x`` (T, H) to their mean, in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    return float((unit_rows(x) @ unit_rows(x.mean(axis=0))).mean())
 
 
 def target_context_similarity(
@@ -80,11 +89,11 @@ def target_context_similarity(
     per_sentence = []
     k = None
     for hs, idx, mask in zip(hidden_states, target_indices, masks, strict=True):
-        hs = np.asarray(hs, dtype=np.float64)
+        hs = np.asarray(hs)  # averaged in float64 without a float64 copy of the whole sentence
         others = np.asarray(mask, dtype=bool).copy()
         others[list(idx)] = False
-        target = hs[:, list(idx), :].mean(axis=1)  # (K, H)
-        rest = hs[:, others, :].mean(axis=1) if others.any() else None
+        target = hs[:, list(idx), :].mean(axis=1, dtype=np.float64)  # (K, H)
+        rest = hs[:, others, :].mean(axis=1, dtype=np.float64) if others.any() else None
         k = hs.shape[0] + (2 if pooled else 0)
         if rest is None:
             continue

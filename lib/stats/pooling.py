@@ -155,5 +155,5 @@ def sentence_vectors(
         # copy alive (27 decoder sentences of 128 pieces: ~0.5 GB)
         j = 0 if single == "first" else int(np.flatnonzero(~is_special)[-1])
         one.append(hs[:, j, :].astype(np.float64))
-        mean.append(hs[:, ~is_special, :].astype(np.float64).mean(axis=1))
+        mean.append(hs[:, ~is_special, :].mean(axis=1, dtype=np.float64))  # accumulated in float64, no copy
     return np.stack(one), np.stack(mean)
