@@ -26,6 +26,8 @@ import streamlit as st
 
 from lib.serving.memory import collect_garbage, release_memory
 from lib.serving.work import Job, Wait, WorkQueue
+from lib.stats.baseline import PAIR_BLOCK
+from lib.stats.context import variants_per_slice
 
 WORK = WorkQueue.from_env()  # the process's one queue (CONTEXT_LENS_WORK_JOBS, CONTEXT_LENS_WORK_MB)
 
@@ -207,14 +209,65 @@ def attention_floats(enc, pieces: list[int]) -> int:
 
 
 def pass_cost(enc, pieces: int, attentions: int = 0) -> int:
-    """Bytes a model pass of ``enc`` (lib.models.encoder.Encoder) over ``pieces`` word pieces holds: every layer's
-    vectors, plus ``attentions`` floats of attention weights kept. (The forward pass's own temporaries are a
-    batch of 512 word pieces at a time: a few MB.)"""
+    """Bytes a model pass of ``enc`` (lib.models.encoder.Encoder) over ``pieces`` word pieces keeps: every layer's
+    vectors, plus ``attentions`` floats of attention weights kept. What the pass holds while it runs besides is
+    :func:`forward_cost`; a job running one declares both (:func:`model_job_cost`)."""
     hidden = int(getattr(enc.model.config, "hidden_size", 768))
     return (pieces * enc.num_hidden_states * hidden + attentions) * FLOAT
+
+
+FORWARD_FIXED = 8 * 2**20  # what any forward pass holds besides its batch (the libraries' scratch)
+
+
+def forward_cost(enc, pieces: list[int]) -> int:
+    """Bytes a model pass over sentences of ``pieces`` word pieces holds *while it runs*, besides what it keeps:
+    one batch at a time (at most the family's batch of word pieces, lib.models.base.plan_batches), whose every
+    layer's tensors sit beside their copy out (2 × (L + 1) × hidden floats a piece), with a layer's feed-forward
+    activations (4 × hidden) and attention scores (3 × heads × the longest sentence's length), plus
+    :data:`FORWARD_FIXED`. Measured 2026-11-28 against the peak resident memory of a pass (tests/test_work_cost.py):
+    a batch of 512 pieces of 128 holds 27–33 MB on the encoder (31 estimated), 428 of 107 on the decoder 67 MB
+    (78); 183 pieces of the bank preset 8–11 MB (14) and 20 MB (36)."""
+    if not pieces:
+        return 0
+    batch = min(int(sum(pieces)), int(enc._batch_pieces()))
+    longest = min(max(int(n) for n in pieces), batch)
+    per_piece = 2 * enc.num_hidden_states * enc.hidden_size + 4 * enc.hidden_size + 3 * enc.num_heads * longest
+    return batch * per_piece * FLOAT + FORWARD_FIXED
+
+
+def model_job_cost(enc, pieces: list[int], attentions: int = 0) -> int:
+    """Bytes a job that runs ``enc`` over sentences of ``pieces`` word pieces (keeping ``attentions`` floats of
+    attention weights) holds at its peak: what the pass keeps (:func:`pass_cost`) and what it holds while it runs
+    (:func:`forward_cost`)."""
+    return pass_cost(enc, int(sum(pieces)), attentions) + forward_cost(enc, pieces)
 
 
 def projection_cost(n: int, hidden: int) -> int:
     """Bytes a 2-D/3-D map of ``n`` points of ``hidden`` dimensions holds: the float64 points and a few n × n
     distance matrices (t-SNE, the neighbour check)."""
     return 8 * n * hidden * 2 + 3 * 8 * n * n
+
+
+def profile_cost(n: int, num_hidden_states: int, hidden: int) -> int:
+    """Bytes lib.stats.layer_profile.layer_profile holds on ``n`` target vectors of ``num_hidden_states`` layers and
+    ``hidden`` dimensions: a few (L + 1) × n × n float64 matrices and two (n, L + 1, hidden) sentence vectors, the
+    readout's float64 copies of the vectors with their pooled ones (about ten), and the random baseline's blocks of
+    pairs (lib.stats.baseline); the per-sentence statistics work a layer at a time. Measured 2026-11-28 against the
+    peak resident memory (tests/test_work_cost.py): 27 long sentences on the decoder 65 MB (69 estimated)."""
+    k = int(num_hidden_states)
+    pooled = n * (k + 2) * hidden * 8
+    return 2 * k * n * (n + hidden) * 8 + 10 * pooled + 4 * PAIR_BLOCK * (k + 2) * hidden * 8
+
+
+def occlusion_cost(enc, words: int, pieces: int) -> int:
+    """Bytes lib.stats.context.occlusion holds on a sentence of ``pieces`` word pieces and ``words`` context words:
+    the sentence's pass with its attentions, then one slice of variants at a time (its pass, kept and running),
+    and the target's vectors in every variant (gathered, then joined). Measured 2026-11-28 against the peak
+    resident memory (tests/test_work_cost.py): a 60-word sentence on the decoder 108 MB (~280 MB before the
+    variants ran in slices)."""
+    step = min(int(words), variants_per_slice(pieces))
+    return (
+        pass_cost(enc, pieces, attention_floats(enc, [pieces]))
+        + model_job_cost(enc, [pieces] * step)
+        + 2 * int(words) * enc.num_hidden_states * enc.hidden_size * FLOAT
+    )

@@ -59,9 +59,10 @@ DEFAULT_WORK_JOBS = 2  # jobs at once (a two-core host)
 DEFAULT_WORK_MB = 220  # bytes held by running large jobs and leases: a full set's lease (20,000 word pieces,
 # ~210 MB; a comparison's two half sets the same) fits. With the 200 MB results cache, the libraries and two
 # models (~0.75 GB), a hostile crowd peaked at 1.11-1.19 GB (benchmarks/crowd_results.json)
-SMALL_JOB_MB = 24  # a job up to this many MB is "small": an ordinary set (8 sentences, ~2 MB of hidden
-# states) and a sentence's attentions, but not a 500-sentence set's chunk (~60 MB) or an occlusion of a
-# 60-word sentence (~20-40 MB)
+SMALL_JOB_MB = 48  # a job up to this many MB is "small": an ordinary set on either model (the bank preset's
+# 12 sentences: ~15 MB on the encoder, ~45 MB on the decoder, its forward pass's working memory counted:
+# ui.work.model_job_cost) and a sentence's attentions, but not a 500-sentence set's chunk (~100 MB). Work
+# that holds few bytes but runs for seconds (a long sentence's occlusion) says it is large
 OUTSIDE_PATIENCE = 2.0  # seconds a large job gives way, each time, to page work the queue does not run
 SMALL, LARGE, BACKGROUND = "small", "large", "background"
 _LANE_ORDER = {SMALL: 0, LARGE: 1, BACKGROUND: 2}

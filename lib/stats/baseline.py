@@ -217,7 +217,7 @@ def sample_cross_sentence_pairs(
     return np.concatenate(kept_a), np.concatenate(kept_b)
 
 
-_PAIR_BLOCK = 32  # pairs gathered at once (32 x 33 x 576 float64: ~5 MB)
+PAIR_BLOCK = 32  # pairs gathered at once (32 x 33 x 576 float64: ~5 MB)
 
 
 def random_token_baseline(
@@ -251,8 +251,8 @@ def random_token_baseline(
 
     # a block of pairs at a time: 2,000 pairs of a 31-layer, 576-wide model in float64 at once held ~1.1 GB
     cos = np.concatenate([
-        np.einsum("pkh,pkh->pk", unit_rows(gather(a[i : i + _PAIR_BLOCK])), unit_rows(gather(b[i : i + _PAIR_BLOCK])))
-        for i in range(0, len(a), _PAIR_BLOCK)
+        np.einsum("pkh,pkh->pk", unit_rows(gather(a[i : i + PAIR_BLOCK])), unit_rows(gather(b[i : i + PAIR_BLOCK])))
+        for i in range(0, len(a), PAIR_BLOCK)
     ])  # fmt: skip
     cos = np.clip(cos, -1.0, 1.0)
     return TokenBaseline(

@@ -22,7 +22,7 @@ from ui import work
 from ui.cache import store
 from ui.cache.models import encoder
 from ui.cache.store import ENCODE_CALLS, _cached, _lock
-from ui.work import attention_floats, heavy, in_script_run, lease_for_run, pass_cost
+from ui.work import attention_floats, heavy, in_script_run, lease_for_run, model_job_cost, pass_cost
 
 
 def _sentence_key(model_name: str, sentence: str) -> tuple:
@@ -75,7 +75,7 @@ def encoding(
         enc = encoder(model_name)
         pieces = [min(n, cap) for n in enc.piece_counts(new)]
         attentions = _keep_attentions(enc, pieces)
-        cost = pass_cost(enc, sum(pieces), attention_floats(enc, pieces) if attentions else 0)
+        cost = model_job_cost(enc, pieces, attention_floats(enc, pieces) if attentions else 0)
         with heavy(cost):  # the server's work budget (lib.serving.work): waits its turn, with a message
             with _lock:
                 ENCODE_CALLS[model_name] += 1
@@ -120,7 +120,7 @@ def sentence_attention(model_name: str, sentence: str) -> Encoding:
     def run() -> Encoding:
         enc = encoder(model_name)
         pieces = [min(n, cap) for n in enc.piece_counts([sentence])]
-        with heavy(pass_cost(enc, pieces[0], attention_floats(enc, pieces))):
+        with heavy(model_job_cost(enc, pieces, attention_floats(enc, pieces))):
             with _lock:
                 ENCODE_CALLS[model_name] += 1
             return enc.encode([sentence], attentions=True, max_tokens=cap)

@@ -16,7 +16,7 @@ from lib.stats.probe import ProbeResult, probe_layers
 from ui.cache.encodings import CHUNK, set_encoding
 from ui.cache.models import encoder
 from ui.cache.store import ENCODE_CALLS, _cached, _lock
-from ui.work import attention_floats, heavy, pass_cost
+from ui.work import forward_cost, heavy, occlusion_cost, pass_cost, profile_cost
 
 
 def context_use(model_name: str, sentences: tuple[str, ...], target: str | None):
@@ -45,7 +45,9 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
     def run() -> CorpusStats:
         enc = encoder(model_name)
         hidden = int(getattr(enc.model.config, "hidden_size", 768))
-        with heavy(pass_cost(enc, budget.MAX_CORPUS_PIECES) + 3 * enc.num_hidden_states * hidden * hidden * 8):
+        cap = budget.MAX_PIECES_PER_SENTENCE
+        cost = pass_cost(enc, budget.MAX_CORPUS_PIECES) + forward_cost(enc, [cap] * (budget.MAX_CORPUS_PIECES // cap))
+        with heavy(cost + 3 * enc.num_hidden_states * hidden * hidden * 8):
             stats = compute_corpus_statistics(enc, _sentences)
             release_memory()  # the corpus's encodings are dropped; their heap goes back to the OS
         return stats
@@ -80,14 +82,16 @@ def occlusion(model_name: str, sentence: str, target: str | None, replacement: s
 
     Raises TargetError / ContextError (ValueErrors with a message for the learner); failures are not cached.
     """
-    from lib.stats.context import MAX_PIECES, MAX_WORDS
+    from lib.stats.context import MAX_PIECES, MAX_WORDS, VARIANT_PIECES
     from lib.stats.context import occlusion as run_occlusion
 
     def run():
         enc = encoder(model_name)
         pieces = min(enc.piece_counts([sentence])[0], MAX_PIECES)
-        words = min(len(sentence.split()), MAX_WORDS) + 1  # one variant per context word, and the original
-        with heavy(pass_cost(enc, words * pieces, attention_floats(enc, [pieces]))):  # one sentence a slot
+        words = min(len(sentence.split()), MAX_WORDS)  # one variant per context word
+        # a long sentence is seconds of CPU (more than a slice of variants): large work, beside the small lane
+        large = True if words * pieces > VARIANT_PIECES else None
+        with heavy(occlusion_cost(enc, words, pieces), large=large):  # one sentence a slot
             with _lock:
                 ENCODE_CALLS[model_name] += 1
             out = run_occlusion(enc, sentence, target, replacement)
@@ -179,8 +183,7 @@ def layer_profile(
         enc = _tv.encoding
         targets = [sp.token_indices for sp in _tv.spans]
         n = len(targets)
-        # a few (L + 1) × n × n float64 matrices, and two (n, L + 1, hidden) sentence vectors ([CLS], mean)
-        with heavy(2 * enc.num_hidden_states * n * (n + _tv.vectors.shape[-1]) * 8):
+        with heavy(profile_cost(n, enc.num_hidden_states, _tv.vectors.shape[-1])):
             return _layer_profile(
                 _tv.vectors,
                 _tv.static,
