@@ -448,3 +448,38 @@ def test_every_job_of_a_large_sets_run_is_large_work(encoder, monkeypatch):
     with work.heavy(10):
         pass
     assert seen[0] is None and seen[-2] is True and seen[-1] is None
+
+
+def _nice_script():
+    import os
+    import threading
+
+    import streamlit as st
+
+    from ui import work
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    before = nice()
+    work.heavy_run()
+    st.text(f"{before} {nice()}")
+
+
+def test_a_page_run_doing_large_work_computes_at_a_lower_os_priority_for_that_run_only():
+    """heavy_run lowers the script run's own thread (a heavy tab's figures and readouts then give way to a new
+    learner's page at the OS), not the process's other threads, and the next run starts at the usual priority."""
+    import os
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui.work import HEAVY_NICE
+
+    main = os.getpriority(os.PRIO_PROCESS, 0)
+    at = AppTest.from_function(_nice_script, default_timeout=60)
+    for _ in range(2):
+        at.run()
+        before, after = (int(x) for x in at.text[0].value.split())
+        assert before == main  # a fresh thread per run, at the process's priority
+        assert after == max(before, HEAVY_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == main

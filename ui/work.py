@@ -73,6 +73,8 @@ def heavy(cost: int, *, lease: bool = False, large: bool | None = None, backgrou
     _run.work_bytes = getattr(_run, "work_bytes", 0) + int(cost)
     if large is None and getattr(_run, "large", False):
         large = True
+    if not lease and not background and (large or (large is None and cost > WORK.small_bytes)):
+        heavy_run()  # the rest of this page run computes at a lower OS priority
     box = None
     shown = in_script_run()
 
@@ -117,6 +119,7 @@ def lease_for_run(cost: int) -> None:
     """
     _run.large = True  # the run works on a large set: its jobs are large work, the small lane stays free
     WORK.mark_large()  # and its computing outside the queue is not counted as a learner's interactive work
+    heavy_run()
     held = getattr(_run, "leases", None)
     if held:
         return
@@ -162,6 +165,21 @@ def log_queue(every: float = 0.5) -> bool:
 
 
 _logging = False
+
+
+HEAVY_NICE = 10  # the OS priority of a page run that does large work, for the rest of that run (0 = as others)
+
+
+def heavy_run() -> None:
+    """The current page run does large work (a large set, a long occlusion): its thread computes at a lower OS
+    priority (:data:`HEAVY_NICE`) for the rest of the run, figures and readouts included, which the work queue
+    does not run. A new learner's page run then gets the cores first, whatever the heavy tabs do outside the
+    queue's jobs. A Streamlit script run has a thread of its own (the next run starts at the usual priority);
+    elsewhere (a test calling a page's code, a worker) nothing changes."""
+    if getattr(_run, "niced", False) or not in_script_run() or threading.current_thread() is threading.main_thread():
+        return
+    _run.niced = True
+    lower_priority(HEAVY_NICE)
 
 
 def lower_priority(n: int) -> None:
