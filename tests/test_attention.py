@@ -311,10 +311,30 @@ def _heatmaps(fig):
     return [t for t in fig.data if t.type == "heatmap"]
 
 
+def _overview_blocks(fig, num_layers: int, num_heads: int, size: int) -> np.ndarray:
+    """The overview's squares cut out of its one heatmap: (L, H + 1, size, size); the gaps between them NaN."""
+    from lib.charts.attention import overview_grid
+
+    (trace,) = _heatmaps(fig)
+    z = np.asarray(trace.z, dtype=float)
+    grid = overview_grid(num_layers, num_heads, size)
+    assert z.shape == grid.shape == (len(trace.y), len(trace.x))
+    assert len(set(trace.x)) == len(trace.x) and len(set(trace.y)) == len(trace.y)  # categories stay apart
+    blocks = np.stack(
+        [
+            np.stack([z[grid.row0(i) : grid.row0(i) + size, grid.col0(j) : grid.col0(j) + size] for j in range(grid.cols)])
+            for i in range(num_layers)
+        ]
+    )
+    assert np.isfinite(blocks).all() and np.isnan(z).sum() == z.size - blocks.size  # every other cell is a gap
+    return blocks
+
+
 def test_figures_show_row_stochastic_matrices_on_a_fixed_scale(encoder, encoding):
     from lib.charts.attention import (
         attention_heatmap,
         attention_overview,
+        overview_grid,
         special_token_share_chart,
         target_attention_bars,
         target_attention_by_layer,
@@ -329,12 +349,20 @@ def test_figures_show_row_stochastic_matrices_on_a_fixed_scale(encoder, encoding
     assert (trace.zmin, trace.zmax) == (0.0, 1.0)
     assert len(set(trace.x)) == len(lab0) == len(trace.x)
     assert "%{z:.4f}" in trace.hovertemplate
-    assert len(_heatmaps(overview)) == encoder.num_layers * (encoder.num_heads + 1)
     assert (overview.layout.coloraxis.cmin, overview.layout.coloraxis.cmax) == (0.0, 1.0)
     assert [(t.zmin, t.zmax) for t in _heatmaps(other)] == [(0.0, 1.0)]  # the same scale: compared by eye
-    for fig in (single, overview, other):
+    for fig in (single, other):
         for t in _heatmaps(fig):
             np.testing.assert_allclose(np.asarray(t.z).sum(axis=-1), 1.0, atol=1e-5)
+    # the overview: one heatmap whose squares are each head's matrix and, last, the mean over heads
+    blocks = _overview_blocks(overview, encoder.num_layers, encoder.num_heads, len(lab0))
+    assert blocks.shape == (encoder.num_layers, encoder.num_heads + 1, len(lab0), len(lab0))
+    np.testing.assert_allclose(blocks[:, :-1], att0, atol=1e-6)
+    np.testing.assert_allclose(blocks[:, -1], np.asarray(att0, dtype=float).mean(axis=1), atol=1e-6)
+    (outline,) = overview.layout.shapes  # selected=(1, 2): layer 2, head 3
+    grid = overview_grid(encoder.num_layers, encoder.num_heads, len(lab0))
+    assert outline.x0 < grid.col0(2) < grid.col0(2) + len(lab0) - 1 < outline.x1 < grid.col0(3)
+    assert outline.y0 < grid.row0(1) < grid.row0(1) + len(lab0) - 1 < outline.y1 < grid.row0(2)
 
     ta = target_attention(att0, [encoding.tokens[0].index("bank")])
     bars = target_attention_bars(ta.attends_to_mean[1], ta.attended_by_mean[1], lab0, ta.token_indices)
@@ -361,8 +389,8 @@ def test_long_sentence_figures_thin_labels_not_data(encoder):
     assert np.asarray(trace.z).shape == (n, n)  # all data
     assert len(fig.layout.xaxis.tickvals) <= MAX_TICK_LABELS < n  # fewer labels
     overview = attention_overview(enc.attentions[0], labels, max_tokens=40)
-    for t in _heatmaps(overview):
-        np.testing.assert_allclose(np.asarray(t.z).sum(axis=-1), 1.0, atol=1e-5)
+    blocks = _overview_blocks(overview, encoder.num_layers, encoder.num_heads, 40)
+    np.testing.assert_allclose(blocks.sum(axis=-1), 1.0, atol=1e-5)  # pooled: 40 blocks a side, rows still sum to 1
 
 
 def test_labels_with_markup_are_escaped():

@@ -8,6 +8,7 @@ Rows are queries (the token that looks), columns are keys (the token looked at).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -29,6 +30,7 @@ __all__ = [
     "ATTENTION_COLORSCALE",
     "attention_heatmap",
     "attention_overview",
+    "overview_grid",
     "special_token_share_chart",
     "first_position_chart",
     "target_attention_bars",
@@ -130,22 +132,55 @@ def attention_heatmap(
     return figure([trace], layout)
 
 
-def overview_outline(num_heads: int, layer: int, head: int | None) -> dict:
-    """The rectangle that outlines one cell of :func:`attention_overview` (head None = the mean column).
+@dataclass(frozen=True)
+class OverviewGrid:
+    """Where each layer and head sits in :func:`attention_overview`'s one heatmap.
 
-    A plain dict, so a page can add it to a cached figure dict without rebuilding the 78 subplots.
+    Block (layer, col) (col = num_heads: the mean over heads) fills z rows ``row0(layer) .. row0(layer) + size``
+    and columns ``col0(col) .. col0(col) + size``; the ``gap`` rows and columns between blocks are NaN (drawn
+    empty, no hover).
     """
-    cols = num_heads + 1
-    col = num_heads if head is None else head
-    xa, ya = grid_axes(layer * cols + col)
+
+    num_layers: int
+    cols: int  # heads + 1 (the mean)
+    size: int  # tokens (or token blocks) per side of one square
+    gap: int  # between squares; the mean column stands 3 gaps apart from the heads
+
+    @property
+    def step(self) -> int:
+        return self.size + self.gap
+
+    def row0(self, layer: int) -> int:
+        return layer * self.step
+
+    def col0(self, col: int) -> int:
+        return col * self.step + (2 * self.gap if col == self.cols - 1 else 0)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.num_layers * self.step - self.gap, self.col0(self.cols - 1) + self.size
+
+
+def overview_grid(num_layers: int, num_heads: int, size: int) -> OverviewGrid:
+    """The block layout of the overview: a gap of about an eighth of a square (at least one cell)."""
+    return OverviewGrid(num_layers, num_heads + 1, size, max(1, round(size / 8)))
+
+
+def overview_outline(grid: OverviewGrid, layer: int, head: int | None) -> dict:
+    """The rectangle that outlines one square of :func:`attention_overview` (head None = the mean column).
+
+    A plain dict in the heatmap's cell coordinates, so a page can add it to a cached figure dict.
+    """
+    col = grid.cols - 1 if head is None else head
+    pad = grid.gap / 2
     return {
         "type": "rect",
-        "xref": f"{xa} domain",
-        "yref": f"{ya} domain",
-        "x0": -0.06,
-        "x1": 1.06,
-        "y0": -0.06,
-        "y1": 1.06,
+        "xref": "x",
+        "yref": "y",
+        "x0": grid.col0(col) - 0.5 - pad,
+        "x1": grid.col0(col) + grid.size - 0.5 + pad,
+        "y0": grid.row0(layer) - 0.5 - pad,
+        "y1": grid.row0(layer) + grid.size - 0.5 + pad,
         "line": {"color": TARGET_COLOR, "width": 3},
     }
 
@@ -157,66 +192,69 @@ def attention_overview(
     selected: tuple[int, int | None] | None = None,
     max_tokens: int = 40,
 ) -> go.Figure:
-    """The "model view": a small heatmap for every layer (rows) and head (columns), plus the mean over heads.
+    """The "model view": a small square for every layer (rows) and head (columns), plus the mean over heads.
 
     attentions: (L, H, n, n) for one sentence. selected: (layer, head) to outline, head None = the mean column.
     Sentences longer than `max_tokens` are shown in blocks of neighbouring tokens (rows still sum to 1);
     the hover text names the tokens in each block.
+
+    Drawn as ONE heatmap with empty (NaN) gaps between the squares (layout: :func:`overview_grid`): one
+    subplot per head made the decoder's 30 x 10 grid ~60,000 elements in the browser, and every rerun of the
+    page paid for them.
     """
     att = np.asarray(attentions, dtype=float)
     num_layers, num_heads, n, _ = att.shape
-    cols = num_heads + 1
     mean = att.mean(axis=1, keepdims=True)  # (L, 1, n, n)
-    grid = np.concatenate([att, mean], axis=1)  # (L, H + 1, n, n)
-    pooled = pool_attention(grid, max_tokens)
+    pooled = pool_attention(np.concatenate([att, mean], axis=1), max_tokens)  # (L, H + 1, m, m)
     lab = _safe(pooled.block_labels(list(labels)))
-    # Written as plain dicts and built in one step: make_subplots plus 78 add_trace calls took ~0.8 s of CPU.
-    layout = subplot_grid(num_layers, cols, h_space=0.006, v_space=0.012)
-    axis = {"showticklabels": False, "ticks": "", "showgrid": False, "type": "category"}
-    annotations = []
-    traces = []
+    grid = overview_grid(num_layers, num_heads, len(lab))
+    z = np.full(grid.shape, np.nan, dtype=np.float32)
     for layer in range(num_layers):
-        for h in range(cols):
-            k = layer * cols + h
-            xa, ya = grid_axes(k)
-            xaxis, yaxis = layout[f"xaxis{xa[1:]}"], layout[f"yaxis{ya[1:]}"]
-            xaxis |= axis
-            yaxis |= axis | {"autorange": "reversed"}
-            name = f"layer {layer + 1}, " + (f"head {h + 1}" if h < num_heads else "mean over heads")
-            traces.append(
-                {
-                    "type": "heatmap",
-                    "z": pooled.weights[layer, h].astype(np.float32),
-                    "x": lab,
-                    "y": lab,
-                    "xaxis": xa,
-                    "yaxis": ya,
-                    "coloraxis": "coloraxis",
-                    "hovertemplate": f"{name}<br>query %{{y}} → key %{{x}}<br>weight %{{z:.3f}}<extra></extra>",
-                }
-            )
-            if layer == 0:
-                annotations.append(
-                    # head numbers without "H", at 10 px: on a phone a column is ~20 px, and "H10 H11 H12 mean"
-                    # overlapped
-                    {"text": str(h + 1) if h < num_heads else "mean", "x": sum(xaxis["domain"]) / 2, "y": 1.0,
-                     "xref": "paper", "yref": "paper", "xanchor": "center", "yanchor": "bottom",
-                     "showarrow": False, "font": {"size": 10}}  # fmt: skip
-                )
-        annotations.append(
-            {"text": f"L{layer + 1}", "x": 1.0, "y": sum(yaxis["domain"]) / 2, "xref": "paper", "yref": "paper",
-             "xanchor": "left", "yanchor": "middle", "showarrow": False, "font": {"size": 11}}  # fmt: skip
-        )
-    layout["annotations"] = annotations
-    if selected is not None:
-        layout["shapes"] = [overview_outline(num_heads, *selected)]
-    layout = base_layout() | layout
-    layout |= {
+        for col in range(grid.cols):
+            r, c = grid.row0(layer), grid.col0(col)
+            z[r : r + grid.size, c : c + grid.size] = pooled.weights[layer, col]
+    # Category names: one per row and column, unique (a gap's is never shown: no tick labels, no hover on NaN),
+    # so the hover names the layer, the head and the two tokens without a string per cell.
+    col_names = [f"head {h + 1}" for h in range(num_heads)] + ["mean over heads"]
+    x, y = [], []
+    for col, name in enumerate(col_names):
+        x += [f"gap {len(x) + k}" for k in range(grid.col0(col) - len(x))]
+        x += [f"{name} · key {t}" for t in lab]
+    for layer in range(num_layers):
+        y += [f"gap {len(y) + k}" for k in range(grid.row0(layer) - len(y))]
+        y += [f"layer {layer + 1} · query {t}" for t in lab]
+    trace = {
+        "type": "heatmap",
+        "z": z,
+        "x": x,
+        "y": y,
+        "coloraxis": "coloraxis",
+        "hoverongaps": False,
+        "hovertemplate": "%{y}<br>%{x}<br>weight %{z:.3f}<extra></extra>",
+    }
+    axis = {"showticklabels": False, "ticks": "", "showgrid": False, "zeroline": False, "type": "category"}
+    mid = (grid.size - 1) / 2
+    # head numbers without "H", at 10 px: on a phone a column is ~20 px, and "H10 H11 H12 mean" overlapped
+    annotations = [
+        {"text": str(col + 1) if col < num_heads else "mean", "x": grid.col0(col) + mid, "y": 1.0, "xref": "x",
+         "yref": "paper", "xanchor": "center", "yanchor": "bottom", "showarrow": False, "font": {"size": 10}}
+        for col in range(grid.cols)
+    ] + [
+        {"text": f"L{layer + 1}", "x": 1.0, "y": grid.row0(layer) + mid, "xref": "paper", "yref": "y",
+         "xanchor": "left", "yanchor": "middle", "showarrow": False, "font": {"size": 11}}
+        for layer in range(num_layers)
+    ]  # fmt: skip
+    layout = base_layout() | {
+        "xaxis": axis | {"domain": [0.0, 0.97]},
+        "yaxis": axis | {"autorange": "reversed"},
+        "annotations": annotations,
         "coloraxis": _coloraxis(12),
         "height": int(70 * num_layers + 90),
         "margin": {"l": 20, "r": 40, "t": 50, "b": 20},
     }
-    return figure(traces, layout)
+    if selected is not None:
+        layout["shapes"] = [overview_outline(grid, *selected)]
+    return figure([trace], layout)
 
 
 def target_attention_bars(
