@@ -9,13 +9,16 @@ from __future__ import annotations
 import streamlit as st
 
 from lib.inputs.upload import FORMAT_HELP, MAX_UPLOAD_MB, UploadError, parse_upload
-from ui import cache, session
+from ui import cache, session, work
 from ui.widgets import escape_md, expander_while_open, prose
 
 EXAMPLE = (
     "sense,sentence\nmoney,The bank approved the loan.\n"
     'river,"We sat on the bank, watching the boats."\nrely,You can [bank] on her.'
 )
+
+
+LARGE_UPLOAD_BYTES = 256 * 1024  # a file this large (~10,000 rows) is read at a lower OS priority (ui.work.heavy_run)
 
 
 def upload_section(page: str, current_target: str) -> None:
@@ -53,6 +56,8 @@ def _upload(page: str, current_target: str) -> None:
     )
     if up is None:
         return
+    if up.size > LARGE_UPLOAD_BYTES:
+        work.heavy_run()  # reading a large file is seconds of CPU: a new learner's page goes first
     try:
         res = cache.parsed_upload(
             f"set|{target}|{up.name}", up.getvalue(), lambda data: parse_upload(data, target, up.name)
