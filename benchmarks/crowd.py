@@ -5,6 +5,7 @@
     python benchmarks/crowd.py --no-decoder --no-finetune   # the crowd before the decoder and fine-tuning
     python benchmarks/crowd.py --only compare   # one kind of hostile tab alone (upload, compare, occlusion)
     python benchmarks/crowd.py --cold           # the crowd arrives before the preset warm-up has finished
+    python benchmarks/crowd.py --log /tmp/crowd.log   # keep the server's log (its work queue and memory, 2 a second)
     python -c "from benchmarks.crowd import main; main([])"
 
 One fresh `streamlit run serve.py` on 127.0.0.1 (port CONTEXT_LENS_BENCH_PORT, default 8610), hosted
@@ -190,7 +191,7 @@ def _loadavg() -> list[float]:
 
 
 def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder: bool = True,
-        finetune: bool = True, hosted: bool = True, cold: bool = False) -> dict:  # fmt: skip
+        finetune: bool = True, hosted: bool = True, cold: bool = False, keep_log: str | None = None) -> dict:  # fmt: skip
     from playwright.sync_api import sync_playwright
 
     env = {"CONTEXT_LENS_MODELS": DECODER if hosted else "", "CONTEXT_LENS_WORK_LOG": "1"}
@@ -290,6 +291,8 @@ def run(port: int, kinds: tuple[str, ...] = KINDS, student: bool = True, decoder
         result["queue_at_peak"] = _queue_at_peak(log_text)
     finally:
         kit.stop_server(proc)
+        if keep_log and Path(log).exists():  # the server's log (its work-queue lines every 0.5 s), to read later
+            Path(keep_log).write_bytes(Path(log).read_bytes())
         Path(log).unlink(missing_ok=True)
     tabs = result.get("tabs", {})
     limit = 1400 if (decoder or finetune) else 1200
@@ -327,16 +330,19 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--local", action="store_true", help="hosted mode off (any model, no training limit)")
     ap.add_argument("--cold", action="store_true", help="do not wait for the hosted copy's preset warm-up")
     ap.add_argument("--runs", type=int, default=1, help="fresh servers one after the other; the spread")
+    ap.add_argument("--log", default=None, help="keep the server's log here (run k > 1: suffixed .k)")
     args = ap.parse_args(argv if argv is not None else sys.argv[1:])
     decoder = not args.no_decoder and not args.only
     finetune = not args.no_finetune and not args.only
     runs = []
-    for _ in range(max(1, args.runs)):
+    for k in range(max(1, args.runs)):
+        keep = None if not args.log else args.log + (f".{k + 1}" if k else "")
         if args.only:
             runs.append(run(args.port, tuple(args.only), student=False, decoder=False, finetune=False,
-                            hosted=not args.local, cold=args.cold))  # fmt: skip
+                            hosted=not args.local, cold=args.cold, keep_log=keep))  # fmt: skip
         else:
-            runs.append(run(args.port, decoder=decoder, finetune=finetune, hosted=not args.local, cold=args.cold))
+            runs.append(run(args.port, decoder=decoder, finetune=finetune, hosted=not args.local, cold=args.cold,
+                            keep_log=keep))  # fmt: skip
     result = runs[0] if len(runs) == 1 else {
         "decoder_tabs": decoder,
         "finetune_tabs": finetune,
