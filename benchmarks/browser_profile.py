@@ -58,6 +58,8 @@ CASES = {
     "calculator_scaling": ("/calculator", "toggle", "scaling", None),
     "attention_rerun": ("/attention", "rerun", None, None),  # key "r": nothing changed, nothing to redraw
     "layers_rerun": ("/layers", "rerun", None, None),
+    "anisotropy_rerun": ("/anisotropy", "rerun", None, None),
+    "calculator_rerun": ("/calculator", "rerun", None, None),
 }
 
 # Marks every plot element and counts plotly_afterplot per element; new elements have no mark.
