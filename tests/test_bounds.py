@@ -462,13 +462,19 @@ def _nice_script():
         return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
 
     before = nice()
+    with work.heavy(1024) as _:
+        first = work.WORK.snapshot()["running"]  # a small job, before
     work.heavy_run()
+    with work.heavy(1024) as _:
+        then = work.WORK.snapshot()["running"]  # the same job once the run does large work
     st.text(f"{before} {nice()}")
+    st.text(f"{sorted(first)} {sorted(then)}")
 
 
-def test_a_page_run_doing_large_work_computes_at_a_lower_os_priority_for_that_run_only():
+def test_a_page_run_doing_large_work_is_large_work_at_a_lower_os_priority_for_that_run_only():
     """heavy_run lowers the script run's own thread (a heavy tab's figures and readouts then give way to a new
-    learner's page at the OS), not the process's other threads, and the next run starts at the usual priority."""
+    learner's page at the OS), not the process's other threads, and its later jobs take the large lane; the next
+    run starts at the usual priority, in the small lane."""
     import os
 
     from streamlit.testing.v1 import AppTest
@@ -482,4 +488,5 @@ def test_a_page_run_doing_large_work_computes_at_a_lower_os_priority_for_that_ru
         before, after = (int(x) for x in at.text[0].value.split())
         assert before == main  # a fresh thread per run, at the process's priority
         assert after == max(before, HEAVY_NICE)
+        assert at.text[1].value == "['small'] ['large']"  # the rest of the run takes the large lane
     assert os.getpriority(os.PRIO_PROCESS, 0) == main

@@ -171,14 +171,18 @@ HEAVY_NICE = 10  # the OS priority of a page run that does large work, for the r
 
 
 def heavy_run() -> None:
-    """The current page run does large work (a large set, a long occlusion): its thread computes at a lower OS
-    priority (:data:`HEAVY_NICE`) for the rest of the run, figures and readouts included, which the work queue
-    does not run. A new learner's page run then gets the cores first, whatever the heavy tabs do outside the
-    queue's jobs. A Streamlit script run has a thread of its own (the next run starts at the usual priority);
-    elsewhere (a test calling a page's code, a worker) nothing changes."""
+    """The current page run does large work (a large set, a long occlusion, a large upload): the rest of the run
+    is large work. Its jobs take the large lane, even the small ones (a slot of the small lane held by a
+    low-priority thread would keep a learner's job waiting), its computing outside the queue is not counted as
+    a learner's, and its thread computes at a lower OS priority (:data:`HEAVY_NICE`), figures and readouts
+    included, which the work queue does not run. A new learner's page run then gets the cores first. A
+    Streamlit script run has a thread of its own (the next run starts afresh); elsewhere (a test calling a
+    page's code, a worker) nothing changes."""
     if getattr(_run, "niced", False) or not in_script_run() or threading.current_thread() is threading.main_thread():
         return
     _run.niced = True
+    _run.large = True
+    WORK.mark_large()
     lower_priority(HEAVY_NICE)
 
 
