@@ -158,7 +158,7 @@ if corpus_choice == "set":
             stats_key = "set-" + corpus_id(clean)
             stats = cache.set_stats(model, stats_key, clean)
             corpus_sentences, use_set_stats = tuple(clean), True
-            corpus_label = f"your {len(clean)} sentence(s)"
+            corpus_label = f"your {len(clean)} sentence{'s' if len(clean) != 1 else ''}"
         except CorpusError as err:
             st.warning(escape_md(str(err)) + " The built-in corpus is used instead.")
 elif corpus_choice == "upload":

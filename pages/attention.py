@@ -139,7 +139,7 @@ if n > MAX_TICK_LABELS:
 # ------------------------------------------------------------------------------------------- 2. overview
 st.header("All layers and heads at once")
 # The overview carries no mark of the chosen head: unchanged, it goes to the browser as a short reference and is
-# not redrawn when a slider moves (78 heatmaps; 170 kB of JSON).
+# not redrawn when a slider moves (one heatmap of every head; ~100 kB of JSON with the encoder).
 overview = cache.shared_figure(
     "attn_overview",
     fig_key,

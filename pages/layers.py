@@ -433,7 +433,9 @@ else:
         caption=True,
     )
     if m < n:
-        prose(f"{n - m} sentence(s) have a sense with only one sentence and are not scored.", caption=True)
+        k = n - m
+        prose(f"{k} sentence{'s have' if k != 1 else ' has'} a sense with only one sentence and "
+              f"{'are' if k != 1 else 'is'} not scored.", caption=True)
     # two of the course's checks on this set: is deeper better, and [CLS] or the mean as a sentence vector?
     readouts = a.computed("layers_vector_readouts", compute=lambda: vector_readouts(prof))
     st.table(

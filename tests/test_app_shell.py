@@ -44,7 +44,7 @@ def test_home_with_the_shared_sidebar():
     assert at.get("plotly_chart")
     assert not at.error and not at.sidebar.warning
     caption = " ".join(c.value for c in at.sidebar.caption)
-    assert f"{len(bank.rows)} sentence(s)" in caption
+    assert f"{len(bank.rows)} sentences" in caption
     # the address bar holds a link to this view
     assert query(at) == {"preset": bank.id}
 

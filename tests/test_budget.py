@@ -40,7 +40,7 @@ def test_fit_to_budget_keeps_the_prefix_that_fits_and_says_so_once():
     cut = fit_to_budget([10, 200, 30, 40, 50], per_sentence=100, per_set=150)
     # 10 + min(200, 100) + 30 = 140 fits, + 40 would be 180 > 150
     assert cut.kept == 3 and cut.pieces == 140 and cut.shortened == (1,)
-    assert "1 sentence(s) are longer than 100 word pieces" in cut.shortened_note
+    assert "1 sentence is longer than 100 word pieces" in cut.shortened_note
     assert "first 3 of 5 sentences" in cut.dropped_note and "other 2" in cut.dropped_note
     assert cut.message == cut.shortened_note + " " + cut.dropped_note
 

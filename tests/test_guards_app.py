@@ -101,7 +101,7 @@ def test_long_sentences_are_read_up_to_the_cap_and_said_once(monkeypatch):
     long = "The bank " + "by the long and winding river " * 6 + "opened."
     at = page_test("pages/home.py", text=f"{long}\nThe bank closed.\nWe sat on the bank.", target="bank").run()
     assert not at.exception
-    assert _warnings(at).count("1 sentence(s) are longer than 12 word pieces") == 1
+    assert _warnings(at).count("1 sentence is longer than 12 word pieces") == 1
     assert at.get("plotly_chart")
 
 

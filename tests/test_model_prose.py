@@ -17,18 +17,20 @@ both kinds of model on purpose and is left out of the encoder-only check.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lib.inputs.presets import preset_by_id
 from lib.models import DECODER_MODEL, DEFAULT_MODEL
+from tests.browser._browser import app_pages
 from tests.conftest import page_test, seed
 
 pytestmark = pytest.mark.slow
 
-PAGES = ("home", "layers", "attention", "context", "anisotropy", "lens", "projections", "finetune", "calculator",
-         "board", "glossary")  # fmt: skip
+# every page of app.py (a new page is checked without being named here); the lesson's steps one by one below
+PAGES = tuple(Path(path).stem for path, _title, _default in app_pages() if Path(path).stem != "lesson")
 MODELS = {"encoder": DEFAULT_MODEL, "decoder": DECODER_MODEL}
 TEXT = ("markdown", "caption", "header", "subheader", "title", "info", "warning", "success", "error")
 WIDGETS = ("selectbox", "radio", "slider", "text_input", "checkbox", "toggle", "button", "multiselect")

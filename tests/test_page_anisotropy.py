@@ -152,7 +152,7 @@ def test_an_uploaded_corpus_over_the_budget_says_what_is_cut_once(monkeypatch):
     cut = [i.value.replace("\\", "") for i in at.info if "word pieces one set may use" in i.value]
     assert len(cut) == 1, [i.value for i in at.info]
     kept = int(re.search(r"only its first (\d+) of 40 sentences", cut[0]).group(1))
-    assert 3 <= kept < 40 and "1 sentence(s) are longer than 128 word pieces" in cut[0]
+    assert 3 <= kept < 40 and "1 sentence is longer than 128 word pieces" in cut[0]
     assert f"from {kept} sentences" in page_text(at)  # the caption under the curves: the statistics' sentences
     assert "the uploaded file (40 sentences)" in page_text(at).replace("\\", "")  # escaped for markdown
 

@@ -433,7 +433,7 @@ def test_evidence_card_failure_checks_by_hand():
     assert "(S1, S4)" in checks["short text"].text
     t = checks["tokenization"].text
     assert checks["tokenization"].flagged and "1 of 4 sentences (e.g. ban + ##k)" in t and "lowest cosine 0.80" in t
-    assert "1 sentence(s) were cut" in t
+    assert "1 sentence was cut" in t
     assert checks["word or sentence"].flagged
     assert "cosine 0.60 with the rest of its own sentence and 0.50" in checks["word or sentence"].text
     # the course's semantic drift is a change of senses over time or domain: one set cannot show it

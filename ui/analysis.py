@@ -134,7 +134,7 @@ def analysis(min_sentences: int = 1) -> Analysis:
         n = sum(tv.encoding.truncated)
         limit = min(cache.encoder(model).max_tokens, budget.MAX_PIECES_PER_SENTENCE)
         st.warning(
-            f"{n} sentence(s) are longer than {limit} word pieces, the most the model reads of one sentence "
-            "here: the model never saw the end of them."
+            f"{n} sentence{'s are' if n != 1 else ' is'} longer than {limit} word pieces, the most the model "
+            f"reads of one sentence here: the model never saw the end of {'them' if n != 1 else 'it'}."
         )
     return Analysis(set=ss, vectors=tv, model=model)

@@ -168,7 +168,7 @@ def _show_set_messages(container, ss: SentenceSet) -> None:
     n = len(ss)
     if n:
         container.caption(
-            f"{n} sentence(s) with “{escape_md(ss.target or 'bracketed targets')}”"
+            f"{n} sentence{'s' if n != 1 else ''} with “{escape_md(ss.target or 'bracketed targets')}”"
             + (f", senses: {escape_md(', '.join(ss.sense_names))}" if ss.sense_names else ", no sense labels")
         )
 

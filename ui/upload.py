@@ -67,9 +67,9 @@ def _upload(page: str, current_target: str) -> None:
         return
     senses = res.senses
     st.success(
-        f"{len(res)} usable sentence(s) in {escape_md(up.name)}"
+        f"{len(res)} usable sentence{'s' if len(res) != 1 else ''} in {escape_md(up.name)}"
         + (f", senses: {escape_md(', '.join(senses[:8]))}" if senses else ", no sense labels")
-        + (f"; {res.left_out:,} row(s) left out (below)." if res.left_out else ".")
+        + (f"; {res.left_out:,} row{'s' if res.left_out != 1 else ''} left out (below)." if res.left_out else ".")
     )
     for note in res.notes:
         st.info(escape_md(note))

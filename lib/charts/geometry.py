@@ -307,7 +307,7 @@ def norms_by_layer(mean_norm: Sequence[float], *, layer: int | None = None, titl
             "title": {"text": "mean vector length"},
             "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],
         },
-        shapes=[layer_mark(layer)] if layer is not None else [],
+        **({"shapes": [layer_mark(layer)]} if layer is not None else {}),  # no empty list: plotly drops it
     )
     return figure([trace], layout)
 

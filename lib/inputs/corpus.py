@@ -134,8 +134,8 @@ def parse_corpus_text(text: str, max_sentences: int = MAX_SENTENCES) -> CorpusTe
     notes: list[str] = []
     if cut:
         notes.append(
-            f"{cut:,} sentence(s) are longer than {MAX_SENTENCE_CHARS:,} characters; only their first "
-            f"{MAX_SENTENCE_CHARS:,} are read."
+            f"{cut:,} sentence{'s are' if cut != 1 else ' is'} longer than {MAX_SENTENCE_CHARS:,} characters; "
+            f"only {'their' if cut != 1 else 'its'} first {MAX_SENTENCE_CHARS:,} are read."
         )
     if total > max_sentences:
         notes.append(f"The corpus has {total:,} sentences; the first {max_sentences:,} are used.")

@@ -206,7 +206,8 @@ def parse_sentence_set(text: str, target: str, *, preset_id: str | None = None) 
     if any(senses) and not all(senses):
         missing = sum(1 for s in senses if not s)
         notes.append(
-            f"{missing} sentence(s) have no sense label, so sense comparisons are off. Label every line as "
+            f"{missing} sentence{'s have' if missing != 1 else ' has'} no sense label, so sense comparisons are "
+            "off. Label every line as "
             "“sense | sentence” to turn them on."
         )
     return SentenceSet(

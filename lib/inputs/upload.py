@@ -228,7 +228,7 @@ def parse_upload(data: bytes, target: str | None = None, filename: str = "") -> 
         )
     if extra:
         notes.append(
-            f"Only the first {MAX_SENTENCES} good sentences are used; {extra} more row(s) were left out."
+            f"Only the first {MAX_SENTENCES} good sentences are used; {extra} more row{'s were' if extra != 1 else ' was'} left out."
         )
     if not rows:
         if problems:

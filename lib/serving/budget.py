@@ -154,8 +154,8 @@ def fit_to_budget(
             shortened.append(i)
     n_all = len(piece_counts) if n_sentences is None else max(int(n_sentences), len(piece_counts))
     shortened_note = (
-        f"{len(shortened)} sentence(s) are longer than {per_sentence} word pieces: the model reads only their "
-        f"first {per_sentence}."
+        f"{len(shortened)} sentence{'s are' if len(shortened) != 1 else ' is'} longer than {per_sentence} word "
+        f"pieces: the model reads only {'their' if len(shortened) != 1 else 'its'} first {per_sentence}."
         if shortened
         else ""
     )

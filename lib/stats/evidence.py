@@ -400,7 +400,8 @@ def failure_checks(
         if forms:
             parts.append(f"its forms differ (their input embeddings' lowest cosine {facts.static_min:.2f})")
         if facts.truncated:
-            parts.append(f"{facts.truncated} sentence(s) were cut at the word-piece cap")
+            t = facts.truncated
+            parts.append(f"{t} sentence{'s were' if t != 1 else ' was'} cut at the word-piece cap")
         out.append(FailureCheck("tokenization", bool(split) or forms or facts.truncated > 0, "; ".join(parts) + "."))
     else:
         out.append(FailureCheck("tokenization", None, "the target's word pieces are not known here."))

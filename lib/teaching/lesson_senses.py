@@ -173,7 +173,8 @@ def centroid_reading(
             f"average {read_as[j]} '{target}' ({max(cos[j]):.2f} against {min(cos[j]):.2f})."
         )
         if len(wrong) > 1:
-            expl += f" {len(wrong) - 1} more sentence(s) cross the line too."
+            more = len(wrong) - 1
+            expl += f" {more} more sentence{'s cross' if more != 1 else ' crosses'} the line too."
         answer = "; ".join(sentence_option(labels, senses, i) for i in wrong)
     else:
         closest = int(idx[int(np.argmin(margin))])

@@ -31,7 +31,7 @@ def test_preset_link_opens_that_preset(page, server, shots_dir):
     assert sidebar(page).get_by_role("textbox", name="Target word", exact=True).input_value() == "bat"
     text = sidebar(page).get_by_role("textbox", name="Sentences, one per line", exact=True).input_value()
     assert text == bat.text
-    assert f"{len(bat.rows)} sentence(s) with “bat”" in sidebar(page).inner_text()
+    assert f"{len(bat.rows)} sentences with “bat”" in sidebar(page).inner_text()
     # the home page's heatmap is drawn from the bat sentences
     assert bat.rows[0][1][:20] in data[0]
     assert parse_qs(urlparse(page.url).query).get("preset") == ["bat"]
@@ -58,7 +58,7 @@ def test_link_with_twenty_custom_sentences_opens_that_set(page, server, shots_di
     assert (
         sidebar(page).get_by_role("textbox", name="Sentences, one per line", exact=True).input_value() == text
     )
-    assert "20 sentence(s) with “bank”" in sidebar(page).inner_text()
+    assert "20 sentences with “bank”" in sidebar(page).inner_text()
     assert "Sentence 19" in data[0] and "Sentence 20" in data[0]  # the chart is drawn from the linked set
     # the app writes the same set back into the address bar, so the link can be passed on
     q = parse_qs(urlparse(page.url).query)
