@@ -246,7 +246,7 @@ def forward_cost(enc, pieces: list[int]) -> int:
     one batch at a time (at most the family's batch of word pieces, lib.models.base.plan_batches), whose every
     layer's tensors sit beside their copy out (2 × (L + 1) × hidden floats a piece), with a layer's feed-forward
     activations (4 × hidden) and attention scores (3 × heads × the longest sentence's length), plus
-    :data:`FORWARD_FIXED`. Measured 2026-11-28 against the peak resident memory of a pass (tests/test_work_cost.py):
+    :data:`FORWARD_FIXED`. Measured 2026-11-27 against the peak resident memory of a pass (tests/test_work_cost.py):
     a batch of 512 pieces of 128 holds 27–33 MB on the encoder (31 estimated), 428 of 107 on the decoder 67 MB
     (78); 183 pieces of the bank preset 8–11 MB (14) and 20 MB (36)."""
     if not pieces:
@@ -274,7 +274,7 @@ def profile_cost(n: int, num_hidden_states: int, hidden: int) -> int:
     """Bytes lib.stats.layer_profile.layer_profile holds on ``n`` target vectors of ``num_hidden_states`` layers and
     ``hidden`` dimensions: a few (L + 1) × n × n float64 matrices and two (n, L + 1, hidden) sentence vectors, the
     readout's float64 copies of the vectors with their pooled ones (about ten), and the random baseline's blocks of
-    pairs (lib.stats.baseline); the per-sentence statistics work a layer at a time. Measured 2026-11-28 against the
+    pairs (lib.stats.baseline); the per-sentence statistics work a layer at a time. Measured 2026-11-27 against the
     peak resident memory (tests/test_work_cost.py): 27 long sentences on the decoder 65 MB (69 estimated)."""
     k = int(num_hidden_states)
     pooled = n * (k + 2) * hidden * 8
@@ -284,7 +284,7 @@ def profile_cost(n: int, num_hidden_states: int, hidden: int) -> int:
 def occlusion_cost(enc, words: int, pieces: int) -> int:
     """Bytes lib.stats.context.occlusion holds on a sentence of ``pieces`` word pieces and ``words`` context words:
     the sentence's pass with its attentions, then one slice of variants at a time (its pass, kept and running),
-    and the target's vectors in every variant (gathered, then joined). Measured 2026-11-28 against the peak
+    and the target's vectors in every variant (gathered, then joined). Measured 2026-11-27 against the peak
     resident memory (tests/test_work_cost.py): a 60-word sentence on the decoder 108 MB (~280 MB before the
     variants ran in slices)."""
     step = min(int(words), variants_per_slice(pieces))

@@ -7,7 +7,7 @@ a page shows before anyone presses Train).
 * the trained weights' own copies (``top``, ``full``; LoRA's adapters), their gradients, AdamW's two moments
   and the temporaries of its update (torch's multi-tensor step): 4 + 4 + 8 + 6 bytes per trained number (the
   6 measured: training every weight of the bundled model on the bank preset peaked at 497 MB for 22.7 M numbers,
-  2026-11-28), plus a snapshot of them with early stopping (4 more);
+  2026-11-27), plus a snapshot of them with early stopping (4 more);
 * the activations a backward pass keeps, per trained layer and word piece of a batch: the attention's
   inputs and outputs (about 10 H floats), the feed-forward's intermediate (2 I) and the attention scores and
   weights (2 × heads × T);
@@ -50,7 +50,7 @@ __all__ = [
 FLOAT = 4  # bytes per float32
 BYTES_PER_TRAINED_NUMBER = 4 + 4 + 8 + 6  # its copy, its gradient, AdamW's two moments, the step's temporaries
 # One core of this machine (AVX2, float32), fitted to training runs of the bundled model on 12-60 sentences of
-# 15-37 word pieces, every method, 2026-11-28 (load average 12-17: the estimate errs high on a quiet machine):
+# 15-37 word pieces, every method, 2026-11-27 (load average 12-17: the estimate errs high on a quiet machine):
 MACS_PER_SECOND = 35e9  # multiply-adds a second in the forward and backward passes (34-47 measured)
 STEP_SECONDS_PER_NUMBER = 7e-9  # an AdamW step, per trained number (0.156-0.158 s for 22.7 M numbers)
 SECONDS_PER_BATCH = 0.004  # the head, the loss and the bookkeeping of one batch
