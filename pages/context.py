@@ -259,7 +259,7 @@ if enc.causal and after:
     change = a.computed("ctx_after", *view, compute=lambda: occ.after_target_change)
     later = float(occ.shift[:, list(after)].max())
     prose(
-        f"{what.capitalize()} any of the **{len(after)}** word(s) after “{word}” moves it by "
+        f"{what.capitalize()} any of the **{len(after)}** word{'s' if len(after) != 1 else ''} after “{word}” moves it by "
         + ("**exactly 0** at every layer (the largest change of any of its numbers: 0.0)." if change == 0.0 else
            f"nothing but rounding at every layer (a shift of at most {later:.0e}: the edited sentences run through "
            "the model together, and a batch's arithmetic rounds a little differently).")

@@ -267,7 +267,7 @@ def test_the_context_page_says_a_later_word_moves_the_target_by_zero(decoder, on
     n_after = len(re.findall(r"\w+|[^\w\s]", after))
     # a model without a mask token is offered only what it can do: deleting each word
     assert list(at.selectbox(key="ctx_replace").options) == ["nothing (delete it)"]
-    assert f"Deleting any of the **{n_after}** word(s) after “bank” moves it by **exactly 0**" in text
+    assert f"Deleting any of the **{n_after}** word{'s' if n_after != 1 else ''} after “bank” moves it by **exactly 0**" in text
     # by hand: delete the last word before the full stop; "bank" keeps every number
     last = after.rstrip(".").split()[-1]
     cut = sentence.replace(" " + last, "")

@@ -215,7 +215,7 @@ CASES = [
     typed("target-beyond-the-limit", f"{LATE}\nThe bank opened.\nWe sat on the bank.",
           ("lies beyond the first 128 word pieces",)),  # fmt: skip
     typed("target-absent-from-some-lines", "The bank opened.\nNo target here.\nWe sat on the bank.\nNor here.",
-          ("Left out 2 line(s)", "Line 2:", "Line 4:", "No target here.")),  # fmt: skip
+          ("Left out 2 lines", "Line 2:", "Line 4:", "No target here.")),  # fmt: skip
     typed("target-absent-everywhere", "No target here.\nNor here.", ("Line 1:", "no usable sentences"), chart=False),
     typed("unbalanced-brackets", "The [bank opened.\nThe bank closed.\nWe sat on the bank.",
           ("Line 1:", "unbalanced square brackets")),  # fmt: skip

@@ -428,7 +428,7 @@ def test_evidence_card_failure_checks_by_hand():
     checks = {c.name: c for c in card.checks}
     assert checks["polysemy"].flagged  # orthogonal vectors: each nearest is the first other one, S1 -> S2 ...
     assert checks["domain mismatch"].flagged and "30% of the set's words" in checks["domain mismatch"].text
-    assert "against 5% in the reference corpus" in checks["domain mismatch"].text and "1 word(s) are unknown" in checks["domain mismatch"].text
+    assert "against 5% in the reference corpus" in checks["domain mismatch"].text and "1 word is unknown" in checks["domain mismatch"].text
     assert checks["short text"].flagged and "2 of 4 sentences have fewer than 5 words" in checks["short text"].text
     assert "(S1, S4)" in checks["short text"].text
     t = checks["tokenization"].text

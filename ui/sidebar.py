@@ -161,8 +161,8 @@ def _show_set_messages(container, ss: SentenceSet) -> None:
         more = ss.left_out - len(shown)
         lines = "\n".join(f"- {escape_md(str(p))}" for p in shown)
         if more:
-            lines += f"\n- … and {more:,} more line(s)."
-        container.warning(f"Left out {ss.left_out:,} line(s):\n{lines}")
+            lines += f"\n- … and {more:,} more line{'s' if more != 1 else ''}."
+        container.warning(f"Left out {ss.left_out:,} line{'s' if ss.left_out != 1 else ''}:\n{lines}")
     for note in ss.notes:
         container.info(escape_md(note))
     n = len(ss)

@@ -51,7 +51,8 @@ def main(argv: Sequence[str] | None = None, stdin=None) -> int:
             store.delete_board(args.room, read_key(stdin))
             print(f"deleted: {normalise_code(args.room)}")
         else:
-            print(f"deleted {store.purge_expired()} expired board(s)")
+            n = store.purge_expired()
+            print(f"deleted {n} expired board{'s' if n != 1 else ''}")
     except ContextLensError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

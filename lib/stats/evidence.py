@@ -354,7 +354,7 @@ def failure_checks(
                 flagged,
                 f"{share:.0%} of the set's words are cut into several word pieces ({s} of {w}), against {ref:.0%} "
                 "in the reference corpus of general English"
-                + (f"; {unk} word(s) are unknown to the tokenizer" if unk else "")
+                + (f"; {unk} word{'s are' if unk != 1 else ' is'} unknown to the tokenizer" if unk else "")
                 + (
                     ": a sign of text unlike what the tokenizer was built on."
                     if flagged

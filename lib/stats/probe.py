@@ -244,7 +244,8 @@ def probe_layers(
     notes: list[str] = []
     if dropped:
         notes.append(
-            f"{len(dropped)} sense(s) with a single sentence are left out of the probe: " + ", ".join(dropped) + "."
+            f"{len(dropped)} sense{'s' if len(dropped) != 1 else ''} with a single sentence "
+            f"{'are' if len(dropped) != 1 else 'is'} left out of the probe: " + ", ".join(dropped) + "."
         )
     rng = np.random.default_rng(seed)
     if len(idx) > MAX_SENTENCES:
