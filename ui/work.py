@@ -247,8 +247,10 @@ def forward_cost(enc, pieces: list[int]) -> int:
     layer's tensors sit beside their copy out (2 × (L + 1) × hidden floats a piece), with a layer's feed-forward
     activations (4 × hidden) and attention scores (3 × heads × the longest sentence's length), plus
     :data:`FORWARD_FIXED`. Measured 2026-11-27 against the peak resident memory of a pass (tests/test_work_cost.py):
-    a batch of 512 pieces of 128 holds 27–33 MB on the encoder (31 estimated), 428 of 107 on the decoder 67 MB
-    (78); 183 pieces of the bank preset 8–11 MB (14) and 20 MB (36)."""
+    a batch of 512 pieces of 128 holds 27–33 MB on the encoder (31 estimated); 183 pieces of the bank preset 8–11
+    MB (14). The decoder's batch is 256 pieces and a large batch's copy takes its freed layers' place
+    (lib.models.base._unpad), so it holds less than counted here: 2026-11-28, 210 pieces of 105 held 25–29 MB (41),
+    16 sentences of 105 pieces 30 MB beside the 115 MB they keep (48)."""
     if not pieces:
         return 0
     batch = min(int(sum(pieces)), int(enc._batch_pieces()))

@@ -1,6 +1,6 @@
 """The model interface every family implements, and the data it returns.
 
-Over 600 lines and still one concept: the interface, its shared implementation and the records it returns.
+Still one concept at 700 lines: the interface, its shared implementation and the records it returns.
 
 Two families sit behind it: the BERT-family **encoder** (lib/models/encoder.py: reads the whole sentence at
 once, both directions) and the Llama / GPT-2 / Qwen-style **decoder** (lib/models/decoder.py: reads left to
@@ -60,6 +60,7 @@ from lib.models.targets import (
     short,
     strip_markup,
 )
+from lib.serving.memory import release_memory
 
 __all__ = [
     "AttentionSink",
@@ -102,10 +103,9 @@ class Encoding:
     tokens[i]:        list[str] of word pieces, including [CLS]/[SEP] (or a decoder's start token)
     token_ids[i]:     int64 (n_tokens_i,)
     offsets[i]:       int64 (n_tokens_i, 2) character offsets into sentences[i]; (0, 0) for special tokens
-    special[i]:       bool (n_tokens_i,) True for the tokenizer's special tokens ([CLS], [SEP], <s>, a decoder's
-                      start token), from its ``special_tokens_mask``: the one definition of "special" in the
-                      app, and the positions left out of every similarity. For a decoder without a start token
-                      it is True at position 0 too (the first word is the attention sink: ``AttentionSink``)
+    special[i]:       bool (n_tokens_i,) True for the tokenizer's special tokens ([CLS], [SEP], a decoder's start
+                      token; its ``special_tokens_mask``): the positions left out of every similarity. For a decoder
+                      without a start token, position 0 too (the first word is the sink: ``AttentionSink``)
     hidden_states[i]: float32 (num_layers + 1, n_tokens_i, hidden); index 0 = embedding output; for a decoder
                       the last one has the final norm applied (``final_norm_in_last_state``)
     attentions[i]:    float32 (num_layers, num_heads, n_tokens_i, n_tokens_i); each row sums to 1; a causal
@@ -219,12 +219,10 @@ class TargetVectors:
 def plan_batches(lengths: Sequence[int], max_pieces: int) -> list[list[int]]:
     """Group sentence indices into batches of at most ``max_pieces`` word pieces each, padding included.
 
-    ``lengths[i]``: sentence i's length in word pieces as the model will read it (after truncation). The
-    indices are sorted by length (ties in input order), so each batch pads little, and a batch grows while
-    (its size) × (its longest sentence) fits ``max_pieces``; a sentence longer than that is a batch alone.
-    Every index appears exactly once. The forward pass's memory (hidden states, attention scores, the
-    feed-forward layer) grows with the batch's padded size, so bounding pieces bounds it whatever the set:
-    short sentences run many at a time, long ones few.
+    ``lengths[i]``: sentence i's length in word pieces as the model reads it (after truncation). Sorted by
+    length (ties in input order), a batch grows while (its size) × (its longest sentence) fits ``max_pieces``;
+    a longer sentence is a batch alone; every index appears once. A pass's memory grows with the batch's padded
+    size, so bounding pieces bounds it whatever the set: short sentences run many at a time, long ones few.
     """
     order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
     batches: list[list[int]] = []
@@ -239,18 +237,25 @@ def plan_batches(lengths: Sequence[int], max_pieces: int) -> list[list[int]]:
     return batches
 
 
-def _unpad(layers, j: int, t: int) -> np.ndarray:
-    """Sentence ``j`` of a batch, its first ``t`` (real) word pieces, from the model's per-layer tensors.
+TRIM_BYTES, TRIM_LAYERS = 8 * 2**20, 8  # a batch this large gives freed memory back every 8 layers copied (~1 ms)
 
-    ``layers``: one tensor per layer, (B, T, H) hidden states or (B, heads, T, T) attentions. Returns a new
-    read-only float32 array (layers, t, H) or (layers, heads, t, t): each layer is copied straight into it,
-    so nothing of the batch (padding, other sentences) stays alive with it.
-    """
-    cut = (slice(0, t),) if layers[0].dim() == 3 else (slice(None), slice(0, t), slice(0, t))
-    out = np.empty((len(layers), *layers[0][j][cut].shape), dtype=np.float32)
-    for k, layer in enumerate(layers):
-        out[k] = layer[j][cut].float().numpy()
-    return _readonly(out)
+
+def _unpad(layers: list, lengths: Sequence[int]) -> list[np.ndarray]:
+    """Each sentence ``j`` of a batch, its first ``lengths[j]`` (real) word pieces, as a new read-only float32
+    array (layers, t, H) or (layers, heads, t, t), from ``layers``, a list of the model's (B, T, H) or (B, heads,
+    T, T) tensors. The list is emptied as it is read, and a large batch's freed layers and scratch go back to the
+    OS as it is (a 512-piece decoder batch held ~30 MB of scratch and its layers beside their copy, measured
+    2026-11-28): nothing of the batch (padding, other sentences) stays alive with the arrays."""
+    cuts = [(slice(None), slice(0, t), slice(0, t)) if layers[0].dim() == 4 else (slice(0, t),) for t in lengths]
+    outs = [np.empty((len(layers), *layers[0][j][cut].shape), dtype=np.float32) for j, cut in enumerate(cuts)]
+    trim = layers[0].nbytes * len(layers) >= TRIM_BYTES and release_memory()  # the pass's scratch goes back
+    for k in range(len(layers)):
+        layer, layers[k] = layers[k], None
+        for j, cut in enumerate(cuts):
+            outs[j][k] = layer[j][cut].float().numpy()
+        if trim and k % TRIM_LAYERS == TRIM_LAYERS - 1:
+            release_memory()  # a layer's tensor (~1 MB) sits in malloc's heap when freed: give it back as we go
+    return [_readonly(o) for o in outs]
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -540,26 +545,26 @@ class TransformerModel(ABC):
                 raise RuntimeError(
                     "The model returned no attention weights. Load it with attn_implementation='eager'."
                 )
-            # one tensor (B, T, H) per layer, (B, heads, T, T) per layer for attentions; each sentence's part
-            # is copied layer by layer into an array of its own, without padding (no stacked copy of the batch)
-            hs, att = out.hidden_states, (out.attentions if attentions else None)
+            # each sentence's part is copied into an array of its own without padding, a layer at a time
+            hs, att = list(out.hidden_states), (list(out.attentions) if attentions else None)
             del out
-            mask = enc["attention_mask"].numpy().astype(bool)
-            ids_all = enc["input_ids"].numpy()
-            off_all = offsets.numpy()
-            for j, i in enumerate(idx):
-                t = int(mask[j].sum())
+            lengths = [int(t) for t in enc["attention_mask"].sum(dim=1)]
+            ids_all, off_all = enc["input_ids"].numpy(), offsets.numpy()
+            del enc  # the batch's tensors go before the next batch runs
+            states = _unpad(hs, lengths)
+            weights = _unpad(att, lengths) if att is not None else [None] * len(idx)
+            del hs, att
+            for j, (i, t) in enumerate(zip(idx, lengths, strict=True)):
                 ids = ids_all[j, :t].astype(np.int64)
                 results[i] = (
                     self.tokenizer.convert_ids_to_tokens(ids.tolist()),
                     _readonly(ids),
                     _readonly(off_all[j, :t].astype(np.int64)),
                     _readonly(special_all[j, :t].copy()),
-                    _unpad(hs, j, t),
-                    None if att is None else _unpad(att, j, t),
+                    states[j],
+                    weights[j],
                     lengths_full[i] > limit,
                 )
-            del hs, att, enc  # the batch's tensors go before the next batch runs
             done += len(idx)
             if progress is not None:
                 progress(done, n)
@@ -606,17 +611,9 @@ class TransformerModel(ABC):
                     "Shorten the sentence.",
                     span.sentence,
                 )
-            located.append(
-                TargetSpan(
-                    sentence=span.sentence,
-                    start=span.start,
-                    end=span.end,
-                    token_indices=idx,
-                    pieces=tuple(encoding.tokens[i][k] for k in idx),
-                    marked=span.marked,
-                    vector_indices=self._vector_pieces(idx),
-                )
-            )
+            pieces = tuple(encoding.tokens[i][k] for k in idx)
+            located.append(TargetSpan(sentence=span.sentence, start=span.start, end=span.end, token_indices=idx,
+                                      pieces=pieces, marked=span.marked, vector_indices=self._vector_pieces(idx)))
         return located
 
     def target_vectors(
@@ -681,14 +678,8 @@ class TransformerModel(ABC):
             idx = list(sp.vector_indices)
             vectors[i] = encoding.hidden_states[i][:, idx, :].mean(axis=1)
             static[i] = self.static_embeddings(encoding.token_ids[i][idx]).mean(axis=0)
-        return TargetVectors(
-            vectors=_readonly(vectors),
-            static=_readonly(static),
-            spans=tuple(spans),
-            encoding=encoding,
-            kept=tuple(kept),
-            problems=tuple(problems),
-        )
+        return TargetVectors(vectors=_readonly(vectors), static=_readonly(static), spans=tuple(spans),
+                             encoding=encoding, kept=tuple(kept), problems=tuple(problems))
 
     def word_vectors(self, sentences: Sequence[str], target: str | None = None) -> np.ndarray:
         """float32 (n_sentences, num_layers + 1, hidden): the target's vector per sentence and layer.
