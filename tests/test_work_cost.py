@@ -1,5 +1,6 @@
 """ui/work.py's job estimates against what the jobs really hold: the peak resident memory of a fresh process
-running each large job kind on the real models (a long set, a long sentence's occlusion, a set's layer profile).
+running each large job kind on the real models (a long set, a long sentence's occlusion, a set's layer profile,
+the reference corpus's statistics).
 
 The work queue admits heavy jobs by these estimates (lib.serving.work), so an estimate below the real peak lets
 the server pass its memory bound; one far above it makes jobs wait for nothing. Each job runs in a fresh Python
@@ -31,12 +32,13 @@ from pathlib import Path
 
 import torch
 
+from lib.inputs.corpus import bounded_corpus, compute_corpus_statistics, corpus_budget, load_reference_corpus
 from lib.models import load_model
 from lib.serving.memory import release_memory
 from lib.stats.baseline import other_token_masks
 from lib.stats.context import MAX_PIECES, MAX_WORDS, occlusion
 from lib.stats.layer_profile import layer_profile
-from ui.work import model_job_cost, occlusion_cost, profile_cost
+from ui.work import corpus_cost, model_job_cost, occlusion_cost, profile_cost
 
 torch.set_num_threads(1)  # as the server runs
 
@@ -77,6 +79,12 @@ _, rise = peak(lambda: layer_profile(
     word_masks=other_token_masks(e.special, [()] * n), tokens=e.tokens, special=e.special, target_indices=targets))
 out["profile"] = [rise, profile_cost(n, enc.num_hidden_states, enc.hidden_size) / 2**20]
 del tv, e, encoding
+
+corpus = bounded_corpus(enc, load_reference_corpus().sentences, "reference")[0]  # what Anisotropy reads
+compute_corpus_statistics(enc, corpus[:4])  # the first covariance fits' one-off allocations (LAPACK's workspace)
+stats, rise = peak(lambda: compute_corpus_statistics(enc, corpus))
+out["corpus"] = [rise, corpus_cost(enc, corpus_budget(enc, corpus).pieces) / 2**20]
+del stats
 
 p = min(enc.piece_counts([long_sentence.replace("[", "").replace("]", "")])[0], MAX_PIECES)
 w = min(len(long_sentence.split()), MAX_WORDS)  # as ui.cache.stats.occlusion counts them

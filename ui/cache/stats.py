@@ -16,7 +16,7 @@ from lib.stats.probe import ProbeResult, probe_layers
 from ui.cache.encodings import CHUNK, set_encoding
 from ui.cache.models import encoder
 from ui.cache.store import ENCODE_CALLS, _cached, _lock
-from ui.work import forward_cost, heavy, occlusion_cost, pass_cost, profile_cost
+from ui.work import corpus_cost, heavy, occlusion_cost, profile_cost
 
 
 def context_use(model_name: str, sentences: tuple[str, ...], target: str | None):
@@ -44,10 +44,8 @@ def corpus_stats(model_name: str, corpus_key: str, _sentences: tuple[str, ...]) 
 
     def run() -> CorpusStats:
         enc = encoder(model_name)
-        hidden = int(getattr(enc.model.config, "hidden_size", 768))
-        cap = budget.MAX_PIECES_PER_SENTENCE
-        cost = pass_cost(enc, budget.MAX_CORPUS_PIECES) + forward_cost(enc, [cap] * (budget.MAX_CORPUS_PIECES // cap))
-        with heavy(cost + 3 * enc.num_hidden_states * hidden * hidden * 8):
+        cut = corpus_cut(model_name, corpus_key, _sentences)  # what the pass will read (the tokenizer only)
+        with heavy(corpus_cost(enc, cut.pieces)):
             stats = compute_corpus_statistics(enc, _sentences)
             release_memory()  # the corpus's encodings are dropped; their heap goes back to the OS
         return stats
