@@ -115,6 +115,36 @@ def test_sessions_computing_at_once_share_one_budget_for_work_in_flight(encoder,
     assert stats.admitted >= 3 and stats.peak_jobs == 1
 
 
+def test_large_work_past_the_memory_limit_drops_the_oldest_results_first(encoder, one_job_queue, monkeypatch):
+    """A hosted copy near its memory limit: before a large job runs, cached results go, least recently used first,
+    as much as the job would pass the limit by; an ordinary job, or one within the limit, drops nothing."""
+    from lib.serving.budget import ByteLRU
+    from lib.serving.memory import resident_bytes
+    from ui import work
+    from ui.cache import store
+
+    lru = ByteLRU(max_bytes=2**30)
+    monkeypatch.setattr(store, "RESULTS", lru)
+    monkeypatch.setattr(work, "_room_makers", [lru.make_room])
+    for key in range(8):
+        lru.put(key, np.ones(2**20 // 8))  # 1 MB each
+    lru.get(0)  # the most recently used: the last to go
+    rss = resident_bytes()
+    assert rss > 0
+    with work.heavy(2**19):  # small work (under the queue's 1 MB): never drops anything
+        pass
+    monkeypatch.setattr(work, "MEMORY_LIMIT", rss + 64 * 2**20)
+    with work.heavy(8 * 2**20):  # large, but within the limit
+        pass
+    assert len(lru) == 8
+    monkeypatch.setattr(work, "MEMORY_LIMIT", rss + 2 * 2**20)  # 8 MB of work would pass it by ~6 MB
+    with work.heavy(8 * 2**20):
+        pass
+    assert 5 <= 8 - len(lru) <= 7 and 0 in lru and 1 not in lru  # the oldest went; the one just used stayed
+    monkeypatch.setattr(work, "MEMORY_LIMIT", None)  # at one's own machine: no limit
+    assert work.make_room(2**40) == 0
+
+
 def test_long_work_reenters_the_queue_in_chunks(encoder, one_job_queue):
     """A large set, an occlusion and a projection across layers take one slot per chunk (a chunk of sentences,
     one sentence, one layer), so one tab holds the cores for one chunk at a time and others interleave."""

@@ -20,11 +20,13 @@ from lib.models.encoder import ModelLoadError, default_model_path, load_encoder
 from lib.models.keys import base_model_id, split_model_key
 from lib.serving import budget
 from lib.serving.budget import (
+    DEFAULT_MEMORY_MB,
     ByteLRU,
     ExpiringDict,
     cache_budget_bytes,
     figure_nbytes,
     fit_to_budget,
+    memory_limit_bytes,
     nbytes,
     plain_nbytes,
     set_pieces_budget,
@@ -113,6 +115,25 @@ def test_byte_lru_evicts_least_recently_used_by_bytes():
     big = np.zeros(1000, dtype=np.float64)  # alone over budget: kept (the caller needs it), others go
     lru.put("big", big)
     assert list(lru._entries) == ["big"] and lru.total_bytes == big.nbytes
+
+
+def test_byte_lru_makes_room_least_recently_used_first_and_says_what_it_dropped():
+    lru = ByteLRU(max_bytes=10_000)
+    for key in "abcd":
+        lru.put(key, np.zeros(50, dtype=np.float64))  # 400 bytes each
+    lru.get("a")  # "a" is now the most recently used: b, c, d go before it
+    assert lru.make_room(500) == 800  # two entries: the first alone is 400 < 500
+    assert list(lru._entries) == ["d", "a"] and lru.total_bytes == 800 and lru.evictions == 2
+    assert lru.make_room(0) == 0 and len(lru) == 2
+    assert lru.make_room(10**9) == 800 and len(lru) == 0 and lru.total_bytes == 0  # all there is, no more
+
+
+def test_the_memory_limit_is_a_hosted_copys_unless_set():
+    mb = 1024 * 1024
+    assert memory_limit_bytes({}) is None  # at one's own machine: no limit (a larger model alone may pass it)
+    assert memory_limit_bytes({"CONTEXT_LENS_MODELS": "x"}) == DEFAULT_MEMORY_MB * mb
+    assert memory_limit_bytes({"CONTEXT_LENS_MEMORY_MB": "900"}) == 900 * mb
+    assert memory_limit_bytes({"CONTEXT_LENS_MEMORY_MB": "-1", "CONTEXT_LENS_MODELS": "x"}) == DEFAULT_MEMORY_MB * mb
 
 
 def test_byte_lru_computes_each_key_once():

@@ -18,14 +18,14 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import streamlit as st
 
-from lib.serving.budget import MAX_PIECES_PER_SENTENCE
-from lib.serving.memory import collect_garbage, release_memory
+from lib.serving.budget import MAX_PIECES_PER_SENTENCE, memory_limit_bytes
+from lib.serving.memory import collect_garbage, release_memory, resident_bytes
 from lib.serving.work import Job, Wait, WorkQueue
 from lib.stats.baseline import PAIR_BLOCK
 from lib.stats.context import variants_per_slice
@@ -93,12 +93,42 @@ def heavy(cost: int, *, lease: bool = False, large: bool | None = None, backgrou
             if box is not None:
                 box.empty()
                 box = None
+            if cost > WORK.small_bytes:
+                make_room(cost)
             yield job
     finally:
         if box is not None:
             box.empty()
         if not lease:
             release_memory()  # the job's temporaries go back to the OS, not into glibc's heap (lib.serving.memory)
+
+
+MEMORY_LIMIT = memory_limit_bytes()  # what a hosted copy aims to stay under (CONTEXT_LENS_MEMORY_MB); None: no limit
+_room_makers: list[Callable[[int], int]] = []  # who can give memory back: the results cache (ui.cache.store)
+
+
+def register_room_maker(drop: Callable[[int], int]) -> None:
+    """``drop(nbytes)`` frees about ``nbytes`` of held results and returns what it freed (ui.cache.store registers
+    the results cache's least recently used entries)."""
+    if drop not in _room_makers:
+        _room_makers.append(drop)
+
+
+def make_room(cost: int, limit: int | None = None) -> int:
+    """Before large work that will hold ``cost`` bytes: when the process's resident memory and the cost pass the
+    limit (:data:`MEMORY_LIMIT`), drop cached results, least recently used first, until they would fit, and
+    give their memory back; returns the bytes dropped. The cache's own budget (CONTEXT_LENS_CACHE_MB) and the
+    work budget are kept apart, so a full cache beside a set at the word-piece budget and its pass went past
+    1.4 GB on a server holding both models (benchmarks/crowd.py, 2026-11-28: 0.96 GB after the warm-up, 0.2
+    GB of results, a 0.2 GB decoder set); a copy under memory pressure recomputes a result sooner instead."""
+    limit = MEMORY_LIMIT if limit is None else int(limit)
+    over = 0 if limit is None else resident_bytes() + int(cost) - limit
+    if over <= 0:
+        return 0
+    dropped = sum(drop(over) for drop in list(_room_makers))
+    if dropped:
+        collect_garbage()  # what the dropped entries held goes back to the OS now
+    return dropped
 
 
 _run = threading.local()  # the leases and heavy work of the current script run (a script run is one thread)

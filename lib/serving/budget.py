@@ -38,6 +38,8 @@ from dataclasses import dataclass, fields, is_dataclass
 
 import numpy as np
 
+from lib.serving.hosting import hosted_mode
+
 MAX_PIECES_PER_SENTENCE = 128  # word pieces per sentence of a set, [CLS] and [SEP] included
 DEFAULT_SET_PIECES = 20_000  # word pieces per set (a typed, linked or uploaded set, or a reference corpus)
 # when CONTEXT_LENS_MAX_SET_PIECES is not set: the 500 sentences the sentence box and an upload accept, at
@@ -199,6 +201,21 @@ def cache_budget_bytes(environ: dict[str, str] | None = None) -> int:
     return int(_positive_env("CONTEXT_LENS_CACHE_MB", DEFAULT_CACHE_MB, environ) * 1024 * 1024)
 
 
+DEFAULT_MEMORY_MB = 1300  # the resident memory a hosted copy aims to stay under (CONTEXT_LENS_MEMORY_MB): large
+# work that would pass it drops cached results first (ui.work.make_room). A container is given 1.5 GB
+# (docs/hosting.md); a server holding both models is ~0.96 GB after its warm-up, a decoder set at the budget ~0.2 GB
+
+
+def memory_limit_bytes(environ: dict[str, str] | None = None) -> int | None:
+    """The memory the process aims to stay under, in bytes: ``CONTEXT_LENS_MEMORY_MB`` when set, else the default
+    on a hosted copy (``CONTEXT_LENS_MODELS`` set) and no limit (None) on a copy at one's own machine, where a
+    larger model alone may pass it and every large job would then empty the cache."""
+    env = os.environ if environ is None else environ
+    if _positive_env("CONTEXT_LENS_MEMORY_MB", 0.0, env) > 0:
+        return int(_positive_env("CONTEXT_LENS_MEMORY_MB", DEFAULT_MEMORY_MB, env) * 1024 * 1024)
+    return int(DEFAULT_MEMORY_MB * 1024 * 1024) if hosted_mode(env) else None
+
+
 def nbytes(obj, _seen: set[int] | None = None) -> int:
     """Bytes of the numpy arrays reachable from ``obj`` (dataclasses, tuples, lists, dicts), each array once.
 
@@ -347,6 +364,18 @@ class ByteLRU:
                 _, (_, dropped) = self._entries.popitem(last=False)
                 self.total_bytes -= dropped
                 self.evictions += 1
+
+    def make_room(self, nbytes: int) -> int:
+        """Drop the least recently used entries until ``nbytes`` have gone (or nothing is left); return the bytes
+        dropped. For work about to hold more than the process can spare (ui.work.make_room)."""
+        dropped = 0
+        with self._lock:
+            while dropped < nbytes and self._entries:
+                _, (_, size) = self._entries.popitem(last=False)
+                self.total_bytes -= size
+                dropped += size
+                self.evictions += 1
+        return dropped
 
     def get_or_compute(
         self, key: Hashable, compute: Callable[[], object], size: Callable[[object], int] | None = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 from functools import lru_cache
 
@@ -108,6 +109,18 @@ def collect_garbage() -> None:
 
     gc.collect()
     release_memory()
+
+
+def resident_bytes() -> int:
+    """The process's resident memory (RSS) in bytes, from /proc/self/statm; 0 where there is none (not Linux)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def release_memory() -> bool:

@@ -23,12 +23,13 @@ import streamlit as st
 from lib.inputs.corpus import CorpusText, load_reference_corpus
 from lib.serving import budget
 from lib.serving.budget import ByteLRU, cache_budget_bytes
-from ui.work import in_script_run
+from ui.work import in_script_run, register_room_maker
 
 # How often each model actually ran (by model name): tests and the benchmark read this to prove that a
 # rerun with unchanged input did not run the model again.
 ENCODE_CALLS: Counter[str] = Counter()
 RESULTS = ByteLRU(cache_budget_bytes())  # every cached result of the process, bounded by bytes
+register_room_maker(RESULTS.make_room)  # and by the process's memory: large work drops the oldest first (ui.work)
 _lock = threading.Lock()
 _log = logging.getLogger("context_lens")
 
