@@ -273,6 +273,7 @@ def _warm_presets(limit: float) -> None:
                 log.info("warm presets: %s on %s skipped (%s)", p.id, model, err)
         if stopped:
             break
+    cache.store.RESULTS.keep(cache.store.RESULTS.keys())  # large work makes room by dropping other results first
     WARM_UP["presets"] = {"sets": done, "cpu_s": round(time.thread_time() - cpu0, 1),
                           "wall_s": round(time.monotonic() - wall0, 1)}  # fmt: skip
     log.info(

@@ -16,6 +16,7 @@ Cost estimates (bytes held while the job runs) are here too, from sizes known be
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -128,6 +129,9 @@ def make_room(cost: int, limit: int | None = None) -> int:
     dropped = sum(drop(over) for drop in list(_room_makers))
     if dropped:
         collect_garbage()  # what the dropped entries held goes back to the OS now
+        logging.getLogger("context_lens").info(
+            "made room: %d MB of results dropped before %d MB of work", dropped >> 20, int(cost) >> 20
+        )
     return dropped
 
 
@@ -177,7 +181,6 @@ def log_queue(every: float = 0.5) -> bool:
     if os.environ.get("CONTEXT_LENS_WORK_LOG", "").strip() != "1" or _logging:
         return False
     _logging = True
-    import logging
     import time
 
     log = logging.getLogger("context_lens")

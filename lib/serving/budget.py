@@ -337,6 +337,7 @@ class ByteLRU:
         self._key_locks: dict[Hashable, threading.Lock] = {}
         self.total_bytes = 0
         self.evictions = 0
+        self._kept: set[Hashable] = set()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -366,16 +367,29 @@ class ByteLRU:
                 self.evictions += 1
 
     def make_room(self, nbytes: int) -> int:
-        """Drop the least recently used entries until ``nbytes`` have gone (or nothing is left); return the bytes
-        dropped. For work about to hold more than the process can spare (ui.work.make_room)."""
+        """Drop the least recently used entries until ``nbytes`` have gone (or nothing is left but the entries
+        :meth:`keep` names); return the bytes dropped. For work about to hold more than the process can spare
+        (ui.work.make_room)."""
         dropped = 0
         with self._lock:
-            while dropped < nbytes and self._entries:
-                _, (_, size) = self._entries.popitem(last=False)
+            for key in [k for k in self._entries if k not in self._kept]:
+                if dropped >= nbytes:
+                    break
+                _, size = self._entries.pop(key)
                 self.total_bytes -= size
                 dropped += size
                 self.evictions += 1
         return dropped
+
+    def keep(self, keys) -> None:
+        """Spare these keys' entries when making room (their budget still bounds them): the presets a hosted copy
+        computed at its start, which every new learner's first charts read."""
+        with self._lock:
+            self._kept.update(keys)
+
+    def keys(self) -> list[Hashable]:
+        with self._lock:
+            return list(self._entries)
 
     def get_or_compute(
         self, key: Hashable, compute: Callable[[], object], size: Callable[[object], int] | None = None
