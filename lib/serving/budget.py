@@ -201,7 +201,7 @@ def cache_budget_bytes(environ: dict[str, str] | None = None) -> int:
     return int(_positive_env("CONTEXT_LENS_CACHE_MB", DEFAULT_CACHE_MB, environ) * 1024 * 1024)
 
 
-DEFAULT_MEMORY_MB = 1300  # the resident memory a hosted copy aims to stay under (CONTEXT_LENS_MEMORY_MB): large
+DEFAULT_MEMORY_MB = 1250  # the resident memory a hosted copy aims to stay under (CONTEXT_LENS_MEMORY_MB): large
 # work that would pass it drops cached results first (ui.work.make_room). A container is given 1.5 GB
 # (docs/hosting.md); a server holding both models is ~0.96 GB after its warm-up, a decoder set at the budget ~0.2 GB
 
