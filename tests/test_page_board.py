@@ -21,6 +21,19 @@ MONEY = ["The bank raised its interest rates.", "She paid the cheque into the ba
 RIVER = ["We sat on the grassy bank of the river.", "The boat drifted to the river bank.", "Reeds grew on the bank."]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _the_apps_store_ends_with_its_database(board_db_url):
+    """The app keeps one store per URL for the whole process (ui.cache.board), and it deletes expired boards every
+    few minutes by the real clock. A later module's throwaway cluster can get this one's port, hence its URL: a
+    store left running would then delete that module's boards, made on a test clock of 1970, as expired (a board
+    of tests/test_board.py vanished mid-test once, on a slow run). So the page's store ends with its database."""
+    yield
+    from ui.cache.board import board_store
+
+    board_store(board_db_url).dispose()  # stops its purging (made here if no page asked for it)
+    board_store.clear()
+
+
 @pytest.fixture
 def store(board_db_url, monkeypatch):
     """The page's store: SQLite, then PostgreSQL (conftest.board_db_url), through CONTEXT_LENS_DB."""
