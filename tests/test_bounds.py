@@ -61,12 +61,12 @@ def test_a_link_of_junk_lines_keeps_the_first_problems_and_says_how_many():
 
 def test_the_layer_profile_sits_in_the_byte_budget(encoder, monkeypatch):
     """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
-    from lib.serving.budget import ByteLRU, nbytes
+    from lib.serving.budget import ByteLRU, cache_budget_bytes, nbytes
     from ui import cache
     from ui.cache import store
 
     # a cache of its own: an earlier test in this process (a Layer by layer run) may hold this profile already
-    monkeypatch.setattr(store, "RESULTS", ByteLRU(store.RESULTS.max_bytes))
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(cache_budget_bytes()))
     ss = BANK.sentence_set()
     sentences = ss.sentences
     tv = cache.target_vectors(encoder.name, sentences, BANK.target)

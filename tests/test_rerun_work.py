@@ -105,6 +105,11 @@ def rerun_work(page: str, **seeded) -> Counter:
     return work
 
 
+@pytest.fixture(autouse=True)
+def _app_sized_cache(product_sized_results):
+    """What a rerun finds is what the app's own results budget keeps (the tests' cache is larger: conftest)."""
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_a_rerun_that_changes_nothing_does_no_work(page):
     work = rerun_work(page)
