@@ -361,7 +361,7 @@ def test_a_loaded_model_is_counted_by_its_weights_and_the_fourth_evicts_the_leas
     assert models.total_bytes <= models.max_bytes and models.evictions >= 1
 
 
-def test_the_app_keeps_its_models_in_the_byte_bounded_cache(decoder):
+def test_the_app_keeps_its_models_in_the_byte_bounded_cache(decoder, product_sized_models):
     from lib.models import DECODER_MODEL
     from lib.serving import budget
     from ui import cache
