@@ -61,6 +61,57 @@ def pytest_terminal_summary(terminalreporter, config):
         folder.rmdir()
 
 
+# The results and models caches of a test process (ui.cache.store.RESULTS, ui.cache.MODELS): large enough to keep
+# what every test of the worker computed and loaded, where the app's default budgets (lib.serving.budget's
+# DEFAULT_CACHE_MB, DEFAULT_MODEL_CACHE_MB) made the tests push one another's results and models out and compute or
+# load them again (test_model_prose.py alone: 956 results and 11 models dropped at the app's budgets, none at
+# 2,000 MB; 68 s, then 59 s; 2026-11-28, commit bfcced1). Set in this process only: the servers and processes the
+# tests start keep the app's own budgets, and a test of what the app's budget holds uses product_sized_results
+# or product_sized_models.
+TEST_CACHE_MB = 2000
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _results_kept_for_the_session():
+    from ui import cache
+    from ui.cache import store
+
+    for lru in (store.RESULTS, cache.MODELS):
+        lru.max_bytes = max(lru.max_bytes, TEST_CACHE_MB * 2**20)
+
+
+@pytest.fixture
+def product_sized_results():
+    """The results cache at the app's budget (``CONTEXT_LENS_CACHE_MB``, else the default) while the test runs: its
+    most recently used entries that fit, as a cache of that size holds them, for a test of what the app keeps
+    between runs (the tests' own cache is larger: :data:`TEST_CACHE_MB`)."""
+    from lib.serving.budget import cache_budget_bytes
+    from ui.cache import store
+
+    kept = store.RESULTS.max_bytes
+    store.RESULTS.max_bytes = cache_budget_bytes()
+    store.RESULTS.put(("product_sized_results",), 0)  # an insertion drops the least recently used down to the budget
+    try:
+        yield store.RESULTS
+    finally:
+        store.RESULTS.max_bytes = kept
+
+
+@pytest.fixture
+def product_sized_models():
+    """The loaded models' cache at the app's budget (``CONTEXT_LENS_MODEL_CACHE_MB``, else the default) while the
+    test runs (the tests' own is larger: :data:`TEST_CACHE_MB`)."""
+    from lib.serving.budget import model_cache_bytes
+    from ui import cache
+
+    kept = cache.MODELS.max_bytes
+    cache.MODELS.max_bytes = model_cache_bytes()
+    try:
+        yield cache.MODELS
+    finally:
+        cache.MODELS.max_bytes = kept
+
+
 @pytest.fixture(scope="session")
 def encoder():
     """The real bundled all-MiniLM-L6-v2 encoder (eager attention), shared by all tests."""

@@ -61,12 +61,12 @@ def test_a_link_of_junk_lines_keeps_the_first_problems_and_says_how_many():
 
 def test_the_layer_profile_sits_in_the_byte_budget(encoder, monkeypatch):
     """Layer by layer's profile (32 MB at 500 sentences, up to 8 of them) is counted in the results cache."""
-    from lib.serving.budget import ByteLRU, nbytes
+    from lib.serving.budget import ByteLRU, cache_budget_bytes, nbytes
     from ui import cache
     from ui.cache import store
 
     # a cache of its own: an earlier test in this process (a Layer by layer run) may hold this profile already
-    monkeypatch.setattr(store, "RESULTS", ByteLRU(store.RESULTS.max_bytes))
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(cache_budget_bytes()))
     ss = BANK.sentence_set()
     sentences = ss.sentences
     tv = cache.target_vectors(encoder.name, sentences, BANK.target)
@@ -391,7 +391,7 @@ def test_a_loaded_model_is_counted_by_its_weights_and_the_fourth_evicts_the_leas
     assert models.total_bytes <= models.max_bytes and models.evictions >= 1
 
 
-def test_the_app_keeps_its_models_in_the_byte_bounded_cache(decoder):
+def test_the_app_keeps_its_models_in_the_byte_bounded_cache(decoder, product_sized_models):
     from lib.models import DECODER_MODEL
     from lib.serving import budget
     from ui import cache

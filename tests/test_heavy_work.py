@@ -255,13 +255,13 @@ def test_a_hosted_copy_warms_every_preset_so_the_first_class_runs_no_model(encod
     copy starts no warm-up."""
     from lib.inputs.presets import load_presets
     from lib.serving import budget
-    from lib.serving.budget import ByteLRU
+    from lib.serving.budget import ByteLRU, cache_budget_bytes
     from ui import cache, startup
     from ui.cache import store
 
     assert startup.warm_presets({}) is False  # hosted mode off: nothing starts
     monkeypatch.setenv("CONTEXT_LENS_MODELS", "no-such/model-here")
-    monkeypatch.setattr(store, "RESULTS", ByteLRU(store.RESULTS.max_bytes))  # room for the warm-up's share
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(cache_budget_bytes()))  # room for the warm-up's share
     monkeypatch.setattr(startup, "WARM_NICE", 0)  # on a machine shared with other work, the lowest would crawl
     t = threading.Thread(target=startup._warm_presets, args=(300.0,))  # its own thread: it lowers its priority
     t.start()

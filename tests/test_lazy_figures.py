@@ -342,8 +342,9 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     fit_cell_text on every chart) and with a random-weights model (every title renamed: name_weights)."""
     from lib.inputs.presets import default_preset
     from lib.models.encoder import DEFAULT_MODEL, model_key
+    from lib.serving.budget import ByteLRU, cache_budget_bytes
     from tests.conftest import page_test, seed
-    from ui import cache
+    from ui.cache import store
 
     built = []
     materialise = LazyFigure.materialise
@@ -351,7 +352,8 @@ def test_pages_send_the_same_charts_without_validation(page, how, monkeypatch):
     settings = {"presenter": {"presenter": True}, "random weights": {"model": model_key(DEFAULT_MODEL, weights="random")}}
 
     def specs() -> list[dict]:
-        cache.RESULTS.clear()
+        # an empty results cache of the app's size, in place of the test process's shared one (kept for later tests)
+        monkeypatch.setattr(store, "RESULTS", ByteLRU(cache_budget_bytes()))
         at = page_test(f"pages/{page}.py")
         seed(at, preset=default_preset().id, **settings.get(how, {}))
         at.run()

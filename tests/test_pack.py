@@ -209,13 +209,14 @@ def _app(query: dict[str, str]):
 
 
 @pytest.fixture
-def no_models_loaded():
-    """The app's loaded models forgotten (a test before may have loaded the decoder from the real pack)."""
-    from ui import cache
+def no_models_loaded(monkeypatch):
+    """The app's loaded models forgotten (a test before may have loaded the decoder from the real pack): an empty
+    models cache of the app's size in place of the process's, which later tests find again as it was."""
+    from lib.serving import budget
+    from lib.serving.budget import ByteLRU
+    from ui.cache import models
 
-    cache.MODELS.clear()
-    yield
-    cache.MODELS.clear()
+    monkeypatch.setattr(models, "MODELS", ByteLRU(budget.model_cache_bytes(), size=budget.model_nbytes))
 
 
 @pytest.mark.slow

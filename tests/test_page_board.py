@@ -198,26 +198,29 @@ def test_accept_takes_only_what_the_teacher_saw(store):
     assert [e.id for e in store.entries(code, new.key) if e.status == lb.PENDING] == [late.id]
 
 
-def test_the_queue_is_encoded_once_as_it_arrives(store):
+def test_the_queue_is_encoded_once_as_it_arrives(store, monkeypatch):
     """Each refresh encodes only the sentences that arrived since the last one: a queue the cache has dropped
     is not encoded again every 2 s."""
+    from lib.serving.budget import ByteLRU, cache_budget_bytes
     from ui import cache
+    from ui.cache import store as results
 
     new = store.create_board("bank", "money, river")
     code = new.board.code
     for i, s in enumerate(MONEY):
         store.send(code, f"s{i}", "money", s)
     at = board_page(room=code, key=new.key).run()
-    assert all(cache._sentence_key(MODEL, s) in cache.RESULTS for s in MONEY)
-    cache.RESULTS.clear()  # as if a crowd's sets had pushed them out
+    assert all(cache._sentence_key(MODEL, s) in results.RESULTS for s in MONEY)
+    # as if a crowd's sets had pushed them out: an empty cache of the app's size (the tests' shared one is kept)
+    monkeypatch.setattr(results, "RESULTS", ByteLRU(cache_budget_bytes()))
     calls = cache.ENCODE_CALLS[MODEL]
     at.run()
     assert cache.ENCODE_CALLS[MODEL] == calls
     store.send(code, "s9", "river", RIVER[0])
     at.run()
     assert cache.ENCODE_CALLS[MODEL] == calls + 1
-    assert cache._sentence_key(MODEL, RIVER[0]) in cache.RESULTS
-    assert not any(cache._sentence_key(MODEL, s) in cache.RESULTS for s in MONEY)
+    assert cache._sentence_key(MODEL, RIVER[0]) in results.RESULTS
+    assert not any(cache._sentence_key(MODEL, s) in results.RESULTS for s in MONEY)
 
 
 def test_no_saved_page_holds_the_teacher_key(store):

@@ -60,6 +60,7 @@ def counting(work: Counter):
     from streamlit.runtime.scriptrunner import script_runner
 
     from ui import cache
+    from ui.cache import store
 
     def hook(frame, event, _arg):
         if event == "call":
@@ -67,7 +68,8 @@ def counting(work: Counter):
             if kind is not None:
                 work[kind] += 1
 
-    original, put = script_runner.exec_func_with_error_handling, cache.RESULTS.put
+    results = store.RESULTS  # the cache the pages read (a test may have put an empty one there)
+    original, put = script_runner.exec_func_with_error_handling, results.put
 
     def run(func, ctx):
         sys.setprofile(hook)
@@ -82,12 +84,12 @@ def counting(work: Counter):
 
     calls = sum(cache.ENCODE_CALLS.values())
     script_runner.exec_func_with_error_handling = run
-    cache.RESULTS.put = counted_put
+    results.put = counted_put
     try:
         yield work
     finally:
         script_runner.exec_func_with_error_handling = original
-        del cache.RESULTS.put  # the instance's own method again
+        del results.put  # the instance's own method again
         if sum(cache.ENCODE_CALLS.values()) > calls:
             work["model pass (ui.cache.ENCODE_CALLS)"] += sum(cache.ENCODE_CALLS.values()) - calls
 
@@ -103,6 +105,11 @@ def rerun_work(page: str, **seeded) -> Counter:
         at.run(timeout=900)
     assert not at.exception, [e.value for e in at.exception]
     return work
+
+
+@pytest.fixture(autouse=True)
+def _app_sized_cache(product_sized_results):
+    """What a rerun finds is what the app's own results budget keeps (the tests' cache is larger: conftest)."""
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -121,15 +128,17 @@ def test_a_rerun_with_the_decoder_does_no_work(decoder, page):
 
 
 @pytest.mark.slow
-def test_the_counter_sees_a_rerun_that_works(encoder):
+def test_the_counter_sees_a_rerun_that_works(encoder, monkeypatch):
     """With the results cache emptied between two runs, the same rerun counts the model's passes, the statistics,
     the figures and the results made again: the test above would fail on a page that recomputes."""
-    from ui import cache
+    from lib.serving.budget import ByteLRU, cache_budget_bytes
+    from ui.cache import store
 
     at = page_test("pages/layers.py")
     at.run(timeout=900)
     assert not at.exception, [e.value for e in at.exception]
-    cache.RESULTS.clear()
+    # an empty results cache of the app's size, in place of the test process's shared one (kept for later tests)
+    monkeypatch.setattr(store, "RESULTS", ByteLRU(cache_budget_bytes()))
     work: Counter = Counter()
     with counting(work):
         at.run(timeout=900)
