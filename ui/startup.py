@@ -46,6 +46,11 @@ def start() -> bool:
     limit_blas_threads()
     limit_torch_threads()
     log_to_stderr()
+    # pandas before any session: plotly reads sys.modules["pandas"] without the import lock, so a session's first
+    # import of it (a table, the board's PCA) half-way while another session builds a figure broke that figure
+    # ("partially initialized module 'pandas'": a teacher's board page, once, on a busy machine)
+    import pandas  # noqa: F401
+
     from ui.work import log_queue
 
     log_queue()  # CONTEXT_LENS_WORK_LOG=1 only
