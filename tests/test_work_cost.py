@@ -31,6 +31,7 @@ import gc, json, sys
 from pathlib import Path
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from lib.inputs.corpus import bounded_corpus, compute_corpus_statistics, corpus_budget, load_reference_corpus
 from lib.models import load_model
@@ -41,6 +42,7 @@ from lib.stats.layer_profile import layer_profile
 from ui.work import corpus_cost, model_job_cost, occlusion_cost, profile_cost
 
 torch.set_num_threads(1)  # as the server runs
+threadpool_limits(1)  # numpy's BLAS too (ui.startup.limit_blas_threads): more threads, more buffers of their own
 
 
 def kb(key):
@@ -80,17 +82,18 @@ _, rise = peak(lambda: layer_profile(
 out["profile"] = [rise, profile_cost(n, enc.num_hidden_states, enc.hidden_size) / 2**20]
 del tv, e, encoding
 
-corpus = bounded_corpus(enc, load_reference_corpus().sentences, "reference")[0]  # what Anisotropy reads
-compute_corpus_statistics(enc, corpus[:4])  # the first covariance fits' one-off allocations (LAPACK's workspace)
-stats, rise = peak(lambda: compute_corpus_statistics(enc, corpus))
-out["corpus"] = [rise, corpus_cost(enc, corpus_budget(enc, corpus).pieces) / 2**20]
-del stats
-
 p = min(enc.piece_counts([long_sentence.replace("[", "").replace("]", "")])[0], MAX_PIECES)
 w = min(len(long_sentence.split()), MAX_WORDS)  # as ui.cache.stats.occlusion counts them
 occ, rise = peak(lambda: occlusion(enc, long_sentence))
 assert len(occ.words) <= w, (len(occ.words), w)
 out["occlusion"] = [rise, occlusion_cost(enc, w, p) / 2**20]
+del occ
+
+corpus = bounded_corpus(enc, load_reference_corpus().sentences, "reference")[0]  # what Anisotropy reads
+compute_corpus_statistics(enc, corpus[:4])  # the first covariance fits' one-off allocations (LAPACK's workspace)
+stats, rise = peak(lambda: compute_corpus_statistics(enc, corpus))
+out["corpus"] = [rise, corpus_cost(enc, corpus_budget(enc, corpus).pieces) / 2**20]
+del stats
 print(json.dumps(out))
 """
 
