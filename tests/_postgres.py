@@ -31,6 +31,27 @@ def _as_owner(args: list[str]) -> list[str]:
     return ["runuser", "-u", "nobody", "--", *args] if os.geteuid() == 0 else args
 
 
+def _start(ctl: str, data: Path, folder: Path) -> int:
+    """Start the cluster on the first port of PORTS it can bind; returns the port. A port seen free can be taken
+    before the server binds it (another worker, or a second test run, starting a cluster at the same moment:
+    two full runs side by side failed so once), so a start that fails on a taken port tries the next one."""
+    log = folder / "log"
+    for port in PORTS:
+        if not _free(port):
+            continue
+        done = subprocess.run(
+            _as_owner([ctl, "-D", str(data), "-o", f"-p {port} -h 127.0.0.1 -k {folder} -c fsync=off",
+                       "-l", str(log), "-w", "start"]),
+            capture_output=True,
+        )  # fmt: skip
+        if done.returncode == 0:
+            return port
+        said = log.read_text(errors="replace") if log.exists() else ""
+        if "already in use" not in said and "could not create any TCP/IP sockets" not in said:
+            raise subprocess.CalledProcessError(done.returncode, done.args, done.stdout, done.stderr)
+    pytest.skip(f"no free port in {PORTS.start}-{PORTS.stop - 1} for a PostgreSQL test cluster")
+
+
 @contextlib.contextmanager
 def postgres_cluster() -> Iterator[str]:
     """Start a fresh cluster; yields its URL (``postgresql://postgres@127.0.0.1:PORT/postgres``)."""
@@ -39,8 +60,7 @@ def postgres_cluster() -> Iterator[str]:
         if os.environ.get("CI", "").strip().lower() in ("true", "1"):
             pytest.fail(reason)
         pytest.skip(reason)
-    port = next((p for p in PORTS if _free(p)), None)
-    if port is None:
+    if not any(_free(p) for p in PORTS):
         pytest.skip(f"no free port in {PORTS.start}-{PORTS.stop - 1} for a PostgreSQL test cluster")
     folder = Path(tempfile.mkdtemp(prefix="context-lens-pg-"))
     if os.geteuid() == 0:
@@ -53,11 +73,7 @@ def postgres_cluster() -> Iterator[str]:
                        "--no-sync"]),
             check=True, capture_output=True,
         )  # fmt: skip
-        subprocess.run(
-            _as_owner([ctl, "-D", str(data), "-o", f"-p {port} -h 127.0.0.1 -k {folder} -c fsync=off",
-                       "-l", str(folder / "log"), "-w", "start"]),
-            check=True, capture_output=True,
-        )  # fmt: skip
+        port = _start(ctl, data, folder)
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(_as_owner([ctl, "-D", str(data), "-m", "immediate", "stop"]), capture_output=True)
