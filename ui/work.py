@@ -21,7 +21,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import streamlit as st
 
@@ -189,9 +188,7 @@ def log_queue(every: float = 0.5) -> bool:
         while True:
             snap = WORK.snapshot()
             if snap["running"] or snap["waiting"] or snap["pages"]:
-                status = Path("/proc/self/status").read_text().splitlines()
-                rss = next((int(x.split()[1]) // 1024 for x in status if x.startswith("VmRSS")), 0)
-                log.info("work queue: rss_mb=%d %s", rss, snap)
+                log.info("work queue: rss_mb=%d %s", resident_bytes() >> 20, snap)
             time.sleep(every)
 
     threading.Thread(target=run, name="context-lens-work-log", daemon=True).start()

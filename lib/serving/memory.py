@@ -111,6 +111,9 @@ def collect_garbage() -> None:
     release_memory()
 
 
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
 def resident_bytes() -> int:
     """The process's resident memory (RSS) in bytes, from /proc/self/statm; 0 where there is none (not Linux)."""
     try:
@@ -118,9 +121,6 @@ def resident_bytes() -> int:
             return int(f.read().split()[1]) * _PAGE
     except (OSError, IndexError, ValueError):
         return 0
-
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def release_memory() -> bool:
