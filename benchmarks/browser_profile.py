@@ -100,6 +100,15 @@ PLOTLY_FUNCTIONS = {
 }
 
 
+# in a breakpoint of _doPlot(gd, …): count one full draw for the chart gd belongs to (by its key, or "?")
+JS_DRAWN_CHART = (
+    "(window.__draws=window.__draws||{}, window.__draws[(((arguments[0]&&arguments[0].closest&&"
+    "arguments[0].closest('[class*=\"st-key-\"]'))||{}).className||'?').toString().match(/st-key-\\S+|\\?/)[0]]"
+    "=(window.__draws[(((arguments[0]&&arguments[0].closest&&arguments[0].closest('[class*=\"st-key-\"]'))||{})"
+    ".className||'?').toString().match(/st-key-\\S+|\\?/)[0]]||0)+1)"
+)
+
+
 def count_breakpoints(cdp) -> list[str]:
     """Conditional breakpoints that count calls of PLOTLY_FUNCTIONS in window.__calls and never pause."""
     import streamlit
@@ -114,6 +123,8 @@ def count_breakpoints(cdp) -> list[str]:
             col = line.find(text)
             if col >= 0:
                 cond = f"(window.__calls=window.__calls||{{}}, window.__calls[{json.dumps(name)}]=(window.__calls[{json.dumps(name)}]||0)+1, false)"
+                if name.startswith("Plotly._doPlot"):  # and which chart it draws: its element's st-key-… class
+                    cond = cond[:-len(", false)")] + ", " + JS_DRAWN_CHART + ", false)"
                 cdp.send("Debugger.setBreakpointByUrl", {
                     "urlRegex": re.escape(bundle.name), "lineNumber": ln,
                     "columnNumber": line.index("{", col) + 1, "condition": cond,
@@ -323,14 +334,15 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
         by_fn.update(f)
         counts.update(pg.evaluate(JS_COUNT, seen))
     browser.stop_tracing()
-    calls = collections.Counter()
+    calls, draws = collections.Counter(), collections.Counter()
     if args.calls:  # a separate pass: the debugger slows the page down
         count_breakpoints(cdp)
         for _ in range(args.steps):
-            pg.evaluate("() => { window.__calls = {}; }")
+            pg.evaluate("() => { window.__calls = {}; window.__draws = {}; }")
             act()
             settle()
             calls.update(pg.evaluate("() => window.__calls || {}"))
+            draws.update(pg.evaluate("() => window.__draws || {}"))
         cdp.send("Debugger.disable")
     kinds = trace_kinds(trace)
     Path(trace).unlink(missing_ok=True)
@@ -340,6 +352,7 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
           f"place {counts['updated'] / n:.1f} ({counts['afterplots'] / n:.1f} afterplot events)")
     if calls:
         print("plotly.js calls per move: " + ", ".join(f"{k} {v / n:.1f}" for k, v in sorted(calls.items())))
+        print("full draws per move by chart: " + ", ".join(f"{k} {v / n:.1f}" for k, v in sorted(draws.items())))
     total = sum(by_script.values())
     print(f"JS profile, self time per move by script (total {total / n:.0f} ms incl. idle):")
     for s, ms in by_script.most_common(args.top):
@@ -363,6 +376,7 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
         "by_script": {k: v / n for k, v in by_script.most_common(40)},
         "by_function": [[fn, s, line, ms / n] for (fn, s, line), ms in by_fn.most_common(60)],
         "calls": {k: v / n for k, v in calls.items()},
+        "draws": {k: v / n for k, v in draws.items()},
         "trace": {k: v / n for k, v in kinds.most_common(40)},
     }
 
