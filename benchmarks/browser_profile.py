@@ -2,6 +2,7 @@
 
     python benchmarks/browser_profile.py anisotropy_layer layers_pooling   # the cases below
     python benchmarks/browser_profile.py --steps 4 --top 25 anisotropy_layer
+    python benchmarks/browser_profile.py --calls --model "$(python -c 'from lib.models import DECODER_MODEL as m; print(m)')" attention_layer
 
 Starts `streamlit run app.py`, opens a page in headless Chromium (Debian's /usr/bin/chromium, 1400 px wide),
 moves one control back and forth ``--steps`` times (the first move of each direction not recorded: warm-up),
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -217,6 +219,7 @@ def main() -> None:
     ap.add_argument("--css", default="", help="a style rule added to the page before measuring (an experiment)")
     ap.add_argument("--calls", action="store_true", help="also count plotly.js API calls (a separate pass)")
     ap.add_argument("--json", help="write the aggregates here")
+    ap.add_argument("--model", default="", help="open the pages with this model (a key, e.g. lib.models.DECODER_MODEL)")
     ap.add_argument("--port", type=int, default=None, help="the server's port (default: any free port)")
     ap.add_argument("--big", type=int, default=0,
                     help="first send this many labelled sentences (browser_bench.big_text) from the start page")
@@ -265,7 +268,7 @@ def profile_case(browser, pg, base: str, name: str, args) -> dict:
         pg.locator(f"[data-testid='stSidebarNav'] a[href$='{path}']").first.click()
         pg.wait_for_timeout(500)
     else:
-        pg.goto(base + path)
+        pg.goto(base + path + (f"?model={quote(args.model, safe='')}" if args.model else ""))
     pg.wait_for_selector("[data-testid='stApp']")
     pg.wait_for_function(JS_IDLE)
     pg.wait_for_function(JS_CHARTS_DRAWN)
