@@ -120,6 +120,7 @@ def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
     for layout in (
         {"xaxis": {"side": "top"}},  # labels on top: the top margin, not predicted
         {"xaxis2": {"overlaying": "x", "side": "top"}},  # a second axis over the first
+        {"yaxis": {"scaleanchor": "x", "constrain": "domain"}},  # equal axes shrinking the plot inside its domain
         {"yaxis": {"tickformat": ",.3s"}},  # a number format it does not know
         {"yaxis": {"title": {"text": "two<br>lines"}}},
         {"yaxis": {"tickfont": {"size": 20}}},  # presenter mode's larger fonts
@@ -134,21 +135,6 @@ def test_presizing_only_raises_margins_and_leaves_charts_it_cannot_predict():
     hidden = {"xaxis": {"visible": False}, "yaxis": {"visible": False}, "margin": {"l": 10, "b": 10}}
     fig = figure([{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], hidden)
     assert themed_spec(fig, 980)["layout"]["margin"] == {**LOOK["margin"], "l": 10, "b": 10}
-
-
-def test_equal_axes_get_the_margins_their_labels_need():
-    """Axes constrained to their domain (1 unit = 1 unit: the calculator's arrows) may sit away from the edge, but
-    their labels get their margin all the same, as an ordinary axis's would: left to plotly's automargin, the
-    arrows chart was drawn four times each time the calculator changed."""
-    from lib.charts.common import figure
-
-    equal = {"yaxis": {"scaleanchor": "x", "constrain": "domain"}, "xaxis": {"constrain": "domain"}}
-    plain = figure([{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], {"margin": {"l": 10, "b": 10}})
-    squared = figure(
-        [{"type": "scatter", "x": [0, 1, 2], "y": [0.1, 0.5, 0.9]}], {"margin": {"l": 10, "b": 10}, **equal}
-    )
-    assert themed_spec(squared, 980)["layout"]["margin"] == themed_spec(plain, 980)["layout"]["margin"]
-    assert themed_spec(squared, 980)["layout"]["margin"]["l"] > 10
 
 
 def test_a_tick_label_of_two_lines_gets_one_line_more_of_margin():

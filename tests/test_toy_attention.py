@@ -426,3 +426,21 @@ def test_toy_inputs_from_tables_expands_one_row_per_token_and_keeps_the_ffn():
     np.testing.assert_allclose(block.output, expected.output)
     with pytest.raises(ToyAttentionError):
         inputs.steps(use_positions=False, temperature=0.0)
+
+
+def test_vector_arrows_margins_hold_their_labels_from_the_start():
+    """The arrows chart's margins are set for its axes' labels and titles (plotly's automargin, left to find them,
+    drew it four times per change): at least what ui.plotly_look would size for the same axes unconstrained."""
+    from lib.charts.toy import vector_arrows
+    from ui.plotly_look import presize_margins, themed_spec
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    fig = vector_arrows(X, X @ np.array([[0.6, 0.4], [0.3, 0.7]]), ["The", "cat", "sat"])
+    spec = themed_spec(fig)
+    free = {**spec, "layout": dict(spec["layout"])}
+    for axis in ("xaxis", "yaxis"):
+        free["layout"][axis] = {k: v for k, v in spec["layout"][axis].items() if k not in ("constrain", "scaleanchor")}
+    free["layout"]["margin"] = {**spec["layout"]["margin"], "l": 0, "b": 0}
+    need = presize_margins(free, 704)["layout"]["margin"]
+    assert need["l"] > 40 and need["b"] > 40  # the estimate ran
+    assert spec["layout"]["margin"]["l"] >= need["l"] and spec["layout"]["margin"]["b"] >= need["b"]

@@ -333,7 +333,7 @@ def presize_margins(spec: dict, width: float) -> dict:
     """``spec`` with ``layout.margin`` l and b raised to what its axes' tick labels and titles will push them to
     (a chart ``width`` px wide), so plotly draws it once. Unchanged when a label cannot be predicted: traces
     other than :data:`_SIMPLE_TRACES`, axes on the top or right, overlaying axes, rotated labels, fonts other
-    than the look's. Axes constrained to their domain are sized as if at the edge (see below)."""
+    than the look's."""
     layout, data = spec["layout"], spec["data"]
     names = {k for k in layout if re.fullmatch(r"[xy]axis\d*", k)}
     for t in data:
@@ -347,12 +347,10 @@ def presize_margins(spec: dict, width: float) -> dict:
     need_l = need_b = need_r = 0
     for name in sorted(names):
         axis = layout.get(name) or {}
-        if axis.get("overlaying") or axis.get("anchor") == "free":
+        if axis.get("overlaying") or axis.get("anchor") == "free" or axis.get("constrain") == "domain":
+            # (an axis constrained to its domain shrinks the plot inside it: the labels then sit away from the
+            # edge and may push nothing, so a margin sized for them would only waste room)
             return spec
-        # An axis constrained to its domain (equal axes: the calculator's arrows) shrinks the plot inside it, so
-        # its labels may sit away from the edge and push nothing; they get their margin all the same. The room
-        # that wastes is taken from the longer side of a plot made square, which shrinks by a few px at most when
-        # the chart is nearly square; left to plotly, the calculator's arrows were drawn four times per change.
         anchor = axis.get("anchor") or ("y" if name[0] == "x" else "x") + name[5:]
         across = _domain(layout.get(f"{anchor[0]}axis{anchor[1:]}") or {})
         if across[0] > 0:

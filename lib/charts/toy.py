@@ -105,6 +105,9 @@ def _point(x: Sequence[float], y: Sequence[float], **kw) -> dict:
     return {"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in y], "hoverinfo": "text", **kw}
 
 
+ARROWS_MARGIN = (80, 74)  # px left and below: tick labels such as "0.5" and the titles "dimension 1", "dimension 2"
+
+
 def vector_arrows(
     inputs: np.ndarray,
     outputs: np.ndarray,
@@ -174,6 +177,10 @@ def vector_arrows(
         "annotations": annotations,
         "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0.0,
                    "title": {"text": ""}},  # fmt: skip
+        # room for the axes' labels and titles from the start: plotly's automargin, left to find it, drew this
+        # chart four times each time the calculator changed (ui.plotly_look sizes other charts' margins, not equal
+        # axes'). Wider tick labels (large numbers) still push the margin: one more draw, never a cut label.
+        "margin": {**layout["margin"], "l": ARROWS_MARGIN[0], "b": ARROWS_MARGIN[1]},
     }
     return figure(traces, layout)
 
