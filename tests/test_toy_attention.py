@@ -383,6 +383,36 @@ def test_warmup_arrows_draws_only_complete_rows():
     assert len(fig.layout.annotations) == 4
     assert fig.layout.yaxis.scaleanchor == "x"
 
+
+def test_a_tip_label_fits_beside_its_tip_on_a_phone():
+    """"bank | finance" right of its tip at x = 0.8 and "bank | nature" left of its tip at x = 0.3: the x range
+    leaves each its pixels on a phone's plot (characters x 6.8 px + 12 px of 264 px; "finance" was cut there)."""
+    from lib.charts.toy import (
+        LABEL_GAP_PX,
+        LABEL_PX_PER_CHAR,
+        MAX_WIDENING,
+        PHONE_PLOT_PX,
+        _room_for_labels,
+        warmup_arrows,
+    )
+
+    fig = warmup_arrows(
+        ["bank", "bank"], ["finance", "nature"], np.array([[0.5, 0.5], [0.5, 0.5]]), np.array([[0.8, 0.3], [0.3, 0.8]]),
+        references={"money": (0.9, 0.1), "river": (0.1, 0.9)},
+    )
+    x0, x1 = fig.layout.xaxis.range
+    share = lambda text: (len(text) * LABEL_PX_PER_CHAR + LABEL_GAP_PX) / PHONE_PLOT_PX  # noqa: E731
+    assert x1 - 0.8 >= share("bank | finance") * (x1 - x0) - 1e-6
+    assert 0.3 - x0 >= share("bank | nature") * (x1 - x0) - 1e-6
+    # by hand: one label of share 1/4 right of x = 1 in [0, 1] needs x1 - 1 >= (x1 - 0) / 4: x1 = 4/3
+    chars = (PHONE_PLOT_PX / 4 - LABEL_GAP_PX) / LABEL_PX_PER_CHAR
+    assert _room_for_labels(0.0, 1.0, [(1.0, chars)], []) == pytest.approx((0.0, 4 / 3))
+    assert _room_for_labels(0.0, 1.0, [], [(0.0, chars)]) == pytest.approx((-1 / 3, 1.0))
+    assert _room_for_labels(-5.0, 5.0, [(1.0, chars)], []) == (-5.0, 5.0)  # room enough: unchanged
+    # two long labels facing each other cannot both fit: the range stops at MAX_WIDENING times its width
+    lo, hi = _room_for_labels(0.0, 1.0, [(0.6, 30)], [(0.4, 30)])
+    assert hi - lo == pytest.approx(MAX_WIDENING) and lo < 0 < 1 < hi
+
 def test_switches_are_keyword_only():
     X = [[1.0, 0.0], [0.0, 1.0]]
     with pytest.raises(TypeError):

@@ -100,6 +100,38 @@ def _equal_axes(points: np.ndarray, x_title: str, y_title: str, pad: float = 0.1
     }
 
 
+# A label beside a point must fit the plot on a 390-px phone, where the arrows' plot is 264-273 px wide (measured)
+PHONE_PLOT_PX = 264
+LABEL_PX_PER_CHAR = 6.8  # 14-px labels in Source Sans (its lower-case letters average ~6.6 px)
+LABEL_GAP_PX = 12  # from the point's centre to the label's near end
+MAX_WIDENING = 1.5  # the range grows to at most this times its width (labels that need more are long words)
+
+
+def _room_for_labels(x0: float, x1: float, right: Sequence[tuple[float, int]], left: Sequence[tuple[float, int]]):
+    """An x range ``(x0, x1)`` widened until each label fits beside its point on a phone's plot.
+
+    ``right`` / ``left``: (x of the point, characters of its label) for labels drawn to its right / left. A label
+    needs the share ``f`` of the plot's width that its pixels are of :data:`PHONE_PLOT_PX`: x1 - x >= f (x1 - x0).
+    Labels on both sides depend on each other through the range's width; the range grows by at most
+    :data:`MAX_WIDENING` (two long labels facing each other could otherwise need any width).
+    """
+    lo, hi = x0, x1
+    for _ in range(50):  # converges when the labels' shares add up to less than 1; else stopped by the limit
+        before = (x0, x1)
+        for x, chars in right:
+            f = min(0.95, (chars * LABEL_PX_PER_CHAR + LABEL_GAP_PX) / PHONE_PLOT_PX)
+            x1 = max(x1, (x - f * x0) / (1 - f))
+        for x, chars in left:
+            f = min(0.95, (chars * LABEL_PX_PER_CHAR + LABEL_GAP_PX) / PHONE_PLOT_PX)
+            x0 = min(x0, (x - f * x1) / (1 - f))
+        if x1 - x0 > MAX_WIDENING * (hi - lo) or max(before[0] - x0, x1 - before[1]) <= 1e-9 * (x1 - x0):
+            break
+    if x1 - x0 > MAX_WIDENING * (hi - lo):  # each side keeps its share of the growth the limit allows
+        s = (MAX_WIDENING - 1) * (hi - lo) / ((x1 - x0) - (hi - lo))
+        x0, x1 = lo - s * (lo - x0), hi + s * (x1 - hi)
+    return x0, x1
+
+
 def _point(x: Sequence[float], y: Sequence[float], **kw) -> dict:
     """A scatter trace dict whose hover shows its ``hovertext`` only."""
     return {"type": "scatter", "x": [float(v) for v in x], "y": [float(v) for v in y], "hoverinfo": "text", **kw}
@@ -207,6 +239,7 @@ def warmup_arrows(
     traces = []
     annotations = []
     seen_bases: set[tuple[str, float, float]] = set()
+    beside: dict[str, list[tuple[float, int]]] = {"right": [], "left": []}  # labels beside their tips
     for i in range(m):
         word, ctx = _safe(words[i]), _safe(contexts[i])
         key = (word, float(bases[i, 0]), float(bases[i, 1]))
@@ -223,6 +256,8 @@ def warmup_arrows(
             )
         if np.isfinite(results[i]).all():
             col = colors[i]
+            side = "left" if results[i, 0] < bases[i, 0] else "right"
+            beside[side].append((float(results[i, 0]), len(str(words[i])) + len(str(contexts[i])) + 3))
             annotations.append(_arrow(results[i], col, 3))
             traces.append(
                 _point(
@@ -230,7 +265,7 @@ def warmup_arrows(
                     line={"color": col, "dash": "dot", "width": 1.5},
                     marker={"size": [1, 12], "color": col},
                     text=["", f"{word} | {ctx}"],
-                    textposition=["top center", "middle left" if results[i, 0] < bases[i, 0] else "middle right"],
+                    textposition=["top center", f"middle {side}"],
                     textfont={"color": col, "size": 14},
                     hovertext=["", f"{word} in a {ctx} context {_fmt(results[i])}"],
                     name=f"{word} | {ctx}", showlegend=False,
@@ -251,5 +286,6 @@ def warmup_arrows(
     layout = base_layout(height=height)
     # room for a tip's label beside it ("bank | finance", ~95 px): on a phone the plot is ~250 px wide
     layout |= _equal_axes(np.vstack([bases, finite, *ref_pts]), "dimension 1", "dimension 2", pad=0.42)
+    layout["xaxis"]["range"] = list(_room_for_labels(*layout["xaxis"]["range"], beside["right"], beside["left"]))
     layout |= {"annotations": annotations, "showlegend": False}
     return figure(traces, layout)
