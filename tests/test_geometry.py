@@ -154,13 +154,19 @@ def _closed_form_ledoit_wolf(C: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize(("n", "d"), [(2, 3), (3, 4), (5, 10), (20, 384), (60, 10), (400, 30)])
-def test_ledoit_wolf_shrinkage_equals_the_former_closed_form(n, d):
+def test_ledoit_wolf_shrinkage_equals_scikit_learns_and_the_former_closed_form(n, d):
+    from sklearn.covariance import ledoit_wolf_shrinkage
+
     from lib.stats.geometry import _ledoit_wolf_shrinkage
 
     rng = np.random.default_rng(n + d)
     X = rng.normal(size=(n, d)) * np.linspace(0.1, 5.0, d)
     C = X - X.mean(axis=0)
-    assert _ledoit_wolf_shrinkage(C) == pytest.approx(_closed_form_ledoit_wolf(C), rel=1e-9)
+    alpha = _ledoit_wolf_shrinkage(C)
+    assert alpha == pytest.approx(ledoit_wolf_shrinkage(C, assume_centered=True), rel=1e-9)
+    assert alpha == pytest.approx(_closed_form_ledoit_wolf(C), rel=1e-9)
+    # the scatter either way round (CᵀC or the Gram matrix CCᵀ): the same α
+    assert _ledoit_wolf_shrinkage(C, C.T @ C) == pytest.approx(_ledoit_wolf_shrinkage(C, C @ C.T), rel=1e-9)
 
 
 def test_whitening_shrinkage_on_real_vectors_is_unchanged(encoder):

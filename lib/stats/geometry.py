@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lib.serving.lazy import load
 from lib.stats.similarity import unit_rows as _unit_rows
 
 # A dimension whose standard deviation is at most this fraction of the largest one (or exactly 0)
@@ -221,20 +220,27 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
     )
 
 
-def _ledoit_wolf_shrinkage(C: np.ndarray) -> float:
+def _ledoit_wolf_shrinkage(C: np.ndarray, scatter: np.ndarray | None = None) -> float:
     """Ledoit-Wolf (2004) shrinkage α toward (tr S / d) I for centred data C (n, d), S = CᵀC / n.
 
-    scikit-learn's ``ledoit_wolf_shrinkage(C, assume_centered=True)`` (equal to the closed form the app
-    used before, to 1e-9; a test holds it). Only called with n <= d, and on one BLAS thread like the PCA
-    (threads only contend on a shared 2-core server). It is small next to the eigendecomposition: a whole
-    `fit_covariance` of 12 to 384 vectors × 384 dims took 0.8 to 1.2 times as long as with the former
-    closed form (medians of 20 runs, noisy). Imported here so that importing this module stays light.
+    With m = tr S / d: δ = ‖S - m I‖²_F / d, β = min(δ, (Σ_i ‖c_i‖⁴ / n - ‖S‖²_F) / (n d)), α = β / δ, the
+    formula of scikit-learn's ``ledoit_wolf_shrinkage(C, assume_centered=True)`` (a test holds the two equal to
+    1e-9). ``scatter``: CᵀC (d, d) or the Gram matrix CCᵀ (n, n), whichever the caller has: both have the same
+    trace and Frobenius norm, so either gives ‖S‖_F and tr S. Written here rather than called: importing
+    scikit-learn costs ~0.9 s of CPU, the most of a fresh server's first decoder Anisotropy corpus fits (31
+    layers of 331 vectors, 2026-11-28), and the formula costs O(n d) beside the scatter the fit has made.
     """
-    ledoit_wolf_shrinkage = load("sklearn.covariance").ledoit_wolf_shrinkage
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
-        return float(ledoit_wolf_shrinkage(C, assume_centered=True))
+    n, d = C.shape
+    G = scatter if scatter is not None else (C @ C.T if n <= d else C.T @ C)
+    trace = float(np.trace(G)) / n  # tr S
+    s_fro2 = float(np.sum(G * G)) / (n * n)  # ‖S‖²_F
+    m = trace / d
+    delta = (s_fro2 - 2.0 * m * trace + d * m * m) / d
+    if delta <= 0:
+        return 0.0
+    row4 = float(np.sum(np.einsum("ij,ij->i", C, C) ** 2))  # Σ_i ‖c_i‖⁴
+    beta = min(delta, (row4 / n - s_fro2) / (n * d))
+    return max(beta, 0.0) / delta
 
 
 def whiten(X, fit: CovarianceFit | None = None) -> np.ndarray:
