@@ -238,9 +238,8 @@ def test_fit_from_few_vectors_matches_eigh_of_the_covariance(n, d, seed):
 
 def test_fit_from_few_real_vectors_matches_eigh_of_the_covariance(encoder):
     # the bundled model's target vectors at every layer (n <= d): whitening as eigh of Σ gives it
-    tv = encoder.target_vectors(
-        ["We sat by the [bank].", "The bank raised rates.", "A bank of fog.", "The river bank flooded."], "bank"
-    )
+    sentences = ["We sat by the [bank].", "The bank raised rates.", "A bank of fog.", "A [bank] flooded."]
+    tv = encoder.target_vectors(sentences, "bank")
     for layer in range(tv.vectors.shape[1]):
         X = tv.vectors[:, layer, :].astype(np.float64)
         fit = fit_covariance(X)

