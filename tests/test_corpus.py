@@ -253,6 +253,44 @@ def test_anisotropy_curves_real_model(encoder):
         assert np.all(curves[t][1:] < curves["none"][1:])
 
 
+# The corpus fits keep float32 eigenvectors: what the page shows (three decimals) against float64 ones.
+# Measured on the reference corpus, both bundled models: 1e-8
+FLOAT32_FIT_ATOL = 1e-6
+
+
+@pytest.mark.parametrize("sentences", [8, 60])  # fewer word pieces than dimensions (shrinkage), and more
+def test_float32_eigenvectors_give_the_float64_numbers(encoder, sentences):
+    import dataclasses
+
+    from lib.inputs.corpus import TREATMENTS, anisotropy_curves
+    from lib.stats.geometry import fit_covariance
+    from lib.stats.similarity import cosine_matrix
+
+    enc = encoder.encode(list(load_reference_corpus().sentences[:sentences]), attentions=False)
+    st = corpus_statistics(enc)
+    assert all(f.eigenvectors.dtype == np.float32 for f in st.fits)
+    pairs = list(zip(enc.hidden_states, enc.special, strict=True))
+    rows = [
+        np.concatenate([hs[layer][~np.asarray(sp, dtype=bool)] for hs, sp in pairs])
+        for layer in range(encoder.num_hidden_states)
+    ]  # every non-special word piece's vector, as the statistics read them (float32)
+    exact = dataclasses.replace(st, fits=tuple(fit_covariance(r.astype(np.float32)) for r in rows))
+    assert (st.n_tokens <= encoder.hidden_size) == (sentences == 8)
+    got, want = anisotropy_curves(st, 4), anisotropy_curves(exact, 4)
+    for t in TREATMENTS:
+        np.testing.assert_allclose(got[t], want[t], rtol=0, atol=FLOAT32_FIT_ATOL)
+    sentences_x = ["We sat by the [bank].", "The bank raised rates.", "A bank of fog."]
+    X = encoder.target_vectors(sentences_x, "bank").vectors
+    for layer in range(encoder.num_hidden_states):
+        for t in ("whiten", "topk"):
+            np.testing.assert_allclose(
+                cosine_matrix(st.treat(X[:, layer], layer, t, 4)),
+                cosine_matrix(exact.treat(X[:, layer], layer, t, 4)),
+                rtol=0,
+                atol=FLOAT32_FIT_ATOL,
+            )
+
+
 # ---------------------------------------------------------------- the budget, known before the model runs
 @pytest.mark.parametrize("per_set", [20, 60, 150, 100_000])
 @pytest.mark.parametrize("chunk", [1, 3, 64])

@@ -154,13 +154,19 @@ def _closed_form_ledoit_wolf(C: np.ndarray) -> float:
 
 
 @pytest.mark.parametrize(("n", "d"), [(2, 3), (3, 4), (5, 10), (20, 384), (60, 10), (400, 30)])
-def test_ledoit_wolf_shrinkage_equals_the_former_closed_form(n, d):
+def test_ledoit_wolf_shrinkage_equals_scikit_learns_and_the_former_closed_form(n, d):
+    from sklearn.covariance import ledoit_wolf_shrinkage
+
     from lib.stats.geometry import _ledoit_wolf_shrinkage
 
     rng = np.random.default_rng(n + d)
     X = rng.normal(size=(n, d)) * np.linspace(0.1, 5.0, d)
     C = X - X.mean(axis=0)
-    assert _ledoit_wolf_shrinkage(C) == pytest.approx(_closed_form_ledoit_wolf(C), rel=1e-9)
+    alpha = _ledoit_wolf_shrinkage(C)
+    assert alpha == pytest.approx(ledoit_wolf_shrinkage(C, assume_centered=True), rel=1e-9)
+    assert alpha == pytest.approx(_closed_form_ledoit_wolf(C), rel=1e-9)
+    # the scatter either way round (CᵀC or the Gram matrix CCᵀ): the same α
+    assert _ledoit_wolf_shrinkage(C, C.T @ C) == pytest.approx(_ledoit_wolf_shrinkage(C, C @ C.T), rel=1e-9)
 
 
 def test_whitening_shrinkage_on_real_vectors_is_unchanged(encoder):
@@ -170,6 +176,75 @@ def test_whitening_shrinkage_on_real_vectors_is_unchanged(encoder):
     fit = fit_covariance(X)
     expected = min(1.0, max(_closed_form_ledoit_wolf(X - X.mean(axis=0)), 1e-3))
     assert fit.shrinkage == pytest.approx(expected, rel=1e-9)
+
+
+def _reference_fit(X: np.ndarray):
+    """μ, Σ's eigenvalues and eigenvectors (descending) from ``np.linalg.eigh`` of the d × d covariance itself."""
+    mu = X.mean(axis=0)
+    C = X - mu
+    vals, vecs = np.linalg.eigh(C.T @ C / len(X))
+    return mu, np.clip(vals[::-1], 0.0, None), vecs[:, ::-1]
+
+
+def _reference_whiten(Y: np.ndarray, mu, vals, vecs, alpha: float) -> np.ndarray:
+    lam = (1 - alpha) * vals + alpha * vals.mean()
+    inv = np.where(lam > 1e-9 * lam.max(), 1 / np.sqrt(np.maximum(lam, 1e-300)), 0.0)
+    return (Y - mu) @ (vecs * inv) @ vecs.T
+
+
+def _few_vectors(n: int, d: int, seed: int) -> np.ndarray:
+    """n <= d vectors with a spread of scales like a model's (variances over eight orders of magnitude: the
+    decoder's corpus fits keep directions down to 4e-8 of the largest) and one flat direction (every row's
+    entries add up to 0, as LayerNorm leaves them)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * np.geomspace(1e3, 1e-1, d) + rng.normal(size=d) * 50
+    return X - X.mean(axis=1, keepdims=True)
+
+
+# The fit from the Gram matrix (n <= d) against eigh of Σ: relative to the largest eigenvalue and the
+# vectors' scale, far below the pages' three decimals. Measured on the decoder's reference corpus (31 layers,
+# conditions up to 2.5e7): the Anisotropy page's curves 1e-15, its section 3 cosines 6e-14; here, whitening
+# at a condition of 5e8 (64 vectors in 64 dimensions) 1.5e-8
+GRAM_RTOL = 1e-7
+
+
+@pytest.mark.parametrize(("n", "d", "seed"), [(2, 3, 0), (5, 10, 1), (40, 64, 2), (64, 64, 3), (120, 384, 4)])
+def test_fit_from_few_vectors_matches_eigh_of_the_covariance(n, d, seed):
+    X = _few_vectors(n, d, seed)
+    Y = _few_vectors(7, d, seed + 100)  # other vectors, with parts outside the fit's span
+    fit = fit_covariance(X)
+    mu, vals, vecs = _reference_fit(X)
+    top = vals[0]
+    m = d - fit.n_null
+    assert fit.n_null == int(np.sum(vals <= 1e-9 * top))  # the rank: at most n - 1 directions with variance
+    assert fit.eigenvectors.shape == (d, m) and m <= n - 1
+    np.testing.assert_allclose(fit.eigenvalues, vals, rtol=0, atol=GRAM_RTOL * top)
+    np.testing.assert_allclose(fit.covariance, vecs @ np.diag(vals) @ vecs.T, rtol=0, atol=GRAM_RTOL * top)
+    # orthonormal to about 1e-16 times the condition (measured 1e-17 to 3e-17 times it): Cᵀu / √w divides the
+    # Gram matrix's rounding by the direction's own scale
+    cond = top / fit.eigenvalues[m - 1]
+    np.testing.assert_allclose(fit.eigenvectors.T @ fit.eigenvectors, np.eye(m), rtol=0, atol=1e-15 * cond)
+    ref = _reference_whiten(Y, mu, vals, vecs, fit.shrinkage)
+    scale = np.abs(ref).max()
+    np.testing.assert_allclose(whiten(Y, fit), ref, rtol=0, atol=GRAM_RTOL * scale)
+    assert anisotropy(whiten(Y, fit)) == pytest.approx(anisotropy(ref), abs=GRAM_RTOL)
+    for k in sorted({min(k, m) for k in (1, 3, 10)}):
+        U = vecs[:, :k]
+        expected = (Y - mu) - (Y - mu) @ U @ U.T
+        np.testing.assert_allclose(
+            remove_top_components(Y, k, fit), expected, rtol=0, atol=GRAM_RTOL * np.abs(Y - mu).max()
+        )
+
+
+def test_fit_from_few_real_vectors_matches_eigh_of_the_covariance(encoder):
+    # the bundled model's target vectors at every layer (n <= d): whitening as eigh of Σ gives it
+    sentences = ["We sat by the [bank].", "The bank raised rates.", "A bank of fog.", "A [bank] flooded."]
+    tv = encoder.target_vectors(sentences, "bank")
+    for layer in range(tv.vectors.shape[1]):
+        X = tv.vectors[:, layer, :].astype(np.float64)
+        fit = fit_covariance(X)
+        ref = _reference_whiten(X, *_reference_fit(X), fit.shrinkage)
+        np.testing.assert_allclose(whiten(X, fit), ref, rtol=0, atol=GRAM_RTOL * np.abs(ref).max())
 
 
 def test_whiten_single_vector_is_finite():

@@ -300,11 +300,15 @@ def model_job_cost(enc, pieces: list[int], attentions: int = 0) -> int:
 def corpus_cost(enc, pieces: int) -> int:
     """Bytes lib.inputs.corpus.compute_corpus_statistics holds on a corpus cut to ``pieces`` word pieces: the
     vectors it keeps twice (gathered, then joined), a chunk's pass, each layer's covariance in eigen form
-    ((L + 1) × hidden² float64, kept) with one layer's scratch, and one layer's vectors in float64. Measured
-    2026-11-28 against the peak resident memory (a fresh process, a second run): the reference corpus on the
-    encoder (5,758 pieces) 147–179 MB (175 estimated), its first 24 sentences on the decoder (355) 149 MB (186)."""
+    ((L + 1) × hidden × min(hidden, pieces) float32 eigenvectors, kept: fewer vectors than dimensions have at
+    most that many directions with variance, lib.stats.geometry.fit_covariance) with one layer's float64
+    scratch, and one layer's vectors in float64. Measured 2026-11-28 against the peak resident memory (a fresh
+    process, a second run): the reference corpus on the encoder (5,758 pieces) 178 MB (174 estimated; 147–182
+    in earlier runs), its first 24 sentences on the decoder (355) 97 MB (129; 162 MB when every layer kept
+    hidden² float64 eigenvectors)."""
     longest = max(1, min(MAX_PIECES_PER_SENTENCE, int(pieces)))  # the chunk's batch: sentences up to the cap
-    square = (enc.num_hidden_states + 4) * enc.hidden_size**2 * 8
+    columns = enc.hidden_size * min(enc.hidden_size, max(1, int(pieces)))  # one layer's eigenvectors
+    square = enc.num_hidden_states * columns * 4 + 4 * columns * 8
     return (2 * pass_cost(enc, pieces) + forward_cost(enc, [longest] * max(1, int(pieces) // longest)) + square
             + int(pieces) * enc.hidden_size * 8)
 

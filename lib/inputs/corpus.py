@@ -161,7 +161,8 @@ class CorpusStats:
     n_tokens:      token vectors behind mean/std/fits (all non-special word pieces)
     mean:          (num_layers + 1, hidden) float64, μ per layer
     std:           (num_layers + 1, hidden) float64, σ per layer (population, as in course §5.1)
-    fits:          num_layers + 1 CovarianceFit (μ, Σ in eigen form, whitening shrinkage and note)
+    fits:          num_layers + 1 CovarianceFit (μ, Σ in eigen form, float32 eigenvectors, whitening shrinkage
+                   and note)
     sample:        (num_layers + 1, n_sample, hidden) float32: one occurrence of each of n_sample distinct
                    word pieces; the same occurrences in every layer
     sample_tokens: (n_sample,) the word pieces of `sample`
@@ -308,7 +309,7 @@ class _TokenVectors:
             means.append(X.mean(axis=0))
             stds.append(X.std(axis=0))
             norms.append(np.linalg.norm(X, axis=1).mean())
-            fits.append(fit_covariance(X))
+            fits.append(fit_covariance(X, float32_vectors=True))  # held in the results cache: half the bytes
             if typical is not None:
                 t_means.append(X[typical].mean(axis=0))
                 t_stds.append(X[typical].std(axis=0))
