@@ -211,9 +211,8 @@ def memory_limit_bytes(environ: dict[str, str] | None = None) -> int | None:
     on a hosted copy (``CONTEXT_LENS_MODELS`` set) and no limit (None) on a copy at one's own machine, where a
     larger model alone may pass it and every large job would then empty the cache."""
     env = os.environ if environ is None else environ
-    if _positive_env("CONTEXT_LENS_MEMORY_MB", 0.0, env) > 0:
-        return int(_positive_env("CONTEXT_LENS_MEMORY_MB", DEFAULT_MEMORY_MB, env) * 1024 * 1024)
-    return int(DEFAULT_MEMORY_MB * 1024 * 1024) if hosted_mode(env) else None
+    mb = _positive_env("CONTEXT_LENS_MEMORY_MB", 0.0, env) or (DEFAULT_MEMORY_MB if hosted_mode(env) else 0)
+    return int(mb * 1024 * 1024) if mb else None
 
 
 def nbytes(obj, _seen: set[int] | None = None) -> int:
