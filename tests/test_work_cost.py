@@ -5,7 +5,7 @@ the reference corpus's statistics).
 The work queue admits heavy jobs by these estimates (lib.serving.work), so an estimate below the real peak lets
 the server pass its memory bound; one far above it makes jobs wait for nothing. Each job runs in a fresh Python
 process (nothing of the test run's other work in its memory), its peak read from the kernel (VmHWM, reset
-through /proc/self/clear_refs just before the job).
+through /proc/self/clear_refs just before the job), with glibc's malloc set as the server sets it (ui.startup).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from threadpoolctl import threadpool_limits
 
 from lib.inputs.corpus import bounded_corpus, compute_corpus_statistics, corpus_budget, load_reference_corpus
 from lib.models import load_model
-from lib.serving.memory import release_memory
+from lib.serving.memory import fix_mmap_threshold, limit_arenas, release_memory
 from lib.stats.baseline import other_token_masks
 from lib.stats.context import MAX_PIECES, MAX_WORDS, occlusion
 from lib.stats.layer_profile import layer_profile
@@ -43,6 +43,8 @@ from ui.work import corpus_cost, model_job_cost, occlusion_cost, profile_cost
 
 torch.set_num_threads(1)  # as the server runs
 threadpool_limits(1)  # numpy's BLAS too (ui.startup.limit_blas_threads): more threads, more buffers of their own
+limit_arenas()  # and glibc's malloc as the server sets it (ui.startup): without the fixed mmap threshold, freed
+fix_mmap_threshold()  # hidden states stay in the heap and a set's peak wanders by ~25 MB from run to run
 
 
 def kb(key):
