@@ -84,7 +84,7 @@ def _target_vectors(encoder, split, chunk=100):
 def readouts(wsd_encoder):
     out = {}
     for w in WORDS:
-        train, test = load_split(w, "train", limit=400), load_split(w, "test", limit=200)
+        train, test = load_split(w, "train", limit=200), load_split(w, "test", limit=100)  # enough: crane 0.95 as with 400/200
         xtr, ytr = _target_vectors(wsd_encoder, train)
         xte, yte = _target_vectors(wsd_encoder, test)
         # at most a few sentences may be lost to the length limit

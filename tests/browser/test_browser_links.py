@@ -8,7 +8,7 @@ import pytest
 
 from lib.inputs.presets import preset_by_id
 from lib.inputs.sentences import pack_text
-from tests.browser._browser import LOAD_MS, exceptions, screenshot, wait_charts, wait_idle
+from tests.browser._browser import exceptions, screenshot, wait_charts, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -114,23 +114,3 @@ def test_a_bad_page_parameter_in_a_link_is_explained(page, server):
     assert not exceptions(page)
     assert "Layer 1, head 1" in page.locator("[data-testid='stMain']").inner_text()  # the default is used
     assert "“attn_head” value is not a whole number" in sidebar(page).inner_text()
-
-
-def test_a_link_straight_to_a_page_on_a_fresh_server_gets_the_app_shell(browser_context):
-    """The first visitor after a restart may arrive through a shared link to any page, not only /."""
-    from tests.browser._browser import served
-
-    with served() as (_proc, base, _log):
-        pg = browser_context.new_page()
-        try:
-            pg.goto(base + "/calculator?calc_causal=1")
-            wait_charts(pg)
-            # the navigation comes with app.py's run (a rerun through it may follow the page's first run)
-            sidebar(pg).locator("[data-testid='stSidebarNav']").get_by_text("Attention by hand").wait_for(timeout=LOAD_MS)
-            wait_charts(pg)
-            assert not exceptions(pg)
-            nav = sidebar(pg).inner_text()
-            assert "Start here" in nav and "Attention by hand" in nav, nav[:500]
-            assert sidebar(pg).get_by_role("combobox", name="Preset").count() == 1
-        finally:
-            pg.close()

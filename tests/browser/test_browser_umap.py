@@ -1,5 +1,6 @@
 """UMAP never blocks a page: a fresh server whose first page is Projections with UMAP chosen shows PCA first,
-then switches to UMAP by itself when the background warm-up has compiled it (no input from the learner).
+then switches to UMAP by itself when the background warm-up has compiled it (no input from the learner). That
+first visitor arrived through a shared link to a page, not to /: they get the whole app shell too.
 
 Needs its own fresh server (the session's server has warmed UMAP up long ago). Not timed: it only checks
 the order of what the learner sees.
@@ -45,6 +46,10 @@ JS_RECORD_HEADINGS = """(() => {
 })();"""
 
 
+def sidebar(pg):
+    return pg.locator("[data-testid='stSidebar']")
+
+
 def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_dir):
     """A fresh server's Projections page with UMAP chosen shows PCA first (with a note that UMAP follows),
     then UMAP without any input.
@@ -78,5 +83,11 @@ def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_d
             assert "Traceback" not in server_log, server_log[-3000:]
             assert headings and "PCA" in headings[0] and "UMAP" in headings[-1], (headings, server_log[-3000:])
             assert pg.evaluate("() => window.__pcaNote === true")  # the PCA map said that UMAP follows
+            # the first visitor after a restart may arrive through a link to any page: the navigation comes with
+            # app.py's run (a rerun through it may follow the page's first run), the sidebar's controls too
+            sidebar(pg).locator("[data-testid='stSidebarNav']").get_by_text("Attention by hand").wait_for(timeout=LOAD_MS)
+            nav = sidebar(pg).inner_text()
+            assert "Start here" in nav and "Attention by hand" in nav, nav[:500]
+            assert sidebar(pg).get_by_role("combobox", name="Preset").count() == 1
         finally:
             pg.close()
