@@ -400,10 +400,10 @@ def test_concurrent_sends_never_overrun_a_cap(store, monkeypatch):
 
 
 NEW_STORE = """
-import sys, time
+import sys
 from lib import board as lb
-start = float(sys.argv[2])
-time.sleep(max(0.0, start - time.time()))
+print("ready", flush=True)  # imported: wait for the others
+sys.stdin.readline()  # go (every process at once)
 try:
     lb.BoardStore(sys.argv[1]).dispose()
 except Exception as err:
@@ -430,12 +430,16 @@ def test_processes_opening_a_new_database_at_once_share_one_schema(db_url, root)
     every one of them starts, and the schema is made once."""
     for attempt in range(2):
         url = fresh_database(db_url, f"race{attempt}")
-        start = time.time() + 6.0  # after every interpreter has imported SQLAlchemy
         procs = [
-            subprocess.Popen([sys.executable, "-c", NEW_STORE, url, str(start)], cwd=root, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
+            subprocess.Popen([sys.executable, "-c", NEW_STORE, url], cwd=root, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for _ in range(6)
         ]  # fmt: skip
+        ready = [p.stdout.readline().strip() for p in procs]  # each has imported SQLAlchemy and lib.board
+        assert ready == ["ready"] * len(procs), ready
+        for p in procs:  # then all open the new database at the same moment
+            p.stdin.write("go\n")
+            p.stdin.flush()
         outs = [p.communicate(timeout=120)[0].strip() for p in procs]
         assert all(p.returncode == 0 for p in procs), outs
         s = lb.BoardStore(url)
