@@ -44,6 +44,7 @@ JS_CHARTS_DRAWN = """() => { const boxes = document.querySelectorAll('[data-test
 JS_SIZED = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')).every(g => {
     const svg = g.querySelector('.main-svg'), w = g.getBoundingClientRect().width;
     return g._fullLayout && svg && Math.abs(g._fullLayout.width - w) <= 1 && Math.abs(+svg.getAttribute('width') - w) <= 1; })"""
+JS_CHART_COUNT = """() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot').length"""
 JS_CHART_DATA = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
     .map(g => JSON.stringify(g.data || []))"""
 JS_CHANGED = """(before) => { const now = Array.from(
@@ -393,10 +394,12 @@ def wait_charts(pg, timeout_ms: int = LOAD_MS) -> list[str]:
         left = max(1000, int((deadline - time.monotonic()) * 1000))
         wait_idle(pg, left)
         pg.wait_for_function(JS_CHARTS_DRAWN, timeout=left)
-        data = pg.evaluate(JS_CHART_DATA)
+        count = pg.evaluate(JS_CHART_COUNT)  # the data itself once, when settled (each read is a JSON of every chart)
         pg.wait_for_timeout(600)
-        if pg.evaluate(JS_IDLE) and pg.evaluate(JS_CHARTS_DRAWN) and len(pg.evaluate(JS_CHART_DATA)) == len(data):
-            return pg.evaluate(JS_CHART_DATA)
+        if pg.evaluate(JS_IDLE) and pg.evaluate(JS_CHARTS_DRAWN):
+            settled = pg.evaluate(JS_CHART_DATA)
+            if len(settled) == count:
+                return settled
         if time.monotonic() > deadline:
             raise AssertionError(f"the page's charts did not settle within {timeout_ms / 1000:.0f} s")
 
