@@ -50,6 +50,8 @@ def test_students_on_two_replicas_reach_one_board(chromium):
                 send(pg, sense, sentence)
                 sent.append(sentence)
             teacher.wait_for_selector("text=Waiting for you (4)", timeout=LOAD_MS)  # refreshes by itself
+            for s in sent:  # the rows under that count are drawn one by one as the run goes on
+                teacher.get_by_text(s).first.wait_for(timeout=60_000)
             text = main_text(teacher)
             assert all(s in text for s in sent)
             teacher.locator("[class*='st-key-board_accept_'] button").click()
