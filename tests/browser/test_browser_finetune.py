@@ -85,7 +85,7 @@ def test_the_default_task_trains_on_real_sentences(page, server, shots_dir):
     page.get_by_role("button", name="Train", exact=True).click()
     page.wait_for_selector(PROGRESS, timeout=120_000)
     wait_chart_count(page, CHARTS, timeout_ms=600_000)
-    page.wait_for_timeout(500)
+    page.get_by_text("The frozen head on the same split scores").first.wait_for(timeout=60_000)  # the verdict's text
     assert not exceptions(page), exceptions(page)
     text = _main_text(page)
     assert "The frozen head on the same split scores" in text and "test sentences, scored once" in text
