@@ -113,12 +113,23 @@ def send(pg, sense: str, sentence: str) -> float:
     return pg.evaluate("Date.now()")
 
 
+ACCEPT = "[class*='st-key-board_accept_'] button"
+
+
 def accept_all(teacher) -> float:
-    button = teacher.locator("[class*='st-key-board_accept_'] button")
-    button.wait_for(timeout=SEND_MS)
-    at = teacher.evaluate("Date.now()")
-    button.click()
-    return at
+    """Click the moderation view's one Accept button; returns when (the page's clock, ms). The button's key names
+    the rows it accepts, so while the list refreshes the old button and the new one can both be on the page for
+    a moment (seen on a busy machine): the click waits until one is left."""
+    for attempt in range(3):
+        teacher.wait_for_function("(sel) => document.querySelectorAll(sel).length === 1", arg=ACCEPT, timeout=SEND_MS)
+        at = teacher.evaluate("Date.now()")
+        try:
+            teacher.locator(ACCEPT).click(timeout=SEND_MS)
+            return at
+        except Exception as err:  # a newer list arrived between the count and the click: wait for it again
+            if "strict mode violation" not in str(err) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 def run_class(browser, base: str, pid: int, student_link: str, teacher_link: str, n_students: int) -> tuple:
