@@ -19,6 +19,7 @@ from tests.browser._browser import (
     served,
     wait_charts,
 )
+from tests.browser.test_browser_links import sidebar
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,10 +45,6 @@ JS_RECORD_HEADINGS = """(() => {
     };
     new MutationObserver(seen).observe(document, {subtree: true, childList: true, characterData: true});
 })();"""
-
-
-def sidebar(pg):
-    return pg.locator("[data-testid='stSidebar']")
 
 
 def test_fresh_server_shows_pca_then_umap_without_input(browser_context, shots_dir):
