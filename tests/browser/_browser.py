@@ -154,10 +154,17 @@ def page_url(base: str, path: str, default: bool) -> str:
 
 # The two screens every page must fit: a phone (Streamlit stacks the columns) and a projector, in presenter mode.
 SCREENS = {"phone": {"width": 390, "height": 844}, "projector": {"width": 1280, "height": 720}}
+JS_FORGET_SIDEBAR = """Object.keys(window.localStorage).filter(k => k.startsWith('stSidebarCollapsed'))
+    .forEach(k => window.localStorage.removeItem(k));"""
 
 
 def open_on(pg, screen: str, url: str) -> None:
-    """Open ``url`` in ``pg`` sized as :data:`SCREENS` ``[screen]``; on the projector with ``presenter=1`` added."""
+    """Open ``url`` in ``pg`` sized as :data:`SCREENS` ``[screen]``; on the projector with ``presenter=1`` added.
+
+    As a first visit: Streamlit remembers a sidebar opened or closed by hand (``stSidebarCollapsed-*`` in the
+    origin's localStorage), and the tests' tabs share one profile, so that memory is cleared before the page's
+    scripts run."""
+    pg.add_init_script(JS_FORGET_SIDEBAR)
     pg.set_viewport_size(SCREENS[screen])
     if screen == "projector":
         url += ("&" if "?" in url else "?") + "presenter=1"

@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PAGES = chart_pages() + [p for p in app_pages() if Path(p[0]).stem in DECODER_ONLY]
 # Each page once on the phone, where the decoder's 31 layers and 9 heads have ~358 px; on the projector (presenter
 # fonts, ~1,200 px) the pages with a chart over every layer or head, and the pages only the decoder has (the
-# encoder's screens, tests/browser/test_browser_screens.py, check every page on both): a page load is ~5 s of
+# encoder's pages are checked on both: tests/browser/test_browser_screens.py and test_browser_pages.py): a page load is ~5 s of
 # Chromium's CPU here, and every page twice was 18 of them.
 PROJECTOR = {"layers", "attention", *DECODER_ONLY}
 CASES = [(*p, screen) for p in PAGES for screen in SCREENS if screen == "phone" or Path(p[0]).stem in PROJECTOR]

@@ -3,8 +3,8 @@
 A hosted copy may have no way out (the container runs with ``--network none``), and a class's school network may
 block the rest; a request that cannot be answered costs the page a timeout or a broken icon. Every browser test's
 tab is watched for such a request (the ``page`` fixture, tests/browser/conftest.py), so the pages the other browser
-tests open (every page that draws a chart, at both screens: test_browser_screens.py) are checked there; here, the
-ones they do not open as they first appear, with every request off this machine stopped.
+tests open (every page that draws a chart, on both screens: test_browser_screens.py and test_browser_pages.py)
+are checked there; here, the ones they do not open as they first appear, with every request off this machine stopped.
 """
 
 from __future__ import annotations

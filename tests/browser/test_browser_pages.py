@@ -1,5 +1,8 @@
-"""Every page in a real browser: it loads, raises nothing, draws its charts, saves a file that opens offline with
-the same charts (tests/browser/test_browser_export.py's helpers), and reacts to a control.
+"""Every page in a real browser, as a teacher uses it on a 1280 x 720 projector in presenter mode: it loads, raises
+nothing, draws its charts, fits the screen and passes axe (tests/browser/test_browser_screens.py's checks, which
+test the phone there), reacts to a control (the sidebar's preset with the sidebar opened, presenter mode starts with
+it closed), and saves a file that opens offline with the same charts (tests/browser/test_browser_export.py's
+helpers).
 
 Run:  python -m pytest tests/browser -q  (skips with install hints without Chromium/Playwright; CI=true fails)
 """
@@ -14,6 +17,7 @@ from tests.browser._browser import (
     chart_pages,
     chart_summary,
     exceptions,
+    open_on,
     page_url,
     screenshot,
     wait_changed,
@@ -21,6 +25,7 @@ from tests.browser._browser import (
     wait_idle,
 )
 from tests.browser.test_browser_export import saved_opens_offline_and_reopens
+from tests.browser.test_browser_screens import check_screen
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -41,6 +46,9 @@ def change_control(pg, control: tuple[str, ...]) -> None:
     kind = control[0]
     main = pg.locator("[data-testid='stMain']")
     if kind == "preset":
+        opener = pg.locator("[data-testid='stExpandSidebarButton']")
+        if opener.is_visible():  # presenter mode starts with the sidebar closed
+            opener.click()
         pg.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
         pg.get_by_role("option", name=control[1]).click()
     elif kind == "toggle":
@@ -61,18 +69,18 @@ def change_control(pg, control: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
 def test_page_draws_saves_a_file_that_opens_offline_and_reacts(page, server, browser_context, shots_dir, path, title,
                                                                 default):  # fmt: skip
-    """Each page in one tab: it loads and draws; a control redraws a chart; then "Download this page" saves a file
-    that opens with the network cut and shows the page's charts, and whose link reopens that view (the control's
-    new value too) in a new session."""
+    """Each page in one tab on the projector: it loads and draws and fits the screen; a control redraws a chart;
+    then "Download this page" saves a file that opens with the network cut and shows the page's charts, and whose
+    link reopens that view (the control's new value and presenter mode too) in a new session."""
     stem = Path(path).stem
-    page.goto(page_url(server, path, default))
+    open_on(page, "projector", page_url(server, path, default))
     before = wait_charts(page)
     assert not exceptions(page), exceptions(page)
     assert before, f"{title}: no plotly chart on the page"
     first = chart_summary(before[0])
     assert first["traces"] > 0, f"{title}: the main chart has no data"
     assert page.locator("h1").first.is_visible()
-    screenshot(page, shots_dir, f"{stem}-1-loaded")
+    check_screen(page, "projector", title, shots_dir, stem)
 
     control = CONTROLS.get(stem, DEFAULT_CONTROL)
     change_control(page, control)

@@ -1,6 +1,7 @@
-"""Every page on a 390 x 844 phone and on a 1280 x 720 projector (presenter mode), in a real browser.
+"""Every page on a 390 x 844 phone and on a 1280 x 720 projector (presenter mode), in a real browser: the phone
+here, the projector on the first load of tests/browser/test_browser_pages.py's sweep (one page load fewer a page).
 
-Checked on each page: no horizontal scrolling; on the phone the sidebar starts closed (it does not cover the
+Checked on each page (:func:`check_screen`): no horizontal scrolling; on the phone the sidebar starts closed (it does not cover the
 page); on the projector the page's main chart starts in the upper half of the first screen (top < 360 px of
 720: presenter mode's compact title, introduction and controls, ui.style.PRESENTER_CSS); no chart's text is cut at the
 chart's edge or runs into another title (JS_CUT_TEXT); and axe-core's WCAG 2 A/AA rules find no violation. A screenshot of each is saved (paths printed at the end of the run).
@@ -21,7 +22,6 @@ from tests.browser._browser import (
     JS_CUT_TEXT,
     LOAD_MS,
     ROOT,
-    SCREENS,
     chart_pages,
     exceptions,
     on_ci,
@@ -97,15 +97,23 @@ def axe_violations(pg) -> list[dict]:
     return pg.evaluate(JS_AXE, AXE_TAGS)
 
 
-@pytest.mark.parametrize("screen", list(SCREENS))
 @pytest.mark.parametrize("path,title,default", PAGES, ids=[Path(p).stem for p, _, _ in PAGES])
-def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, title, default, screen):
-    open_on(page, screen, page_url(server, path, default))
+def test_page_fits_a_phone_and_passes_axe(page, server, shots_dir, path, title, default):
+    """The phone here; the projector on the first load of tests/browser/test_browser_pages.py's sweep, which opens
+    every page in presenter mode on the projector's screen and calls :func:`check_screen` before working it."""
+    open_on(page, "phone", page_url(server, path, default))
     wait_charts(page)
+    check_screen(page, "phone", title, shots_dir, Path(path).stem)
+
+
+def check_screen(page, screen: str, title: str, shots_dir: Path, stem: str) -> None:
+    """The checks of a page opened on ``screen`` (:func:`open_on`) whose charts are drawn: no sideways scroll; on
+    the phone no sidebar over the page, on the projector the main chart in the screen's upper half; no chart text
+    cut or overlapping; every control reachable by Tab; axe-core's WCAG rules; no JavaScript error."""
     wait_sized(page)  # plotly's responsive resize after the first draw
     assert not exceptions(page), exceptions(page)
     layout = page.evaluate(JS_LAYOUT)
-    screenshot(page, shots_dir, f"{Path(path).stem}-{screen}")
+    screenshot(page, shots_dir, f"{stem}-{screen}")
 
     assert layout["pageScroll"] <= 0 and layout["mainScroll"] <= 0, f"{title} scrolls sideways: {layout}"
     if screen == "phone":
@@ -122,7 +130,7 @@ def test_page_fits_the_screen_and_passes_axe(page, server, shots_dir, path, titl
     assert keyboard["checked"] > 0 and not keyboard["unreachable"], f"{title}: not reachable by Tab: {keyboard}"
     if screen == "phone":  # a second picture with the main chart in view
         page.locator("[data-testid='stMain'] [data-testid='stPlotlyChart']").first.scroll_into_view_if_needed()
-        screenshot(page, shots_dir, f"{Path(path).stem}-{screen}-chart")
+        screenshot(page, shots_dir, f"{stem}-{screen}-chart")
     violations = axe_violations(page)
     assert not violations, f"{title} ({screen}): axe-core found {violations}"
     assert not page.errors, page.errors
