@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser._browser import (
+    CHANGE_MS,
     chart_pages,
     chart_summary,
     exceptions,
@@ -40,6 +41,8 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "lesson": ("select", "Step", "2."),
 }
 DEFAULT_CONTROL = ("preset", "bat: animal, sports")
+JS_SIDEBAR_OPEN = """() => { const s = document.querySelector('[data-testid="stSidebar"]');
+    const r = s && s.getBoundingClientRect(); return !!r && r.width > 100 && r.left >= 0; }"""
 
 
 def change_control(pg, control: tuple[str, ...]) -> None:
@@ -47,10 +50,20 @@ def change_control(pg, control: tuple[str, ...]) -> None:
     main = pg.locator("[data-testid='stMain']")
     if kind == "preset":
         opener = pg.locator("[data-testid='stExpandSidebarButton']")
-        if opener.is_visible():  # presenter mode starts with the sidebar closed
+        if opener.is_visible():  # presenter mode starts with the sidebar closed: open it, wait until it is in
             opener.click()
-        pg.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
-        pg.get_by_role("option", name=control[1]).click()
+            pg.wait_for_function(JS_SIDEBAR_OPEN, timeout=CHANGE_MS)
+        option = pg.get_by_role("option", name=control[1])
+        for attempt in range(3):  # a click while the sidebar still slides in can miss the list (a busy machine)
+            pg.locator("[data-testid='stSidebar'] [data-testid='stSelectbox']").first.click()
+            try:
+                option.wait_for(timeout=10_000)
+                break
+            except Exception:
+                if attempt == 2:
+                    raise
+                pg.keyboard.press("Escape")
+        option.click()
     elif kind == "toggle":
         main.locator("[data-testid='stCheckbox']").filter(has_text=control[1]).first.locator("label").click()
     elif kind == "slider":
