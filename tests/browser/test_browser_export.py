@@ -54,10 +54,11 @@ def download(pg, label: str) -> str:
     return Path(dl.value.path()).read_text(encoding="utf-8")
 
 
-def saved_opens_offline_and_reopens(page, context, url: str, title: str, shown: list[str]) -> None:
+def saved_opens_offline_and_reopens(page, context, url: str, title: str, shown: list[str], *,
+                                    reopen: bool = True) -> str:  # fmt: skip
     """"Download this page" on ``page`` (at ``url``, showing the charts ``shown``): the file opens with every request
-    stopped and none made, draws the same charts, and its link reopens the same view in a new session (a new tab).
-    Every page goes through it (tests/browser/test_browser_pages.py)."""
+    stopped and none made, draws the same charts, and (``reopen``) its link reopens the same view in a new session
+    (a new tab). Returns the file's link. Every page goes through it (tests/browser/test_browser_pages.py)."""
     html = download(page, "Download this page")
     assert len(html.encode()) <= 6_000_000
     saved = open_offline(context, html)
@@ -74,6 +75,8 @@ def saved_opens_offline_and_reopens(page, context, url: str, title: str, shown: 
         print(f"{title}: {len(html.encode()) / 1e6:.2f} MB, drawn {saved['ms']:.0f} ms after opening")
     finally:
         saved["page"].close()
+    if not reopen:
+        return link
     # the file's link reopens the same view: the same charts with the same data
     reopened = context.new_page()  # a new tab: a new session, as a student opening the link
     try:
@@ -84,6 +87,7 @@ def saved_opens_offline_and_reopens(page, context, url: str, title: str, shown: 
             assert _close(_traces(a), _traces(b)), f"{title}: chart {i + 1} differs after reopening the file's link"
     finally:
         reopened.close()
+    return link
 
 
 def test_the_lesson_file_holds_every_step(page, server, browser_context):

@@ -10,6 +10,7 @@ Run:  python -m pytest tests/browser -q  (skips with install hints without Chrom
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -41,6 +42,11 @@ CONTROLS: dict[str, tuple[str, ...]] = {
     "lesson": ("select", "Step", "2."),
 }
 DEFAULT_CONTROL = ("preset", "bat: animal, sports")
+# The saved file's link is opened again in a new tab on the pages whose control is their own, and on the start
+# page for the preset: that a link carries each page's controls and the shared set back into a new session, every
+# page and key, is tests/test_links.py's (AppTest); on the other preset pages the link is checked to carry the
+# preset, which saves a page load each (~5 s of Chromium's CPU here).
+REOPEN = {"home", "attention", "calculator", "lesson"}
 JS_SIDEBAR_OPEN = """() => { const s = document.querySelector('[data-testid="stSidebar"]');
     const r = s && s.getBoundingClientRect(); return !!r && r.width > 100 && r.left >= 0; }"""
 
@@ -104,7 +110,13 @@ def test_page_draws_saves_a_file_that_opens_offline_and_reacts(page, server, bro
     screenshot(page, shots_dir, f"{stem}-2-after-{control[0]}")
     assert not page.errors, page.errors  # no JavaScript errors either
 
-    saved_opens_offline_and_reopens(page, browser_context, page_url(server, path, default), title, after)
+    link = saved_opens_offline_and_reopens(
+        page, browser_context, page_url(server, path, default), title, after, reopen=stem in REOPEN
+    )
+    query = parse_qs(urlsplit(link).query)
+    assert query.get("presenter") == ["1"], link
+    if control[0] == "preset":
+        assert query.get("preset") == ["bat"], link
 
 
 def test_every_listed_page_is_in_the_navigation(page, server):
