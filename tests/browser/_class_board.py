@@ -116,15 +116,22 @@ def send(pg, sense: str, sentence: str) -> float:
 ACCEPT = "[class*='st-key-board_accept_'] button"
 
 
+def one_accept_button(teacher):
+    """The moderation view's Accept button, once it is the only one. The button's key names the rows it accepts,
+    so while the list refreshes the old button and the new one can both be on the page for a moment (seen on a
+    busy machine)."""
+    teacher.wait_for_function("(sel) => document.querySelectorAll(sel).length === 1", arg=ACCEPT, timeout=SEND_MS)
+    return teacher.locator(ACCEPT)
+
+
 def accept_all(teacher) -> float:
-    """Click the moderation view's one Accept button; returns when (the page's clock, ms). The button's key names
-    the rows it accepts, so while the list refreshes the old button and the new one can both be on the page for
-    a moment (seen on a busy machine): the click waits until one is left."""
+    """Click the moderation view's one Accept button (:func:`one_accept_button`); returns when (the page's clock,
+    ms)."""
     for attempt in range(3):
-        teacher.wait_for_function("(sel) => document.querySelectorAll(sel).length === 1", arg=ACCEPT, timeout=SEND_MS)
+        button = one_accept_button(teacher)
         at = teacher.evaluate("Date.now()")
         try:
-            teacher.locator(ACCEPT).click(timeout=SEND_MS)
+            button.click(timeout=SEND_MS)
             return at
         except Exception as err:  # a newer list arrived between the count and the click: wait for it again
             if "strict mode violation" not in str(err) or attempt == 2:

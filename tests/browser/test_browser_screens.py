@@ -1,8 +1,8 @@
 """Every page on a 390 x 844 phone and on a 1280 x 720 projector (presenter mode), in a real browser: the phone
 here, the projector on the first load of tests/browser/test_browser_pages.py's sweep (one page load fewer a page).
 
-Checked on each page (:func:`check_screen`): no horizontal scrolling; on the phone the sidebar starts closed (it does not cover the
-page); on the projector the page's main chart starts in the upper half of the first screen (top < 360 px of
+Checked on each page (:func:`check_screen`): no horizontal scrolling; on the phone the sidebar starts closed (it
+does not cover the page); on the projector the page's main chart starts in the upper half of the first screen (top < 360 px of
 720: presenter mode's compact title, introduction and controls, ui.style.PRESENTER_CSS); no chart's text is cut at the
 chart's edge or runs into another title (JS_CUT_TEXT); and axe-core's WCAG 2 A/AA rules find no violation. A screenshot of each is saved (paths printed at the end of the run).
 
