@@ -90,7 +90,8 @@ pooling = c2.radio(
     POOLINGS,
     key="layers_pooling",
     format_func={"layer": "one layer", "last4": "mean of last 4 layers", "all": "mean of all layers"}.get,
-    help="The course's pooling choices; the choice applies to every view on this page.",
+    help="The course's pooling choices: the similarity matrix shows the chosen vector; the charts over the layers "
+    "show every layer and both means, the chosen one marked.",
 )
 layer = c1.slider(
     "Layer",
@@ -132,7 +133,7 @@ def sub(values):
 
 
 pair_means = a.computed("layers_pair_means", compute=lambda: prof.pair_means)  # (K + 2,)
-mark = min(r, K)  # the chosen layer's place on the per-layer charts (a pooled vector's: after the K layers)
+mark = r  # the chosen vector's place on the charts over the layers (a pooled one's: after the K layers, where drawn)
 zrange = a.computed("layers_colour_range", adjust, compute=lambda: prof.colour_range(adjusted=adjust))  # one scale for every layer
 
 # ------------------------------------------------------------------------------------- 1. matrix
@@ -204,9 +205,8 @@ if cue_of:  # a preset whose sentences name the cue before or only after the wor
 # ------------------------------------------------------------------------------------- 2. static
 st.header("2. Static vs contextual")
 zero = "layer 0: + position" if enc.layer_zero.startswith("word piece + position") else "layer 0: as input"
+# the same three whatever vector is chosen above: the chart stays as drawn while the slider moves
 reps = [("static word piece (no position)", None), (zero, 0), (f"layer {L}: + context", L)]
-if r not in (0, L):
-    reps.append((rep, r))
 chart(
     a.figure(
         "layers_static",
@@ -247,15 +247,16 @@ def trajectories():
         PairLine(f"S{i + 1} – S{j + 1}", sub(prof.cosines[:, i, j])[:K], (senses[i] == senses[j]) if labelled else None)
         for i, j in drawn
     ]
-    pooled_point = None
-    if choice.is_pooled:
-        pooled_point = PooledPoint(
-            rep_names[r],
-            same=float(sub(sims.same)[r]) if labelled and sims.same is not None else None,
-            different=float(sub(sims.different)[r]) if labelled and sims.different is not None else None,
-            all_pairs=None if labelled else float(sub(pair_means)[r]),
-            baseline=None if adjust or prof.baseline is None else float(base_mean[r]),
+    pooled_points = [  # both means, always: a change of pooling then only moves the mark (ui.widgets.layer_chart)
+        PooledPoint(
+            rep_names[i],
+            same=float(sub(sims.same)[i]) if labelled and sims.same is not None else None,
+            different=float(sub(sims.different)[i]) if labelled and sims.different is not None else None,
+            all_pairs=None if labelled else float(sub(pair_means)[i]),
+            baseline=None if adjust or prof.baseline is None else float(base_mean[i]),
         )
+        for i in (K, K + 1)
+    ]
     band = None
     if prof.baseline is not None and not adjust:
         band = (prof.baseline.mean[:K], prof.baseline.low[:K], prof.baseline.high[:K])
@@ -266,13 +267,13 @@ def trajectories():
         all_pairs=None if labelled else sub(pair_means)[:K],
         baseline=band,
         pairs=pairs,
-        pooled=pooled_point,
+        pooled=pooled_points,
         adjusted=adjust,
     )
 
 
 layer_chart(
-    a.figure("layers_trajectories", bool(drawn), adjust, r if choice.is_pooled else None, build=trajectories),
+    a.figure("layers_trajectories", bool(drawn), adjust, build=trajectories),
     key="layers_trajectories",
     at=mark,
     download="context_lens_trajectories",
@@ -299,6 +300,10 @@ else:
         f"Without sense labels the page shows the mean over all pairs (blue, {pair_means[0]:.2f} at layer 0, "
         f"{pair_means[L]:.2f} at layer {L}) and the pairs themselves."
     )
+prose(
+    "Diamonds: the same for the mean of the last 4 layers and of all layers. Black line: the chosen vector.",
+    caption=True,
+)
 
 # ------------------------------------------------------------------------------------- 4. baseline
 st.header("4. Is a high cosine high? Compare with random words")
@@ -386,13 +391,12 @@ else:
     layer_chart(
         a.figure(
             "layers_readout",
-            r if choice.is_pooled else None,
             build=lambda: readout_chart(
                 names,
                 ro.accuracy[:K],
                 ro.majority_baseline,
                 best=best,
-                pooled=(rep_names[r], float(ro.accuracy[r])) if choice.is_pooled else None,
+                pooled=[(rep_names[i], float(ro.accuracy[i])) for i in (K, K + 1)],
                 chance=(rc.shuffled_mean[:K], rc.shuffled_p95[:K]),
             ),
         ),

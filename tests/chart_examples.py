@@ -187,7 +187,7 @@ EXAMPLES = {
         all_pairs=RNG.random(7),
         baseline=(RNG.random(7), RNG.random(7), RNG.random(7)),
         pairs=[layers.PairLine("S1–S2", RNG.random(7), True)],
-        pooled=layers.PooledPoint("last 4", same=0.6, different=0.3, baseline=0.2),
+        pooled=[layers.PooledPoint("last 4", same=0.6, different=0.3, baseline=0.2)],
         selected=7,
         adjusted=True,
         title="t",
@@ -199,7 +199,7 @@ EXAMPLES = {
         NAMES, self_similarity=RNG.random(7), intra_sentence=RNG.random(7), baseline=RNG.random(7), selected=3
     ),
     "layers.readout_chart": lambda real: layers.readout_chart(
-        NAMES, RNG.random(7), 0.4, best=2, pooled=("last 4", 0.7), selected=1, chance=(RNG.random(7), RNG.random(7))
+        NAMES, RNG.random(7), 0.4, best=2, pooled=[("last 4", 0.7)], selected=1, chance=(RNG.random(7), RNG.random(7))
     ),
     "home.before_after_heatmaps": lambda real: home.before_after_heatmaps(_cos(), _cos(), LABELS, SENSES, ("a", "b")),
     "home.similarity_heatmap": lambda real: home.similarity_heatmap(_cos(), LABELS, SENSES, "t", zmin=0.2),

@@ -47,7 +47,7 @@ def test_trajectory_marks_the_pooled_point_the_selected_layer_and_zero():
     k = len(NAMES)
     fig = EXAMPLES["layers.trajectory_chart"](None)
     xs = sorted(s.x0 for s in fig.layout.shapes if s.yref == "y domain")
-    assert xs == pytest.approx([k - 0.2, k + 0.6])  # the divider, and the selected pooled representation
+    assert xs == pytest.approx([k - 1 + 0.45 * 1.54, k - 1 + 1.54])  # the divider, and the selected pooled one
     (zero,) = [s for s in fig.layout.shapes if s.xref == "x domain"]
     assert zero.y0 == zero.y1 == 0
     assert list(fig.layout.xaxis.ticktext) == [*NAMES, "last 4"]
@@ -108,11 +108,11 @@ def test_every_chart_over_the_layers_lists_its_places_and_marks_the_chosen_one(p
     acc = np.linspace(0.3, 0.9, k)
     build = {
         "trajectory": lambda sel: layers.trajectory_chart(
-            NAMES, same=acc, different=acc / 2, pooled=layers.PooledPoint("last 4", same=0.6) if pooled else None,
+            NAMES, same=acc, different=acc / 2, pooled=[layers.PooledPoint("last 4", same=0.6)] if pooled else None,
             selected=sel,
         ),
         "readout": lambda sel: layers.readout_chart(
-            NAMES, acc, 0.4, best=6, pooled=("last 4", 0.7) if pooled else None, selected=sel
+            NAMES, acc, 0.4, best=6, pooled=[("last 4", 0.7)] if pooled else None, selected=sel
         ),
         "ethayarajh": lambda sel: layers.ethayarajh_chart(
             NAMES, self_similarity=acc, intra_sentence=acc / 2, baseline=acc / 3, selected=sel
@@ -124,12 +124,34 @@ def test_every_chart_over_the_layers_lists_its_places_and_marks_the_chosen_one(p
         spec = make(None).to_dict()
         places = common.layer_positions(spec)
         with_pooled = pooled and name in ("trajectory", "readout")
-        assert places == [*range(k), *([pytest.approx(k + 0.6)] if with_pooled else [])], name
+        assert places == [*range(k), *([pytest.approx(k - 1 + 1.54)] if with_pooled else [])], name
         mark = common.layer_mark(places[3])
         shapes = make(3).to_dict()["layout"]["shapes"]
         assert [s for s in shapes if s not in spec["layout"].get("shapes", [])] == [mark], name
-    fig = layers.trajectory_chart(NAMES, all_pairs=acc, pooled=layers.PooledPoint("last 4", all_pairs=0.5), selected=k)
-    assert fig.layout.shapes[0].x0 == pytest.approx(k + 0.6)  # a pooled choice: its mark on the pooled place
+    fig = layers.trajectory_chart(NAMES, all_pairs=acc, pooled=[layers.PooledPoint("last 4", all_pairs=0.5)], selected=k)
+    assert fig.layout.shapes[0].x0 == pytest.approx(k - 1 + 1.54)  # a pooled choice: its mark on the pooled place
+
+
+def test_both_pooled_vectors_sit_right_of_the_layers_one_place_each():
+    """The page draws both means on its charts over the layers whatever is chosen (a change of pooling then moves
+    only the mark): each has its own place, tick and hover name, and ``selected = K + i`` marks the one ``i``."""
+    k = len(NAMES)
+    acc = np.linspace(0.3, 0.9, k)
+    both = [layers.PooledPoint("mean of last 4", same=0.6, different=0.2), layers.PooledPoint("mean of all", same=0.5)]
+    fig = layers.trajectory_chart(NAMES, same=acc, different=acc / 2, pooled=both, selected=k + 1)
+    assert common.layer_positions(fig.to_dict()) == [*range(k), pytest.approx(k - 1 + 1.54), pytest.approx(k - 1 + 3.08)]
+    assert list(fig.layout.xaxis.ticktext[-2:]) == ["mean<br>last 4", "mean<br>all"]
+    assert fig.layout.shapes[0].x0 == pytest.approx(k - 1 + 3.08)  # the second mean marked
+    diamonds = {t.marker.color: t for t in fig.data if t.mode == "markers"}
+    same, different = diamonds[layers.SAME_COLOR], diamonds[layers.DIFFERENT_COLOR]
+    assert list(same.x) == pytest.approx([k - 1 + 1.54, k - 1 + 3.08]) and list(same.y) == [0.6, 0.5]
+    assert list(same.customdata) == ["mean of last 4", "mean of all"]
+    assert list(different.x) == pytest.approx([k - 1 + 1.54]) and list(different.y) == [0.2]  # None: no point
+    readout = layers.readout_chart(NAMES, acc, 0.4, best=6, pooled=[("mean of last 4", 0.75), ("mean of all", 0.5)])
+    (points,) = [t for t in readout.data if t.mode == "markers+text"]
+    assert list(points.x) == pytest.approx([k - 1 + 1.54, k - 1 + 3.08]) and list(points.text) == ["75%", "50%"]
+    (majority,) = [t for t in readout.data if t.name and t.name.startswith("always")]
+    assert majority.x[-1] == pytest.approx(k - 1 + 3.08 + 0.77)  # the majority line reaches past both
 
 
 def test_a_long_pooled_label_is_broken_in_two_at_its_middle_space():
@@ -137,8 +159,26 @@ def test_a_long_pooled_label_is_broken_in_two_at_its_middle_space():
     assert layers.two_lines("mean of all") == "mean of<br>all"
     assert layers.two_lines("layer 3") == "layer 3"  # short: as it is
     assert layers.two_lines("averageofall") == "averageofall"  # no space: as it is
-    fig = layers.readout_chart(NAMES, np.linspace(0.2, 0.9, 7), 0.5, best=6, pooled=("mean of last 4", 0.7))
-    assert fig.layout.xaxis.ticktext[-1] == "mean of<br>last 4"
+    fig = layers.readout_chart(NAMES, np.linspace(0.2, 0.9, 7), 0.5, best=6, pooled=[("mean of last 4", 0.7)])
+    assert fig.layout.xaxis.ticktext[-1] == "mean<br>last 4"
     assert fig.layout.legend.y == layers.LEGEND_Y_POOLED  # lower, clear of the deeper axis
     # the value labels may reach past the plot's edge (the first one, on a phone) instead of being cut
     assert all(t.cliponaxis is False for t in fig.data if t.mode and "text" in t.mode)
+
+
+def test_many_layers_name_every_fifth_and_leave_the_pooled_labels_room_on_a_phone():
+    """The decoder's 31 hidden states: every layer keeps its tick (its place is its index) but every fifth is named,
+    the labels stay level, and on a phone's ~264-px plot each pooled label has >= 40 px from its neighbour."""
+    names = layers.layer_names(30)
+    both = [layers.PooledPoint("mean of last 4", all_pairs=0.5), layers.PooledPoint("mean of all", all_pairs=0.4)]
+    fig = layers.trajectory_chart(names, all_pairs=np.linspace(0.2, 0.9, 31), pooled=both)
+    axis = fig.layout.xaxis
+    assert len(axis.tickvals) == 33 and list(axis.tickvals[:31]) == list(range(31))
+    assert [t for t in axis.ticktext[:31] if t] == ["0 emb.", "5", "10", "15", "20", "25", "30"]
+    assert axis.tickangle == 0
+    px = 264 / (axis.range[1] - axis.range[0])
+    last, first, second = axis.tickvals[30], axis.tickvals[31], axis.tickvals[32]
+    assert (first - last) * px >= 40 - 0.5 and (second - first) * px >= 40 - 0.5
+    assert (axis.range[1] - second) * px >= 20 - 0.5  # half a label to the right edge
+    few = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, len(NAMES)))
+    assert list(few.layout.xaxis.ticktext) == NAMES  # a few layers: every one named

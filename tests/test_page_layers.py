@@ -307,8 +307,9 @@ def _mark_rules(at: AppTest) -> dict[str, int]:
 
 
 def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
-    """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider (so the browser
-    keeps them as drawn), a style rule shows the chosen layer's line (a slider's redraw time)."""
+    """Sections 3, 5 and 6 mark the chosen layer; their figures do not change with the slider or the pooling (so the
+    browser keeps them as drawn), a style rule shows the chosen vector's line (a slider's redraw time). Section 2's
+    bars stay too: only the matrix is the chosen vector's."""
     at = _app().run()
     assert_page_ok(at, charts=5)
     curves = ("layers_trajectories", "layers_ethayarajh", "layers_readout")
@@ -322,17 +323,20 @@ def test_the_layer_slider_moves_one_line_and_leaves_the_curves_as_sent():
         shapes = json.loads(after[key])["layout"]["shapes"]
         # line i stands at layer i (the rule shows it), and is invisible in the figure itself
         assert shapes[5]["x0"] == 5 and shapes[5]["opacity"] == 0 and shapes[5]["line"]["width"] > 0
+    assert before["layers_static"] == after["layers_static"]
     assert before["layers_matrix"] != after["layers_matrix"]  # the matrix itself is the layer's
-    # a pooled representation: its point is marked where it is drawn, right of the layers; the
-    # Ethayarajh chart has no pooled point, so no line
-    at.radio(key="layers_pooling").set_value("last4").run()
-    marks = _mark_rules(at)
-    specs = _charts_by_key(at)
-    k = len(json.loads(specs["layers_ethayarajh"])["layout"]["xaxis"]["tickvals"])
-    assert marks["layers_trajectories"] == marks["layers_readout"] == k and "layers_ethayarajh" not in marks
-    pooled = json.loads(specs["layers_trajectories"])["layout"]["shapes"][k]
-    assert pooled["x0"] == pytest.approx(k + 0.6)
-    assert specs["layers_ethayarajh"] == after["layers_ethayarajh"]  # unchanged by the pooling too
+    # a pooled representation: its point is marked where it is drawn, right of the layers (both means are always
+    # drawn there); the Ethayarajh chart has no pooled point, so no line
+    k = len(json.loads(after["layers_ethayarajh"])["layout"]["xaxis"]["tickvals"])
+    for pooling, place in (("last4", k), ("all", k + 1)):
+        at.radio(key="layers_pooling").set_value(pooling).run()
+        marks, specs = _mark_rules(at), _charts_by_key(at)
+        assert marks["layers_trajectories"] == marks["layers_readout"] == place and "layers_ethayarajh" not in marks
+        for key in (*curves, "layers_static"):
+            assert specs[key] == after[key], (pooling, key)  # unchanged by the pooling too
+        assert specs["layers_matrix"] != after["layers_matrix"]
+        shapes = json.loads(specs["layers_trajectories"])["layout"]["shapes"]
+        assert shapes[place]["x0"] == pytest.approx(k - 1 + 1.54 * (place - k + 1))
 
 
 def _loo_readout(V, senses) -> float:

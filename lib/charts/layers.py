@@ -51,6 +51,7 @@ __all__ = [
     "DIFFERENT_COLOR",
     "PairLine",
     "PooledPoint",
+    "pooled_places",
     "layer_names",
     "sense_order",
     "subsample",
@@ -291,30 +292,84 @@ def two_lines(label: str, longer_than: int = 8) -> str:
     return label[:cut] + "<br>" + label[cut + 1 :]
 
 
-def _x_axis(names: Sequence[str], pooled_name: str | None) -> dict:
-    """The layer axis: one tick per layer, and the pooled representation's tick to the right."""
+# A phone's plot is ~264 px wide (~6.8 px a character of tick text): the pooled representations' two-line labels
+# ("mean<br>last 4", 6 characters at most, with room) get that many pixels between their places there, however
+# many layers share the axis, so plotly never has to turn the axis's labels on their side.
+PHONE_PLOT_PX, POOLED_LABEL_PX = 264, 40
+
+
+def pooled_gap(k: int) -> float:
+    """The distance, in layers, between the last layer and the first pooled place and between pooled places:
+    at least 1.3, more for many layers (the decoder's 31), so that on a phone's plot it is POOLED_LABEL_PX.
+
+    The axis then spans k - 0.7 + 2.5 gaps (with two pooled places), so the gap g solves
+    g * PHONE_PLOT_PX / (k - 0.7 + 2.5 g) = POOLED_LABEL_PX.
+
+    >>> pooled_gap(7), pooled_gap(31)
+    (1.54, 7.39)
+    """
+    need = POOLED_LABEL_PX * (k - 0.7) / (PHONE_PLOT_PX - 2.5 * POOLED_LABEL_PX)
+    return round(max(1.3, need), 2)
+
+
+def pooled_places(k: int, n: int) -> list[float]:
+    """Where ``n`` pooled representations sit to the right of ``k`` layers: a :func:`pooled_gap` apart.
+
+    >>> pooled_places(7, 2)
+    [7.54, 9.08]
+    """
+    g = pooled_gap(k)
+    return [round(k - 1 + g * (i + 1), 6) for i in range(n)]
+
+
+def pooled_tick(name: str) -> str:
+    """A pooled representation's tick label in two short lines: "mean of last 4" -> "mean<br>last 4" (the hover
+    and the page say "mean of"); another name broken at its middle space (:func:`two_lines`)."""
+    return "mean<br>" + name[len("mean of ") :] if name.startswith("mean of ") else two_lines(name)
+
+
+def label_step(k: int, most: int = 8) -> int:
+    """Every how many layers a chart over ``k`` layers names one: 1, 2, 5 or 10, at most ``most`` names.
+
+    >>> label_step(7), label_step(13), label_step(31)
+    (1, 2, 5)
+    """
+    return next((s for s in (1, 2, 5) if -(-k // s) <= most), 10)
+
+
+def _x_axis(names: Sequence[str], pooled_names: Sequence[str] = ()) -> dict:
+    """The layer axis: one tick per layer (every :func:`label_step`-th named: all of them still listed, so a layer's
+    place is its index, lib.charts.common.layer_positions), and the pooled representations' ticks to the right,
+    level like the rest (never turned on their side on a phone)."""
     k = len(names)
-    vals, text = list(range(k)), list(names)
-    if pooled_name is not None:
-        vals.append(k + 0.6)
-        text.append(two_lines(pooled_name))  # "mean of<br>last 4": on a phone one line would reach past the chart
+    step = label_step(k)
+    vals: list[float] = list(range(k)) + pooled_places(k, len(pooled_names))
+    text = [name if i % step == 0 else "" for i, name in enumerate(names)] + [pooled_tick(n) for n in pooled_names]
+    end = vals[-1] + (0.5 * pooled_gap(k) if pooled_names else 0.4)
     return {
         "tickmode": "array",
         "tickvals": vals,
         "ticktext": text,
+        "tickangle": 0,
         "title": {"text": "layer"},
-        "range": [-0.3, vals[-1] + 0.4],
+        "range": [-0.3, end],
     }
 
 
-def _layer_marks(k: int, *, pooled: bool, selected: int | None) -> list[dict]:
-    """Shapes: the selected representation's mark (lib.charts.common.layer_mark; a pooled one, selected >= k, sits
-    at k + 0.6) and a dotted line between the layers and the pooled point."""
+def _divider(k: int) -> float:
+    """Where the dotted line between the layers and the pooled places stands."""
+    return k - 1 + 0.45 * pooled_gap(k)
+
+
+def _layer_marks(k: int, *, pooled: int, selected: int | None) -> list[dict]:
+    """Shapes: the selected representation's mark (lib.charts.common.layer_mark; the pooled one number
+    ``selected - k`` sits at its place, :func:`pooled_places`) and, with ``pooled`` pooled points, a dotted line
+    between the layers and them."""
     shapes = []
     if selected is not None:
-        shapes.append(layer_mark(selected if selected < k else k + 0.6))
+        shapes.append(layer_mark(selected if selected < k else pooled_places(k, selected - k + 1)[-1]))
     if pooled:
-        shapes.append(vline(k - 0.2, {"color": CONTEXT_COLOR, "width": 1, "dash": "dot"}))
+        shapes.append(vline(_divider(k), {"color": CONTEXT_COLOR, "width": 1, "dash": "dot"}))
     return shapes
 
 
@@ -341,7 +396,7 @@ def trajectory_chart(
     all_pairs: np.ndarray | None = None,
     baseline: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     pairs: Sequence[PairLine] = (),
-    pooled: PooledPoint | None = None,
+    pooled: Sequence[PooledPoint] | None = (),
     selected: int | None = None,
     adjusted: bool = False,
     title: str | None = None,
@@ -350,9 +405,11 @@ def trajectory_chart(
 
     names: K layer names; same/different/all_pairs: (K,) means (any may be None);
     baseline: (mean, low, high) each (K,), the random other-token band; pairs: individual pairs as thin
-    lines; pooled: the pooled representation's values as separate points; selected: a layer to mark;
-    adjusted: the values are cosine minus the baseline (the y-axis says so).
+    lines; pooled: pooled representations' values as separate points to the right of the layers, one place each
+    (:func:`pooled_places`); selected: a layer (or ``K + i``, the pooled one ``i``) to mark; adjusted: the values
+    are cosine minus the baseline (the y-axis says so).
     """
+    pooled = list(pooled or ())
     k = len(names)
     x = list(range(k))
     traces: list[dict] = []
@@ -415,33 +472,36 @@ def trajectory_chart(
             traces.append(_mean_line(x, different, DIFFERENT_COLOR, "different-sense pairs (mean)"))
     if all_pairs is not None:
         traces.append(_mean_line(x, all_pairs, ALL_PAIRS_COLOR, "all pairs (mean)", "all pairs"))
-    if pooled is not None:
-        for value, color, label in (
-            (pooled.same, SAME_COLOR, "same sense"),
-            (pooled.different, DIFFERENT_COLOR, "different sense"),
-            (pooled.all_pairs, ALL_PAIRS_COLOR, "all pairs"),
-            (pooled.baseline, BASELINE_COLOR, "baseline"),
-        ):
-            if value is not None:
-                traces.append(
-                    {
-                        "type": "scatter",
-                        "x": [k + 0.6],
-                        "y": [float(value)],
-                        "mode": "markers",
-                        "marker": {"color": color, "size": 13, "symbol": "diamond"},
-                        "showlegend": False,
-                        "hovertemplate": f"{_esc(pooled.name)}: {label} %{{y:.3f}}<extra></extra>",
-                    }
-                )
-    shapes = _layer_marks(k, pooled=pooled is not None, selected=selected)
+    places = pooled_places(k, len(pooled))
+    for kind, color, label in (
+        ("same", SAME_COLOR, "same sense"),
+        ("different", DIFFERENT_COLOR, "different sense"),
+        ("all_pairs", ALL_PAIRS_COLOR, "all pairs"),
+        ("baseline", BASELINE_COLOR, "baseline"),
+    ):
+        points = [(x_, p.name, getattr(p, kind)) for x_, p in zip(places, pooled, strict=True)]
+        points = [pt for pt in points if pt[2] is not None]
+        if points:  # one trace per kind, every pooled representation's point in it (the hover names which)
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": [pt[0] for pt in points],
+                    "y": [float(pt[2]) for pt in points],
+                    "customdata": [_esc(pt[1]) for pt in points],
+                    "mode": "markers",
+                    "marker": {"color": color, "size": 13, "symbol": "diamond"},
+                    "showlegend": False,
+                    "hovertemplate": f"%{{customdata}}: {label} %{{y:.3f}}<extra></extra>",
+                }
+            )
+    shapes = _layer_marks(k, pooled=len(pooled), selected=selected)
     if adjusted:
         shapes.append(hline(0, {"color": "black", "width": 1, "dash": "dot"}))
     layout = merged(
         base_layout(title=title, height=460),
-        xaxis=_x_axis(names, pooled.name if pooled is not None else None),
+        xaxis=_x_axis(names, [p.name for p in pooled]),
         yaxis={"title": {"text": "cosine − baseline" if adjusted else "mean cosine"}},
-        legend=_legend_below(LEGEND_Y_POOLED if pooled is not None else -0.22),
+        legend=_legend_below(LEGEND_Y_POOLED if pooled else -0.22),
         shapes=shapes,
     )
     return figure(traces, layout)
@@ -532,7 +592,7 @@ def ethayarajh_chart(
         },
         yaxis={"title": {"text": "mean cosine"}, "range": [-0.05, 1.05]},
         legend=_legend_below(),
-        shapes=_layer_marks(k, pooled=False, selected=selected if selected is not None and selected < k else None),
+        shapes=_layer_marks(k, pooled=0, selected=selected if selected is not None and selected < k else None),
     )
     if reference is not None:
         rx = list(range(reference.num_layers + 1))
@@ -579,14 +639,15 @@ def readout_chart(
     majority: float,
     *,
     best: int,
-    pooled: tuple[str, float] | None = None,
+    pooled: Sequence[tuple[str, float]] | None = (),
     selected: int | None = None,
     chance: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> go.Figure:
     """Nearest-centroid accuracy per layer with the majority-sense baseline and the best layer marked.
 
     names: K layer names; accuracy: (K,) in [0, 1]; majority: the majority baseline; best: index of the
-    best layer; pooled: (name, accuracy) of the pooled representation, drawn apart; chance: (mean, p95),
+    best layer; pooled: (name, accuracy) of each pooled representation, drawn apart to the right of the
+    layers (:func:`pooled_places`); selected: a layer (or ``K + i``, the pooled one ``i``) to mark; chance: (mean, p95),
     each (K,), the readout on shuffled labels (lib.stats.chance.readout_chance), drawn as a grey band up to
     the 95th percentile with the mean dotted: a point inside the band is within chance.
     """
@@ -623,33 +684,36 @@ def readout_chart(
             "hovertemplate": "best layer %{x}: %{y:.1%}<extra></extra>",
         }
     )
-    traces.append(majority_line(majority, k + 1.0 if pooled is not None else k - 0.7))
-    if pooled is not None:
+    pooled = list(pooled or ())
+    places = pooled_places(k, len(pooled))
+    traces.append(majority_line(majority, places[-1] + 0.5 * pooled_gap(k) if pooled else k - 0.7))
+    if pooled:
         traces.append(
             {
                 "type": "scatter",
-                "x": [k + 0.6],
-                "y": [pooled[1]],
+                "x": places,
+                "y": [acc_ for _, acc_ in pooled],
                 "mode": "markers+text",
-                "text": [f"{pooled[1]:.0%}"],
+                "text": [f"{acc_:.0%}" for _, acc_ in pooled],
+                "customdata": [_esc(name) for name, _ in pooled],
                 "textposition": "top center",
                 "cliponaxis": False,
                 "marker": {"color": ALL_PAIRS_COLOR, "size": 13, "symbol": "diamond"},
-                "name": _esc(pooled[0]),
-                "hovertemplate": f"{_esc(pooled[0])}: %{{y:.1%}}<extra></extra>",
+                "name": "vectors averaged over layers" if len(pooled) > 1 else _esc(pooled[0][0]),
+                "hovertemplate": "%{customdata}: %{y:.1%}<extra></extra>",
             }
         )
     layout = merged(
         base_layout(height=420),
-        xaxis=_x_axis(names, pooled[0] if pooled is not None else None),
+        xaxis=_x_axis(names, [name for name, _ in pooled]),
         yaxis={
             "title": {"text": "accuracy"},
             "range": [0, 1.16],
             "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1.0],
             "tickformat": ".0%",
         },
-        legend=_legend_below(LEGEND_Y_POOLED if pooled is not None else -0.22),
-        shapes=_layer_marks(k, pooled=pooled is not None, selected=selected),
+        legend=_legend_below(LEGEND_Y_POOLED if pooled else -0.22),
+        shapes=_layer_marks(k, pooled=len(pooled), selected=selected),
     )
     return figure(traces, layout)
 
