@@ -182,3 +182,9 @@ def test_many_layers_name_every_fifth_and_leave_the_pooled_labels_room_on_a_phon
     assert (axis.range[1] - second) * px >= 20 - 0.5  # half a label to the right edge
     few = layers.trajectory_chart(NAMES, all_pairs=np.linspace(0.2, 0.9, len(NAMES)))
     assert list(few.layout.xaxis.ticktext) == NAMES  # a few layers: every one named
+    bert_base = layers.layer_names(12)  # 13 hidden states: still every one
+    assert layers.layer_labels(bert_base) == bert_base
+    # the other charts over the layers name them alike
+    acc = np.linspace(0.2, 0.9, 31)
+    etha = layers.ethayarajh_chart(names, self_similarity=acc, intra_sentence=acc, baseline=acc)
+    assert list(etha.layout.xaxis.ticktext) == layers.layer_labels(names)

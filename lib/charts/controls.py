@@ -21,7 +21,7 @@ from lib.charts.common import (
     layer_dtick,
     merged,
 )
-from lib.charts.layers import accuracy_line, majority_line
+from lib.charts.layers import accuracy_line, layer_labels, majority_line
 
 PROBE_COLOR = SENSE_COLORS[0]
 CONTROL_COLOR = "#7F7F7F"
@@ -64,7 +64,7 @@ def probe_chart(
     ]
     layout = merged(
         base_layout(title=esc(title), height=420),
-        xaxis={"title": {"text": "layer"}, "tickvals": x, "ticktext": list(names)},
+        xaxis={"title": {"text": "layer"}, "tickvals": x, "ticktext": layer_labels(names)},
         yaxis={"title": {"text": "share of held-out sentences right"}, "range": [0, 1.08], "tickformat": ".0%"},
         legend={"orientation": "h", "y": -0.2},
     )

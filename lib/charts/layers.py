@@ -35,6 +35,7 @@ from lib.charts.common import (
     heatmap_hover,
     hline,
     labelled_line,
+    layer_dtick,
     layer_mark,
     level_line,
     merged,
@@ -52,6 +53,7 @@ __all__ = [
     "PairLine",
     "PooledPoint",
     "pooled_places",
+    "layer_labels",
     "layer_names",
     "sense_order",
     "subsample",
@@ -328,23 +330,20 @@ def pooled_tick(name: str) -> str:
     return "mean<br>" + name[len("mean of ") :] if name.startswith("mean of ") else two_lines(name)
 
 
-def label_step(k: int, most: int = 8) -> int:
-    """Every how many layers a chart over ``k`` layers names one: 1, 2, 5 or 10, at most ``most`` names.
-
-    >>> label_step(7), label_step(13), label_step(31)
-    (1, 2, 5)
-    """
-    return next((s for s in (1, 2, 5) if -(-k // s) <= most), 10)
+def layer_labels(names: Sequence[str]) -> list[str]:
+    """Tick labels for a layer axis listing every layer: each name, or past 13 hidden states only every
+    :func:`lib.charts.common.layer_dtick`-th (the others blank: a decoder's 31 ran into each other on a phone)."""
+    step = layer_dtick(len(names))
+    return [name if i % step == 0 else "" for i, name in enumerate(names)]
 
 
 def _x_axis(names: Sequence[str], pooled_names: Sequence[str] = ()) -> dict:
-    """The layer axis: one tick per layer (every :func:`label_step`-th named: all of them still listed, so a layer's
+    """The layer axis: one tick per layer (named as :func:`layer_labels` says: all of them still listed, so a layer's
     place is its index, lib.charts.common.layer_positions), and the pooled representations' ticks to the right,
     level like the rest (never turned on their side on a phone)."""
     k = len(names)
-    step = label_step(k)
     vals: list[float] = list(range(k)) + pooled_places(k, len(pooled_names))
-    text = [name if i % step == 0 else "" for i, name in enumerate(names)] + [pooled_tick(n) for n in pooled_names]
+    text = layer_labels(names) + [pooled_tick(n) for n in pooled_names]
     end = vals[-1] + (0.5 * pooled_gap(k) if pooled_names else 0.4)
     return {
         "tickmode": "array",
@@ -586,7 +585,7 @@ def ethayarajh_chart(
         xaxis={
             "tickmode": "array",
             "tickvals": x,
-            "ticktext": list(names),
+            "ticktext": layer_labels(names),
             "title": {"text": "layer"},
             "range": [-0.3, k - 0.7],
         },
