@@ -188,3 +188,14 @@ def test_many_layers_name_every_fifth_and_leave_the_pooled_labels_room_on_a_phon
     acc = np.linspace(0.2, 0.9, 31)
     etha = layers.ethayarajh_chart(names, self_similarity=acc, intra_sentence=acc, baseline=acc)
     assert list(etha.layout.xaxis.ticktext) == layers.layer_labels(names)
+
+
+def test_bar_values_too_narrow_to_read_are_left_to_the_hover():
+    """The lengths chart writes each bar's value up to 13 layers and never smaller than 10 px (a decoder's 31 bars
+    on a phone printed unreadable numbers): past that the values are the hover's."""
+    fig = geometry.norms_by_layer(np.linspace(2, 700, 31), layer=4)
+    assert fig.layout.uniformtext.minsize == 10 and fig.layout.uniformtext.mode == "hide"
+    (bars,) = fig.data
+    assert bars.text is None and "%{y" in bars.hovertemplate  # 31 layers: the values are the hover's
+    (few,) = geometry.norms_by_layer(np.linspace(2, 13, 7)).data
+    assert list(few.text) == ["2.0", "3.8", "5.7", "7.5", "9.3", "11.2", "13.0"]

@@ -17,6 +17,7 @@ from lib.charts.common import (
     base_layout,
     figure,
     grid_axes,
+    layer_dtick,
     layer_mark,
     layer_ticktext,
     merged,
@@ -292,7 +293,8 @@ def norms_by_layer(mean_norm: Sequence[float], *, layer: int | None = None, titl
         "x": list(range(len(y))),
         "y": y,
         "marker": {"color": PLAIN},
-        "text": [f"{v:.1f}" for v in y],
+        # each value written up to 13 layers (BERT-base's); a decoder's 31 are left to the hover (see uniformtext)
+        "text": [f"{v:.1f}" for v in y] if layer_dtick(len(y)) == 1 else None,
         "textposition": "outside",
         "hovertemplate": "layer %{x}: mean length %{y:.2f}<extra></extra>",
     }
@@ -308,6 +310,9 @@ def norms_by_layer(mean_norm: Sequence[float], *, layer: int | None = None, titl
             "range": [0, float(y.max()) * 1.2 if y.size and y.max() > 0 else 1],
         },
         **({"shapes": [layer_mark(layer)]} if layer is not None else {}),  # no empty list: plotly drops it
+        # plotly shrinks a value to its bar's width (a decoder's 31 bars on a phone printed 5-px numbers): a value
+        # that does not fit at 10 px is left to the hover instead
+        uniformtext={"minsize": 10, "mode": "hide"},
     )
     return figure([trace], layout)
 
