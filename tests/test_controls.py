@@ -231,3 +231,17 @@ def test_a_long_accuracy_line_writes_a_value_where_it_changes():
     assert len(acc) > LABEL_EVERY_POINT
     text = list(accuracy_line(list(range(len(acc))), acc, name="a", what="a")["text"])
     assert [i for i, t in enumerate(text) if t] == [0, 10, 20, 30]
+
+
+def test_a_long_accuracy_lines_values_never_crowd_each_other():
+    """The decoder's readout on the bank preset: 42 %, 25 %, 42 %, 83 % at layers 0-3 wrote four labels in four
+    layers, one over the other on a phone. Written values stand a tenth of the layers apart (4 of 31) and each is its
+    own point's value."""
+    from lib.charts.layers import accuracy_line
+
+    acc = np.array([0.42, 0.25, 0.42] + [0.83] * 4 + [0.92] * 24)
+    text = list(accuracy_line(list(range(31)), acc, name="a", what="a")["text"])
+    written = [i for i, t in enumerate(text) if t]
+    assert written == [0, 4, 8, 30]
+    assert all(b - a >= 4 for a, b in zip(written, written[1:], strict=False))
+    assert [text[i] for i in written] == [f"{acc[i]:.0%}" for i in written]
