@@ -140,6 +140,23 @@ def remove(*names: str) -> None:
         subprocess.run(["docker", "rm", "-f", n], capture_output=True)
 
 
+def remove_stale() -> list[str]:
+    """Remove what an earlier test run left behind (it was killed before its clean-up): containers, networks and
+    volumes named ``cl-test-<pid>-...`` whose pid is no longer a live process. Its stack's containers restart with
+    the Docker daemon (``--restart unless-stopped``, as a host runs them), so without this a stack left one day
+    came back at every later run, two replicas and a database holding 2 GB beside the tests. Returns their names."""
+    stale: list[str] = []
+    for kind in ("container", "network", "volume"):
+        fmt = "{{.Names}}" if kind == "container" else "{{.Name}}"
+        listing = ["ps", "-a", "--format", fmt] if kind == "container" else [kind, "ls", "--format", fmt]
+        for name in docker(*listing, check=False).split():
+            m = re.match(r"cl-test-(\d+)-", name)
+            if m and int(m.group(1)) != os.getpid() and not Path(f"/proc/{m.group(1)}").exists():
+                docker(*(["rm", "-f"] if kind == "container" else [kind, "rm"]), name, check=False)
+                stale.append(name)
+    return stale
+
+
 def answers(url: str, timeout: float = 5) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:

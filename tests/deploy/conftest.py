@@ -1,6 +1,6 @@
 """Deployment fixtures: the images (built once per test session with tools/build_image.sh) and one headless
 Chromium. Under CI=true a missing Docker daemon, Chromium or Playwright fails these tests; elsewhere they are
-skipped with the reason. Everything they start is removed at the end.
+skipped with the reason. Everything they start is removed at the end, and what a killed run left is removed first.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser._browser import CHROMIUM, CHROMIUM_ARGS, require_browser
-from tests.deploy._docker import build_images, require_docker
+from tests.deploy._docker import build_images, remove_stale, require_docker
 
 
 def pytest_collection_modifyitems(items):
@@ -23,6 +23,9 @@ def images() -> float:
     """Build (or bring up to date) context-lens and context-lens-nginx; the build's seconds."""
     require_docker()
     require_browser()
+    stale = remove_stale()  # containers order: a stack's networks go once its containers are gone
+    if stale:
+        print(f"\nremoved what an earlier run left: {', '.join(stale)}")
     seconds = build_images()
     print(f"\ntools/build_image.sh: {seconds:.0f} s")
     return seconds
