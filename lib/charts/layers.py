@@ -18,7 +18,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from lib.charts.common import (
-    CONTEXT_COLOR,
     DIFFERENT_COLOR,
     DIVERGING,
     MAX_TICK_LABELS,
@@ -35,8 +34,6 @@ from lib.charts.common import (
     heatmap_hover,
     hline,
     labelled_line,
-    layer_dtick,
-    layer_mark,
     level_line,
     merged,
     sense_ticks,
@@ -45,6 +42,14 @@ from lib.charts.common import (
     vline,
 )
 from lib.charts.common import esc as _esc
+from lib.charts.layer_axis import (
+    layer_labels,
+    layer_marks,
+    pooled_gap,
+    pooled_places,
+    two_lines,
+    x_axis,
+)
 from lib.stats.baseline import LayerReference
 
 __all__ = [
@@ -284,94 +289,6 @@ class PooledPoint:
     baseline: float | None = None
 
 
-def two_lines(label: str, longer_than: int = 8) -> str:
-    """A tick label longer than ``longer_than`` characters broken in two at the space nearest its middle
-    ("mean of last 4" -> "mean of<br>last 4"); a shorter label, or one without a space, as it is."""
-    spaces = [i for i, ch in enumerate(label) if ch == " "]
-    if len(label) <= longer_than or not spaces:
-        return label
-    cut = min(spaces, key=lambda i: (abs(i - len(label) / 2), -i))  # a tie: the longer first line
-    return label[:cut] + "<br>" + label[cut + 1 :]
-
-
-# A phone's plot is ~264 px wide (~6.8 px a character of tick text): the pooled representations' two-line labels
-# ("mean<br>last 4", 6 characters at most, with room) get that many pixels between their places there, however
-# many layers share the axis, so plotly never has to turn the axis's labels on their side.
-PHONE_PLOT_PX, POOLED_LABEL_PX = 264, 40
-
-
-def pooled_gap(k: int) -> float:
-    """The distance, in layers, between the last layer and the first pooled place and between pooled places:
-    at least 1.3, more for many layers (the decoder's 31), so that on a phone's plot it is POOLED_LABEL_PX.
-
-    The axis then spans k - 0.7 + 2.5 gaps (with two pooled places), so the gap g solves
-    g * PHONE_PLOT_PX / (k - 0.7 + 2.5 g) = POOLED_LABEL_PX.
-
-    >>> pooled_gap(7), pooled_gap(31)
-    (1.54, 7.39)
-    """
-    need = POOLED_LABEL_PX * (k - 0.7) / (PHONE_PLOT_PX - 2.5 * POOLED_LABEL_PX)
-    return round(max(1.3, need), 2)
-
-
-def pooled_places(k: int, n: int) -> list[float]:
-    """Where ``n`` pooled representations sit to the right of ``k`` layers: a :func:`pooled_gap` apart.
-
-    >>> pooled_places(7, 2)
-    [7.54, 9.08]
-    """
-    g = pooled_gap(k)
-    return [round(k - 1 + g * (i + 1), 6) for i in range(n)]
-
-
-def pooled_tick(name: str) -> str:
-    """A pooled representation's tick label in two short lines: "mean of last 4" -> "mean<br>last 4" (the hover
-    and the page say "mean of"); another name broken at its middle space (:func:`two_lines`)."""
-    return "mean<br>" + name[len("mean of ") :] if name.startswith("mean of ") else two_lines(name)
-
-
-def layer_labels(names: Sequence[str]) -> list[str]:
-    """Tick labels for a layer axis listing every layer: each name, or past 13 hidden states only every
-    :func:`lib.charts.common.layer_dtick`-th (the others blank: a decoder's 31 ran into each other on a phone)."""
-    step = layer_dtick(len(names))
-    return [name if i % step == 0 else "" for i, name in enumerate(names)]
-
-
-def _x_axis(names: Sequence[str], pooled_names: Sequence[str] = ()) -> dict:
-    """The layer axis: one tick per layer (named as :func:`layer_labels` says: all of them still listed, so a layer's
-    place is its index, lib.charts.common.layer_positions), and the pooled representations' ticks to the right,
-    level like the rest (never turned on their side on a phone)."""
-    k = len(names)
-    vals: list[float] = list(range(k)) + pooled_places(k, len(pooled_names))
-    text = layer_labels(names) + [pooled_tick(n) for n in pooled_names]
-    end = vals[-1] + (0.5 * pooled_gap(k) if pooled_names else 0.4)
-    return {
-        "tickmode": "array",
-        "tickvals": vals,
-        "ticktext": text,
-        "tickangle": 0,
-        "title": {"text": "layer"},
-        "range": [-0.3, end],
-    }
-
-
-def _divider(k: int) -> float:
-    """Where the dotted line between the layers and the pooled places stands."""
-    return k - 1 + 0.45 * pooled_gap(k)
-
-
-def _layer_marks(k: int, *, pooled: int, selected: int | None) -> list[dict]:
-    """Shapes: the selected representation's mark (lib.charts.common.layer_mark; the pooled one number
-    ``selected - k`` sits at its place, :func:`pooled_places`) and, with ``pooled`` pooled points, a dotted line
-    between the layers and them."""
-    shapes = []
-    if selected is not None:
-        shapes.append(layer_mark(selected if selected < k else pooled_places(k, selected - k + 1)[-1]))
-    if pooled:
-        shapes.append(vline(_divider(k), {"color": CONTEXT_COLOR, "width": 1, "dash": "dot"}))
-    return shapes
-
-
 def _mean_line(x: list, values, color: str, name: str, what: str | None = None) -> dict:
     """A thick line with markers for a per-layer mean (hover "layer 3: <what> 0.812")."""
     trace = {
@@ -493,12 +410,12 @@ def trajectory_chart(
                     "hovertemplate": f"%{{customdata}}: {label} %{{y:.3f}}<extra></extra>",
                 }
             )
-    shapes = _layer_marks(k, pooled=len(pooled), selected=selected)
+    shapes = layer_marks(k, pooled=len(pooled), selected=selected)
     if adjusted:
         shapes.append(hline(0, {"color": "black", "width": 1, "dash": "dot"}))
     layout = merged(
         base_layout(title=title, height=460),
-        xaxis=_x_axis(names, [p.name for p in pooled]),
+        xaxis=x_axis(names, [p.name for p in pooled]),
         yaxis={"title": {"text": "cosine − baseline" if adjusted else "mean cosine"}},
         legend=_legend_below(LEGEND_Y_POOLED if pooled else -0.22),
         shapes=shapes,
@@ -591,7 +508,7 @@ def ethayarajh_chart(
         },
         yaxis={"title": {"text": "mean cosine"}, "range": [-0.05, 1.05]},
         legend=_legend_below(),
-        shapes=_layer_marks(k, pooled=0, selected=selected if selected is not None and selected < k else None),
+        shapes=layer_marks(k, pooled=0, selected=selected if selected is not None and selected < k else None),
     )
     if reference is not None:
         rx = list(range(reference.num_layers + 1))
@@ -704,7 +621,7 @@ def readout_chart(
         )
     layout = merged(
         base_layout(height=420),
-        xaxis=_x_axis(names, [name for name, _ in pooled]),
+        xaxis=x_axis(names, [name for name, _ in pooled]),
         yaxis={
             "title": {"text": "accuracy"},
             "range": [0, 1.16],
@@ -712,7 +629,7 @@ def readout_chart(
             "tickformat": ".0%",
         },
         legend=_legend_below(LEGEND_Y_POOLED if pooled else -0.22),
-        shapes=_layer_marks(k, pooled=len(pooled), selected=selected),
+        shapes=layer_marks(k, pooled=len(pooled), selected=selected),
     )
     return figure(traces, layout)
 
