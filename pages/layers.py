@@ -133,7 +133,6 @@ def sub(values):
 
 
 pair_means = a.computed("layers_pair_means", compute=lambda: prof.pair_means)  # (K + 2,)
-mark = r  # the chosen vector's place on the charts over the layers (a pooled one's: after the K layers, where drawn)
 zrange = a.computed("layers_colour_range", adjust, compute=lambda: prof.colour_range(adjusted=adjust))  # one scale for every layer
 
 # ------------------------------------------------------------------------------------- 1. matrix
@@ -275,7 +274,7 @@ def trajectories():
 layer_chart(
     a.figure("layers_trajectories", bool(drawn), adjust, build=trajectories),
     key="layers_trajectories",
-    at=mark,
+    at=r,  # the chosen vector's place (a pooled one's: after the K layers, where drawn)
     download="context_lens_trajectories",
 )
 if drawn and len(drawn) < n * (n - 1) // 2:
@@ -325,7 +324,7 @@ if st.toggle("Show the length of the word's vector per layer", key="layers_norms
             nm[:K], title=f"Length of the vector of “{ss.target}” per layer (mean over the sentences)"
         )),  # fmt: skip
         key="layers_lengths",
-        at=mark,
+        at=r,
         download="context_lens_lengths",
     )
     prose(
@@ -360,7 +359,7 @@ layer_chart(
         ),
     ),
     key="layers_ethayarajh",
-    at=mark,
+    at=r,
 )
 selfsim = prof.self_similarity
 if selfsim is not None:
@@ -401,7 +400,7 @@ else:
             ),
         ),
         key="layers_readout",
-        at=mark,
+        at=r,
     )
     ties = [i for i in range(K) if ro.accuracy[i] == ro.accuracy[best]]
     m = len(ro.evaluated)

@@ -76,11 +76,16 @@ def layer_dtick(n_hidden_states: int) -> int:
     return 1 if int(n_hidden_states) <= 13 else 5
 
 
+def layer_labels(names: Sequence[str]) -> list[str]:
+    """Tick labels for a layer axis whose ``tickvals`` list every layer: each name, or past 13 hidden states only
+    every :func:`layer_dtick`-th (the others blank: a decoder's 31 ran into each other on a phone)."""
+    step = layer_dtick(len(names))
+    return [name if i % step == 0 else "" for i, name in enumerate(names)]
+
+
 def layer_ticktext(n_hidden_states: int) -> list[str]:
-    """Labels for a layer axis whose ``tickvals`` list every layer 0..n-1: each layer's number, or only every
-    :func:`layer_dtick`-th one (the others blank) past 13 hidden states."""
-    step = layer_dtick(n_hidden_states)
-    return [str(i) if i % step == 0 else "" for i in range(int(n_hidden_states))]
+    """:func:`layer_labels` for layers named by their numbers 0..n-1."""
+    return layer_labels([str(i) for i in range(int(n_hidden_states))])
 
 
 def esc(text: object) -> str:

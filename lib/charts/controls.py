@@ -19,9 +19,10 @@ from lib.charts.common import (
     figure,
     hline,
     layer_dtick,
+    layer_labels,
     merged,
 )
-from lib.charts.layers import accuracy_line, layer_labels, majority_line
+from lib.charts.layers import accuracy_line, majority_line
 
 PROBE_COLOR = SENSE_COLORS[0]
 CONTROL_COLOR = "#7F7F7F"

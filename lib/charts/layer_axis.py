@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lib.charts.common import CONTEXT_COLOR, layer_dtick, layer_mark, vline
+from lib.charts.common import CONTEXT_COLOR, layer_labels, layer_mark, vline
 
 __all__ = [
     "PHONE_PLOT_PX",
@@ -18,7 +18,6 @@ __all__ = [
     "pooled_gap",
     "pooled_places",
     "pooled_tick",
-    "layer_labels",
     "x_axis",
     "layer_marks",
 ]
@@ -70,15 +69,8 @@ def pooled_tick(name: str) -> str:
     return "mean<br>" + name[len("mean of ") :] if name.startswith("mean of ") else two_lines(name)
 
 
-def layer_labels(names: Sequence[str]) -> list[str]:
-    """Tick labels for a layer axis listing every layer: each name, or past 13 hidden states only every
-    :func:`lib.charts.common.layer_dtick`-th (the others blank: a decoder's 31 ran into each other on a phone)."""
-    step = layer_dtick(len(names))
-    return [name if i % step == 0 else "" for i, name in enumerate(names)]
-
-
 def x_axis(names: Sequence[str], pooled_names: Sequence[str] = ()) -> dict:
-    """The layer axis: one tick per layer (named as :func:`layer_labels` says: all of them still listed, so a layer's
+    """The layer axis: one tick per layer (named as :func:`lib.charts.common.layer_labels` says: all of them still listed, so a layer's
     place is its index, lib.charts.common.layer_positions), and the pooled representations' ticks to the right,
     level like the rest (never turned on their side on a phone)."""
     k = len(names)

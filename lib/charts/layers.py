@@ -34,6 +34,7 @@ from lib.charts.common import (
     heatmap_hover,
     hline,
     labelled_line,
+    layer_labels,
     level_line,
     merged,
     sense_ticks,
@@ -43,7 +44,6 @@ from lib.charts.common import (
 )
 from lib.charts.common import esc as _esc
 from lib.charts.layer_axis import (
-    layer_labels,
     layer_marks,
     pooled_gap,
     pooled_places,

@@ -23,7 +23,7 @@ def images() -> float:
     """Build (or bring up to date) context-lens and context-lens-nginx; the build's seconds."""
     require_docker()
     require_browser()
-    stale = remove_stale()  # containers order: a stack's networks go once its containers are gone
+    stale = remove_stale()
     if stale:
         print(f"\nremoved what an earlier run left: {', '.join(stale)}")
     seconds = build_images()
