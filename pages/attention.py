@@ -42,9 +42,10 @@ from lib.models.recompute import (
 from lib.serving import budget
 from ui import cache, link
 from ui.analysis import analysis
-from ui.widgets import chart, escape_md, page_intro, prose, sentence_picker, set_state
+from ui.widgets import chart, escape_md, expander_while_open, page_intro, prose, sentence_picker, set_state
 
 OVERVIEW_MAX_TOKENS = 40
+COMPARE_BOX = "attn_compare_box"  # the side-by-side expander (True while open)
 STEP_COLUMNS = ("q·k", "q·k / √d_k", "softmax (recomputed)", "the model's weight")
 
 st.title("Attention")
@@ -276,9 +277,13 @@ else:
 
 # ------------------------------------------------------------------------------------------- 4. side by side
 st.header("Two sentences, same layer and head")
-if n_sent < 2:
-    st.info("Add a second sentence with the target word in the sidebar to compare two contexts here.")
-else:
+
+
+def compare_side_by_side() -> None:
+    """Sentence i's heatmap beside another sentence's at the chosen layer and head, and what the target looks at
+    in each. Drawn only while its expander is open: every slider move re-creates each heatmap it shows (Streamlit
+    keys a chart by its figure), and two more heatmaps, one of them the main one again, made a move slower than
+    the 0.2 s a rerun should take."""
     auto = contrast_sentence_index(ss.senses, i)
     choices = [k for k in range(1, n_sent + 1) if k != s_num]
     if "_attn_compare_chosen" not in st.session_state:
@@ -333,6 +338,19 @@ else:
         f"{top_other(weights, fig_key, tpos, labels)}, in sentence {j + 1} at "
         f"{top_other(weights_b, key_b, tpos_b, labels_b)}. "
         "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ."
+    )
+
+
+if n_sent < 2:
+    st.info("Add a second sentence with the target word in the sidebar to compare two contexts here.")
+else:
+    if link.url_has("attn_compare") and COMPARE_BOX not in st.session_state:
+        st.session_state[COMPARE_BOX] = True  # a link carries the sentence compared with only while this is open
+    expander_while_open(
+        "Side by side: this sentence and another one",
+        compare_side_by_side,
+        key=COMPARE_BOX,
+        icon=":material/compare_arrows:",
     )
 
 st.subheader("Why the target's vector changes with the context")

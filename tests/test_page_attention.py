@@ -6,16 +6,22 @@ import pytest
 
 from lib.inputs.presets import default_preset
 from lib.serving.budget import MAX_PIECES_PER_SENTENCE
-from tests.conftest import assert_page_ok, page_test
+from tests.conftest import assert_page_ok, page_test, seed
 
 PAGE = "pages/attention.py"
 
 
-def _run(text: str | None = None, target: str | None = None):
-    """Run the page with the default preset, or with our own sentences and target."""
+def _run(text: str | None = None, target: str | None = None, **params):
+    """Run the page with the default preset, or with our own sentences and target; ``params`` by key, e.g.
+    ``attn_compare_box=True`` (the side-by-side expander opened)."""
     if text is None:
-        return page_test(PAGE, preset=default_preset().id).run()
-    return page_test(PAGE, text=text, target=target).run()
+        return page_test(PAGE, preset=default_preset().id, **params).run()
+    return page_test(PAGE, text=text, target=target, **params).run()
+
+
+def _side_by_side(at) -> set[str]:
+    """The keys of the side-by-side heatmaps the run drew."""
+    return {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")} & {"attn_side_a", "attn_side_b"}
 
 
 
@@ -23,7 +29,12 @@ def test_preset_sentence():
     at = _run()
     assert_page_ok(at, charts=5)
     preset = default_preset()
-    assert len(at.get("plotly_chart")) >= 6  # + side by side (the preset has several sentences)
+    assert not _side_by_side(at)  # the side-by-side expander starts closed and draws nothing
+    assert any(e.label.startswith("Side by side") for e in at.expander)  # there to open
+    seed(at, attn_compare_box=True)  # what opening it does (on_change reruns the page)
+    at.run()
+    assert_page_ok(at, charts=7)
+    assert _side_by_side(at) == {"attn_side_a", "attn_side_b"}  # the preset has several sentences
     assert at.session_state["attn_sentence"] == 1
     # the side-by-side sentence defaults to another sense than sentence 1
     senses = [sense for sense, _ in preset.rows]
@@ -49,7 +60,9 @@ def test_changing_layer_and_head_does_not_run_the_model_again():
 
 def test_second_sentence_follows_the_first_until_chosen():
     at = _run(
-        "money | The bank raised rates.\nriver | We sat on the river bank.\nmoney | A bank loan.", "bank"
+        "money | The bank raised rates.\nriver | We sat on the river bank.\nmoney | A bank loan.",
+        "bank",
+        attn_compare_box=True,
     )
     assert_page_ok(at, charts=5)
     assert at.session_state["attn_compare"] == 2
@@ -59,6 +72,18 @@ def test_second_sentence_follows_the_first_until_chosen():
     at.selectbox(key="attn_sentence").set_value(1).run()
     assert_page_ok(at, charts=5)
     assert at.session_state["attn_compare"] == 3  # the learner's choice is kept
+
+
+def test_a_link_with_a_compared_sentence_opens_the_side_by_side():
+    """Links carry ``attn_compare`` only while the side-by-side is open (and every link with two sentences carried
+    it before the side-by-side moved into an expander): such a link opens it on that sentence."""
+    at = page_test(PAGE, preset=default_preset().id)
+    at.query_params["attn_compare"] = "3"
+    at.run()
+    assert_page_ok(at, charts=7)
+    assert _side_by_side(at) == {"attn_side_a", "attn_side_b"}
+    assert at.session_state["attn_compare"] == 3
+    assert "in sentence 3 at" in " ".join(m.value for m in at.markdown)
 
 
 def test_one_word_sentence():
@@ -105,8 +130,8 @@ def test_two_sentences_side_by_side_are_two_charts_each_with_its_own_matrix(enco
 
     from lib.models.attention import token_labels
 
-    at = _run()
-    assert_page_ok(at, charts=5)
+    at = _run(attn_compare_box=True)
+    assert_page_ok(at, charts=7)
     at.slider(key="attn_layer").set_value(3).run()
     at.slider(key="attn_head").set_value(6).run()
     charts = {c.proto.id.rsplit("-", 1)[-1]: json.loads(c.proto.spec) for c in at.get("plotly_chart")}

@@ -98,6 +98,6 @@ def test_anisotropy_layer_slider_moves_the_marks_and_keeps_the_curves_and_length
 
 def test_attention_charts_are_drawn_once(page, server):
     """The token heatmaps' labels are turned by 60 degrees: their margins are sized in advance too."""
-    charts = _opened(page, server + "/attention?preset=bank", "attn_side_b")
+    charts = _opened(page, server + "/attention?preset=bank&attn_compare=2", "attn_side_b")  # opens the side by side
     assert {"attn_heatmap", "attn_target_bars", "attn_side_a", "attn_side_b"} <= set(charts)
     assert not [k for k, c in charts.items() if c["redrawn"]], charts
