@@ -337,7 +337,8 @@ def compare_side_by_side() -> None:
         f"At layer {layer_num}, head {head_num}, “{word}” in sentence {i + 1} looks most at "
         f"{top_other(weights, fig_key, tpos, labels)}, in sentence {j + 1} at "
         f"{top_other(weights_b, key_b, tpos_b, labels_b)}. "
-        "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ."
+        "The weights W_Q, W_K, W_V are the same for both sentences; only the words around the target differ"
+        + (", and this left-to-right model lets the target see only the words before it." if enc.causal else ".")
     )
 
 
@@ -356,8 +357,10 @@ else:
 st.subheader("Why the target's vector changes with the context")
 prose(
     "Q, K and V come from each word piece's *current* vector, which from layer 2 on already mixes in its "
-    "neighbours; the matrices are shared. So the same word gets a different mix in each sentence, layer after "
-    "layer, and ends up with a different vector."
+    + ("neighbours" if not enc.causal else "earlier neighbours (a word sees no later word)")
+    + "; the matrices are shared. So the same word gets a different mix in each sentence, layer after layer, and "
+    "ends up with a different vector"
+    + (" (as long as the words before it differ: what comes after cannot change it)." if enc.causal else ".")
 )
 
 # ------------------------------------------------------------------------------------------- 5. maths

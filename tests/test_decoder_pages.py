@@ -256,6 +256,11 @@ def test_the_attention_page_states_the_decoders_numbers(decoder, encoder):
     cls = [enc_att[layer, :, 1:, 0].mean() for layer in range(encoder.num_layers)]
     assert f"encoder's [CLS] gets {min(cls):.0%}–{max(cls):.0%} per layer" in text
     assert "4-bit copy of SmolLM2" in text
+    # why the target's vector changes: only the words before it can change it, in a left-to-right model
+    assert "earlier neighbours (a word sees no later word)" in text
+    assert "what comes after cannot change it" in text
+    opened = _texts(_decoder_page("pages/attention.py", attn_compare_box=True))  # the two sentences side by side
+    assert "this left-to-right model lets the target see only the words before it" in opened
 
 
 @pytest.mark.slow

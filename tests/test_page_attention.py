@@ -39,6 +39,9 @@ def test_preset_sentence():
     # the side-by-side sentence defaults to another sense than sentence 1
     senses = [sense for sense, _ in preset.rows]
     assert senses[at.session_state["attn_compare"] - 1] != senses[0]
+    # the encoder's target sees the words on both sides
+    text = " ".join(m.value for m in at.markdown)
+    assert "already mixes in its neighbours;" in text and "cannot change it" not in text
     # the maths section reports a tiny difference, never NaN
     metric = at.metric[0]
     assert float(metric.value) < 1e-4
