@@ -75,6 +75,10 @@ def close(*pages) -> None:
 
 
 def download(pg, label: str) -> bytes:
+    """The file behind the download button ``label``, clicked once the page's run has ended: the button's file is
+    made when clicked, under an id each full run replaces (the run's end drops the last run's), so a click while a
+    run is still going (a busy machine, right after a toggle) can ask for an id that is gone and get nothing."""
+    wait_idle(pg)
     button = pg.locator("[data-testid='stDownloadButton']").filter(has_text=label).first
     with pg.expect_download(timeout=LOAD_MS) as dl:
         button.click()
