@@ -69,7 +69,7 @@ def test_labels_are_short_unique_and_without_brackets():
 
 def test_option_label_adds_the_sense_when_there_is_one():
     ss = parse_sentence_set(TEXT, "bank")
-    assert ss.option_label(0) == ss.labels[0] + "  · money"
+    assert ss.option_label(0) == ss.labels[0].replace("S1 · ", "S1 · money · ", 1)  # the sense before the text
     assert ss.option_label(2) == ss.labels[2]  # no sense label on that line
 
 

@@ -91,9 +91,11 @@ class SentenceSet:
         return [f"S{i + 1} · {short(strip_markup(s)[0], 34)}" for i, s in enumerate(self.sentences)]
 
     def option_label(self, i: int) -> str:
-        """Label of sentence ``i`` (0-based) in a sentence picker: its chart label and its sense, if any."""
+        """Label of sentence ``i`` (0-based) in a sentence picker: its chart label with its sense, if any, after the
+        number ('S3 · river · We sat on the river bank…'), where a phone's narrow picker does not cut it off."""
         sense = self.senses[i]
-        return self.labels[i] + (f"  · {sense}" if sense else "")
+        number, rest = self.labels[i].split(" · ", 1)
+        return f"{number} · {sense} · {rest}" if sense else self.labels[i]
 
     @property
     def option_labels(self) -> dict[int, str]:
