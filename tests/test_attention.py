@@ -393,6 +393,23 @@ def test_long_sentence_figures_thin_labels_not_data(encoder):
     np.testing.assert_allclose(blocks.sum(axis=-1), 1.0, atol=1e-5)  # pooled: 40 blocks a side, rows still sum to 1
 
 
+def test_token_labels_turn_unless_each_fits_its_column_on_a_phone():
+    """Seven short word pieces ("[CLS]·0 the·1 bank·2 raised·3 …") printed level ran into each other on a phone."""
+    from lib.charts.attention import _CHAR_PX, _PHONE_PLOT_PX, attention_heatmap, target_attention_bars
+
+    seven = ["[CLS]·0", "the·1", "bank·2", "raised·3", "rates·4", ".·5", "[SEP]·6"]
+    three = ["[CLS]·0", "bank·1", "[SEP]·2"]
+    nine = [f"w·{k}" for k in range(9)]
+    # the cases below stand on either side of the rule: a label wider than its column, and one that fits
+    assert _CHAR_PX * len("raised·3") > _PHONE_PLOT_PX / 7 and _CHAR_PX * len("[CLS]·0") + 6 <= _PHONE_PLOT_PX / 3
+    for labels, angle in ((seven, -60), (three, 0), (nine, -60)):
+        n = len(labels)
+        heat = attention_heatmap(np.full((n, n), 1 / n), labels)
+        bars = target_attention_bars(np.full(n, 1 / n), np.full(n, 0.5), labels, [1])
+        assert heat.layout.xaxis.tickangle == angle, labels
+        assert {bars.layout.xaxis.tickangle, bars.layout.xaxis2.tickangle} == {angle}, labels
+
+
 def test_labels_with_markup_are_escaped():
     from lib.charts.attention import attention_heatmap
 

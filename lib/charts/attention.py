@@ -43,6 +43,20 @@ TARGET_COLOR = SENSE_COLORS[4]  # vermillion: the target word and the selected o
 OTHER_COLOR = SENSE_COLORS[0]
 MAX_TICK_LABELS = 40
 _CELL_TEXT_MAX_TOKENS = 14  # write the value into each cell up to this many tokens
+_PHONE_PLOT_PX = 190  # a token axis's length on a 390-px phone, the row labels and the colour bar beside it
+_CHAR_PX = 7  # a generous width per character of a 12-px tick label
+
+
+def token_tickangle(labels: Sequence[str]) -> int:
+    """The angle of a token axis's labels: level (0) only while every label fits its column on a phone, else
+    turned by 60 degrees (the theme sizes the margin for it). More than 8 tokens always turn.
+
+    >>> token_tickangle(["[CLS]·0", "bank·1", "[SEP]·2"]), token_tickangle(["[CLS]·0", "the·1", "raised·2", "x·3", "y·4"])
+    (0, -60)
+    """
+    n = len(labels)
+    widest = max((len(s) for s in labels), default=0) * _CHAR_PX
+    return 0 if n <= 8 and widest + 6 <= _PHONE_PLOT_PX / max(n, 1) else -60
 
 
 def _safe(labels: Sequence[str]) -> list[str]:
@@ -123,7 +137,7 @@ def attention_heatmap(
         "title": {"text": esc(title)},
         "xaxis": {
             "title": {"text": "key: the token looked at" + (" (some labels hidden)" if thinned else "")},
-            "tickangle": -60 if n > 8 else 0,
+            "tickangle": token_tickangle(labels),
             "type": "category",
             **ticks,
         },
@@ -292,7 +306,7 @@ def target_attention_bars(
              "hovertemplate": hover + "<br>weight %{y:.4f}<extra></extra>", "showlegend": False,
              "xaxis": xa, "yaxis": ya}  # fmt: skip
         )
-        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": -60 if n > 8 else 0, **ticks}
+        layout[f"xaxis{xa[1:]}"] |= {"type": "category", "tickangle": token_tickangle(labels), **ticks}
         layout[f"yaxis{ya[1:]}"] |= {"range": [0, 1], "title": {"text": "weight"}}
     return figure(traces, layout)
 
