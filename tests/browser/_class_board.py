@@ -54,8 +54,9 @@ def main_text(pg) -> str:
 def moderate(pg) -> None:
     """Turn on the teacher's moderation view (the waiting sentences, Accept and Hide: off on the projector)."""
     toggle = pg.locator(".st-key-board_moderate")
-    toggle.wait_for(timeout=LOAD_MS)
-    if not toggle.locator("input").is_checked():
+    box = toggle.locator("input")
+    box.wait_for(state="attached", timeout=LOAD_MS)  # the box can be drawn before its input (a replica's first run)
+    if not box.is_checked():
         toggle.locator("label").first.click()
     pg.wait_for_selector("text=Waiting for you", timeout=LOAD_MS)
 
